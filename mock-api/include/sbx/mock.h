@@ -1,0 +1,52 @@
+/* sbx-mock as a library: the conformance runner, sbxctl's tests and the
+ * integration tests embed the mock control plane in-process.
+ *
+ * The functions below are the stable embedding interface; the config struct
+ * may grow fields (always initialise it with sbx_mock_config_init). */
+#ifndef SBX_MOCK_H
+#define SBX_MOCK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sbx/egress.h"
+#include "sbx/err.h"
+
+typedef struct sbx_mock sbx_mock;
+
+typedef struct sbx_mock_config {
+	const char *listen_host;     /* default "127.0.0.1" */
+	uint16_t listen_port;        /* 0 = ephemeral (default) */
+	const char *admin_token;     /* NULL: a random token is generated */
+	bool accept_any_key;         /* a new key creates a tenant (default true) */
+	const char *const *api_keys; /* known keys when !accept_any_key */
+	size_t api_key_count;
+	const char *region;          /* default "local" */
+	unsigned sandbox_cap;        /* concurrent sandboxes per tenant, default 5 */
+	unsigned cap_status;         /* default 403 (unconfirmed upstream) */
+	const char *cap_code;        /* default "QUOTA_EXCEEDED" */
+	sbx_host_rule_mode host_rule_mode; /* default SBX_HOST_RULES_OBSERVED (what the live service does) */
+	size_t max_egress_rules;     /* default SBX_EGRESS_MAX_RULES_DEFAULT */
+	size_t max_json_body;        /* default 1 MiB */
+	size_t max_file_body;        /* default 64 MiB */
+	const char *timing;          /* "instant" (default), "realistic", or a scale factor "0.5" */
+	const char *work_dir;        /* where guest trees live; NULL: a private temp dir */
+	const char *scenario;        /* fault scenario name or file, may be NULL */
+	unsigned threads;            /* server threads, 0 = default */
+	bool quiet;                  /* no log lines on stderr */
+} sbx_mock_config;
+
+void sbx_mock_config_init(sbx_mock_config *cfg);
+
+/* Starts the server; returns NULL with *err set on failure. */
+sbx_mock *sbx_mock_start(const sbx_mock_config *cfg, sbx_err *err);
+/* "http://127.0.0.1:PORT" (no trailing slash); valid until sbx_mock_stop. */
+const char *sbx_mock_url(const sbx_mock *mock);
+uint16_t sbx_mock_port(const sbx_mock *mock);
+const char *sbx_mock_admin_token(const sbx_mock *mock);
+/* Stops the server, kills every guest process and removes the private work
+ * dir. Leaves no thread or child process behind. NULL is fine. */
+void sbx_mock_stop(sbx_mock *mock);
+
+#endif
