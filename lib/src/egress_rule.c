@@ -134,13 +134,18 @@ static bool rule_char_ok(unsigned char c)
 	       c == ']' || c == '/';
 }
 
+/* Looks like an address (digits and dots, at least one digit), so it is
+ * judged as one instead of as a host name. */
 static bool all_digits_dots(const char *p, size_t n)
 {
+	bool digit = false;
 	for (size_t i = 0; i < n; i++) {
-		if (!is_digit((unsigned char)p[i]) && p[i] != '.')
+		if (is_digit((unsigned char)p[i]))
+			digit = true;
+		else if (p[i] != '.')
 			return false;
 	}
-	return true;
+	return digit;
 }
 
 static const char *find_char(const char *p, size_t n, char c)
@@ -452,7 +457,7 @@ static int parse_wildcard(const parse_ctx *c, const char *s, size_t n, sbx_egres
 	if (star != NULL)
 		return fail(c, SBX_EGRESS_E_WILDCARD, (size_t)(star - s), true,
 			    "`*` is only allowed as the whole first label");
-	if (all_digits_dots(s + 2, n - 2))
+	if (all_digits_dots(s + 2, n - 2) || find_char(s + 2, n - 2, '/') != NULL)
 		return fail(c, SBX_EGRESS_E_WILDCARD, 2, true,
 			    "wildcard suffix must be a domain name, not an address");
 	r->kind = SBX_RULE_WILDCARD;
@@ -525,6 +530,11 @@ int sbx_egress_rule_parse(const char *text, size_t len, size_t index, sbx_egress
 		return fail(&c, SBX_EGRESS_E_TOO_LONG, RULE_TEXT_MAX, false,
 			    "rule longer than any valid rule (262 characters)");
 
+	for (size_t i = 0; i + 2 < n; i++) {
+		if (s[i] == ':' && s[i + 1] == '/' && s[i + 2] == '/')
+			return fail(&c, SBX_EGRESS_E_SYNTAX, i, true,
+				    "a rule is a host, address or CIDR, not a URL");
+	}
 	if (n == 1 && s[0] == '*') {
 		r.kind = SBX_RULE_ALL;
 	} else if (s[0] == '[') {
