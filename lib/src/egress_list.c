@@ -304,8 +304,12 @@ int sbx_egress_dest_parse(const char *text, size_t len, sbx_egress_dest *dest, c
 	}
 
 	size_t nlen = at != NULL ? (size_t)(at - text) : (dest->family == 0 ? clen : 0);
-	if (nlen == 0 && at == NULL)
+	if (nlen == 0 && at == NULL) {
+		if (dest->family == 0)
+			return dest_fail(err, text, len, 0, SBX_EGRESS_E_SYNTAX,
+					 "missing address or name before `:port`");
 		return 0;
+	}
 	if (hostbuf == NULL || hostcap < SBX_EGRESS_HOST_MAX + 1)
 		return dest_fail(err, text, len, 0, SBX_EGRESS_E_TOO_LONG,
 				 "no room for the host name");
