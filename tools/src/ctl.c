@@ -1,0 +1,545 @@
+/* ctl: command table, dispatch, help, configuration and the shared helpers
+ * of sbxctl; see ctl.h. Never calls exit(). */
+#include "ctl.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "output.h"
+
+const ctl_opt ctl_global_opts[] = {
+	{"url", "URL", false, "control-plane base URL (env CREATEOS_SANDBOX_BASE_URL)"},
+	{"api-key", "KEY", false, "API key sent as X-Api-Key (env CREATEOS_SANDBOX_API_KEY)"},
+	{"admin-token", "TOKEN", false, "mock admin token (env SBX_MOCK_ADMIN_TOKEN)"},
+	{"json", NULL, false, "machine-readable JSON output"},
+	{"timeout", "DURATION", false, "request deadline, e.g. 30s (default 60s; exec: none)"},
+	{NULL, NULL, false, NULL},
+};
+
+const ctl_opt ctl_opts_none[] = {{NULL, NULL, false, NULL}};
+
+#define ANY SIZE_MAX
+
+static const ctl_command commands[] = {
+	{"create", "[options]", "create a sandbox (returns once it is running)",
+	 "Prints the create response. --egress takes a comma-separated rule list ('' = empty list).",
+	 ctl_opts_create, 0, 0, ctl_cmd_create, 0},
+	{"ls", "[--status S] [--page-size N]", "list sandboxes (follows every page)", NULL,
+	 ctl_opts_ls, 0, 0, ctl_cmd_ls, 0},
+	{"get", "ID", "show one sandbox", NULL, ctl_opts_none, 1, 1, ctl_cmd_get, 0},
+	{"rm", "ID", "destroy a sandbox", NULL, ctl_opts_none, 1, 1, ctl_cmd_rm, 0},
+	{"exec", "ID [--stream] [--env K=V]... [--timeout D] -- CMD [ARG...]",
+	 "run a command in a sandbox; its exit code becomes sbxctl's",
+	 "CMD is an executable, not a shell line (use: -- bash -c 'a | b').\n"
+	 "--stream prints output as it arrives (NDJSON stream); without it the\n"
+	 "output is printed when the command ends. With --json the result (or,\n"
+	 "with --stream, every frame as one JSON line) goes to stdout.\n"
+	 "Exit code: the remote command's (0-255; outside that range 255) when the\n"
+	 "exec itself succeeded; 1 when the API failed or the stream ended without\n"
+	 "an exit code; 2 for a usage error. A remote exit of 1 or 2 is told apart\n"
+	 "by the 'sbxctl: ...' line sbxctl prints on stderr for its own failures.",
+	 ctl_opts_exec, 1, ANY, ctl_cmd_exec, 0},
+	{"pause", "ID [--wait] [--wait-timeout D]", "pause a sandbox", NULL, ctl_opts_wait, 1, 1,
+	 ctl_cmd_pause, 0},
+	{"resume", "ID [--wait] [--wait-timeout D]", "resume a paused sandbox", NULL, ctl_opts_wait, 1, 1,
+	 ctl_cmd_resume, 0},
+	{"fork", "ID [options]", "fork a paused sandbox (prints the new one)", NULL, ctl_opts_fork, 1, 1,
+	 ctl_cmd_fork, 0},
+	{"egress show", "ID", "show a sandbox's egress rules", NULL, ctl_opts_none, 1, 1,
+	 ctl_cmd_egress_show, 0},
+	{"egress set", "ID RULES...", "replace the egress rules ('r1,r2'; several arguments add up)",
+	 "Use `egress set ID ''` for an empty list (allow all) and `egress clear ID` for null.",
+	 ctl_opts_none, 2, ANY, ctl_cmd_egress_set, 0},
+	{"egress clear", "ID", "set the egress list to null (no rules: allow all)", NULL, ctl_opts_none,
+	 1, 1, ctl_cmd_egress_clear, 0},
+	{"egress check", "--rules 'r1,r2' [--mode documented|observed] DEST...",
+	 "offline: the engine's decision and reason per destination",
+	 "DEST is ADDR:PORT, [V6]:PORT, NAME:PORT or NAME@ADDR:PORT. Mode 'observed'\n"
+	 "(default, what the live service does) makes host rules match nothing;\n"
+	 "'documented' matches them. Exit 1 when a rule is invalid (every error is\n"
+	 "printed), 2 when a destination cannot be parsed.",
+	 ctl_opts_egress_check, 1, ANY, ctl_cmd_egress_check, CTL_CMD_OFFLINE},
+	{"egress lint", "FILE", "offline: validate a rule file (one rule per line, or a JSON array)",
+	 "Blank lines and lines starting with # are skipped in the line format.\n"
+	 "FILE '-' reads stdin. Every error is printed with its rule index and line;\n"
+	 "exit 1 if there is any.",
+	 ctl_opts_egress_lint, 1, 1, ctl_cmd_egress_lint, CTL_CMD_OFFLINE},
+	{"files push", "ID LOCAL REMOTE", "upload a file (binary-safe; LOCAL '-' = stdin)",
+	 "REMOTE must be an absolute path in the sandbox.", ctl_opts_none, 3, 3, ctl_cmd_files_push, 0},
+	{"files pull", "ID REMOTE LOCAL", "download a file (binary-safe; LOCAL '-' = stdout)",
+	 "LOCAL is written only when the download succeeded.", ctl_opts_none, 3, 3, ctl_cmd_files_pull, 0},
+	{"whoami", "", "show the key's user and sandbox counts", NULL, ctl_opts_none, 0, 0,
+	 ctl_cmd_whoami, 0},
+	{"shapes", "", "list the machine shapes", NULL, ctl_opts_none, 0, 0, ctl_cmd_shapes, 0},
+	{"rootfs", "", "list the root filesystems", NULL, ctl_opts_none, 0, 0, ctl_cmd_rootfs, 0},
+	{"mock faults add", "JSON|@FILE", "add fault rule(s): one rule or {\"rules\":[...]}",
+	 "See mock-api/ADMIN.md for the rule format. @FILE reads the JSON from a file.",
+	 ctl_opts_none, 1, 1, ctl_cmd_mock_faults_add, CTL_CMD_ADMIN},
+	{"mock faults ls", "", "list fault rules with their matched/fired counts", NULL, ctl_opts_none,
+	 0, 0, ctl_cmd_mock_faults_ls, CTL_CMD_ADMIN},
+	{"mock faults rm", "ID", "remove one fault rule", NULL, ctl_opts_none, 1, 1,
+	 ctl_cmd_mock_faults_rm, CTL_CMD_ADMIN},
+	{"mock faults clear", "", "remove every fault rule", NULL, ctl_opts_none, 0, 0,
+	 ctl_cmd_mock_faults_clear, CTL_CMD_ADMIN},
+	{"mock scenario load", "NAME|FILE", "load a named scenario, or a scenario object from a file",
+	 "An argument that names an existing file (or contains '/' or ends in .json)\n"
+	 "is read and sent as the scenario object; anything else is a scenario name.",
+	 ctl_opts_none, 1, 1, ctl_cmd_mock_scenario_load, CTL_CMD_ADMIN},
+	{"mock journal", "[filters] [--follow]", "show the mock's request journal",
+	 "--follow keeps polling for new entries until interrupted (Ctrl-C);\n"
+	 "with --json it prints one JSON entry per line.",
+	 ctl_opts_journal, 0, 0, ctl_cmd_mock_journal, CTL_CMD_ADMIN},
+	{"mock state", "[--tenant KEY]", "show every tenant and sandbox the mock holds", NULL,
+	 ctl_opts_state, 0, 0, ctl_cmd_mock_state, CTL_CMD_ADMIN},
+	{"mock reset", "", "forget every tenant, sandbox, fault and journal entry", NULL, ctl_opts_none,
+	 0, 0, ctl_cmd_mock_reset, CTL_CMD_ADMIN},
+	{"mock clock advance", "DURATION", "advance the mock clock (e.g. 90s, 5m, 1500ms)",
+	 "Due transitions (auto-pause, slow pause/resume) happen at once.", ctl_opts_none, 1, 1,
+	 ctl_cmd_mock_clock_advance, CTL_CMD_ADMIN},
+};
+
+#define NCOMMANDS (sizeof commands / sizeof commands[0])
+
+static int vreport(ctl_ctx *ctx, const char *fmt, va_list ap)
+{
+	char msg[1024];
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	if (ctx->json) {
+		cJSON *o = cJSON_CreateObject();
+		cJSON *e = cJSON_AddObjectToObject(o, "error");
+		cJSON_AddStringToObject(e, "class", "LocalError");
+		cJSON_AddStringToObject(e, "message", msg);
+		char *s = cJSON_PrintUnformatted(o);
+		fprintf(ctx->err, "%s\n", s != NULL ? s : "");
+		free(s);
+		cJSON_Delete(o);
+	} else {
+		fprintf(ctx->err, "sbxctl: %s\n", msg);
+	}
+	return CTL_EXIT_FAIL;
+}
+
+int ctl_fail(ctl_ctx *ctx, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vreport(ctx, fmt, ap);
+	va_end(ap);
+	return CTL_EXIT_FAIL;
+}
+
+int ctl_usage_error(ctl_ctx *ctx, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	const char *name = ctx->cmd != NULL ? ctx->cmd->name : NULL;
+	fprintf(ctx->err, "sbxctl%s%s: %s\n", name != NULL ? " " : "", name != NULL ? name : "", msg);
+	fprintf(ctx->err, "Try 'sbxctl%s%s --help'.\n", name != NULL ? " " : "", name != NULL ? name : "");
+	return CTL_EXIT_USAGE;
+}
+
+ctl_client *ctl_get_client(ctl_ctx *ctx)
+{
+	if (ctx->client_ready)
+		return &ctx->client;
+	if (ctl_client_init(&ctx->client, ctx->base_url, ctx->api_key, ctx->admin_token) != 0) {
+		ctl_fail(ctx, "cannot set up the HTTP client (out of memory)");
+		return NULL;
+	}
+	ctx->client.timeout_ms = ctx->timeout_ms >= 0 ? ctx->timeout_ms : CTL_DEFAULT_TIMEOUT_MS;
+	ctx->client_ready = true;
+	return &ctx->client;
+}
+
+int ctl_call(ctl_ctx *ctx, const ctl_request *req, ctl_response *resp)
+{
+	ctl_error e;
+	memset(resp, 0, sizeof *resp);
+	ctl_client *c = ctl_get_client(ctx);
+	if (c == NULL)
+		return -1;
+	if (ctl_request_do(c, req, resp, &e) != 0) {
+		ctl_print_error(ctx->err, ctx->json, &e);
+		return -1;
+	}
+	return 0;
+}
+
+int ctl_call_json(ctl_ctx *ctx, const char *method, const char *path, const char *query,
+		  const cJSON *body, bool admin, ctl_response *resp)
+{
+	char *text = body != NULL ? cJSON_PrintUnformatted(body) : NULL;
+	if (body != NULL && text == NULL) {
+		memset(resp, 0, sizeof *resp);
+		ctl_fail(ctx, "out of memory");
+		return -1;
+	}
+	ctl_request req = {.method = method, .path = path, .query = query, .admin = admin,
+			   .body = text, .body_len = text != NULL ? strlen(text) : 0};
+	int rc = ctl_call(ctx, &req, resp);
+	free(text);
+	return rc;
+}
+
+void ctl_sandbox_path(sbx_strbuf *sb, const char *id, const char *suffix)
+{
+	sbx_strbuf_puts(sb, "/v1/sandboxes/");
+	ctl_escape(sb, id);
+	sbx_strbuf_puts(sb, suffix);
+}
+
+int ctl_read_file(ctl_ctx *ctx, const char *path, sbx_strbuf *sb)
+{
+	bool is_stdin = strcmp(path, "-") == 0;
+	FILE *f = is_stdin ? stdin : fopen(path, "rb");
+	if (f == NULL) {
+		ctl_fail(ctx, "cannot open '%s': %s", path, strerror(errno));
+		return -1;
+	}
+	char buf[65536];
+	size_t n = 0;
+	while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+		sbx_strbuf_append(sb, buf, n);
+	int bad = ferror(f);
+	if (!is_stdin)
+		fclose(f);
+	if (bad != 0 || sb->oom) {
+		ctl_fail(ctx, "cannot read '%s': %s", path, bad != 0 ? "read error" : "out of memory");
+		return -1;
+	}
+	return 0;
+}
+
+int ctl_add_env(ctl_ctx *ctx, cJSON *body, const char *key, const char *opt)
+{
+	size_t n = 0;
+	const char *const *vals = ctl_args_all(&ctx->args, opt, &n);
+	if (n == 0)
+		return 0;
+	cJSON *obj = cJSON_AddObjectToObject(body, key);
+	char what[64];
+	snprintf(what, sizeof what, "--%s", opt);
+	for (size_t i = 0; i < n; i++) {
+		size_t klen = 0;
+		sbx_err e = {""};
+		if (ctl_parse_kv(vals[i], what, &klen, &e) != 0) {
+			ctl_usage_error(ctx, "%s", e.msg);
+			return -1;
+		}
+		char k[256];
+		if (klen >= sizeof k) {
+			ctl_usage_error(ctx, "%s: key of '%.40s...' is too long", what, vals[i]);
+			return -1;
+		}
+		memcpy(k, vals[i], klen);
+		k[klen] = '\0';
+		cJSON_DeleteItemFromObjectCaseSensitive(obj, k);
+		cJSON_AddStringToObject(obj, k, vals[i] + klen + 1);
+	}
+	return 0;
+}
+
+int ctl_add_rules(ctl_ctx *ctx, cJSON *body, const char *key, const char *list)
+{
+	size_t n = 0;
+	char **v = ctl_split_commas(list, &n);
+	if (v == NULL) {
+		ctl_fail(ctx, "out of memory");
+		return -1;
+	}
+	cJSON *arr = cJSON_GetObjectItemCaseSensitive(body, key);
+	if (arr == NULL)
+		arr = cJSON_AddArrayToObject(body, key);
+	for (size_t i = 0; i < n; i++)
+		cJSON_AddItemToArray(arr, cJSON_CreateString(v[i]));
+	ctl_strv_free(v);
+	return 0;
+}
+
+/* ---- help ---- */
+
+static void print_opts(FILE *f, const ctl_opt *opts)
+{
+	for (const ctl_opt *o = opts; o->name != NULL; o++) {
+		char left[64];
+		snprintf(left, sizeof left, "--%s%s%s", o->name, o->metavar != NULL ? " " : "",
+			 o->metavar != NULL ? o->metavar : "");
+		fprintf(f, "  %-24s %s%s\n", left, o->help, o->repeatable ? " (repeatable)" : "");
+	}
+}
+
+static void command_help(FILE *f, const ctl_command *c)
+{
+	fprintf(f, "Usage: sbxctl %s %s\n%s.\n", c->name, c->synopsis, c->summary);
+	if (c->details != NULL)
+		fprintf(f, "\n%s\n", c->details);
+	if (c->opts[0].name != NULL) {
+		fprintf(f, "\nOptions:\n");
+		print_opts(f, c->opts);
+	}
+	fprintf(f, "\nGlobal options (before or after the command):\n");
+	print_opts(f, ctl_global_opts);
+	fprintf(f, "\nExit codes: 0 ok, 1 API/remote failure%s, 2 usage error.\n",
+		c->run == ctl_cmd_exec ? " (or the remote command's code)" : "");
+}
+
+/* Lists the commands starting with prefix ("" = all); brief: the command
+ * list only (for usage errors). */
+static void list_help(FILE *f, const char *prefix, bool brief)
+{
+	size_t plen = strlen(prefix);
+	fprintf(f, "Usage: sbxctl [global options] %s%sCOMMAND [options] [args]\n\n", prefix,
+		plen > 0 ? " " : "");
+	if (plen == 0)
+		fprintf(f, "A command-line client for the CreateOS Sandbox control plane and sbx-mock.\n\n");
+	fprintf(f, "Commands:\n");
+	for (size_t i = 0; i < NCOMMANDS; i++) {
+		const ctl_command *c = &commands[i];
+		if (strncmp(c->name, prefix, plen) != 0 || (plen > 0 && c->name[plen] != ' '))
+			continue;
+		fprintf(f, "  %-20s %s\n", c->name, c->summary);
+	}
+	if (brief)
+		return;
+	fprintf(f, "\nGlobal options:\n");
+	print_opts(f, ctl_global_opts);
+	fprintf(f, "\nEnvironment: CREATEOS_SANDBOX_BASE_URL (default %s),\n"
+		   "CREATEOS_SANDBOX_API_KEY, SBX_MOCK_ADMIN_TOKEN.\n"
+		   "Exit codes: 0 ok, 1 API/remote failure, 2 usage error; exec passes the\n"
+		   "remote command's exit code. 'sbxctl COMMAND --help' for details.\n",
+		CTL_DEFAULT_BASE_URL);
+}
+
+/* ---- dispatch ---- */
+
+/* How many words of argv[i..] name command c (0: no match). */
+static size_t match_words(const ctl_command *c, int argc, char **argv, int i)
+{
+	const char *p = c->name;
+	size_t words = 0;
+	while (*p != '\0') {
+		if (i >= argc)
+			return 0;
+		const char *sp = strchr(p, ' ');
+		size_t len = sp != NULL ? (size_t)(sp - p) : strlen(p);
+		if (strlen(argv[i]) != len || memcmp(argv[i], p, len) != 0)
+			return 0;
+		words++;
+		i++;
+		p += len;
+		if (*p == ' ')
+			p++;
+	}
+	return words;
+}
+
+static const ctl_command *find_command(int argc, char **argv, int i, size_t *words)
+{
+	const ctl_command *best = NULL;
+	*words = 0;
+	for (size_t k = 0; k < NCOMMANDS; k++) {
+		size_t w = match_words(&commands[k], argc, argv, i);
+		if (w > *words) {
+			*words = w;
+			best = &commands[k];
+		}
+	}
+	return best;
+}
+
+/* The longest group ("mock faults", "egress") that argv[i..] starts with. */
+static size_t group_prefix(int argc, char **argv, int i, char *buf, size_t cap)
+{
+	size_t best = 0;
+	buf[0] = '\0';
+	for (size_t k = 0; k < NCOMMANDS; k++) {
+		char name[64];
+		snprintf(name, sizeof name, "%s", commands[k].name);
+		size_t words = 0;
+		char *p = name;
+		int j = i;
+		for (;;) {
+			char *sp = strchr(p, ' ');
+			if (sp == NULL || j >= argc)
+				break;
+			*sp = '\0';
+			if (strcmp(argv[j], p) != 0)
+				break;
+			*sp = ' ';
+			words++;
+			j++;
+			p = sp + 1;
+		}
+		if (words > best) {
+			best = words;
+			snprintf(buf, cap, "%.*s", (int)(p - name - 1), name);
+		}
+	}
+	return best;
+}
+
+/* Skips the global options in front of the command; returns the index of the
+ * command word, or -1 after a usage error. */
+static int skip_leading_globals(ctl_ctx *ctx, int argc, char **argv, bool *help)
+{
+	int i = 1;
+	while (i < argc && argv[i][0] == '-' && argv[i][1] != '\0') {
+		const char *a = argv[i];
+		if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+			*help = true;
+			i++;
+			continue;
+		}
+		const char *name = a + (a[1] == '-' ? 2 : 1);
+		size_t len = strcspn(name, "=");
+		const ctl_opt *o = NULL;
+		for (const ctl_opt *g = ctl_global_opts; g->name != NULL; g++) {
+			if (strlen(g->name) == len && memcmp(g->name, name, len) == 0)
+				o = g;
+		}
+		if (o == NULL || a[1] != '-') {
+			ctl_usage_error(ctx, "unknown global option '%s' (commands come first: sbxctl COMMAND --option)", a);
+			return -1;
+		}
+		if (o->metavar != NULL && name[len] != '=')
+			i++;
+		i++;
+	}
+	return i;
+}
+
+static int resolve_config(ctl_ctx *ctx)
+{
+	const char *env = NULL;
+	ctx->base_url = ctl_args_get(&ctx->args, "url");
+	if (ctx->base_url == NULL) {
+		env = getenv("CREATEOS_SANDBOX_BASE_URL");
+		ctx->base_url = env != NULL && env[0] != '\0' ? env : CTL_DEFAULT_BASE_URL;
+	}
+	if (strncmp(ctx->base_url, "http://", 7) != 0 && strncmp(ctx->base_url, "https://", 8) != 0)
+		return ctl_usage_error(ctx, "base URL '%s' must start with http:// or https://", ctx->base_url);
+	ctx->api_key = ctl_args_get(&ctx->args, "api-key");
+	if (ctx->api_key == NULL)
+		ctx->api_key = getenv("CREATEOS_SANDBOX_API_KEY");
+	ctx->admin_token = ctl_args_get(&ctx->args, "admin-token");
+	if (ctx->admin_token == NULL)
+		ctx->admin_token = getenv("SBX_MOCK_ADMIN_TOKEN");
+	ctx->json = ctl_args_has(&ctx->args, "json");
+	ctx->timeout_ms = -1;
+	const char *t = ctl_args_get(&ctx->args, "timeout");
+	if (t != NULL) {
+		int64_t ms = 0;
+		sbx_err e = {""};
+		if (ctl_parse_duration_ms(t, "--timeout", &ms, &e) != 0)
+			return ctl_usage_error(ctx, "%s", e.msg);
+		if (ms <= 0 || ms > 86400000)
+			return ctl_usage_error(ctx, "--timeout: %s is out of range (1ms..24h)", t);
+		ctx->timeout_ms = (long)ms;
+	}
+	if ((ctx->cmd->flags & CTL_CMD_ADMIN) != 0 && (ctx->admin_token == NULL || ctx->admin_token[0] == '\0'))
+		return ctl_usage_error(ctx, "mock commands need the admin token: pass --admin-token or set "
+					    "SBX_MOCK_ADMIN_TOKEN (sbx-mock prints it at start)");
+	return CTL_EXIT_OK;
+}
+
+static int check_positionals(ctl_ctx *ctx)
+{
+	const ctl_command *c = ctx->cmd;
+	size_t n = ctx->args.npos;
+	if (n < c->min_pos)
+		return ctl_usage_error(ctx, "missing argument%s: expected %s", c->min_pos - n > 1 ? "s" : "",
+				       c->synopsis);
+	if (n > c->max_pos)
+		return ctl_usage_error(ctx, "unexpected argument '%s' (usage: sbxctl %s %s)",
+				       ctx->args.pos[c->max_pos], c->name, c->synopsis);
+	return CTL_EXIT_OK;
+}
+
+/* Parses the command line of the chosen command: the leading globals
+ * argv[1..cmd_at) plus everything after the command words. */
+static int parse_command_line(ctl_ctx *ctx, int argc, char **argv, int cmd_at, size_t words)
+{
+	char **merged = calloc((size_t)argc + 1, sizeof *merged);
+	if (merged == NULL)
+		return ctl_fail(ctx, "out of memory");
+	int n = 0;
+	for (int k = 1; k < cmd_at; k++)
+		merged[n++] = argv[k];
+	for (int k = cmd_at + (int)words; k < argc; k++)
+		merged[n++] = argv[k];
+	const ctl_opt *const tables[] = {ctx->cmd->opts, ctl_global_opts, NULL};
+	sbx_err e = {""};
+	int rc = CTL_EXIT_OK;
+	if (ctl_args_parse(tables, n, merged, &ctx->args, &e) != 0)
+		rc = ctl_usage_error(ctx, "%s%s", e.msg,
+				     ctx->cmd->run == ctl_cmd_exec ? "; put the remote command after '--'" : "");
+	free(merged);
+	return rc;
+}
+
+static int dispatch(ctl_ctx *ctx, int argc, char **argv)
+{
+	bool help = false;
+	int i = skip_leading_globals(ctx, argc, argv, &help);
+	if (i < 0)
+		return CTL_EXIT_USAGE;
+	if (i < argc && strcmp(argv[i], "help") == 0) {
+		help = true;
+		i++;
+	}
+	size_t words = 0;
+	ctx->cmd = find_command(argc, argv, i, &words);
+	if (ctx->cmd == NULL) {
+		char group[64];
+		size_t gw = group_prefix(argc, argv, i, group, sizeof group);
+		if (help) {
+			list_help(ctx->out, group, false);
+			return CTL_EXIT_OK;
+		}
+		if (gw > 0)
+			list_help(ctx->err, group, true);
+		if (i >= argc)
+			fprintf(ctx->err, "sbxctl: missing command (try 'sbxctl --help')\n");
+		else if (i + (int)gw >= argc)
+			fprintf(ctx->err, "\nsbxctl %s: missing sub-command\n", group);
+		else
+			fprintf(ctx->err, "%ssbxctl: unknown command '%s%s%s' (try 'sbxctl --help')\n",
+				gw > 0 ? "\n" : "", group, gw > 0 ? " " : "", argv[i + (int)gw]);
+		return CTL_EXIT_USAGE;
+	}
+	int rc = parse_command_line(ctx, argc, argv, i, words);
+	if (rc != CTL_EXIT_OK)
+		return rc;
+	if (help || ctx->args.help) {
+		command_help(ctx->out, ctx->cmd);
+		return CTL_EXIT_OK;
+	}
+	rc = resolve_config(ctx);
+	if (rc != CTL_EXIT_OK)
+		return rc;
+	rc = check_positionals(ctx);
+	if (rc != CTL_EXIT_OK)
+		return rc;
+	return ctx->cmd->run(ctx);
+}
+
+int ctl_main(int argc, char **argv, FILE *out, FILE *err)
+{
+	ctl_ctx ctx;
+	memset(&ctx, 0, sizeof ctx);
+	ctx.out = out;
+	ctx.err = err;
+	ctx.timeout_ms = -1;
+	int rc = dispatch(&ctx, argc, argv);
+	fflush(out);
+	if (ctx.client_ready)
+		ctl_client_free(&ctx.client);
+	ctl_args_free(&ctx.args);
+	return rc;
+}
