@@ -506,23 +506,25 @@ static uint32_t eval_address(const sbx_egress_policy *p, const egress_ndest *nd)
 	return best;
 }
 
+/* One right-to-left pass: the hash state after each character is the hash of
+ * the suffix starting there, so wildcard suffixes are probed on the way and
+ * the exact name with the final state. */
 static uint32_t eval_name(const sbx_egress_policy *p, const egress_ndest *nd)
 {
 	const char *h = nd->host;
 	size_t n = nd->host_len;
 	uint32_t best = EGRESS_NO_RULE;
-	if (p->exact.used != 0)
-		best = ht_lookup2(&p->exact, hash_name(h, n), h, n, nd->port);
-	if (p->wild.used == 0)
-		return best;
-	/* Suffixes after a dot that has at least one character before it:
-	 * the suffix starts at j - 1, the dot is at j - 2 >= 1. */
 	uint64_t hs = HASH_SEED;
-	for (size_t j = n; j >= 3; j--) {
+	bool wild = p->wild.used != 0;
+	for (size_t j = n; j > 0; j--) {
 		hs = hash_step(hs, h[j - 1]);
-		if (h[j - 2] == '.')
+		/* The suffix starts at j - 1 after a dot at j - 2 >= 1: at least one
+		 * character must come before the dot ("strictly below"). */
+		if (wild && j >= 3 && h[j - 2] == '.')
 			best = min_u32(best, ht_lookup2(&p->wild, hs, h + j - 1, n - j + 1, nd->port));
 	}
+	if (p->exact.used != 0)
+		best = min_u32(best, ht_lookup2(&p->exact, hs, h, n, nd->port));
 	return best;
 }
 
