@@ -35,6 +35,12 @@ typedef struct sbx_mock_config {
 	const char *scenario;        /* fault scenario name or file, may be NULL */
 	unsigned threads;            /* server threads, 0 = default */
 	bool quiet;                  /* no log lines on stderr */
+	/* Added by the mock module (issue 4/5). */
+	uint64_t seed;               /* fault RNG seed (probability, latency draws), default 1 */
+	size_t journal_size;         /* request journal ring size, default 65536 */
+	bool no_journal;             /* disable the journal (load tests) */
+	const char *guest_mode;      /* "auto" (default), "plain" or "ns"; see mock-api/README.md */
+	int64_t exec_timeout_ms;     /* default per-exec timeout, default 600000 (0 = none) */
 } sbx_mock_config;
 
 void sbx_mock_config_init(sbx_mock_config *cfg);
@@ -48,5 +54,13 @@ const char *sbx_mock_admin_token(const sbx_mock *mock);
 /* Stops the server, kills every guest process and removes the private work
  * dir. Leaves no thread or child process behind. NULL is fine. */
 void sbx_mock_stop(sbx_mock *mock);
+
+/* "ns" or "plain": how guests run (see mock-api/README.md). */
+const char *sbx_mock_guest_mode(const sbx_mock *mock);
+/* Parses --timing: "instant" (0), "realistic" (1) or a scale factor. */
+int sbx_mock_parse_timing(const char *timing, double *scale, sbx_err *err);
+/* Loads fault rules from a scenario name (fixtures/scenarios/NAME.json) or a
+ * file path; appends them to the running rule list. */
+int sbx_mock_load_scenario(sbx_mock *mock, const char *name_or_file, sbx_err *err);
 
 #endif

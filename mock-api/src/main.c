@@ -1,0 +1,359 @@
+/* sbx-mock: the offline CreateOS Sandbox control plane as a program.
+ * Parses flags into an sbx_mock_config, starts the server, prints the URL and
+ * admin token on stdout, and stops cleanly on SIGINT/SIGTERM. Exit codes: 0
+ * clean stop, 2 usage or setup error. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sbx/mock.h"
+
+#define MAX_KEYS 1024
+
+static const char usage[] =
+	"usage: sbx-mock [options]\n"
+	"Offline CreateOS Sandbox control plane (see mock-api/README.md).\n\n"
+	"  --listen HOST:PORT      bind address (default 127.0.0.1:0 = ephemeral port)\n"
+	"  --admin-token TOKEN     admin API token (default: random, printed)\n"
+	"  --api-key KEY           a known API key (repeatable); turns accept-any-key off\n"
+	"  --keys-file FILE        known API keys, one per line (# comments)\n"
+	"  --accept-any-key        any key creates a tenant (default unless keys are given)\n"
+	"  --no-accept-any-key     only known keys (401 otherwise)\n"
+	"  --cap N                 concurrent sandboxes per key (default 5)\n"
+	"  --cap-status CODE       status when over the cap (default 403)\n"
+	"  --cap-code CODE         data.code when over the cap (default QUOTA_EXCEEDED)\n"
+	"  --host-rules MODE       egress host rules: observed (default) | documented\n"
+	"  --timing T              instant (default) | realistic | scale factor (e.g. 0.1)\n"
+	"  --region NAME           the region this control plane serves (default local)\n"
+	"  --max-egress-rules N    egress list limit (default 1024)\n"
+	"  --max-body BYTES        JSON body limit (default 1048576)\n"
+	"  --max-file-body BYTES   file upload limit (default 67108864)\n"
+	"  --work-dir DIR          where guest trees live (default: private temp dir)\n"
+	"  --guest-mode MODE       auto (default) | ns | plain\n"
+	"  --exec-timeout-ms MS    default exec timeout (default 600000, 0 = none)\n"
+	"  --seed N                fault RNG seed (default 1)\n"
+	"  --journal-size N        request journal ring size (default 65536)\n"
+	"  --no-journal            do not record requests\n"
+	"  --scenario NAME|FILE    load fault rules (fixtures/scenarios/NAME.json)\n"
+	"  --quiet                 no log lines on stderr\n"
+	"  --help                  this text\n"
+	"Exit codes: 0 stopped by SIGINT/SIGTERM, 2 usage or setup error.\n";
+
+__attribute__((format(printf, 1, 2))) static int die_usage(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("sbx-mock: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputs("\nTry 'sbx-mock --help'.\n", stderr);
+	return 2;
+}
+
+static int parse_ull(const char *s, unsigned long long lo, unsigned long long hi,
+		     unsigned long long *out)
+{
+	char *end = NULL;
+	unsigned long long v;
+
+	if (s == NULL || s[0] == '\0' || s[0] == '-' || s[0] == '+')
+		return -1;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno != 0 || *end != '\0' || v < lo || v > hi)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static int parse_listen(const char *arg, sbx_mock_config *cfg, char *host, size_t cap)
+{
+	const char *colon = strrchr(arg, ':');
+	unsigned long long port;
+	size_t hlen;
+
+	if (colon == NULL || parse_ull(colon + 1, 0, 65535, &port) != 0)
+		return -1;
+	hlen = (size_t)(colon - arg);
+	if (hlen == 0 || hlen >= cap)
+		return -1;
+	memcpy(host, arg, hlen);
+	host[hlen] = '\0';
+	cfg->listen_host = host;
+	cfg->listen_port = (uint16_t)port;
+	return 0;
+}
+
+static int read_keys_file(const char *path, char **keys, size_t *n)
+{
+	FILE *fp = fopen(path, "r");
+	char line[1024];
+
+	if (fp == NULL)
+		return -1;
+	while (fgets(line, sizeof(line), fp) != NULL) {
+		char *p = line;
+		size_t len;
+
+		while (*p == ' ' || *p == '\t')
+			p++;
+		len = strcspn(p, "\r\n");
+		while (len > 0 && (p[len - 1] == ' ' || p[len - 1] == '\t'))
+			len--;
+		p[len] = '\0';
+		if (len == 0 || p[0] == '#')
+			continue;
+		if (*n == MAX_KEYS) {
+			fclose(fp);
+			errno = E2BIG;
+			return -1;
+		}
+		keys[*n] = strdup(p);
+		if (keys[*n] == NULL) {
+			fclose(fp);
+			return -1;
+		}
+		(*n)++;
+	}
+	fclose(fp);
+	return 0;
+}
+
+enum {
+	OPT_LISTEN = 256, OPT_ADMIN_TOKEN, OPT_API_KEY, OPT_KEYS_FILE, OPT_ANY, OPT_NO_ANY,
+	OPT_CAP, OPT_CAP_STATUS, OPT_CAP_CODE, OPT_HOST_RULES, OPT_TIMING, OPT_REGION,
+	OPT_MAX_RULES, OPT_MAX_BODY, OPT_MAX_FILE, OPT_WORK_DIR, OPT_GUEST_MODE, OPT_EXEC_TIMEOUT,
+	OPT_SEED, OPT_JOURNAL_SIZE, OPT_NO_JOURNAL, OPT_SCENARIO, OPT_QUIET, OPT_HELP,
+};
+
+static const struct option options[] = {
+	{"listen", required_argument, NULL, OPT_LISTEN},
+	{"admin-token", required_argument, NULL, OPT_ADMIN_TOKEN},
+	{"api-key", required_argument, NULL, OPT_API_KEY},
+	{"keys-file", required_argument, NULL, OPT_KEYS_FILE},
+	{"accept-any-key", no_argument, NULL, OPT_ANY},
+	{"no-accept-any-key", no_argument, NULL, OPT_NO_ANY},
+	{"cap", required_argument, NULL, OPT_CAP},
+	{"cap-status", required_argument, NULL, OPT_CAP_STATUS},
+	{"cap-code", required_argument, NULL, OPT_CAP_CODE},
+	{"host-rules", required_argument, NULL, OPT_HOST_RULES},
+	{"timing", required_argument, NULL, OPT_TIMING},
+	{"region", required_argument, NULL, OPT_REGION},
+	{"max-egress-rules", required_argument, NULL, OPT_MAX_RULES},
+	{"max-body", required_argument, NULL, OPT_MAX_BODY},
+	{"max-file-body", required_argument, NULL, OPT_MAX_FILE},
+	{"work-dir", required_argument, NULL, OPT_WORK_DIR},
+	{"guest-mode", required_argument, NULL, OPT_GUEST_MODE},
+	{"exec-timeout-ms", required_argument, NULL, OPT_EXEC_TIMEOUT},
+	{"seed", required_argument, NULL, OPT_SEED},
+	{"journal-size", required_argument, NULL, OPT_JOURNAL_SIZE},
+	{"no-journal", no_argument, NULL, OPT_NO_JOURNAL},
+	{"scenario", required_argument, NULL, OPT_SCENARIO},
+	{"quiet", no_argument, NULL, OPT_QUIET},
+	{"help", no_argument, NULL, OPT_HELP},
+	{NULL, 0, NULL, 0},
+};
+
+typedef struct cli {
+	sbx_mock_config cfg;
+	char host[256];
+	char *keys[MAX_KEYS];
+	size_t nkeys;
+	int any_key; /* -1 unset */
+} cli;
+
+static int parse_num_opt(int opt, const char *arg, cli *c)
+{
+	unsigned long long v;
+
+	switch (opt) {
+	case OPT_CAP:
+		if (parse_ull(arg, 0, 1000000, &v) != 0)
+			return die_usage("--cap: \"%s\" is not a number 0-1000000", arg);
+		c->cfg.sandbox_cap = (unsigned)v;
+		return 0;
+	case OPT_CAP_STATUS:
+		if (parse_ull(arg, 400, 599, &v) != 0)
+			return die_usage("--cap-status: \"%s\" is not an HTTP error status 400-599", arg);
+		c->cfg.cap_status = (unsigned)v;
+		return 0;
+	case OPT_MAX_RULES:
+		if (parse_ull(arg, 1, 1000000, &v) != 0)
+			return die_usage("--max-egress-rules: \"%s\" is not a number 1-1000000", arg);
+		c->cfg.max_egress_rules = (size_t)v;
+		return 0;
+	case OPT_MAX_BODY:
+		if (parse_ull(arg, 1024, 1ULL << 30, &v) != 0)
+			return die_usage("--max-body: \"%s\" is not a byte count 1024-1073741824", arg);
+		c->cfg.max_json_body = (size_t)v;
+		return 0;
+	case OPT_MAX_FILE:
+		if (parse_ull(arg, 1024, 1ULL << 34, &v) != 0)
+			return die_usage("--max-file-body: \"%s\" is not a byte count 1024-17179869184", arg);
+		c->cfg.max_file_body = (size_t)v;
+		return 0;
+	case OPT_EXEC_TIMEOUT:
+		if (parse_ull(arg, 0, 86400000, &v) != 0)
+			return die_usage("--exec-timeout-ms: \"%s\" is not a number 0-86400000", arg);
+		c->cfg.exec_timeout_ms = (int64_t)v;
+		return 0;
+	case OPT_SEED:
+		if (parse_ull(arg, 0, UINT64_MAX, &v) != 0)
+			return die_usage("--seed: \"%s\" is not a non-negative integer", arg);
+		c->cfg.seed = v;
+		return 0;
+	case OPT_JOURNAL_SIZE:
+		if (parse_ull(arg, 1, 100000000, &v) != 0)
+			return die_usage("--journal-size: \"%s\" is not a number 1-100000000", arg);
+		c->cfg.journal_size = (size_t)v;
+		return 0;
+	default:
+		return 2;
+	}
+}
+
+static int parse_opt(int opt, const char *arg, cli *c)
+{
+	switch (opt) {
+	case OPT_LISTEN:
+		if (parse_listen(arg, &c->cfg, c->host, sizeof(c->host)) != 0)
+			return die_usage("--listen: \"%s\" is not HOST:PORT (e.g. 127.0.0.1:0)", arg);
+		return 0;
+	case OPT_ADMIN_TOKEN:
+		if (arg[0] == '\0')
+			return die_usage("--admin-token: must not be empty");
+		c->cfg.admin_token = arg;
+		return 0;
+	case OPT_API_KEY:
+		if (arg[0] == '\0' || c->nkeys == MAX_KEYS)
+			return die_usage("--api-key: empty key or too many keys");
+		c->keys[c->nkeys] = strdup(arg);
+		if (c->keys[c->nkeys] == NULL)
+			return die_usage("out of memory");
+		c->nkeys++;
+		return 0;
+	case OPT_KEYS_FILE:
+		if (read_keys_file(arg, c->keys, &c->nkeys) != 0) {
+			fprintf(stderr, "sbx-mock: --keys-file %s: %s\n", arg, strerror(errno));
+			return 2;
+		}
+		return 0;
+	case OPT_ANY:
+		c->any_key = 1;
+		return 0;
+	case OPT_NO_ANY:
+		c->any_key = 0;
+		return 0;
+	case OPT_CAP_CODE:
+		c->cfg.cap_code = arg;
+		return 0;
+	case OPT_HOST_RULES:
+		if (strcmp(arg, "observed") == 0)
+			c->cfg.host_rule_mode = SBX_HOST_RULES_OBSERVED;
+		else if (strcmp(arg, "documented") == 0)
+			c->cfg.host_rule_mode = SBX_HOST_RULES_DOCUMENTED;
+		else
+			return die_usage("--host-rules: \"%s\" is not documented or observed", arg);
+		return 0;
+	case OPT_TIMING: {
+		double s;
+		sbx_err err = {{0}};
+
+		if (sbx_mock_parse_timing(arg, &s, &err) != 0)
+			return die_usage("--%s", err.msg);
+		c->cfg.timing = arg;
+		return 0;
+	}
+	case OPT_REGION:
+		c->cfg.region = arg;
+		return 0;
+	case OPT_WORK_DIR:
+		c->cfg.work_dir = arg;
+		return 0;
+	case OPT_GUEST_MODE:
+		if (strcmp(arg, "auto") != 0 && strcmp(arg, "ns") != 0 && strcmp(arg, "plain") != 0)
+			return die_usage("--guest-mode: \"%s\" is not auto, ns or plain", arg);
+		c->cfg.guest_mode = arg;
+		return 0;
+	case OPT_NO_JOURNAL:
+		c->cfg.no_journal = true;
+		return 0;
+	case OPT_SCENARIO:
+		c->cfg.scenario = arg;
+		return 0;
+	case OPT_QUIET:
+		c->cfg.quiet = true;
+		return 0;
+	default:
+		return parse_num_opt(opt, arg, c);
+	}
+}
+
+static int run(cli *c)
+{
+	sigset_t set;
+	sbx_mock *mock;
+	sbx_err err = {{0}};
+	int sig = 0;
+
+	/* Block the stop signals before any thread starts, then wait for them. */
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	mock = sbx_mock_start(&c->cfg, &err);
+	if (mock == NULL) {
+		fprintf(stderr, "sbx-mock: %s\n", err.msg);
+		return 2;
+	}
+	printf("sbx-mock listening on %s\n", sbx_mock_url(mock));
+	printf("admin token: %s\n", sbx_mock_admin_token(mock));
+	printf("guest mode: %s\n", sbx_mock_guest_mode(mock));
+	fflush(stdout);
+	sigwait(&set, &sig);
+	if (!c->cfg.quiet)
+		fprintf(stderr, "sbx-mock: signal %d, stopping\n", sig);
+	sbx_mock_stop(mock);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	cli c;
+	int opt, rc = 0;
+
+	memset(&c, 0, sizeof(c));
+	sbx_mock_config_init(&c.cfg);
+	c.any_key = -1;
+	while ((opt = getopt_long(argc, argv, "h", options, NULL)) != -1) {
+		if (opt == OPT_HELP || opt == 'h') {
+			fputs(usage, stdout);
+			goto out_free;
+		}
+		if (opt == '?') {
+			rc = die_usage("unknown option or missing argument");
+			goto out_free;
+		}
+		rc = parse_opt(opt, optarg, &c);
+		if (rc != 0)
+			goto out_free;
+	}
+	if (optind < argc) {
+		rc = die_usage("unexpected argument \"%s\"", argv[optind]);
+		goto out_free;
+	}
+	c.cfg.api_keys = (const char *const *)c.keys;
+	c.cfg.api_key_count = c.nkeys;
+	c.cfg.accept_any_key = c.any_key >= 0 ? c.any_key == 1 : c.nkeys == 0;
+	rc = run(&c);
+out_free:
+	for (size_t i = 0; i < c.nkeys; i++)
+		free(c.keys[i]);
+	return rc;
+}

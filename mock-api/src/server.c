@@ -1,0 +1,1022 @@
+/* server: the HTTP plumbing of sbx-mock — libmicrohttpd setup, request
+ * collection with body limits, JSend shaping, request ids, the fault
+ * actions' application (the engine in faults.c decides, this file acts) and
+ * the journal record of every control-plane request.
+ *
+ * Threading: MHD's thread-per-connection mode, so a handler may block (exec,
+ * hang, latency) without stalling other connections; every blocking wait
+ * checks mock->stopping so sbx_mock_stop never waits on a client. */
+#define _GNU_SOURCE
+#include "server.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+int64_t mono_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+void mock_sleep_ms(sbx_mock *mock, int64_t ms)
+{
+	int64_t end = mono_us() + ms * 1000;
+
+	while (!atomic_load(&mock->stopping)) {
+		int64_t left = end - mono_us();
+		struct timespec ts;
+
+		if (left <= 0)
+			return;
+		if (left > 50000)
+			left = 50000;
+		ts.tv_sec = 0;
+		ts.tv_nsec = (long)left * 1000;
+		nanosleep(&ts, NULL);
+	}
+}
+
+/* ---- JSON helpers ---- */
+
+static size_t utf8_len(const unsigned char *s, size_t n)
+{
+	size_t need;
+	uint32_t cp;
+
+	if (s[0] < 0x80)
+		return 1;
+	if ((s[0] & 0xe0) == 0xc0) {
+		need = 2;
+		cp = s[0] & 0x1f;
+	} else if ((s[0] & 0xf0) == 0xe0) {
+		need = 3;
+		cp = s[0] & 0x0f;
+	} else if ((s[0] & 0xf8) == 0xf0) {
+		need = 4;
+		cp = s[0] & 0x07;
+	} else {
+		return 0;
+	}
+	if (n < need)
+		return 0;
+	for (size_t i = 1; i < need; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (s[i] & 0x3f);
+	}
+	if ((need == 2 && cp < 0x80) || (need == 3 && cp < 0x800) || (need == 4 && cp < 0x10000) ||
+	    cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return need;
+}
+
+void json_escape(sbx_strbuf *sb, const char *s, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t i = 0;
+
+	sbx_strbuf_append(sb, "\"", 1);
+	while (i < len) {
+		unsigned char c = p[i];
+		size_t run = i;
+
+		/* copy a run of plain bytes at once */
+		while (run < len && p[run] >= 0x20 && p[run] < 0x80 && p[run] != '"' && p[run] != '\\')
+			run++;
+		if (run > i) {
+			sbx_strbuf_append(sb, s + i, run - i);
+			i = run;
+			continue;
+		}
+		if (c == '"' || c == '\\') {
+			char esc[2] = {'\\', (char)c};
+
+			sbx_strbuf_append(sb, esc, 2);
+			i++;
+		} else if (c == '\n') {
+			sbx_strbuf_append(sb, "\\n", 2);
+			i++;
+		} else if (c == '\r') {
+			sbx_strbuf_append(sb, "\\r", 2);
+			i++;
+		} else if (c == '\t') {
+			sbx_strbuf_append(sb, "\\t", 2);
+			i++;
+		} else if (c < 0x20) {
+			sbx_strbuf_printf(sb, "\\u%04x", c);
+			i++;
+		} else {
+			size_t n = utf8_len(p + i, len - i);
+
+			if (n == 0) {
+				sbx_strbuf_append(sb, "\\ufffd", 6);
+				i++;
+			} else {
+				sbx_strbuf_append(sb, s + i, n);
+				i += n;
+			}
+		}
+	}
+	sbx_strbuf_append(sb, "\"", 1);
+}
+
+/* ---- responses ---- */
+
+void resp_header(mresp *out, const char *name, const char *value)
+{
+	if (out->nh == MRESP_MAX_HEADERS)
+		return;
+	snprintf(out->hname[out->nh], sizeof(out->hname[0]), "%s", name);
+	snprintf(out->hvalue[out->nh], sizeof(out->hvalue[0]), "%s", value);
+	out->nh++;
+}
+
+void resp_raw(mresp *out, int status, const char *ctype, char *body, size_t len)
+{
+	free(out->body);
+	out->status = status;
+	out->ctype = ctype;
+	out->body = body;
+	out->len = len;
+}
+
+static void resp_envelope(mresp *out, int status, cJSON *env)
+{
+	char *text = cJSON_PrintUnformatted(env);
+
+	cJSON_Delete(env);
+	if (text == NULL) {
+		static const char oom[] = "{\"status\":\"error\",\"message\":\"out of memory\",\"code\":500}";
+
+		text = strdup(oom);
+		status = 500;
+	}
+	resp_raw(out, status, "application/json", text, text != NULL ? strlen(text) : 0);
+}
+
+void resp_success(mresp *out, int status, cJSON *data)
+{
+	cJSON *env = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(env, "status", "success");
+	if (data == NULL)
+		data = cJSON_CreateObject();
+	cJSON_AddItemToObject(env, "data", data);
+	resp_envelope(out, status, env);
+}
+
+void resp_fail(mresp *out, int status, const char *field, const char *code, const char *msg)
+{
+	cJSON *env = cJSON_CreateObject();
+	cJSON *data;
+
+	if (status >= 500) {
+		cJSON_Delete(env);
+		resp_error(out, status, msg);
+		return;
+	}
+	cJSON_AddStringToObject(env, "status", "fail");
+	data = cJSON_AddObjectToObject(env, "data");
+	cJSON_AddStringToObject(data, field != NULL && field[0] != '\0' ? field : "error", msg);
+	if (code != NULL && code[0] != '\0')
+		cJSON_AddStringToObject(data, "code", code);
+	resp_envelope(out, status, env);
+}
+
+void resp_error(mresp *out, int status, const char *msg)
+{
+	cJSON *env = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(env, "status", "error");
+	cJSON_AddStringToObject(env, "message", msg);
+	cJSON_AddNumberToObject(env, "code", status);
+	resp_envelope(out, status, env);
+}
+
+void resp_mock_err(mresp *out, const mock_err *e)
+{
+	resp_fail(out, e->status, e->field, e->code, e->msg);
+}
+
+/* ---- request helpers ---- */
+
+const char *req_query(const mreq *r, const char *key)
+{
+	return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, key);
+}
+
+bool req_seg(const mreq *r, int i, char *buf, size_t cap)
+{
+	const char *p = r->path;
+
+	for (int k = 0; k <= i; k++) {
+		size_t len;
+
+		if (*p != '/')
+			return false;
+		p++;
+		len = strcspn(p, "/");
+		if (k == i) {
+			if (len == 0 || len >= cap)
+				return false;
+			memcpy(buf, p, len);
+			buf[len] = '\0';
+			return true;
+		}
+		p += len;
+	}
+	return false;
+}
+
+static int conn_fd(struct MHD_Connection *conn)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+
+	return ci != NULL ? ci->connect_fd : -1;
+}
+
+bool req_client_gone(const mreq *r)
+{
+	int fd = conn_fd(r->conn);
+	struct pollfd pfd;
+	char c;
+
+	if (atomic_load(&r->mock->stopping))
+		return true;
+	if (fd < 0)
+		return false;
+	pfd.fd = fd;
+	pfd.events = POLLIN | POLLRDHUP;
+	pfd.revents = 0;
+	if (poll(&pfd, 1, 0) <= 0)
+		return false;
+	if (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR))
+		return true;
+	if (pfd.revents & POLLIN)
+		return recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
+	return false;
+}
+
+/* ---- fault application ---- */
+
+/* RST the connection now: SO_LINGER 0 makes the final close abortive, and
+ * connect(AF_UNSPEC) disconnects the TCP socket at once (Linux sends RST),
+ * so MHD's own shutdown(SHUT_WR) cannot turn it into a polite FIN. */
+static void set_linger_reset(struct MHD_Connection *conn)
+{
+	int fd = conn_fd(conn);
+	struct linger lg = {1, 0};
+	struct sockaddr unspec;
+
+	if (fd < 0)
+		return;
+	setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	memset(&unspec, 0, sizeof(unspec));
+	unspec.sa_family = AF_UNSPEC;
+	connect(fd, &unspec, sizeof(unspec));
+}
+
+static void hang(mreq *r, int64_t max_ms)
+{
+	int64_t end = mono_us() + max_ms * 1000;
+
+	while (mono_us() < end) {
+		if (req_client_gone(r))
+			return;
+		mock_sleep_ms(r->mock, 50);
+	}
+}
+
+static void fault_http(mreq *r, mresp *out)
+{
+	const mock_fault_action *a = &r->fault;
+	bool error = a->envelope[0] != '\0' ? strcmp(a->envelope, "error") == 0 : a->status >= 500;
+	char msg[300];
+
+	snprintf(msg, sizeof(msg), "%s", a->message[0] != '\0' ? a->message : "injected fault");
+	if (a->status >= 200 && a->status < 300) {
+		resp_success(out, a->status, NULL);
+	} else if (error) {
+		cJSON *env = cJSON_CreateObject();
+
+		cJSON_AddStringToObject(env, "status", "error");
+		cJSON_AddStringToObject(env, "message", msg);
+		cJSON_AddNumberToObject(env, "code", a->status);
+		resp_envelope(out, a->status, env);
+	} else {
+		resp_fail(out, a->status, "error", a->code, msg);
+	}
+	if (a->retry_after >= 0) {
+		char v[24];
+
+		snprintf(v, sizeof(v), "%d", a->retry_after);
+		resp_header(out, "Retry-After", v);
+	}
+	for (size_t i = 0; i < a->nheaders; i++)
+		resp_header(out, a->hname[i], a->hvalue[i]);
+}
+
+typedef struct slow_body {
+	sbx_mock *mock;
+	char *body;
+	size_t len;
+	unsigned bytes_per_tick; /* 0: truncated mode */
+} slow_body;
+
+static ssize_t slow_reader(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	slow_body *sb = cls;
+	size_t n;
+
+	if (pos >= sb->len)
+		return sb->bytes_per_tick == 0 ? MHD_CONTENT_READER_END_WITH_ERROR
+						: MHD_CONTENT_READER_END_OF_STREAM;
+	if (atomic_load(&sb->mock->stopping))
+		return MHD_CONTENT_READER_END_WITH_ERROR;
+	n = sb->len - (size_t)pos;
+	if (n > max)
+		n = max;
+	if (sb->bytes_per_tick != 0) {
+		if (n > sb->bytes_per_tick)
+			n = sb->bytes_per_tick;
+		mock_sleep_ms(sb->mock, 100);
+	}
+	memcpy(buf, sb->body + pos, n);
+	return (ssize_t)n;
+}
+
+static void slow_free(void *cls)
+{
+	slow_body *sb = cls;
+
+	free(sb->body);
+	free(sb);
+}
+
+/* Turns out's body into a response that declares `declared` bytes but
+ * sends only the body (truncated), or dribbles it (bytes_per_sec). */
+static void make_slow(mreq *r, mresp *out, uint64_t declared, unsigned bytes_per_sec)
+{
+	slow_body *sb = calloc(1, sizeof(*sb));
+
+	if (sb == NULL)
+		return;
+	sb->mock = r->mock;
+	sb->body = out->body;
+	sb->len = out->len;
+	sb->bytes_per_tick = bytes_per_sec == 0 ? 0 : (bytes_per_sec + 9) / 10;
+	out->body = NULL;
+	out->len = 0;
+	out->custom = MHD_create_response_from_callback(declared, 4096, slow_reader, sb, slow_free);
+	if (out->custom == NULL)
+		slow_free(sb);
+}
+
+/* Transport faults that replace the answer. Returns true when handled. */
+static bool apply_replacing_fault(mreq *r, mresp *out)
+{
+	static const char malformed[] = "{\"status\":\"success\",\"data\":{\"id\":\"sb-";
+	unsigned char *garbage;
+
+	switch (r->fault.kind) {
+	case FK_HTTP:
+		fault_http(r, out);
+		return true;
+	case FK_RESET:
+		out->close_reset = true;
+		return true;
+	case FK_CLOSE:
+		out->close_plain = true;
+		return true;
+	case FK_HANG:
+		hang(r, r->fault.max_ms);
+		out->close_plain = true;
+		return true;
+	case FK_EMPTY_200:
+		resp_raw(out, 200, "application/json", NULL, 0);
+		return true;
+	case FK_MALFORMED_JSON:
+		resp_raw(out, 200, "application/json", strdup(malformed), sizeof(malformed) - 1);
+		return true;
+	case FK_TRUNCATED:
+		resp_success(out, 200, NULL);
+		make_slow(r, out, (uint64_t)out->len + 512, 0);
+		return true;
+	case FK_GARBAGE:
+		garbage = malloc(512);
+		if (garbage != NULL)
+			mock_faults_random_bytes(r->mock->faults, garbage, 512);
+		resp_raw(out, 200, "application/json", (char *)garbage, garbage != NULL ? 512 : 0);
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* ---- the request pipeline ---- */
+
+static const char *auth_key(struct MHD_Connection *conn)
+{
+	static const char *const names[] = {"X-Auth-Token", "X-Access-Token", "X-Api-Key"};
+
+	for (size_t i = 0; i < 3; i++) {
+		const char *v = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, names[i]);
+
+		if (v != NULL && v[0] != '\0')
+			return v;
+	}
+	return NULL;
+}
+
+/* Fills the fault-matching summary: tenant request number and name. */
+static void fault_summary(mreq *r, mock_fault_req *q, char *name, size_t cap)
+{
+	sbx_mock *mock = r->mock;
+	char seg[64];
+
+	q->method = r->method;
+	q->path = r->path;
+	q->tenant = r->api_key != NULL ? r->api_key : "";
+	q->name = NULL;
+	q->is_exec = mock_path_match("/v1/sandboxes/{id}/exec", r->path);
+	pthread_mutex_lock(&mock->model->lock);
+	if (r->api_key != NULL) {
+		mock_tenant *t = mock_tenant_get(mock->model, r->api_key, false);
+
+		q->request_no = t != NULL ? ++t->requests : ++mock->anon_requests;
+	} else {
+		q->request_no = ++mock->anon_requests;
+	}
+	if (req_seg(r, 0, seg, sizeof(seg)) && strcmp(seg, "v1") == 0 &&
+	    req_seg(r, 1, seg, sizeof(seg)) && strcmp(seg, "sandboxes") == 0) {
+		if (req_seg(r, 2, seg, sizeof(seg))) {
+			mock_sandbox *sb = mock_sandbox_find_any(mock->model, seg);
+
+			if (sb != NULL && sb->name[0] != '\0') {
+				snprintf(name, cap, "%s", sb->name);
+				q->name = name;
+			}
+		} else if (r->json != NULL) {
+			const cJSON *n = cJSON_GetObjectItemCaseSensitive(r->json, "name");
+
+			if (cJSON_IsString(n)) {
+				snprintf(name, cap, "%s", n->valuestring);
+				q->name = name;
+			}
+		}
+	}
+	pthread_mutex_unlock(&mock->model->lock);
+}
+
+static void journal_record(mreq *r, int status)
+{
+	mock_journal_entry e;
+	sbx_strbuf q = SBX_STRBUF_INIT;
+	const char *qs;
+
+	memset(&e, 0, sizeof(e));
+	pthread_mutex_lock(&r->mock->model->lock);
+	e.ts_ms = mock_now(r->mock->model);
+	pthread_mutex_unlock(&r->mock->model->lock);
+	snprintf(e.method, sizeof(e.method), "%s", r->method);
+	e.path = r->path;
+	qs = strchr(r->path, '?');
+	(void)qs;
+	/* MHD hands the path without query; rebuild it from the arguments. */
+	if (MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, NULL, NULL) > 0) {
+		const char *keys[] = {"limit", "offset", "status", "stream", "path", "mount_path",
+				      "follow", "attempt", "include", "reason"};
+
+		for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+			const char *v = req_query(r, keys[i]);
+
+			if (v != NULL)
+				sbx_strbuf_printf(&q, "%s%s=%s", q.len > 0 ? "&" : "", keys[i], v);
+		}
+	}
+	e.query = q.len > 0 ? q.data : NULL;
+	e.tenant = (char *)r->api_key; /* copied by mock_journal_add */
+	e.status = status;
+	snprintf(e.sandbox_id, sizeof(e.sandbox_id), "%s", r->sandbox_id);
+	e.duration_us = mono_us() - r->start_us;
+	e.fault = r->fault_fired ? r->fault_label : NULL;
+	mock_journal_add(r->mock->journal, &e);
+	sbx_strbuf_free(&q);
+}
+
+static enum MHD_Result queue(mreq *r, mresp *out)
+{
+	struct MHD_Response *resp = out->custom;
+	enum MHD_Result rc;
+
+	if (resp == NULL) {
+		resp = MHD_create_response_from_buffer(out->len, out->body, MHD_RESPMEM_MUST_FREE);
+		if (resp == NULL)
+			return MHD_NO;
+		out->body = NULL;
+	}
+	out->custom = NULL;
+	if (out->ctype != NULL)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, out->ctype);
+	MHD_add_response_header(resp, "X-Request-Id", r->request_id);
+	for (size_t i = 0; i < out->nh; i++)
+		MHD_add_response_header(resp, out->hname[i], out->hvalue[i]);
+	rc = MHD_queue_response(r->conn, (unsigned)out->status, resp);
+	MHD_destroy_response(resp);
+	return rc;
+}
+
+static void mresp_release(mresp *out)
+{
+	free(out->body);
+	out->body = NULL;
+	if (out->custom != NULL)
+		MHD_destroy_response(out->custom);
+	out->custom = NULL;
+}
+
+static void parse_body(mreq *r)
+{
+	const char *ct = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
+						     MHD_HTTP_HEADER_CONTENT_TYPE);
+
+	if (r->body.len == 0)
+		return;
+	if (ct != NULL && strstr(ct, "octet-stream") != NULL)
+		return;
+	r->json = cJSON_ParseWithLength(r->body.data, r->body.len);
+	if (r->json == NULL)
+		r->json_bad = true;
+}
+
+static enum MHD_Result finish(mreq *r, mresp *out)
+{
+	enum MHD_Result rc;
+
+	if (out->close_reset || out->close_plain) {
+		if (out->close_reset)
+			set_linger_reset(r->conn);
+		mresp_release(out);
+		return MHD_NO;
+	}
+	rc = queue(r, out);
+	mresp_release(out);
+	return rc;
+}
+
+static void commit_then_fail(mreq *r, mresp *out)
+{
+	mresp_release(out);
+	memset(out, 0, sizeof(*out));
+	switch (r->fault.then) {
+	case THEN_RESET:
+		out->close_reset = true;
+		break;
+	case THEN_CLOSE:
+		out->close_plain = true;
+		break;
+	default:
+		out->status = r->fault.status;
+		if (out->status >= 500)
+			resp_error(out, out->status, "injected failure after the operation committed");
+		else
+			resp_fail(out, out->status, "error", "", "injected failure after commit");
+		break;
+	}
+}
+
+static enum MHD_Result dispatch(mreq *r)
+{
+	sbx_mock *mock = r->mock;
+	mresp out;
+	mock_fault_req q;
+	char name[MOCK_NAME_MAX + 2];
+	bool admin = strncmp(r->path, "/_mock/", 7) == 0 || strcmp(r->path, "/_mock") == 0;
+	enum MHD_Result rc;
+
+	memset(&out, 0, sizeof(out));
+	snprintf(r->request_id, sizeof(r->request_id), "req_%08lx%012llx",
+		 (unsigned long)(mock->seed & 0xffffffff),
+		 (unsigned long long)atomic_fetch_add(&mock->req_counter, 1));
+	if (r->too_large) {
+		char msg[128];
+
+		snprintf(msg, sizeof(msg), "request body is over the %zu-byte limit", r->limit);
+		resp_fail(&out, 413, "body", "PAYLOAD_TOO_LARGE", msg);
+		if (!admin)
+			journal_record(r, 413);
+		return finish(r, &out);
+	}
+	parse_body(r);
+	if (admin) {
+		admin_dispatch(r, &out);
+		return finish(r, &out);
+	}
+	r->api_key = auth_key(r->conn);
+	if (mock_faults_count(mock->faults) > 0) {
+		fault_summary(r, &q, name, sizeof(name));
+		r->fault_fired = mock_faults_eval(mock->faults, &q, &r->fault, r->fault_label,
+						  sizeof(r->fault_label));
+	}
+	if (r->fault_fired && r->fault.kind == FK_LATENCY)
+		mock_sleep_ms(mock, (int64_t)mock_faults_latency_ms(mock->faults, &r->fault));
+	if (!(r->fault_fired && apply_replacing_fault(r, &out))) {
+		api_dispatch(r, &out);
+		if (r->fault_fired && r->fault.kind == FK_COMMIT_THEN_FAIL)
+			commit_then_fail(r, &out);
+		else if (r->fault_fired && r->fault.kind == FK_DRIBBLE && out.custom == NULL)
+			make_slow(r, &out, out.len, r->fault.bytes_per_sec);
+	}
+	journal_record(r, out.close_reset || out.close_plain ? 0 : out.status);
+	rc = finish(r, &out);
+	return rc;
+}
+
+static bool is_file_put(const char *method, const char *url)
+{
+	return strcmp(method, "PUT") == 0 && mock_path_match("/v1/sandboxes/{id}/files", url);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+				  const char *method, const char *version, const char *upload_data,
+				  size_t *upload_data_size, void **con_cls)
+{
+	sbx_mock *mock = cls;
+	mreq *r = *con_cls;
+
+	(void)version;
+	if (r == NULL) {
+		const char *cl;
+
+		r = calloc(1, sizeof(*r));
+		if (r == NULL)
+			return MHD_NO;
+		r->mock = mock;
+		r->conn = conn;
+		r->method = method;
+		r->path = strdup(url);
+		r->start_us = mono_us();
+		r->limit = is_file_put(method, url) ? mock->max_file : mock->max_json;
+		sbx_strbuf_init(&r->body);
+		*con_cls = r;
+		if (r->path == NULL)
+			return MHD_NO;
+		cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+		if (cl != NULL && strtoull(cl, NULL, 10) > r->limit)
+			r->too_large = true;
+		return MHD_YES;
+	}
+	if (*upload_data_size != 0) {
+		if (!r->too_large) {
+			if (r->body.len + *upload_data_size > r->limit) {
+				r->too_large = true;
+				sbx_strbuf_free(&r->body);
+			} else if (!sbx_strbuf_append(&r->body, upload_data, *upload_data_size)) {
+				return MHD_NO;
+			}
+		}
+		*upload_data_size = 0;
+		return MHD_YES;
+	}
+	return dispatch(r);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+			 enum MHD_RequestTerminationCode toe)
+{
+	mreq *r = *con_cls;
+
+	(void)cls;
+	(void)conn;
+	(void)toe;
+	if (r == NULL)
+		return;
+	cJSON_Delete(r->json);
+	sbx_strbuf_free(&r->body);
+	free(r->path);
+	free(r);
+	*con_cls = NULL;
+}
+
+static void on_log(void *cls, const char *fmt, va_list ap)
+{
+	sbx_mock *mock = cls;
+
+	if (mock->quiet)
+		return;
+	fputs("sbx-mock: mhd: ", stderr);
+	vfprintf(stderr, fmt, ap);
+}
+
+/* ---- guests and lifecycle hooks ---- */
+
+void mock_on_state_change(mock_sandbox *sb, mock_status from, void *arg)
+{
+	(void)arg;
+	if (sb->status == ST_PAUSED && from == ST_RUNNING)
+		mock_guest_signal(sb->guest, SIGSTOP);
+	if (sb->status == ST_DESTROYED)
+		mock_destroy_guest(sb);
+}
+
+/* Kills the guest's processes and removes its tree; the struct itself lives
+ * until the mock stops, because an exec may still hold it. */
+void mock_destroy_guest(mock_sandbox *sb)
+{
+	if (sb->guest == NULL)
+		return;
+	mock_guest_kill(sb->guest);
+}
+
+static void free_guests(sbx_mock *mock, bool remove)
+{
+	mock_model *m = mock->model;
+
+	for (size_t i = 0; i < m->nsbx; i++) {
+		mock_guest_free(m->sbx[i]->guest, remove);
+		m->sbx[i]->guest = NULL;
+	}
+	for (size_t i = 0; i < m->ngrave; i++) {
+		mock_guest_free(m->grave[i]->guest, remove);
+		m->grave[i]->guest = NULL;
+	}
+}
+
+void mock_reset_all(sbx_mock *mock)
+{
+	mock_model *m = mock->model;
+
+	pthread_mutex_lock(&m->lock);
+	for (size_t i = 0; i < m->nsbx; i++)
+		mock_guest_kill(m->sbx[i]->guest);
+	mock_model_reset(m);
+	pthread_mutex_unlock(&m->lock);
+	mock_faults_clear(mock->faults);
+	mock_faults_reseed(mock->faults, mock->seed);
+	mock_journal_clear(mock->journal);
+}
+
+/* ---- start and stop ---- */
+
+void sbx_mock_config_init(sbx_mock_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->listen_host = "127.0.0.1";
+	cfg->accept_any_key = true;
+	cfg->region = "local";
+	cfg->sandbox_cap = 5;
+	cfg->cap_status = 403;
+	cfg->cap_code = "QUOTA_EXCEEDED";
+	cfg->host_rule_mode = SBX_HOST_RULES_OBSERVED;
+	cfg->max_egress_rules = SBX_EGRESS_MAX_RULES_DEFAULT;
+	cfg->max_json_body = 1024 * 1024;
+	cfg->max_file_body = 64 * 1024 * 1024;
+	cfg->timing = "instant";
+	cfg->seed = 1;
+	cfg->journal_size = 65536;
+	cfg->guest_mode = "auto";
+	cfg->exec_timeout_ms = 600000;
+}
+
+int sbx_mock_parse_timing(const char *timing, double *scale, sbx_err *err)
+{
+	char *end = NULL;
+	double v;
+
+	if (timing == NULL || strcmp(timing, "instant") == 0) {
+		*scale = 0;
+		return 0;
+	}
+	if (strcmp(timing, "realistic") == 0) {
+		*scale = 1;
+		return 0;
+	}
+	errno = 0;
+	v = strtod(timing, &end);
+	if (errno != 0 || end == timing || *end != '\0' || v < 0 || v > 1000) {
+		sbx_err_set(err, "timing \"%s\": expected instant, realistic or a scale factor 0-1000",
+			    timing);
+		return -1;
+	}
+	*scale = v;
+	return 0;
+}
+
+static int make_work_dir(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *err)
+{
+	if (cfg->work_dir != NULL) {
+		if (mkdir(cfg->work_dir, 0755) != 0 && errno != EEXIST) {
+			sbx_err_set(err, "work dir %s: %s", cfg->work_dir, strerror(errno));
+			return -1;
+		}
+		snprintf(mock->work_dir, sizeof(mock->work_dir), "%s", cfg->work_dir);
+		return 0;
+	}
+	{
+		const char *base = getenv("TMPDIR");
+
+		snprintf(mock->work_dir, sizeof(mock->work_dir), "%s/sbx-mock-XXXXXX",
+			 base != NULL && base[0] != '\0' ? base : "/tmp");
+	}
+	if (mkdtemp(mock->work_dir) == NULL) {
+		sbx_err_set(err, "mkdtemp %s: %s", mock->work_dir, strerror(errno));
+		return -1;
+	}
+	mock->own_work_dir = true;
+	return 0;
+}
+
+static void random_token(char *buf, size_t cap)
+{
+	unsigned char raw[24];
+	static const char hex[] = "0123456789abcdef";
+	size_t n = 0;
+
+	if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw)) {
+		uint64_t t = (uint64_t)mono_us() ^ (uint64_t)getpid();
+
+		for (size_t i = 0; i < sizeof(raw); i++)
+			raw[i] = (unsigned char)(t >> ((i % 8) * 8)) ^ (unsigned char)i;
+	}
+	for (size_t i = 0; i < sizeof(raw) && n + 2 < cap; i++) {
+		buf[n++] = hex[raw[i] >> 4];
+		buf[n++] = hex[raw[i] & 15];
+	}
+	buf[n] = '\0';
+}
+
+static int copy_keys(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *err)
+{
+	if (cfg->api_key_count == 0)
+		return 0;
+	mock->keys = calloc(cfg->api_key_count, sizeof(char *));
+	if (mock->keys == NULL) {
+		sbx_err_set(err, "out of memory");
+		return -1;
+	}
+	for (size_t i = 0; i < cfg->api_key_count; i++) {
+		mock->keys[i] = strdup(cfg->api_keys[i]);
+		if (mock->keys[i] == NULL) {
+			sbx_err_set(err, "out of memory");
+			return -1;
+		}
+		mock->nkeys++;
+	}
+	return 0;
+}
+
+static int start_daemon(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *err)
+{
+	struct sockaddr_in sa;
+	const union MHD_DaemonInfo *di;
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
+			 MHD_USE_POLL | MHD_USE_ERROR_LOG;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sin_family = AF_INET;
+	sa.sin_port = htons(cfg->listen_port);
+	if (inet_pton(AF_INET, cfg->listen_host, &sa.sin_addr) != 1) {
+		sbx_err_set(err, "listen host \"%s\" is not an IPv4 address", cfg->listen_host);
+		return -1;
+	}
+	mock->daemon = MHD_start_daemon(flags, cfg->listen_port, NULL, NULL, on_request, mock,
+					MHD_OPTION_EXTERNAL_LOGGER, on_log, mock,
+					MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+					MHD_OPTION_NOTIFY_COMPLETED, on_completed, mock,
+					MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
+					MHD_OPTION_CONNECTION_LIMIT, (unsigned)4096,
+					MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024,
+					MHD_OPTION_END);
+	if (mock->daemon == NULL) {
+		sbx_err_set(err, "cannot listen on %s:%u: %s", cfg->listen_host, cfg->listen_port,
+			    strerror(errno));
+		return -1;
+	}
+	di = MHD_get_daemon_info(mock->daemon, MHD_DAEMON_INFO_BIND_PORT);
+	mock->port = di != NULL ? di->port : cfg->listen_port;
+	snprintf(mock->url, sizeof(mock->url), "http://%s:%u", cfg->listen_host, mock->port);
+	return 0;
+}
+
+sbx_mock *sbx_mock_start(const sbx_mock_config *cfg, sbx_err *err)
+{
+	sbx_mock *mock = calloc(1, sizeof(*mock));
+	mock_settings set;
+
+	if (mock == NULL) {
+		sbx_err_set(err, "out of memory");
+		return NULL;
+	}
+	memset(&set, 0, sizeof(set));
+	set.sandbox_cap = cfg->sandbox_cap;
+	set.cap_status = cfg->cap_status;
+	snprintf(set.cap_code, sizeof(set.cap_code), "%s", cfg->cap_code != NULL ? cfg->cap_code : "");
+	set.credit = true;
+	set.host_rule_mode = cfg->host_rule_mode;
+	set.accept_any_key = cfg->accept_any_key;
+	set.max_egress_rules = cfg->max_egress_rules;
+	set.ready = true;
+	snprintf(set.region, sizeof(set.region), "%s", cfg->region != NULL ? cfg->region : "local");
+	if (sbx_mock_parse_timing(cfg->timing, &set.timing_scale, err) != 0)
+		goto out_free;
+	if (cfg->cap_status < 400 || cfg->cap_status > 599) {
+		sbx_err_set(err, "cap status %u: expected an HTTP error status 400-599", cfg->cap_status);
+		goto out_free;
+	}
+	mock->quiet = cfg->quiet;
+	mock->seed = cfg->seed;
+	mock->max_json = cfg->max_json_body;
+	mock->max_file = cfg->max_file_body;
+	mock->exec_timeout_ms = cfg->exec_timeout_ms;
+	atomic_store(&mock->hb_ms, 5000);
+	if (cfg->admin_token != NULL)
+		snprintf(mock->admin_token, sizeof(mock->admin_token), "%s", cfg->admin_token);
+	else
+		random_token(mock->admin_token, sizeof(mock->admin_token));
+	if (copy_keys(mock, cfg, err) != 0)
+		goto out_free;
+	if (mock_guest_mode_detect(cfg->guest_mode, &mock->gmode, err) != 0)
+		goto out_free;
+	mock->model = mock_model_new(&set);
+	mock->faults = mock_faults_new(cfg->seed);
+	mock->journal = mock_journal_new(cfg->no_journal ? 0 : cfg->journal_size);
+	if (mock->model == NULL || mock->faults == NULL || mock->journal == NULL) {
+		sbx_err_set(err, "out of memory");
+		goto out_free;
+	}
+	for (size_t i = 0; i < mock->nkeys; i++)
+		mock_tenant_add(mock->model, mock->keys[i]);
+	if (make_work_dir(mock, cfg, err) != 0)
+		goto out_free;
+	if (cfg->scenario != NULL && sbx_mock_load_scenario(mock, cfg->scenario, err) != 0)
+		goto out_free;
+	if (start_daemon(mock, cfg, err) != 0)
+		goto out_free;
+	return mock;
+
+out_free:
+	sbx_mock_stop(mock);
+	return NULL;
+}
+
+const char *sbx_mock_url(const sbx_mock *mock)
+{
+	return mock->url;
+}
+
+uint16_t sbx_mock_port(const sbx_mock *mock)
+{
+	return mock->port;
+}
+
+const char *sbx_mock_admin_token(const sbx_mock *mock)
+{
+	return mock->admin_token;
+}
+
+const char *sbx_mock_guest_mode(const sbx_mock *mock)
+{
+	return mock_guest_mode_name(mock->gmode);
+}
+
+void sbx_mock_stop(sbx_mock *mock)
+{
+	if (mock == NULL)
+		return;
+	atomic_store(&mock->stopping, true);
+	if (mock->model != NULL) {
+		pthread_mutex_lock(&mock->model->lock);
+		for (size_t i = 0; i < mock->model->nsbx; i++)
+			mock_guest_kill(mock->model->sbx[i]->guest);
+		pthread_mutex_unlock(&mock->model->lock);
+	}
+	if (mock->daemon != NULL)
+		MHD_stop_daemon(mock->daemon);
+	if (mock->model != NULL) {
+		free_guests(mock, true);
+		mock_model_free(mock->model);
+	}
+	if (mock->own_work_dir)
+		rmdir(mock->work_dir);
+	mock_faults_free(mock->faults);
+	mock_journal_free(mock->journal);
+	for (size_t i = 0; i < mock->nkeys; i++)
+		free(mock->keys[i]);
+	free(mock->keys);
+	free(mock);
+}

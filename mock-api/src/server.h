@@ -1,0 +1,112 @@
+/* server: internal interface between the HTTP plumbing (server.c), the
+ * control-plane handlers (api.c) and the admin handlers (admin.c).
+ *
+ * A handler reads the parsed request (mreq) and fills an mresp; it never
+ * touches MHD directly except through the helpers declared here. */
+#ifndef SBX_MOCK_SERVER_H
+#define SBX_MOCK_SERVER_H
+
+#include <limits.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+#include <microhttpd.h>
+
+#include "faults.h"
+#include "guest.h"
+#include "journal.h"
+#include "model.h"
+#include "sbx/mock.h"
+#include "sbx/strbuf.h"
+
+struct sbx_mock {
+	struct MHD_Daemon *daemon;
+	char url[96];
+	uint16_t port;
+	char admin_token[72];
+	mock_model *model;
+	mock_faults *faults;
+	mock_journal *journal;
+	mock_guest_mode gmode;
+	char work_dir[PATH_MAX];
+	bool own_work_dir;
+	char **keys;
+	size_t nkeys;
+	atomic_bool stopping;
+	atomic_uint_fast64_t req_counter;
+	uint64_t anon_requests;
+	uint64_t seed;
+	size_t max_json;
+	size_t max_file;
+	int64_t exec_timeout_ms;
+	atomic_int hb_ms;
+	bool quiet;
+};
+
+#define MRESP_MAX_HEADERS 12
+
+typedef struct mreq {
+	sbx_mock *mock;
+	struct MHD_Connection *conn;
+	const char *method;
+	char *path;               /* owned copy of the url path */
+	sbx_strbuf body;
+	size_t limit;
+	bool too_large;
+	cJSON *json;              /* parsed body when it is JSON, else NULL */
+	bool json_bad;            /* body present but not valid JSON */
+	int64_t start_us;
+	char request_id[40];
+	const char *api_key;      /* from the auth headers, may be NULL */
+	char sandbox_id[40];      /* for the journal */
+	bool fault_fired;
+	char fault_label[96];
+	mock_fault_action fault;
+} mreq;
+
+typedef struct mresp {
+	int status;
+	char *body;               /* malloc'ed, freed by the response */
+	size_t len;
+	const char *ctype;
+	size_t nh;
+	char hname[MRESP_MAX_HEADERS][48];
+	char hvalue[MRESP_MAX_HEADERS][300];
+	struct MHD_Response *custom; /* a prepared response (streams); replaces body */
+	bool close_reset;         /* no answer: reset the connection */
+	bool close_plain;         /* no answer: close the connection */
+} mresp;
+
+/* Response helpers (take ownership of `data`). */
+void resp_success(mresp *out, int status, cJSON *data);
+void resp_fail(mresp *out, int status, const char *field, const char *code, const char *msg);
+void resp_error(mresp *out, int status, const char *msg);
+void resp_mock_err(mresp *out, const mock_err *e);
+void resp_header(mresp *out, const char *name, const char *value);
+void resp_raw(mresp *out, int status, const char *ctype, char *body, size_t len);
+
+/* Query parameter or NULL. */
+const char *req_query(const mreq *r, const char *key);
+/* Path segment i (0-based, after the leading slash) into buf; false if absent. */
+bool req_seg(const mreq *r, int i, char *buf, size_t cap);
+/* True when the client has closed its side or the mock is stopping. */
+bool req_client_gone(const mreq *r);
+/* Sleeps up to ms, returns early when the mock stops. */
+void mock_sleep_ms(sbx_mock *mock, int64_t ms);
+int64_t mono_us(void);
+
+/* JSON string escaping that keeps NUL bytes and replaces invalid UTF-8. */
+void json_escape(sbx_strbuf *sb, const char *s, size_t len);
+
+/* Control-plane dispatch (api.c) and admin dispatch (admin.c). */
+void api_dispatch(mreq *r, mresp *out);
+void admin_dispatch(mreq *r, mresp *out);
+
+/* Guest hooks used by both. */
+void mock_on_state_change(mock_sandbox *sb, mock_status from, void *arg);
+void mock_destroy_guest(mock_sandbox *sb);
+void mock_reset_all(sbx_mock *mock);
+
+#endif

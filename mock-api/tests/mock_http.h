@@ -1,0 +1,50 @@
+/* mock_http: a tiny libcurl client for the mock's integration tests.
+ * Each call is one request on a fresh easy handle (or a shared one for
+ * keep-alive); the answer's status, body and headers are kept for asserts. */
+#ifndef SBX_MOCK_TEST_HTTP_H
+#define SBX_MOCK_TEST_HTTP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <cjson/cJSON.h>
+#include <curl/curl.h>
+
+#include "sbx/strbuf.h"
+
+typedef struct th_resp {
+	long status;
+	sbx_strbuf body;
+	sbx_strbuf headers;
+	CURLcode curl_rc;  /* CURLE_OK, or the transport error (reset, empty reply...) */
+	cJSON *json;       /* parsed body when JSON, else NULL */
+	double seconds;
+} th_resp;
+
+typedef struct th_req {
+	const char *method;
+	const char *url;       /* base */
+	const char *path;      /* appended */
+	const char *key;       /* X-Api-Key, or NULL */
+	const char *admin;     /* X-Mock-Admin-Token, or NULL */
+	const char *body;
+	size_t body_len;       /* 0: strlen(body) */
+	const char *ctype;     /* default application/json when body */
+	const char *extra_header; /* "Name: value" or NULL */
+	long timeout_ms;       /* 0: 30 s */
+} th_req;
+
+/* Performs the request; the caller frees with th_resp_free. */
+void th_do(const th_req *rq, th_resp *out);
+void th_resp_free(th_resp *r);
+/* The value of a response header (case-insensitive), copied into buf. */
+bool th_header(const th_resp *r, const char *name, char *buf, size_t cap);
+/* data.<key> as string, or NULL. */
+const char *th_data_str(const th_resp *r, const char *key);
+/* Convenience: JSON request with key. */
+void th_json(const char *url, const char *key, const char *method, const char *path,
+	     const char *body, th_resp *out);
+void th_admin(const char *url, const char *token, const char *method, const char *path,
+	      const char *body, th_resp *out);
+
+#endif

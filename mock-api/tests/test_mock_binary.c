@@ -1,0 +1,170 @@
+/* Integration: the sbx-mock program — prints its URL and admin token,
+ * serves requests, exits 0 on SIGTERM and leaves no guest process behind;
+ * bad flags exit 2 with a message. argv[1] is the sbx-mock binary. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "mock_http.h"
+
+static const char *g_bin;
+
+static pid_t spawn(char *const argv[], int *out_fd, int *err_fd)
+{
+	int o[2], e[2];
+	pid_t pid;
+
+	if (pipe(o) != 0 || pipe(e) != 0)
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		dup2(o[1], 1);
+		dup2(e[1], 2);
+		close(o[0]);
+		close(e[0]);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	close(o[1]);
+	close(e[1]);
+	*out_fd = o[0];
+	*err_fd = e[0];
+	return pid;
+}
+
+static int wait_exit(pid_t pid)
+{
+	int st = 0;
+
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static bool pid_alive(pid_t pid)
+{
+	return kill(pid, 0) == 0;
+}
+
+static void serves_and_stops_cleanly(void **state)
+{
+	char *argv[] = {(char *)g_bin, "--listen", "127.0.0.1:0", "--admin-token", "tok", "--quiet", NULL};
+	int ofd, efd, code;
+	pid_t pid = spawn(argv, &ofd, &efd);
+	FILE *out = fdopen(ofd, "r");
+	char line[256], url[128] = "", path[160], body[256];
+	th_resp r;
+	const cJSON *res;
+	long guest_pid;
+
+	(void)state;
+	assert_true(pid > 0);
+	assert_non_null(fgets(line, sizeof(line), out));
+	assert_int_equal(strncmp(line, "sbx-mock listening on http://127.0.0.1:", 39), 0);
+	snprintf(url, sizeof(url), "%.*s", (int)strcspn(line + 22, "\n"), line + 22);
+	assert_non_null(fgets(line, sizeof(line), out));
+	assert_string_equal(line, "admin token: tok\n");
+	th_json(url, "k", "POST", "/v1/sandboxes", "{\"shape\":\"s-1vcpu-1gb\"}", &r);
+	assert_int_equal(r.status, 200);
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/exec", th_data_str(&r, "id"));
+	th_resp_free(&r);
+	/* a background process that would outlive its exec */
+	th_json(url, "k", "POST", path,
+		"{\"cmd\":\"sh\",\"args\":[\"-c\",\"sleep 300 >/dev/null 2>&1 & echo $!\"]}", &r);
+	assert_int_equal(r.status, 200);
+	res = cJSON_GetObjectItem(cJSON_GetObjectItem(r.json, "data"), "result");
+	guest_pid = strtol(cJSON_GetObjectItem(res, "stdout")->valuestring, NULL, 10);
+	th_resp_free(&r);
+	assert_true(guest_pid > 1);
+	assert_true(pid_alive((pid_t)guest_pid));
+	snprintf(body, sizeof(body), "%s", "");
+	kill(pid, SIGTERM);
+	code = wait_exit(pid);
+	assert_int_equal(code, 0);
+	/* the killed guest may linger as a zombie of init for a moment */
+	for (int i = 0; i < 50 && pid_alive((pid_t)guest_pid); i++) {
+		char stat[64], buf[256];
+		FILE *fp;
+
+		snprintf(stat, sizeof(stat), "/proc/%ld/stat", guest_pid);
+		fp = fopen(stat, "r");
+		if (fp == NULL)
+			break;
+		if (fgets(buf, sizeof(buf), fp) != NULL && strstr(buf, ") Z ") != NULL) {
+			fclose(fp);
+			break;
+		}
+		fclose(fp);
+		usleep(20000);
+	}
+	{
+		char stat[64], buf[256] = "";
+		FILE *fp;
+
+		snprintf(stat, sizeof(stat), "/proc/%ld/stat", guest_pid);
+		fp = fopen(stat, "r");
+		if (fp != NULL) {
+			if (fgets(buf, sizeof(buf), fp) == NULL)
+				buf[0] = '\0';
+			fclose(fp);
+			if (buf[0] != '\0' && strstr(buf, ") Z ") == NULL)
+				fail_msg("guest process %ld survived the mock: %s", guest_pid, buf);
+		}
+	}
+	fclose(out);
+	close(efd);
+}
+
+static void bad_flags_exit_2_with_a_message(void **state)
+{
+	static const char *const bad[][3] = {
+		{"--cap", "lots", NULL},
+		{"--listen", "nocolon", NULL},
+		{"--timing", "warp", NULL},
+		{"--host-rules", "maybe", NULL},
+		{"--bogus", NULL, NULL},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char *argv[4] = {(char *)g_bin, (char *)bad[i][0], (char *)bad[i][1], NULL};
+		int ofd, efd, code;
+		char msg[512] = "";
+		ssize_t n;
+		pid_t pid = spawn(argv, &ofd, &efd);
+
+		code = wait_exit(pid);
+		n = read(efd, msg, sizeof(msg) - 1);
+		msg[n > 0 ? n : 0] = '\0';
+		close(ofd);
+		close(efd);
+		if (code != 2)
+			fail_msg("%s %s: expected exit 2, got %d", bad[i][0], bad[i][1] ? bad[i][1] : "", code);
+		assert_non_null(strstr(msg, "sbx-mock: "));
+	}
+}
+
+int main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(serves_and_stops_cleanly),
+		cmocka_unit_test(bad_flags_exit_2_with_a_message),
+	};
+
+	if (argc < 2) {
+		fprintf(stderr, "usage: %s PATH-TO-sbx-mock\n", argv[0]);
+		return 2;
+	}
+	g_bin = argv[1];
+	signal(SIGPIPE, SIG_IGN);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

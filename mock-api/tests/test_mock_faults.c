@@ -1,0 +1,334 @@
+/* Integration: every implemented fault action over loopback, the rule
+ * engine's firing modes, seeded-probability determinism and the
+ * commit_then_fail orphan. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mock_http.h"
+#include "sbx/mock.h"
+
+static sbx_mock *g_mock;
+static const char *U;
+static const char *TOK;
+
+static sbx_mock *start(uint64_t seed)
+{
+	sbx_mock_config cfg;
+	sbx_err err = {{0}};
+	sbx_mock *m;
+
+	sbx_mock_config_init(&cfg);
+	cfg.quiet = true;
+	cfg.seed = seed;
+	m = sbx_mock_start(&cfg, &err);
+	if (m == NULL)
+		fprintf(stderr, "mock start: %s\n", err.msg);
+	return m;
+}
+
+static int group_setup(void **state)
+{
+	(void)state;
+	curl_global_init(CURL_GLOBAL_ALL);
+	g_mock = start(1);
+	if (g_mock == NULL)
+		return -1;
+	U = sbx_mock_url(g_mock);
+	TOK = sbx_mock_admin_token(g_mock);
+	return 0;
+}
+
+static int group_teardown(void **state)
+{
+	(void)state;
+	sbx_mock_stop(g_mock);
+	curl_global_cleanup();
+	return 0;
+}
+
+static int reset(void **state)
+{
+	th_resp r;
+
+	(void)state;
+	th_admin(U, TOK, "POST", "/_mock/reset", NULL, &r);
+	assert_int_equal(r.status, 200);
+	th_resp_free(&r);
+	return 0;
+}
+
+static void add_rule(const char *rule)
+{
+	th_resp r;
+
+	th_admin(U, TOK, "POST", "/_mock/faults", rule, &r);
+	if (r.status != 200)
+		fail_msg("add rule %s: %ld %s", rule, r.status, sbx_strbuf_str(&r.body));
+	th_resp_free(&r);
+}
+
+static void http_fault_with_retry_after_and_code(void **state)
+{
+	th_resp r;
+	char v[32];
+	const cJSON *d;
+
+	(void)state;
+	add_rule("{\"name\":\"rl\",\"match\":{\"method\":\"GET\",\"path\":\"/v1/sandboxes\"},"
+		 "\"fire\":{\"times\":1},\"action\":{\"kind\":\"http\",\"status\":429,"
+		 "\"code\":\"RATE_LIMITED\",\"retry_after\":7,\"headers\":{\"X-Extra\":\"yes\"}}}");
+	th_json(U, "k", "GET", "/v1/sandboxes", NULL, &r);
+	assert_int_equal(r.status, 429);
+	assert_true(th_header(&r, "Retry-After", v, sizeof(v)));
+	assert_string_equal(v, "7");
+	assert_true(th_header(&r, "X-Extra", v, sizeof(v)));
+	d = cJSON_GetObjectItem(r.json, "data");
+	assert_string_equal(cJSON_GetObjectItem(d, "code")->valuestring, "RATE_LIMITED");
+	assert_string_equal(cJSON_GetObjectItem(r.json, "status")->valuestring, "fail");
+	th_resp_free(&r);
+	/* times:1 -> the next one passes */
+	th_json(U, "k", "GET", "/v1/sandboxes", NULL, &r);
+	assert_int_equal(r.status, 200);
+	th_resp_free(&r);
+	add_rule("{\"action\":{\"kind\":\"http\",\"status\":503}}");
+	th_json(U, "k", "GET", "/v1/whoami", NULL, &r);
+	assert_int_equal(r.status, 503);
+	assert_string_equal(cJSON_GetObjectItem(r.json, "status")->valuestring, "error");
+	assert_int_equal(cJSON_GetObjectItem(r.json, "code")->valueint, 503);
+	th_resp_free(&r);
+	/* the journal names the fault */
+	th_admin(U, TOK, "GET", "/_mock/journal?status=429", NULL, &r);
+	d = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(r.json, "data"), "entries"), 0);
+	assert_string_equal(cJSON_GetObjectItem(d, "fault")->valuestring, "rl");
+	th_resp_free(&r);
+}
+
+static void transport_faults(void **state)
+{
+	static const struct {
+		const char *kind;
+		CURLcode want;
+	} cases[] = {
+		{"reset", CURLE_RECV_ERROR},
+		{"close", CURLE_GOT_NOTHING},
+		{"truncated", CURLE_PARTIAL_FILE},
+	};
+	th_resp r;
+	char rule[256];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		snprintf(rule, sizeof(rule),
+			 "{\"match\":{\"path\":\"/v1/whoami\"},\"fire\":{\"times\":1},\"action\":{\"kind\":\"%s\"}}",
+			 cases[i].kind);
+		add_rule(rule);
+		th_json(U, "k", "GET", "/v1/whoami", NULL, &r);
+		if (r.curl_rc != cases[i].want)
+			fail_msg("%s: expected curl error %d, got %d (%s)", cases[i].kind, cases[i].want,
+				 r.curl_rc, curl_easy_strerror(r.curl_rc));
+		th_resp_free(&r);
+	}
+	add_rule("{\"fire\":{\"times\":1},\"action\":{\"kind\":\"empty_200\"}}");
+	th_json(U, "k", "GET", "/v1/whoami", NULL, &r);
+	assert_int_equal(r.status, 200);
+	assert_int_equal(r.body.len, 0);
+	th_resp_free(&r);
+	add_rule("{\"fire\":{\"times\":1},\"action\":{\"kind\":\"malformed_json\"}}");
+	th_json(U, "k", "GET", "/v1/whoami", NULL, &r);
+	assert_int_equal(r.status, 200);
+	assert_true(r.body.len > 0);
+	assert_null(r.json);
+	th_resp_free(&r);
+	add_rule("{\"fire\":{\"times\":1},\"action\":{\"kind\":\"garbage\"}}");
+	th_json(U, "k", "GET", "/v1/whoami", NULL, &r);
+	assert_int_equal(r.status, 200);
+	assert_int_equal(r.body.len, 512);
+	assert_null(r.json);
+	th_resp_free(&r);
+	/* after the one-shot rules, requests are normal again */
+	th_json(U, "k", "GET", "/v1/whoami", NULL, &r);
+	assert_int_equal(r.status, 200);
+	th_resp_free(&r);
+}
+
+static void hang_until_client_gives_up_or_max(void **state)
+{
+	th_req rq = {0};
+	th_resp r;
+
+	(void)state;
+	add_rule("{\"match\":{\"path\":\"/v1/whoami\"},\"fire\":{\"times\":1},\"action\":{\"kind\":\"hang\"}}");
+	rq.url = U;
+	rq.path = "/v1/whoami";
+	rq.key = "k";
+	rq.timeout_ms = 400;
+	th_do(&rq, &r);
+	assert_int_equal(r.curl_rc, CURLE_OPERATION_TIMEDOUT);
+	th_resp_free(&r);
+	add_rule("{\"match\":{\"path\":\"/v1/whoami\"},\"fire\":{\"times\":1},"
+		 "\"action\":{\"kind\":\"hang\",\"max_ms\":200}}");
+	rq.timeout_ms = 10000;
+	th_do(&rq, &r);
+	assert_int_equal(r.curl_rc, CURLE_GOT_NOTHING);
+	assert_true(r.seconds >= 0.15 && r.seconds < 5);
+	th_resp_free(&r);
+}
+
+static void latency_fixed_delays_answer(void **state)
+{
+	th_resp r;
+
+	(void)state;
+	add_rule("{\"fire\":{\"times\":1},\"action\":{\"kind\":\"latency\",\"dist\":\"fixed\",\"ms\":300}}");
+	th_json(U, "k", "GET", "/v1/whoami", NULL, &r);
+	assert_int_equal(r.status, 200);
+	assert_true(r.seconds >= 0.25);
+	th_resp_free(&r);
+	add_rule("{\"fire\":{\"times\":1},\"action\":{\"kind\":\"latency\",\"dist\":\"uniform\",\"min_ms\":50,\"max_ms\":60}}");
+	th_json(U, "k", "GET", "/v1/whoami", NULL, &r);
+	assert_int_equal(r.status, 200);
+	assert_true(r.seconds >= 0.045);
+	th_resp_free(&r);
+}
+
+static void commit_then_fail_leaves_an_orphan(void **state)
+{
+	th_resp r;
+	const cJSON *sbs;
+
+	(void)state;
+	add_rule("{\"match\":{\"method\":\"POST\",\"path\":\"/v1/sandboxes\"},\"fire\":{\"times\":1},"
+		 "\"action\":{\"kind\":\"commit_then_fail\",\"then\":\"reset\"}}");
+	th_json(U, "orph", "POST", "/v1/sandboxes", "{\"shape\":\"s-1vcpu-1gb\",\"name\":\"lf-orphan\"}", &r);
+	assert_int_equal(r.curl_rc, CURLE_RECV_ERROR);
+	th_resp_free(&r);
+	th_admin(U, TOK, "GET", "/_mock/sandboxes?tenant=orph", NULL, &r);
+	sbs = cJSON_GetObjectItem(cJSON_GetObjectItem(r.json, "data"), "sandboxes");
+	assert_int_equal(cJSON_GetArraySize(sbs), 1);
+	assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(sbs, 0), "status")->valuestring, "running");
+	assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(sbs, 0), "name")->valuestring, "lf-orphan");
+	th_resp_free(&r);
+	add_rule("{\"match\":{\"method\":\"POST\",\"path\":\"/v1/sandboxes\"},\"fire\":{\"times\":1},"
+		 "\"action\":{\"kind\":\"commit_then_fail\",\"then\":{\"status\":502}}}");
+	th_json(U, "orph", "POST", "/v1/sandboxes", "{\"shape\":\"s-1vcpu-1gb\"}", &r);
+	assert_int_equal(r.status, 502);
+	th_resp_free(&r);
+	th_json(U, "orph", "GET", "/v1/sandboxes", NULL, &r);
+	assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(r.json, "data"),
+								   "pagination"), "total")->valueint, 2);
+	th_resp_free(&r);
+}
+
+static void exec_faults(void **state)
+{
+	th_resp r;
+	char path[128];
+	const cJSON *res;
+
+	(void)state;
+	th_json(U, "ek", "POST", "/v1/sandboxes", "{\"shape\":\"s-1vcpu-1gb\"}", &r);
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/exec", th_data_str(&r, "id"));
+	th_resp_free(&r);
+	/* exec actions never fire on other routes */
+	add_rule("{\"fire\":{\"times\":1},\"action\":{\"kind\":\"exec_agent_error\",\"message\":\"agent gone\"}}");
+	th_json(U, "ek", "GET", "/v1/whoami", NULL, &r);
+	assert_int_equal(r.status, 200);
+	th_resp_free(&r);
+	th_json(U, "ek", "POST", path, "{\"cmd\":\"true\"}", &r);
+	res = cJSON_GetObjectItem(cJSON_GetObjectItem(r.json, "data"), "result");
+	assert_string_equal(cJSON_GetObjectItem(res, "error")->valuestring, "agent gone");
+	th_resp_free(&r);
+	add_rule("{\"fire\":{\"times\":1},\"action\":{\"kind\":\"exec_oom\"}}");
+	th_json(U, "ek", "POST", path, "{\"cmd\":\"true\"}", &r);
+	res = cJSON_GetObjectItem(cJSON_GetObjectItem(r.json, "data"), "result");
+	assert_int_equal(cJSON_GetObjectItem(res, "exit_code")->valueint, 137);
+	th_resp_free(&r);
+}
+
+/* Fires a probability rule 40 times and records the pattern. */
+static void pattern(const char *url, const char *tok, char *out, size_t n)
+{
+	th_resp r;
+
+	th_admin(url, tok, "POST", "/_mock/faults",
+		 "{\"fire\":{\"probability\":0.5},\"action\":{\"kind\":\"http\",\"status\":500}}", &r);
+	th_resp_free(&r);
+	for (size_t i = 0; i < n; i++) {
+		th_json(url, "p", "GET", "/v1/whoami", NULL, &r);
+		out[i] = r.status == 500 ? 'x' : '.';
+		th_resp_free(&r);
+	}
+	out[n] = '\0';
+}
+
+static void seeded_probability_is_deterministic(void **state)
+{
+	char a[41], b[41], c[41];
+	sbx_mock *m2 = start(1), *m3 = start(99);
+
+	(void)state;
+	assert_non_null(m2);
+	assert_non_null(m3);
+	pattern(U, TOK, a, 40);
+	pattern(sbx_mock_url(m2), sbx_mock_admin_token(m2), b, 40);
+	pattern(sbx_mock_url(m3), sbx_mock_admin_token(m3), c, 40);
+	assert_string_equal(a, b);
+	assert_string_not_equal(a, c);
+	assert_non_null(strchr(a, 'x'));
+	assert_non_null(strchr(a, '.'));
+	sbx_mock_stop(m2);
+	sbx_mock_stop(m3);
+}
+
+static void after_and_request_and_tenant_matching(void **state)
+{
+	th_resp r;
+	long got[4];
+	const cJSON *rules;
+
+	(void)state;
+	add_rule("{\"match\":{\"tenant\":\"t1\"},\"fire\":{\"after\":2},\"action\":{\"kind\":\"http\",\"status\":418}}");
+	for (int i = 0; i < 4; i++) {
+		th_json(U, "t1", "GET", "/v1/whoami", NULL, &r);
+		got[i] = r.status;
+		th_resp_free(&r);
+	}
+	assert_int_equal(got[0], 200);
+	assert_int_equal(got[1], 200);
+	assert_int_equal(got[2], 418);
+	th_json(U, "t2", "GET", "/v1/whoami", NULL, &r);
+	assert_int_equal(r.status, 200);
+	th_resp_free(&r);
+	th_admin(U, TOK, "GET", "/_mock/faults", NULL, &r);
+	rules = cJSON_GetObjectItem(cJSON_GetObjectItem(r.json, "data"), "rules");
+	assert_int_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(rules, 0), "matched")->valueint, 4);
+	assert_int_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(rules, 0), "fired")->valueint, 2);
+	th_resp_free(&r);
+	th_admin(U, TOK, "DELETE", "/_mock/faults", NULL, &r);
+	th_resp_free(&r);
+	th_admin(U, TOK, "POST", "/_mock/faults", "{\"action\":{\"kind\":\"nope\"}}", &r);
+	assert_int_equal(r.status, 400);
+	th_resp_free(&r);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup(http_fault_with_retry_after_and_code, reset),
+		cmocka_unit_test_setup(transport_faults, reset),
+		cmocka_unit_test_setup(hang_until_client_gives_up_or_max, reset),
+		cmocka_unit_test_setup(latency_fixed_delays_answer, reset),
+		cmocka_unit_test_setup(commit_then_fail_leaves_an_orphan, reset),
+		cmocka_unit_test_setup(exec_faults, reset),
+		cmocka_unit_test_setup(seeded_probability_is_deterministic, reset),
+		cmocka_unit_test_setup(after_and_request_and_tenant_matching, reset),
+	};
+
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
