@@ -138,9 +138,9 @@ long ctl_parse_poll_after_ms(const char *v)
 		return -1;
 	while (*end == ' ')
 		end++;
-	if (strcmp(end, "ms") == 0)
+	if (*end == '\0' || strcmp(end, "ms") == 0)
 		return (long)n;
-	if (*end == '\0' || strcmp(end, "s") == 0)
+	if (strcmp(end, "s") == 0)
 		return (long)(n * 1000);
 	return -1;
 }

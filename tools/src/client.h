@@ -99,8 +99,9 @@ bool ctl_escape(sbx_strbuf *sb, const char *s);
 /* Parses Retry-After (delta-seconds or HTTP date) into seconds; -1 when not
  * parseable. */
 double ctl_parse_retry_after(const char *v);
-/* Parses X-Poll-After into milliseconds: plain number = seconds (as with
- * Retry-After, fractions allowed), "NNNms" = milliseconds. -1 when absent. */
+/* Parses X-Poll-After into milliseconds: a plain number is milliseconds
+ * (what sbx-mock sends; the vendor's unit is unconfirmed), "Ns" seconds,
+ * "NNNms" milliseconds. -1 when absent or unparseable. */
 long ctl_parse_poll_after_ms(const char *v);
 
 #endif

@@ -99,6 +99,8 @@ static void append_text(sbx_strbuf *sb, const cJSON *v)
 			sbx_strbuf_printf(sb, "%g", d);
 	} else if (cJSON_IsBool(v)) {
 		sbx_strbuf_puts(sb, cJSON_IsTrue(v) ? "true" : "false");
+	} else if (cJSON_IsArray(v) && v->child == NULL) {
+		sbx_strbuf_puts(sb, "[]");
 	} else if (cJSON_IsArray(v)) {
 		const cJSON *it = NULL;
 		bool first = true;

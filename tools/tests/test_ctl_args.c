@@ -151,8 +151,9 @@ static void header_values_parse(void **state)
 	assert_true(ctl_parse_retry_after("5") == 5.0);
 	assert_true(ctl_parse_retry_after("nonsense") < 0);
 	assert_true(ctl_parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0);
-	assert_int_equal(ctl_parse_poll_after_ms("2"), 2000);
-	assert_int_equal(ctl_parse_poll_after_ms("0.5"), 500);
+	assert_int_equal(ctl_parse_poll_after_ms("100"), 100);
+	assert_int_equal(ctl_parse_poll_after_ms("2s"), 2000);
+	assert_int_equal(ctl_parse_poll_after_ms("0.5s"), 500);
 	assert_int_equal(ctl_parse_poll_after_ms("250ms"), 250);
 	assert_int_equal(ctl_parse_poll_after_ms(""), -1);
 	assert_int_equal(ctl_errclass_for_status(409), CTL_E_VALIDATION);
