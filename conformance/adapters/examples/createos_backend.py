@@ -326,11 +326,17 @@ class CreateOSBackend:
         if not isinstance(result, dict) or not isinstance(result.get("exit_code"), int):
             raise SandboxExecutionError("run code: the exec answer has no result.exit_code")
         exit_code = result["exit_code"]
-        if exit_code == 124:  # timeout(1) gave up on the code
-            exit_code = -1
         elapsed = data.get("exec_ms")
         if not isinstance(elapsed, int):
             elapsed = int((time.monotonic() - started) * 1000)
+        if exit_code == 124:  # timeout(1) gave up on the code (the integration's rule)
+            exit_code = -1
+        elif exit_code == 137 and elapsed >= timeout * 1000:
+            # Deviation from the integration, on purpose: GNU timeout with
+            # --signal=KILL dies of the KILL it sends and exits 137, never 124,
+            # so a timed-out run would pass for a memory kill. A 137 that took
+            # the whole timeout is the timeout; an early 137 stays a kill.
+            exit_code = -1
         return SandboxResult(stdout=str(result.get("stdout") or ""),
                              stderr=str(result.get("stderr") or ""),
                              exit_code=exit_code, execution_time_ms=elapsed)
