@@ -192,6 +192,10 @@ static void test_blank_code_precedes_the_gate(void **state)
 	decide(NULL, 0, &none, "\xe2\x80\x8b", &d); /* zero-width space is not white space */
 	assert_int_equal(d.verdict, SBX_GATE_REFUSE);
 	assert_int_equal(d.rule, SBX_GATE_RULE_ISOLATION);
+	/* The C API takes a length: an embedded NUL is code, not the end. */
+	assert_false(sbx_gate_code_is_blank(" \0 ", 3));
+	assert_true(sbx_gate_code_is_blank(" \t ", 3));
+	assert_false(sbx_gate_code_is_blank("\xff", 1)); /* invalid bytes are not space */
 }
 
 static void test_domains_need_allowlist_even_with_network_on(void **state)
