@@ -1,7 +1,7 @@
-/* report: turns the sbx-conform JSON report (schema v1, see
- * conformance/tests/report/README.md and the runner's PROTOCOL/report docs)
- * into the formats people and CI systems read: a human summary, TAP version
- * 13, JUnit XML, pretty JSON and a single-file HTML page.
+/* report: turns the sbx-conform JSON report (schema v1, described with the
+ * format mapping in conformance/tests/report/README.md) into the formats
+ * people and CI systems read: a human summary, TAP version 13, JUnit XML,
+ * pretty JSON and a single-file HTML page.
  *
  * The writers only read the cJSON tree they are given; they never modify it,
  * never run checks, never touch the network and never decide the exit code
