@@ -158,6 +158,10 @@ class Adapter:
     # -- ops ---------------------------------------------------------------
 
     def op_hello(self, req):
+        version = req.get("protocol", PROTOCOL)
+        if version != PROTOCOL or isinstance(version, bool):
+            raise ProtocolError("hello: protocol %r is not served (this adapter speaks %d)"
+                                % (version, PROTOCOL))
         name = read_attr(self.backend, "name", None) or self.spec
         return {"protocol": PROTOCOL, "name": str(plain(name)), "driver": DRIVER,
                 "surfaces": ["backend"]}

@@ -116,6 +116,12 @@ class Framing(AdapterCase):
         self.assertIn("langflow_backend.py", r["driver"])
         self.assertEqual(r["surfaces"], ["backend"])
 
+    def test_hello_refuses_another_protocol_version(self):
+        ans = self.d.call("hello", protocol=2)
+        self.assertEqual(ans["error"]["type"], "ProtocolError")
+        self.assertIn("protocol 2", ans["error"]["message"])
+        self.assertEqual(self.d.ok("hello", protocol=1)["protocol"], 1)
+
     def test_bad_lines_get_protocol_errors_and_the_adapter_keeps_serving(self):
         cases = [
             (b"this is not json\n", None),
