@@ -58,9 +58,9 @@ static bool ns_works(void)
 	if (pid == 0) {
 		if (unshare(CLONE_NEWNS) != 0)
 			_exit(1);
-		if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
+		if (mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL) != 0)
 			_exit(2);
-		if (mount("/tmp", "/workspace", NULL, MS_BIND, NULL) != 0)
+		if (mount("/tmp", "/workspace", "none", MS_BIND, NULL) != 0)
 			_exit(3);
 		_exit(0);
 	}
@@ -447,9 +447,9 @@ static void child_run(const child_plan *cp)
 	if (cp->ns) {
 		if (unshare(CLONE_NEWNS | (cp->isolate_net ? CLONE_NEWNET : 0)) != 0)
 			child_fail(cp->status_w, errno);
-		if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
-		    mount(cp->ws, "/workspace", NULL, MS_BIND, NULL) != 0 ||
-		    mount(cp->tmp, "/tmp", NULL, MS_BIND, NULL) != 0)
+		if (mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL) != 0 ||
+		    mount(cp->ws, "/workspace", "none", MS_BIND, NULL) != 0 ||
+		    mount(cp->tmp, "/tmp", "none", MS_BIND, NULL) != 0)
 			child_fail(cp->status_w, errno);
 		if (cp->isolate_net)
 			lo_up();
@@ -644,10 +644,22 @@ ssize_t mock_proc_read(mock_proc *p, int timeout_ms, char *buf, size_t cap, int 
 				p->exited = true;
 			return -1;
 		}
-		/* The command exited and nothing is left to read right now: a
-		 * background child may keep the pipes open forever, so stop. */
-		if (check_exit(p))
+		/* The command exited: drain what it wrote before exiting (the
+		 * reads above may have raced with its last writes), then stop,
+		 * since a background child may keep the pipes open forever. */
+		if (check_exit(p)) {
+			r = read_some(&p->out_fd, buf, cap);
+			if (r > 0) {
+				*which = 1;
+				return r;
+			}
+			r = read_some(&p->err_fd, buf, cap);
+			if (r > 0) {
+				*which = 2;
+				return r;
+			}
 			return -1;
+		}
 		if (timeout_ms <= 0)
 			return 0;
 		n = 0;
