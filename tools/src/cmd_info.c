@@ -58,8 +58,9 @@ int ctl_cmd_shapes(ctl_ctx *ctx)
 			cJSON_GetObjectItemCaseSensitive(resp.data, "pagination"), "total");
 		int n = cJSON_GetArraySize(items);
 		const cJSON *it = NULL;
-		cJSON_ArrayForEach(it, items)
+		cJSON_ArrayForEach(it, items) {
 			cJSON_AddItemToArray(all, cJSON_Duplicate(it, true));
+		}
 		bool more = n > 0 && cJSON_IsNumber(total) && (double)(offset + n) < total->valuedouble;
 		ctl_response_free(&resp);
 		if (!more)

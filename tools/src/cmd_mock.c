@@ -282,8 +282,9 @@ static void journal_print(ctl_ctx *ctx, const cJSON *entries, bool follow)
 			free(s);
 		}
 	} else if (follow) {
-		cJSON_ArrayForEach(e, entries)
+		cJSON_ArrayForEach(e, entries) {
 			journal_row(ctx->out, e);
+		}
 	} else {
 		ctl_table t;
 		ctl_table_init(&t, JOURNAL_COLS, journal_hdr);

@@ -108,8 +108,9 @@ static cJSON *fetch_all(ctl_ctx *ctx, const char *path, const char *filter, long
 		const cJSON *total = cJSON_GetObjectItemCaseSensitive(pg, "total");
 		int count = cJSON_GetArraySize(items);
 		const cJSON *it = NULL;
-		cJSON_ArrayForEach(it, items)
+		cJSON_ArrayForEach(it, items) {
 			cJSON_AddItemToArray(all, cJSON_Duplicate(it, true));
+		}
 		bool more = count > 0 && cJSON_IsNumber(total) && (double)(offset + count) < total->valuedouble;
 		ctl_response_free(&resp);
 		if (!more)

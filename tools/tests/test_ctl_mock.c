@@ -263,12 +263,11 @@ static void exec_stream_prints_output_as_it_arrives(void **state)
 	/* The remote command prints "one", then waits for a file that the test
 	 * pushes only after it has read "one" from sbxctl's stdout: this only
 	 * finishes if sbxctl writes output as it arrives. */
+	static const char script[] = "echo one; echo warn >&2; i=0; while [ ! -e go ] && [ $i -lt 400 ]; "
+				     "do sleep 0.05; i=$((i+1)); done; echo two; exit 5";
 	int fd = -1;
 	pid_t pid = ctl_spawn(ctl_bin, &mock, key,
-			      (const char *const[]){"exec", id, "--stream", "--", "sh", "-c",
-						    "echo one; echo warn >&2; i=0; while [ ! -e go ] && [ $i -lt 400 ]; "
-						    "do sleep 0.05; i=$((i+1)); done; echo two; exit 5", NULL},
-			      &fd);
+			      (const char *const[]){"exec", id, "--stream", "--", "sh", "-c", script, NULL}, &fd);
 	assert_true(pid > 0);
 	char buf[4096];
 	size_t len = 0;
@@ -296,6 +295,25 @@ static void exec_stream_prints_output_as_it_arrives(void **state)
 	errbuf[n] = '\0';
 	fclose(f);
 	assert_string_equal(errbuf, "warn\n");
+
+	/* a stream cut before the exit frame is a failure of sbxctl (exit 1) */
+	static const char cut[] = "{\"match\":{\"tenant\":\"key-stream\",\"path\":\"/v1/sandboxes/{id}/exec\"},"
+				  "\"fire\":{\"times\":1},\"action\":{\"kind\":\"exec_stream_cut\",\"after_frames\":1}}";
+	static const char oom[] = "{\"match\":{\"tenant\":\"key-stream\",\"path\":\"/v1/sandboxes/{id}/exec\"},"
+				  "\"fire\":{\"times\":1},\"action\":{\"kind\":\"exec_oom\"}}";
+	ctl_result f1 = RUN(NULL, "mock", "faults", "add", cut);
+	expect_rc(&f1, 0, "add exec_stream_cut");
+	ctl_result_free(&f1);
+	r = RUN(key, "exec", id, "--stream", "--", "sh", "-c", "echo a; sleep 0.2; echo b; exit 0");
+	expect_rc(&r, 1, "stream cut");
+	expect_in(r.err, "sbxctl: ", "stream cut");
+	ctl_result_free(&r);
+	/* an OOM-killed command: its 137 becomes sbxctl's exit code */
+	f1 = RUN(NULL, "mock", "faults", "add", oom);
+	ctl_result_free(&f1);
+	r = RUN(key, "exec", id, "--", "true");
+	expect_rc(&r, 137, "exec_oom");
+	ctl_result_free(&r);
 
 	/* --json --stream: one JSON frame per line, last one with exit_code */
 	r = RUN(key, "--json", "exec", id, "--stream", "--", "sh", "-c", "echo x; exit 2");
@@ -644,6 +662,16 @@ static void mock_scenario_load(void **state)
 	r = RUN(NULL, "rootfs");
 	expect_rc(&r, 1, "scenario rule active");
 	expect_in(r.err, "ServerError: HTTP 502", "scenario rule");
+	ctl_result_free(&r);
+	r = RUN(NULL, "mock", "faults", "clear");
+	ctl_result_free(&r);
+	/* a named scenario from fixtures/scenarios: the fleet is out of capacity */
+	r = RUN(NULL, "--json", "mock", "scenario", "load", "capacity-exhausted");
+	expect_rc(&r, 0, "scenario load name");
+	ctl_result_free(&r);
+	r = RUN("key-scenario", "create", "--shape", "s-1vcpu-1gb");
+	expect_rc(&r, 1, "capacity-exhausted create");
+	expect_in(r.err, "ServerError: HTTP 503 from POST /v1/sandboxes", "capacity-exhausted");
 	ctl_result_free(&r);
 	r = RUN(NULL, "mock", "faults", "clear");
 	ctl_result_free(&r);
