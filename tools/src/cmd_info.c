@@ -42,31 +42,9 @@ static void table_from(ctl_ctx *ctx, const cJSON *items, size_t ncols, const cha
 
 int ctl_cmd_shapes(ctl_ctx *ctx)
 {
-	cJSON *all = cJSON_CreateArray();
-	long offset = 0;
-	int rc = CTL_EXIT_FAIL;
-	for (int pages = 0; pages < 10000; pages++) {
-		char q[64];
-		snprintf(q, sizeof q, "limit=500&offset=%ld", offset);
-		ctl_response resp;
-		if (ctl_call_json(ctx, "GET", "/v1/shapes", q, NULL, false, &resp) != 0) {
-			ctl_response_free(&resp);
-			goto out_free;
-		}
-		const cJSON *items = cJSON_GetObjectItemCaseSensitive(resp.data, "data");
-		const cJSON *total = cJSON_GetObjectItemCaseSensitive(
-			cJSON_GetObjectItemCaseSensitive(resp.data, "pagination"), "total");
-		int n = cJSON_GetArraySize(items);
-		const cJSON *it = NULL;
-		cJSON_ArrayForEach(it, items) {
-			cJSON_AddItemToArray(all, cJSON_Duplicate(it, true));
-		}
-		bool more = n > 0 && cJSON_IsNumber(total) && (double)(offset + n) < total->valuedouble;
-		ctl_response_free(&resp);
-		if (!more)
-			break;
-		offset += n;
-	}
+	cJSON *all = ctl_fetch_all(ctx, "/v1/shapes", NULL, 500);
+	if (all == NULL)
+		return CTL_EXIT_FAIL;
 	if (ctx->json) {
 		ctl_print_json(ctx->out, all);
 	} else {
@@ -74,10 +52,8 @@ int ctl_cmd_shapes(ctl_ctx *ctx)
 		static const char *const keys[] = {"id", "vcpu", "mem_mib", "default_disk_mib", "cpu_quota_pct"};
 		table_from(ctx, all, 5, hdr, keys);
 	}
-	rc = CTL_EXIT_OK;
-out_free:
 	cJSON_Delete(all);
-	return rc;
+	return CTL_EXIT_OK;
 }
 
 int ctl_cmd_rootfs(ctl_ctx *ctx)

@@ -87,9 +87,7 @@ out_free_body:
 	return rc;
 }
 
-/* Fetches every page of a paginated list into one array (caller frees).
- * NULL after printing the error. */
-static cJSON *fetch_all(ctl_ctx *ctx, const char *path, const char *filter, long page_size)
+cJSON *ctl_fetch_all(ctl_ctx *ctx, const char *path, const char *filter, long page_size)
 {
 	cJSON *all = cJSON_CreateArray();
 	long offset = 0;
@@ -133,7 +131,7 @@ int ctl_cmd_ls(ctl_ctx *ctx)
 		sbx_strbuf_puts(&filter, "status=");
 		ctl_escape(&filter, st);
 	}
-	cJSON *all = fetch_all(ctx, "/v1/sandboxes", st != NULL ? sbx_strbuf_str(&filter) : NULL, page);
+	cJSON *all = ctl_fetch_all(ctx, "/v1/sandboxes", st != NULL ? sbx_strbuf_str(&filter) : NULL, page);
 	sbx_strbuf_free(&filter);
 	if (all == NULL)
 		return CTL_EXIT_FAIL;

@@ -79,6 +79,11 @@ int ctl_call(ctl_ctx *ctx, const ctl_request *req, ctl_response *resp);
 /* ctl_call with a JSON body (may be NULL); the body is not consumed. */
 int ctl_call_json(ctl_ctx *ctx, const char *method, const char *path, const char *query,
 		  const cJSON *body, bool admin, ctl_response *resp);
+/* Fetches every page of an offset-paginated list (query limit/offset plus
+ * `filter`, escaped, may be NULL) into one array the caller frees. Stops when
+ * offset+count >= total or a page is empty, like the SDK. NULL after
+ * printing the error. */
+cJSON *ctl_fetch_all(ctl_ctx *ctx, const char *path, const char *filter, long page_size);
 /* "/v1/sandboxes/<escaped id><suffix>" into sb. */
 void ctl_sandbox_path(sbx_strbuf *sb, const char *id, const char *suffix);
 /* Reads a whole file ("-" = stdin) into sb; prints and returns -1 on error. */
