@@ -10,7 +10,7 @@
 #include "sbx/egress.h"
 
 const ctl_opt ctl_opts_egress_check[] = {
-	{"rules", "'R1,R2'", false, "the rule list, comma-separated (required; '' = empty list)"},
+	{"rules", "'R1,R2'", false, "comma-separated rules (required; '' = empty)"},
 	{"mode", "MODE", false, "documented or observed (default observed)"},
 	{NULL, NULL, false, NULL},
 };

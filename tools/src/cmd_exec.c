@@ -10,7 +10,7 @@
 
 const ctl_opt ctl_opts_exec[] = {
 	{"stream", NULL, false, "print output as it arrives (NDJSON stream)"},
-	{"env", "K=V", true, "override a variable declared in the sandbox's envs"},
+	{"env", "K=V", true, "override a variable declared in envs"},
 	{NULL, NULL, false, NULL},
 };
 

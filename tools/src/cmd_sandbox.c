@@ -27,7 +27,7 @@ const ctl_opt ctl_opts_ls[] = {
 };
 
 const ctl_opt ctl_opts_wait[] = {
-	{"wait", NULL, false, "poll until the transition is done (honours X-Poll-After)"},
+	{"wait", NULL, false, "poll until done (honours X-Poll-After)"},
 	{"wait-timeout", "DURATION", false, "give up waiting after this long (default 5m)"},
 	{NULL, NULL, false, NULL},
 };

@@ -11,8 +11,8 @@
 #include "output.h"
 
 const ctl_opt ctl_global_opts[] = {
-	{"url", "URL", false, "control-plane base URL (env CREATEOS_SANDBOX_BASE_URL)"},
-	{"api-key", "KEY", false, "API key sent as X-Api-Key (env CREATEOS_SANDBOX_API_KEY)"},
+	{"url", "URL", false, "base URL (env CREATEOS_SANDBOX_BASE_URL)"},
+	{"api-key", "KEY", false, "X-Api-Key (env CREATEOS_SANDBOX_API_KEY)"},
 	{"admin-token", "TOKEN", false, "mock admin token (env SBX_MOCK_ADMIN_TOKEN)"},
 	{"json", NULL, false, "machine-readable JSON output"},
 	{"timeout", "DURATION", false, "request deadline, e.g. 30s (default 60s; exec: none)"},
@@ -25,14 +25,14 @@ const ctl_opt ctl_opts_none[] = {{NULL, NULL, false, NULL}};
 
 static const ctl_command commands[] = {
 	{"create", "[options]", "create a sandbox (returns once it is running)",
-	 "Prints the create response. --egress takes a comma-separated rule list ('' = empty list).",
+	 "Prints the create response. --egress takes a comma-separated rule list\n('' = empty list).",
 	 ctl_opts_create, 0, 0, ctl_cmd_create, 0},
 	{"ls", "[--status S] [--page-size N]", "list sandboxes (follows every page)", NULL,
 	 ctl_opts_ls, 0, 0, ctl_cmd_ls, 0},
 	{"get", "ID", "show one sandbox", NULL, ctl_opts_none, 1, 1, ctl_cmd_get, 0},
 	{"rm", "ID", "destroy a sandbox", NULL, ctl_opts_none, 1, 1, ctl_cmd_rm, 0},
 	{"exec", "ID [--stream] [--env K=V]... [--timeout D] -- CMD [ARG...]",
-	 "run a command in a sandbox; its exit code becomes sbxctl's",
+	 "run a command; its exit code becomes sbxctl's",
 	 "CMD is an executable, not a shell line (use: -- bash -c 'a | b').\n"
 	 "--stream prints output as it arrives (NDJSON stream); without it the\n"
 	 "output is printed when the command ends. With --json the result (or,\n"
@@ -50,8 +50,8 @@ static const ctl_command commands[] = {
 	 ctl_cmd_fork, 0},
 	{"egress show", "ID", "show a sandbox's egress rules", NULL, ctl_opts_none, 1, 1,
 	 ctl_cmd_egress_show, 0},
-	{"egress set", "ID RULES...", "replace the egress rules ('r1,r2'; several arguments add up)",
-	 "Use `egress set ID ''` for an empty list (allow all) and `egress clear ID` for null.",
+	{"egress set", "ID RULES...", "replace the egress rules ('r1,r2' ...)",
+	 "Several RULES arguments add up. `egress set ID ''` sends an empty list\n(allow all); `egress clear ID` sends null.",
 	 ctl_opts_none, 2, ANY, ctl_cmd_egress_set, 0},
 	{"egress clear", "ID", "set the egress list to null (no rules: allow all)", NULL, ctl_opts_none,
 	 1, 1, ctl_cmd_egress_clear, 0},
@@ -62,7 +62,7 @@ static const ctl_command commands[] = {
 	 "'documented' matches them. Exit 1 when a rule is invalid (every error is\n"
 	 "printed), 2 when a destination cannot be parsed.",
 	 ctl_opts_egress_check, 1, ANY, ctl_cmd_egress_check, CTL_CMD_OFFLINE},
-	{"egress lint", "FILE", "offline: validate a rule file (one rule per line, or a JSON array)",
+	{"egress lint", "FILE", "offline: validate a rule file (lines or a JSON array)",
 	 "Blank lines and lines starting with # are skipped in the line format.\n"
 	 "FILE '-' reads stdin. Every error is printed with its rule index and line;\n"
 	 "exit 1 if there is any.",
@@ -285,8 +285,8 @@ static void command_help(FILE *f, const ctl_command *c)
 	}
 	fprintf(f, "\nGlobal options (before or after the command):\n");
 	print_opts(f, ctl_global_opts);
-	fprintf(f, "\nExit codes: 0 ok, 1 API/remote failure%s, 2 usage error.\n",
-		c->run == ctl_cmd_exec ? " (or the remote command's code)" : "");
+	fprintf(f, "\nExit codes: 0 ok, 1 API/remote failure, 2 usage error%s.\n",
+		c->run == ctl_cmd_exec ? "; else the remote code" : "");
 }
 
 /* Lists the commands starting with prefix ("" = all); brief: the command

@@ -207,15 +207,23 @@ static void cli_usage_errors_exit_2_with_a_reason(void **state)
 static void help_fits_a_screen_and_exits_0(void **state)
 {
 	(void)state;
-	const char *cmds[][4] = {{"--help"}, {"create", "--help"}, {"exec", "-h"}, {"help", "mock"},
-				 {"egress", "check", "--help"}, {"mock", "journal", "--help"}};
+	const char *cmds[][5] = {{"--help"}, {"create", "--help"}, {"exec", "-h"}, {"help", "mock"},
+				 {"egress", "check", "--help"}, {"egress", "lint", "--help"},
+				 {"egress", "set", "--help"}, {"mock", "journal", "--help"},
+				 {"fork", "--help"}, {"mock", "faults", "add", "--help"}, {"files", "pull", "--help"}};
 	for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
 		ctl_run r = ctl_run_v(cmds[i]);
 		assert_int_equal(r.rc, 0);
 		assert_non_null(strstr(r.out, "Usage: sbxctl"));
 		size_t lines = 0;
-		for (const char *p = r.out; *p != '\0'; p++)
+		size_t col = 0;
+		for (const char *p = r.out; *p != '\0'; p++) {
 			lines += *p == '\n';
+			col = *p == '\n' ? 0 : col + 1;
+			if (col > 80)
+				fail_msg("help for '%s %s' has a line over 80 columns: %.90s", cmds[i][0],
+					 cmds[i][1] ? cmds[i][1] : "", p - 80);
+		}
 		if (lines > 50)
 			fail_msg("help for '%s %s' has %zu lines (more than a screen)", cmds[i][0],
 				 cmds[i][1] ? cmds[i][1] : "", lines);

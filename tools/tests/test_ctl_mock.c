@@ -405,6 +405,24 @@ static void egress_show_set_clear(void **state)
 	expect_in(r.err, "rule 1", "egress set invalid names the rule");
 	ctl_result_free(&r);
 
+	/* the offline check agrees with what was stored (binary, not in-process) */
+	r = RUN(NULL, "egress", "check", "--rules", "pypi.org,10.0.0.0/8,[2001:db8::1]:443", "10.9.9.9:22",
+		"[2001:db8::1]:443", "8.8.8.8:53");
+	expect_rc(&r, 0, "egress check");
+	expect_in(r.out, "#1 10.0.0.0/8", "egress check");
+	expect_in(r.out, "#2 [2001:db8::1]:443", "egress check v6");
+	expect_in(r.out, "deny by default", "egress check deny");
+	ctl_result_free(&r);
+	char rules[320];
+	snprintf(rules, sizeof rules, "%s/rules.txt", mock.dir);
+	FILE *rf = fopen(rules, "w");
+	fputs("pypi.org\n*.\n", rf);
+	fclose(rf);
+	r = RUN(NULL, "egress", "lint", rules);
+	expect_rc(&r, 1, "egress lint");
+	expect_in(r.err, ":2: rule 1 (`*.`)", "egress lint");
+	ctl_result_free(&r);
+
 	r = RUN(key, "egress", "clear", id);
 	expect_rc(&r, 0, "egress clear");
 	expect_in(r.out, "no egress rules", "egress clear");
@@ -554,6 +572,29 @@ static void errors_map_to_sdk_classes(void **state)
 	expect_rc(&r, 1, "malformed");
 	expect_in(r.err, "ProtocolError", "malformed json");
 	ctl_result_free(&r);
+	struct {
+		const char *kind;
+		const char *cls;
+		const char *msg;
+	} transport[] = {
+		{"close", "ConnectionError", "on GET /v1/whoami"},
+		{"empty_200", "ProtocolError", "empty body in an HTTP 200 answer"},
+		{"truncated", "ConnectionError", "connection broke during the HTTP 200 answer"},
+		{"garbage", "ProtocolError", "malformed JSON"},
+	};
+	for (size_t i = 0; i < sizeof transport / sizeof transport[0]; i++) {
+		char rule[256];
+		snprintf(rule, sizeof rule,
+			 "{\"match\":{\"path\":\"/v1/whoami\",\"tenant\":\"key-errors\"},\"fire\":{\"times\":1},"
+			 "\"action\":{\"kind\":\"%s\"}}",
+			 transport[i].kind);
+		add_fault(rule);
+		r = RUN(key, "whoami");
+		expect_rc(&r, 1, transport[i].kind);
+		expect_in(r.err, transport[i].cls, transport[i].kind);
+		expect_in(r.err, transport[i].msg, transport[i].kind);
+		ctl_result_free(&r);
+	}
 	add_fault("{\"match\":{\"path\":\"/v1/whoami\",\"tenant\":\"key-errors\"},\"fire\":{\"times\":1},"
 		  "\"action\":{\"kind\":\"hang\",\"max_ms\":5000}}");
 	r = RUN(key, "--timeout", "300ms", "whoami");
