@@ -22,6 +22,7 @@
 
 #define NDEST 65536
 #define MIN_SECONDS 0.3
+#define NAME_CAP 64 /* bench names are at most ~45 characters */
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
 
@@ -92,7 +93,7 @@ static void random_rule(char *buf, size_t cap)
 
 typedef struct workload {
 	sbx_egress_dest dest[NDEST];
-	char names[NDEST][SBX_EGRESS_HOST_MAX + 8];
+	char names[NDEST][NAME_CAP];
 } workload;
 
 /* A destination inside rule r when it is an address or wildcard rule,
@@ -128,12 +129,15 @@ static void make_dest(const sbx_egress_list *list, sbx_egress_dest *d, char *nam
 	}
 	if (!with_name)
 		return;
+	int k = 0;
 	if (derived && r->kind == SBX_RULE_HOST)
-		snprintf(name, SBX_EGRESS_HOST_MAX + 8, "%s", r->host);
+		k = snprintf(name, NAME_CAP, "%s", r->host);
 	else if (derived && r->kind == SBX_RULE_WILDCARD)
-		snprintf(name, SBX_EGRESS_HOST_MAX + 8, "x%u.%s", (unsigned)(rnd() % 100), r->host);
+		k = snprintf(name, NAME_CAP, "x%u.%s", (unsigned)(rnd() % 100), r->host);
 	else
-		random_name(name, SBX_EGRESS_HOST_MAX + 8, 1 + rnd() % 3);
+		random_name(name, NAME_CAP, 1 + rnd() % 3);
+	if (k < 0 || k >= NAME_CAP)
+		random_name(name, NAME_CAP, 1); /* cannot happen with this generator */
 	if (derived && r->port != 0)
 		d->port = r->port;
 	d->host = name;

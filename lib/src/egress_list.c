@@ -97,6 +97,21 @@ out_free_rules:
 	return -1;
 }
 
+bool sbx_egress_json_has_nul_escape(const char *text, size_t len)
+{
+	if (text == NULL)
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		if (text[i] != '\\')
+			continue;
+		if (i + 5 < len && text[i + 1] == 'u' && text[i + 2] == '0' && text[i + 3] == '0' &&
+		    text[i + 4] == '0' && text[i + 5] == '0')
+			return true;
+		i++; /* skip the escaped character, so "\\u0000" is no NUL */
+	}
+	return false;
+}
+
 int sbx_egress_list_from_strings(const char *const *rules, size_t count, size_t max_rules,
 				 sbx_egress_list *out, sbx_egress_error *err)
 {

@@ -192,6 +192,23 @@ static void json_lists_are_all_or_nothing(void **state)
 	cJSON_Delete(j);
 }
 
+static void nul_escapes_in_json_bodies_are_detected(void **state)
+{
+	(void)state;
+	/* cJSON cuts "pypi.org\u0000.evil" to "pypi.org": the check that lets
+	 * the HTTP layer refuse such bodies before they become a rule. */
+	const char *evil = "{\"egress\":[\"pypi.org\\u0000.evil\"]}";
+	assert_true(sbx_egress_json_has_nul_escape(evil, strlen(evil)));
+	const char *bare = "[\"a\\u0000\"]";
+	assert_true(sbx_egress_json_has_nul_escape(bare, strlen(bare)));
+	const char *escaped_backslash = "[\"a\\\\u0000\"]"; /* a literal backslash, then u0000 */
+	assert_false(sbx_egress_json_has_nul_escape(escaped_backslash, strlen(escaped_backslash)));
+	const char *other = "[\"a\\u0041\", \"\\n\"]";
+	assert_false(sbx_egress_json_has_nul_escape(other, strlen(other)));
+	const char *cut = "[\"a\\u000";
+	assert_false(sbx_egress_json_has_nul_escape(cut, strlen(cut)));
+}
+
 static void destinations_parse_every_form(void **state)
 {
 	(void)state;
@@ -315,6 +332,7 @@ int main(void)
 		cmocka_unit_test(label_and_name_limits_are_exact),
 		cmocka_unit_test(messages_are_printable_and_positioned),
 		cmocka_unit_test(json_lists_are_all_or_nothing),
+		cmocka_unit_test(nul_escapes_in_json_bodies_are_detected),
 		cmocka_unit_test(destinations_parse_every_form),
 		cmocka_unit_test(decisions_follow_the_spec_order),
 		cmocka_unit_test(mapped_ipv6_is_judged_as_ipv4),

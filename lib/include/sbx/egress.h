@@ -80,6 +80,12 @@ typedef struct sbx_egress_list {
  * meaning absent = null). Rejects non-strings and lists over max_rules. */
 int sbx_egress_list_from_json(const cJSON *item, size_t max_rules,
 			      sbx_egress_list *out, sbx_egress_error *err);
+/* True when raw JSON text contains the escape \u0000 inside a string. cJSON
+ * silently cuts such a string at the NUL, so "pypi.org\u0000.evil" would
+ * reach sbx_egress_list_from_json as "pypi.org": an HTTP layer that parses
+ * request bodies with cJSON must reject bodies for which this is true
+ * (the spec rejects NUL in rules). Added by the egress engine. */
+bool sbx_egress_json_has_nul_escape(const char *text, size_t len);
 /* From C strings (CLI "r1,r2" already split, runner tables). */
 int sbx_egress_list_from_strings(const char *const *rules, size_t count, size_t max_rules,
 				 sbx_egress_list *out, sbx_egress_error *err);
