@@ -219,7 +219,7 @@ static int entry_points_from_json(const cJSON *req, sbx_entry_point **out, size_
 			return -1;
 		}
 		eps[i].name = name->valuestring;
-		eps[i].distribution = cJSON_IsString(dist) ? dist->valuestring : NULL;
+		eps[i].distribution = (dist != NULL && cJSON_IsString(dist)) ? dist->valuestring : NULL;
 		i++;
 	}
 	*out = eps;
