@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -26,6 +27,18 @@
 #include <unistd.h>
 
 #define GUEST_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+#define CHILD_STACK_SIZE (64 * 1024)
+
+#if defined(__SANITIZE_ADDRESS__)
+#define SBX_GUEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SBX_GUEST_ASAN 1
+#endif
+#endif
+#ifdef SBX_GUEST_ASAN
+#include <sanitizer/asan_interface.h>
+#endif
 
 struct mock_guest {
 	pthread_mutex_t lock;
@@ -289,8 +302,8 @@ static const char *map_plain(const mock_guest *g, const char *arg, char *buf, si
 	return arg;
 }
 
-/* Everything the child needs, prepared before fork so the child only calls
- * async-signal-safe functions. */
+/* Everything the child needs, prepared before the clone so the child only
+ * makes system calls. */
 typedef struct child_plan {
 	char **argv;
 	char **envp;
@@ -432,16 +445,37 @@ static void child_fail(int status_w, int code)
 	_exit(127);
 }
 
-/* Runs in the forked child: async-signal-safe calls only. */
-static void child_run(const child_plan *cp)
+/* Resets every caught signal to its default: the child shares the parent's
+ * memory until execve, so a parent handler must never run in it. */
+static void child_reset_signals(void)
 {
-	sigset_t all;
+	struct sigaction sa, old;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_DFL;
+	for (int sig = 1; sig < NSIG; sig++) {
+		if (sig == SIGKILL || sig == SIGSTOP)
+			continue;
+		if (sigaction(sig, NULL, &old) != 0)
+			continue;
+		if (old.sa_handler != SIG_DFL && (old.sa_handler != SIG_IGN || sig == SIGPIPE))
+			sigaction(sig, &sa, NULL);
+	}
+}
+
+/* Runs in the child, on its own stack and in the parent's memory
+ * (CLONE_VM|CLONE_VFORK): raw system calls only, no malloc, no locks. The
+ * parent sleeps until execve succeeds or the child exits. */
+static int child_run(void *arg)
+{
+	const child_plan *cp = arg;
+	sigset_t none;
 	int last_errno = ENOENT;
 
 	setpgid(0, 0);
-	sigemptyset(&all);
-	sigprocmask(SIG_SETMASK, &all, NULL);
-	signal(SIGPIPE, SIG_DFL);
+	child_reset_signals();
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
 	if (dup2(cp->in_r, 0) < 0 || dup2(cp->out_w, 1) < 0 || dup2(cp->err_w, 2) < 0)
 		child_fail(cp->status_w, errno);
 	if (cp->ns) {
@@ -462,6 +496,37 @@ static void child_run(const child_plan *cp)
 			last_errno = errno;
 	}
 	child_fail(cp->status_w, last_errno);
+	return 127;
+}
+
+/* Starts child_run in a vfork-style child: no copy of the server's page
+ * tables (fork of this big multi-threaded process cost ~10 ms, mostly
+ * copy-on-write faults and TLB shootdowns), the calling thread waits until
+ * the child has called execve or exited. All signals stay blocked in the
+ * caller meanwhile so no handler runs on the child's stack. */
+static pid_t spawn_child(child_plan *cp, int *err_out)
+{
+	sigset_t all, old;
+	void *stack;
+	pid_t pid;
+
+	stack = mmap(NULL, CHILD_STACK_SIZE, PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	if (stack == MAP_FAILED) {
+		*err_out = errno;
+		return -1;
+	}
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pid = clone(child_run, (char *)stack + CHILD_STACK_SIZE, CLONE_VM | CLONE_VFORK | SIGCHLD, cp);
+	*err_out = errno;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+#ifdef SBX_GUEST_ASAN
+	/* the child's frames left redzones in the shared shadow memory */
+	__asan_unpoison_memory_region(stack, CHILD_STACK_SIZE);
+#endif
+	munmap(stack, CHILD_STACK_SIZE);
+	return pid;
 }
 
 static int guest_add_pgid(mock_guest *g, pid_t pgid)
@@ -527,13 +592,12 @@ int mock_proc_spawn(mock_guest *g, const mock_exec_spec *spec, mock_proc *p, sbx
 		goto out_pipes;
 	}
 	pthread_mutex_unlock(&g->lock);
-	pid = fork();
+	pid = spawn_child(&cp, &code);
 	if (pid < 0) {
-		sbx_err_set(err, "fork: %s", strerror(errno));
+		sbx_err_set(err, "clone: %s", strerror(code));
 		goto out_pipes;
 	}
-	if (pid == 0)
-		child_run(&cp);
+	code = 0;
 	setpgid(pid, pid);
 	guest_add_pgid(g, pid);
 	close_fd(&in[0]);
