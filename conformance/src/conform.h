@@ -1,0 +1,207 @@
+/* sbx-conform internals: the runner's configuration, the per-case context the
+ * checks work with, and the helpers they call (driver process, mock admin
+ * API, control plane, verdicts).
+ *
+ * A check never talks to another case's tenant, never leaves a process or a
+ * guest behind (the case teardown destroys what the tenant still holds), and
+ * never decides a verdict from timing alone except where the spec states a
+ * bound (RES-002's slack, CREATEOS-005's "at once"). */
+#ifndef SBX_CONFORM_H
+#define SBX_CONFORM_H
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <cjson/cJSON.h>
+
+#include "sbx/err.h"
+#include "sbx/strbuf.h"
+
+#ifndef SBX_CONFORM_VERSION
+#define SBX_CONFORM_VERSION "0.0.0"
+#endif
+
+enum cf_kind { CF_EMBEDDED_MOCK, CF_EXTERNAL_MOCK, CF_REAL };
+
+/* Check flags: what a check needs from the control plane. */
+#define CK_ADMIN 1u   /* journal / state / oracle of the mock */
+#define CK_FAULTS 2u  /* fault injection */
+
+struct cf_config {
+	/* options */
+	char *backend_cmd;        /* shell command line of the driver */
+	char *host_cmd;           /* driver for the host-gate profile */
+	char *fixtures_dir;       /* fixtures/gate lives here */
+	char **profiles;          /* selected profile names */
+	size_t profile_count;
+	char **filters;           /* ID globs (any matches) */
+	size_t filter_count;
+	unsigned shard_index;     /* 1-based */
+	unsigned shard_count;
+	unsigned long seed;
+	double timeout_scale;
+	unsigned jobs;
+	bool tap;
+	bool list;
+	bool progress;            /* live progress line (stderr is a TTY) */
+	bool color;
+	const char *json_file, *junit_file, *html_file;
+	/* control plane */
+	enum cf_kind kind;
+	char url[512];
+	char admin_token[256];
+	char real_key[256];       /* --api-url: the key from the environment */
+	/* run state */
+	char tmpdir[256];         /* owned scratch dir (trip-wires, stderr logs) */
+	char driver_name[128];
+	char driver_impl[256];
+	cJSON *capabilities;      /* from the first case's driver (owned) */
+	char **surfaces;
+	size_t surface_count;
+	pthread_mutex_t lock;     /* guards the counters below and progress output */
+	unsigned next_tenant;
+	unsigned done;
+	unsigned total;
+};
+
+struct cf_check;
+
+/* One case = one check run: its tenant, its drivers, its verdicts. */
+struct cf_case {
+	struct cf_config *cf;
+	const struct cf_check *def;
+	char key[64];             /* fresh API key = fresh mock tenant */
+	char trip[400];           /* trip-wire path (host side) */
+	char verdict[8];          /* pass, fail, skip, error */
+	sbx_strbuf reason;
+	cJSON *details;           /* array of strings */
+	cJSON *fault_ids;         /* numbers: fault rules to delete at teardown */
+	cJSON *allowed_leftover;  /* sandbox ids or name prefixes the check expects to stay */
+	char cleanup_verdict[8];
+	sbx_strbuf cleanup_reason;
+	cJSON *leftover;
+	sbx_strbuf driver_stderr; /* last lines of every driver's stderr */
+	cJSON *journal;           /* evidence excerpt */
+	bool cleanup_skip;        /* the check takes the cleanup verdict itself */
+	double started_ms;
+	double duration_ms;
+	struct cf_driver *drivers[8];
+	size_t driver_count;
+	unsigned driver_seq;
+};
+
+struct cf_check {
+	const char *id;
+	const char *profile;
+	const char *area;
+	const char *title;
+	unsigned flags;
+	bool advisory;
+	void (*fn)(struct cf_case *c);
+};
+
+/* The catalogue (checks.c and friends). */
+extern const struct cf_check cf_checks_backend[];
+extern const size_t cf_checks_backend_count;
+extern const struct cf_check cf_checks_createos[];
+extern const size_t cf_checks_createos_count;
+extern const struct cf_check cf_checks_gate[];
+extern const size_t cf_checks_gate_count;
+/* All checks in catalogue order; returns the count. */
+size_t cf_all_checks(const struct cf_check **out, size_t cap);
+
+/* ---- verdicts ---- */
+void cf_fail(struct cf_case *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void cf_skip(struct cf_case *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void cf_error(struct cf_case *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void cf_detail(struct cf_case *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+bool cf_failed(const struct cf_case *c); /* verdict is no longer pass */
+void cf_allow_leftover(struct cf_case *c, const char *id_or_prefix);
+
+/* ---- the driver process ---- */
+struct cf_driver;
+/* Environment overrides: NULL-terminated "NAME=value" or "NAME" (= unset)
+ * entries applied over the case's default environment. */
+struct cf_driver *cf_driver_start(struct cf_case *c, const char *const *env);
+/* Sends {"op": op, ...fields} (fields may be NULL; not consumed) and waits
+ * up to timeout_s * scale. Returns the whole answer object (caller frees) or
+ * NULL when the driver died, timed out or answered garbage (the case is
+ * marked error with the reason). */
+cJSON *cf_call(struct cf_driver *d, const char *op, const cJSON *fields, double timeout_s);
+/* Conveniences over cf_call: the "result" (detached, caller frees) or NULL;
+ * on NULL, etype and emsg (may be NULL) receive the error (static until the
+ * next call on this driver). */
+cJSON *cf_run(struct cf_driver *d, const char *code, const cJSON *env, double timeout_s,
+	      const char **etype, const char **emsg);
+cJSON *cf_op(struct cf_driver *d, const char *op, const cJSON *fields, double timeout_s,
+	     const char **etype, const char **emsg);
+/* True when the last call failed for protocol/transport reasons (not an
+ * error answer). */
+bool cf_driver_broken(const struct cf_driver *d);
+/* Sends exit, waits briefly, kills the process group; collects stderr. */
+void cf_driver_stop(struct cf_driver *d);
+pid_t cf_driver_pid(const struct cf_driver *d);
+
+/* ---- the mock's admin API and the control plane ---- */
+/* Admin call: returns `data` (caller frees) or NULL with *err set. */
+cJSON *cf_admin(struct cf_config *cf, const char *method, const char *path, const cJSON *body,
+		sbx_err *err);
+/* Control-plane call with the case's key: returns `data` or NULL. */
+cJSON *cf_api(struct cf_case *c, const char *method, const char *path, const cJSON *body,
+	      long *status, sbx_err *err);
+/* Adds a fault rule scoped to the case's tenant (match.tenant is set here);
+ * `rule` is consumed. Returns 0 or -1 (case marked error). */
+int cf_fault(struct cf_case *c, cJSON *rule);
+/* The tenant's journal entries (caller frees), NULL on error. */
+cJSON *cf_journal(struct cf_case *c);
+/* Count journal entries of method + path pattern ({id} = one segment, a
+ * trailing * = any rest) with status in [lo, hi] (0,999 = any). */
+int cf_journal_count(const cJSON *entries, const char *method, const char *pattern, int lo, int hi);
+/* Every sandbox the tenant ever had, destroyed included (caller frees). */
+cJSON *cf_sandboxes(struct cf_case *c);
+bool cf_status_live(const char *status); /* not destroyed/destroying/failed */
+/* Live sandboxes not allowed to stay: returns the count and fills names. */
+int cf_live_guests(struct cf_case *c, cJSON *sandboxes, sbx_strbuf *names);
+/* Egress oracle: 1 allowed, 0 denied, -1 error. */
+int cf_egress_allowed(struct cf_case *c, const char *sandbox_id, const char *dest);
+/* Remembers the journal as evidence (takes ownership). */
+void cf_keep_journal(struct cf_case *c, cJSON *entries);
+
+/* ---- small helpers for checks ---- */
+const char *cf_str(const cJSON *o, const char *k);
+double cf_num(const cJSON *o, const char *k, double dflt);
+double cf_now_ms(void);
+void cf_random_token(struct cf_case *c, char *out, size_t cap); /* "tok-<hex>" */
+bool cf_surface(const struct cf_config *cf, const char *surface);
+bool cf_cap_bool(const struct cf_config *cf, const char *k);
+const char *cf_cap_str(const struct cf_config *cf, const char *k);
+
+/* ---- running ---- */
+/* Runs the selected checks; fills the report (caller frees). Returns 0, or
+ * -1 on a harness error with *err set. */
+int cf_run_all(struct cf_config *cf, cJSON **report, sbx_err *err);
+bool cf_selected(const struct cf_config *cf, const struct cf_check *k, size_t ordinal);
+bool cf_glob(const char *pat, const char *s);
+
+/* ---- shared by the check files (checks_common.c) ---- */
+/* Starts a driver and says hello (protocol 1); NULL when that failed. */
+struct cf_driver *cf_start(struct cf_case *c, const char *const *env);
+/* Live guests the check did not expect; -1 on error. Names go to details. */
+int cf_live_count(struct cf_case *c, const char *when);
+bool cf_trip_exists(const struct cf_case *c);
+/* The sandbox (from cf_sandboxes) with that name, or the newest one when
+ * name is NULL. Borrowed from sbs. */
+const cJSON *cf_find_sandbox(const cJSON *sbs, const char *name);
+/* Python that writes the trip-wire and prints the canary. */
+void cf_canary_code(const struct cf_case *c, const char *canary, char *out, size_t cap);
+bool cf_json_str_array_is(const cJSON *arr, const char *const *want, size_t n);
+#define CF_RUN_T 60.0 /* default seconds to wait for a run answer (scaled) */
+
+/* Minimal human summary (until the reporters land). */
+void cf_print_summary(const cJSON *report, FILE *out, bool color);
+
+#endif

@@ -1,0 +1,567 @@
+/* sbx-conform: runs the conformance checks of spec/backend-conformance.md
+ * against a sandbox backend driver and reports, check by check.
+ *
+ * With no arguments: starts the embedded mock control plane on an ephemeral
+ * loopback port and checks the bundled reference backend (and the bundled
+ * reference host for host-gate). Exit codes: 0 every check passed (skips and
+ * advisory failures allowed), 1 a check or its cleanup failed, 2 usage or
+ * harness error. Never talks to a real control plane unless --api-url says
+ * so, and never leaves a driver process or a guest behind. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+
+#include "conform.h"
+#include "report.h"
+#ifdef SBX_HAVE_MOCK
+#include "sbx/mock.h"
+#endif
+
+#ifndef SBX_CONFORM_ADAPTERS_DIR
+#define SBX_CONFORM_ADAPTERS_DIR "conformance/adapters"
+#endif
+#ifndef SBX_CONFORM_FIXTURES_DIR
+#define SBX_CONFORM_FIXTURES_DIR "fixtures"
+#endif
+#ifndef SBX_CONFORM_INSTALL_LIBEXEC
+#define SBX_CONFORM_INSTALL_LIBEXEC "/usr/local/libexec/sbx-harness"
+#endif
+
+static const char *const ALL_PROFILES[] = {"langflow-backend", "createos-backend", "createos-component",
+					   "createos-executor", "host-gate"};
+
+static void usage(FILE *f)
+{
+	fputs("usage: sbx-conform [options]\n"
+	      "Checks a Langflow sandbox backend against spec/backend-conformance.md.\n"
+	      "With no options: embedded mock + bundled reference backend and host.\n\n"
+	      "  --backend-cmd CMD       driver command line (run with /bin/sh -c)\n"
+	      "  --python-backend M:F    a Python backend through the adapter (module:factory)\n"
+	      "  --host-cmd CMD          host driver for the host-gate profile\n"
+	      "  --profile NAME          langflow-backend, createos-backend, createos-component,\n"
+	      "                          createos-executor, host-gate (repeatable)\n"
+	      "  --filter GLOB           only check ids matching GLOB, e.g. 'FB-*' (repeatable)\n"
+	      "  --list                  list the selected checks and exit\n"
+	      "  --shard I/N             run the I-th of N deterministic partitions\n"
+	      "  --mock-url URL          use a running sbx-mock (with --admin-token or\n"
+	      "  --admin-token TOKEN       SBX_MOCK_ADMIN_TOKEN)\n"
+	      "  --api-url URL           a real control plane (key from CREATEOS_SANDBOX_API_KEY);\n"
+	      "                          checks needing the mock's admin API are skipped\n"
+	      "  --seed N                seed for tenant keys and fault draws\n"
+	      "  --timeout-scale X       multiply every harness timeout by X\n"
+	      "  -j, --jobs N            cases run in parallel (default 4)\n"
+	      "  --fixtures DIR          where fixtures/gate lives\n"
+	      "  --tap                   TAP 13 on stdout instead of the human report\n"
+	      "  --junit FILE, --json FILE, --html FILE   also write these reports\n"
+	      "  -h, --help              this help\n\n"
+	      "exit: 0 all passed, 1 a check or its cleanup failed, 2 usage or harness error\n", f);
+}
+
+static char *shell_quote(const char *s)
+{
+	sbx_strbuf b = SBX_STRBUF_INIT;
+
+	sbx_strbuf_puts(&b, "'");
+	for (; *s != '\0'; s++) {
+		if (*s == '\'')
+			sbx_strbuf_puts(&b, "'\\''");
+		else
+			sbx_strbuf_append(&b, s, 1);
+	}
+	sbx_strbuf_puts(&b, "'");
+	return sbx_strbuf_detach(&b, NULL);
+}
+
+/* A bundled program: next to this binary, else the install libexec dir. */
+static char *bundled(const char *name)
+{
+	char self[PATH_MAX];
+	char path[PATH_MAX + 64];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	char *slash;
+
+	if (n > 0) {
+		self[n] = '\0';
+		slash = strrchr(self, '/');
+		if (slash != NULL) {
+			*slash = '\0';
+			snprintf(path, sizeof(path), "%s/%s", self, name);
+			if (access(path, X_OK) == 0)
+				return shell_quote(path);
+		}
+	}
+	snprintf(path, sizeof(path), "%s/%s", SBX_CONFORM_INSTALL_LIBEXEC, name);
+	return access(path, X_OK) == 0 ? shell_quote(path) : NULL;
+}
+
+static bool parse_uint(const char *s, unsigned long *out)
+{
+	char *end;
+	unsigned long v;
+
+	if (s == NULL || *s == '\0' || *s == '-')
+		return false;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno != 0 || *end != '\0')
+		return false;
+	*out = v;
+	return true;
+}
+
+static bool parse_shard(const char *s, unsigned *i, unsigned *n)
+{
+	char buf[64];
+	char *slash;
+	unsigned long a, b;
+
+	snprintf(buf, sizeof(buf), "%s", s);
+	slash = strchr(buf, '/');
+	if (slash == NULL)
+		return false;
+	*slash = '\0';
+	if (!parse_uint(buf, &a) || !parse_uint(slash + 1, &b) || b < 1 || a < 1 || a > b || b > 1000)
+		return false;
+	*i = (unsigned)a;
+	*n = (unsigned)b;
+	return true;
+}
+
+static bool known_profile(const char *p)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(ALL_PROFILES) / sizeof(ALL_PROFILES[0]); i++)
+		if (strcmp(ALL_PROFILES[i], p) == 0)
+			return true;
+	return false;
+}
+
+static void add_str(char ***arr, size_t *n, const char *s)
+{
+	*arr = realloc(*arr, (*n + 1) * sizeof(char *));
+	(*arr)[(*n)++] = strdup(s);
+}
+
+static bool has_profile(const struct cf_config *cf, const char *p)
+{
+	size_t i;
+
+	for (i = 0; i < cf->profile_count; i++)
+		if (strcmp(cf->profiles[i], p) == 0)
+			return true;
+	return false;
+}
+
+static bool only_host_gate(const struct cf_config *cf)
+{
+	return cf->profile_count == 1 && has_profile(cf, "host-gate");
+}
+
+/* hello + capabilities from one driver, outside any check. */
+static int probe(struct cf_config *cf, const char *profile, sbx_err *err)
+{
+	static struct cf_check def = {"PROBE", NULL, "PROBE", "probe", 0, false, NULL};
+	struct cf_case c;
+	struct cf_driver *d;
+	const char *et, *em;
+	cJSON *res, *f;
+	const cJSON *s;
+
+	def.profile = profile;
+	memset(&c, 0, sizeof(c));
+	c.cf = cf;
+	c.def = &def;
+	snprintf(c.key, sizeof(c.key), "cf-%lu-probe-%s", cf->seed, profile);
+	snprintf(c.verdict, sizeof(c.verdict), "pass");
+	sbx_strbuf_init(&c.reason);
+	sbx_strbuf_init(&c.driver_stderr);
+	c.details = cJSON_CreateArray();
+	d = cf_driver_start(&c, NULL);
+	if (d == NULL)
+		goto out;
+	f = cJSON_CreateObject();
+	cJSON_AddNumberToObject(f, "protocol", 1);
+	res = cf_op(d, "hello", f, 20, &et, &em);
+	cJSON_Delete(f);
+	if (res == NULL) {
+		sbx_err_set(err, "the driver did not answer hello: %s: %s %s", et, em, sbx_strbuf_str(&c.reason));
+		goto out_stop;
+	}
+	if (strcmp(profile, "host-gate") != 0 || cf->driver_name[0] == '\0') {
+		snprintf(cf->driver_name, sizeof(cf->driver_name), "%s", cf_str(res, "name") ? cf_str(res, "name") : "");
+		snprintf(cf->driver_impl, sizeof(cf->driver_impl), "%s", cf_str(res, "driver") ? cf_str(res, "driver") : "");
+	}
+	cJSON_ArrayForEach(s, cJSON_GetObjectItemCaseSensitive(res, "surfaces"))
+		if (cJSON_IsString(s))
+			add_str(&cf->surfaces, &cf->surface_count, s->valuestring);
+	cJSON_Delete(res);
+	if (strcmp(profile, "host-gate") != 0) {
+		cf->capabilities = cf_op(d, "capabilities", NULL, 20, &et, &em);
+		if (cf->capabilities == NULL)
+			sbx_err_set(err, "the driver's capabilities() raised %s: %s", et, em);
+	}
+out_stop:
+	cf_driver_stop(d);
+	free(d);
+out:
+	if (d == NULL)
+		sbx_err_set(err, "cannot start the driver: %s", sbx_strbuf_str(&c.reason));
+	sbx_strbuf_free(&c.reason);
+	sbx_strbuf_free(&c.driver_stderr);
+	cJSON_Delete(c.details);
+	return err->msg[0] ? -1 : 0;
+}
+
+static void list_checks(const struct cf_config *cf)
+{
+	const struct cf_check *sel[512];
+	size_t cf_selection(const struct cf_config *, const struct cf_check **, size_t);
+	size_t n = cf_selection(cf, sel, 512), i;
+
+	for (i = 0; i < n; i++)
+		printf("%-13s %-19s %s%s\n", sel[i]->id, sel[i]->profile, sel[i]->advisory ? "(advisory) " : "",
+		       sel[i]->title);
+}
+
+static int write_reports(const struct cf_config *cf, const cJSON *report)
+{
+	sbx_err err = {{0}};
+	int rc = 0;
+
+	if (!sbx_report_save(report, cf->tap ? SBX_REPORT_TAP : SBX_REPORT_HUMAN, "-", &err)) {
+		fprintf(stderr, "sbx-conform: %s\n", err.msg);
+		rc = -1;
+	}
+	if (cf->json_file && !sbx_report_save(report, SBX_REPORT_JSON, cf->json_file, &err))
+		rc = (fprintf(stderr, "sbx-conform: --json: %s\n", err.msg), -1);
+	if (cf->junit_file && !sbx_report_save(report, SBX_REPORT_JUNIT, cf->junit_file, &err))
+		rc = (fprintf(stderr, "sbx-conform: --junit: %s\n", err.msg), -1);
+	if (cf->html_file && !sbx_report_save(report, SBX_REPORT_HTML, cf->html_file, &err))
+		rc = (fprintf(stderr, "sbx-conform: --html: %s\n", err.msg), -1);
+	return rc;
+}
+
+enum {
+	O_BACKEND = 256, O_PYTHON, O_HOST, O_PROFILE, O_FILTER, O_LIST, O_SHARD, O_MOCK, O_TOKEN, O_API,
+	O_SEED, O_SCALE, O_TAP, O_JUNIT, O_JSON, O_HTML, O_FIXTURES,
+};
+
+static const struct option LONGOPTS[] = {
+	{"backend-cmd", required_argument, NULL, O_BACKEND}, {"python-backend", required_argument, NULL, O_PYTHON},
+	{"host-cmd", required_argument, NULL, O_HOST}, {"profile", required_argument, NULL, O_PROFILE},
+	{"filter", required_argument, NULL, O_FILTER}, {"list", no_argument, NULL, O_LIST},
+	{"shard", required_argument, NULL, O_SHARD}, {"mock-url", required_argument, NULL, O_MOCK},
+	{"admin-token", required_argument, NULL, O_TOKEN}, {"api-url", required_argument, NULL, O_API},
+	{"seed", required_argument, NULL, O_SEED}, {"timeout-scale", required_argument, NULL, O_SCALE},
+	{"jobs", required_argument, NULL, 'j'}, {"tap", no_argument, NULL, O_TAP},
+	{"junit", required_argument, NULL, O_JUNIT}, {"json", required_argument, NULL, O_JSON},
+	{"html", required_argument, NULL, O_HTML}, {"fixtures", required_argument, NULL, O_FIXTURES},
+	{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
+};
+
+/* Prints "sbx-conform: <what> \"<arg>\"" and the usage; returns 2. */
+static int bad_usage(const char *what, const char *arg)
+{
+	if (arg != NULL)
+		fprintf(stderr, "sbx-conform: %s \"%s\"\n", what, arg);
+	else
+		fprintf(stderr, "sbx-conform: %s\n", what);
+	usage(stderr);
+	return 2;
+}
+
+/* Parses argv into cf; returns -1 to continue, else an exit code. */
+static int parse_args(struct cf_config *cf, int argc, char **argv, const char **mock_url, const char **api_url)
+{
+	unsigned long v;
+	char *end;
+	int o;
+
+	while ((o = getopt_long(argc, argv, "hj:", LONGOPTS, NULL)) != -1) {
+		switch (o) {
+		case 'h':
+			usage(stdout);
+			return 0;
+		case O_BACKEND:
+			cf->backend_cmd = strdup(optarg);
+			break;
+		case O_PYTHON: {
+			const char *dir = getenv("SBX_CONFORM_ADAPTERS") ? getenv("SBX_CONFORM_ADAPTERS")
+									 : SBX_CONFORM_ADAPTERS_DIR;
+			sbx_strbuf b = SBX_STRBUF_INIT;
+			char *q1, *q2;
+
+			if (strchr(optarg, ':') == NULL)
+				return bad_usage("--python-backend wants module:factory, got", optarg);
+			sbx_strbuf_printf(&b, "%s/langflow_backend.py", dir);
+			q1 = shell_quote(sbx_strbuf_str(&b));
+			q2 = shell_quote(optarg);
+			sbx_strbuf_reset(&b);
+			sbx_strbuf_printf(&b, "python3 %s %s", q1, q2);
+			free(q1);
+			free(q2);
+			cf->backend_cmd = sbx_strbuf_detach(&b, NULL);
+			break;
+		}
+		case O_HOST:
+			cf->host_cmd = strdup(optarg);
+			break;
+		case O_PROFILE:
+			if (!known_profile(optarg))
+				return bad_usage("unknown profile (see --help):", optarg);
+			add_str(&cf->profiles, &cf->profile_count, optarg);
+			break;
+		case O_FILTER:
+			add_str(&cf->filters, &cf->filter_count, optarg);
+			break;
+		case O_LIST:
+			cf->list = true;
+			break;
+		case O_SHARD:
+			if (!parse_shard(optarg, &cf->shard_index, &cf->shard_count))
+				return bad_usage("--shard wants I/N with 1 <= I <= N, got", optarg);
+			break;
+		case O_MOCK:
+			*mock_url = optarg;
+			break;
+		case O_TOKEN:
+			snprintf(cf->admin_token, sizeof(cf->admin_token), "%s", optarg);
+			break;
+		case O_API:
+			*api_url = optarg;
+			break;
+		case O_SEED:
+			if (!parse_uint(optarg, &v))
+				return bad_usage("--seed wants a non-negative integer, got", optarg);
+			cf->seed = v;
+			break;
+		case O_SCALE:
+			errno = 0;
+			cf->timeout_scale = strtod(optarg, &end);
+			if (errno != 0 || *end != '\0' || !(cf->timeout_scale > 0) || cf->timeout_scale > 100)
+				return bad_usage("--timeout-scale wants a number in (0, 100], got", optarg);
+			break;
+		case 'j':
+			if (!parse_uint(optarg, &v) || v < 1 || v > 32)
+				return bad_usage("--jobs wants 1..32, got", optarg);
+			cf->jobs = (unsigned)v;
+			break;
+		case O_TAP:
+			cf->tap = true;
+			break;
+		case O_JUNIT:
+			cf->junit_file = optarg;
+			break;
+		case O_JSON:
+			cf->json_file = optarg;
+			break;
+		case O_HTML:
+			cf->html_file = optarg;
+			break;
+		case O_FIXTURES:
+			cf->fixtures_dir = strdup(optarg);
+			break;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind < argc)
+		return bad_usage("unexpected argument", argv[optind]);
+	if (*mock_url != NULL && *api_url != NULL)
+		return bad_usage("--mock-url and --api-url exclude each other", NULL);
+	return -1;
+}
+
+static void default_profiles(struct cf_config *cf, bool bundled_backend)
+{
+	if (cf->profile_count > 0)
+		return;
+	add_str(&cf->profiles, &cf->profile_count, "langflow-backend");
+	if (bundled_backend || strcmp(cf->driver_name, "createos") == 0)
+		add_str(&cf->profiles, &cf->profile_count, "createos-backend");
+	if (bundled_backend || cf_surface(cf, "component"))
+		add_str(&cf->profiles, &cf->profile_count, "createos-component");
+	if (bundled_backend || cf_surface(cf, "executor"))
+		add_str(&cf->profiles, &cf->profile_count, "createos-executor");
+	if (cf->host_cmd != NULL)
+		add_str(&cf->profiles, &cf->profile_count, "host-gate");
+}
+
+static void free_config(struct cf_config *cf)
+{
+	size_t i;
+
+	for (i = 0; i < cf->profile_count; i++)
+		free(cf->profiles[i]);
+	for (i = 0; i < cf->filter_count; i++)
+		free(cf->filters[i]);
+	for (i = 0; i < cf->surface_count; i++)
+		free(cf->surfaces[i]);
+	free(cf->profiles);
+	free(cf->filters);
+	free(cf->surfaces);
+	free(cf->backend_cmd);
+	free(cf->host_cmd);
+	free(cf->fixtures_dir);
+	cJSON_Delete(cf->capabilities);
+	pthread_mutex_destroy(&cf->lock);
+}
+
+static void rm_tmpdir(const char *dir)
+{
+	if (dir[0] != '\0')
+		rmdir(dir); /* cases unlink their own files */
+}
+
+int main(int argc, char **argv)
+{
+	struct cf_config cf;
+	const char *mock_url = NULL, *api_url = NULL;
+	bool bundled_backend, bundled_host = false;
+	sbx_err err = {{0}};
+	cJSON *report = NULL;
+	int rc;
+#ifdef SBX_HAVE_MOCK
+	sbx_mock *mock = NULL;
+#endif
+
+	memset(&cf, 0, sizeof(cf));
+	pthread_mutex_init(&cf.lock, NULL);
+	cf.timeout_scale = 1.0;
+	cf.jobs = 4;
+	cf.seed = 1;
+	signal(SIGPIPE, SIG_IGN);
+	rc = parse_args(&cf, argc, argv, &mock_url, &api_url);
+	if (rc >= 0)
+		goto out;
+	rc = 2;
+	bundled_backend = cf.backend_cmd == NULL;
+	if (cf.fixtures_dir == NULL)
+		cf.fixtures_dir = strdup(getenv("SBX_FIXTURES_DIR") ? getenv("SBX_FIXTURES_DIR") : SBX_CONFORM_FIXTURES_DIR);
+	if (bundled_backend) {
+		cf.backend_cmd = bundled("sbx-ref-backend");
+		if (cf.host_cmd == NULL && (cf.host_cmd = bundled("sbx-ref-host")) != NULL)
+			bundled_host = true;
+	} else if (cf.host_cmd == NULL && has_profile(&cf, "host-gate")) {
+		cf.host_cmd = strdup(cf.backend_cmd);
+	}
+	if (cf.backend_cmd == NULL) {
+		fprintf(stderr, "sbx-conform: the bundled reference backend (sbx-ref-backend) was not found "
+			"next to this program or in %s; pass --backend-cmd\n", SBX_CONFORM_INSTALL_LIBEXEC);
+		goto out;
+	}
+	(void)bundled_host;
+	if (cf.list) {
+		if (cf.profile_count == 0) {
+			size_t i;
+
+			for (i = 0; i < sizeof(ALL_PROFILES) / sizeof(ALL_PROFILES[0]); i++)
+				add_str(&cf.profiles, &cf.profile_count, ALL_PROFILES[i]);
+		}
+		list_checks(&cf);
+		rc = 0;
+		goto out;
+	}
+	cf.progress = isatty(2) != 0;
+	cf.color = sbx_report_color_auto(2);
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	snprintf(cf.tmpdir, sizeof(cf.tmpdir), "%s/sbx-conform-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	if (mkdtemp(cf.tmpdir) == NULL) {
+		fprintf(stderr, "sbx-conform: cannot create a scratch dir: %s\n", strerror(errno));
+		cf.tmpdir[0] = '\0';
+		goto out_curl;
+	}
+	if (api_url != NULL) {
+		const char *k = getenv("CREATEOS_SANDBOX_API_KEY");
+
+		if (k == NULL || *k == '\0')
+			k = getenv("CREATEOS_API_KEY");
+		if (k == NULL || *k == '\0') {
+			fprintf(stderr, "sbx-conform: --api-url needs CREATEOS_SANDBOX_API_KEY (or CREATEOS_API_KEY)\n");
+			goto out_curl;
+		}
+		cf.kind = CF_REAL;
+		snprintf(cf.url, sizeof(cf.url), "%s", api_url);
+		snprintf(cf.real_key, sizeof(cf.real_key), "%s", k);
+	} else if (mock_url != NULL) {
+		cf.kind = CF_EXTERNAL_MOCK;
+		snprintf(cf.url, sizeof(cf.url), "%s", mock_url);
+		if (cf.admin_token[0] == '\0' && getenv("SBX_MOCK_ADMIN_TOKEN") != NULL)
+			snprintf(cf.admin_token, sizeof(cf.admin_token), "%s", getenv("SBX_MOCK_ADMIN_TOKEN"));
+		if (cf.admin_token[0] == '\0') {
+			fprintf(stderr, "sbx-conform: --mock-url needs --admin-token or SBX_MOCK_ADMIN_TOKEN\n");
+			goto out_curl;
+		}
+	} else {
+#ifdef SBX_HAVE_MOCK
+		sbx_mock_config mc;
+
+		sbx_mock_config_init(&mc);
+		mc.quiet = true;
+		mc.host_rule_mode = SBX_HOST_RULES_OBSERVED;
+		mc.seed = cf.seed;
+		mock = sbx_mock_start(&mc, &err);
+		if (mock == NULL) {
+			fprintf(stderr, "sbx-conform: cannot start the embedded mock: %s\n", err.msg);
+			goto out_curl;
+		}
+		cf.kind = CF_EMBEDDED_MOCK;
+		snprintf(cf.url, sizeof(cf.url), "%s", sbx_mock_url(mock));
+		snprintf(cf.admin_token, sizeof(cf.admin_token), "%s", sbx_mock_admin_token(mock));
+#else
+		fprintf(stderr, "sbx-conform: built without the embedded mock; pass --mock-url or --api-url\n");
+		goto out_curl;
+#endif
+	}
+	if (!only_host_gate(&cf) && probe(&cf, "langflow-backend", &err) != 0) {
+		fprintf(stderr, "sbx-conform: harness error: %s\n", err.msg);
+		goto out_mock;
+	}
+	default_profiles(&cf, bundled_backend);
+	if (has_profile(&cf, "host-gate") && cf.host_cmd != NULL && probe(&cf, "host-gate", &err) != 0) {
+		fprintf(stderr, "sbx-conform: harness error (host driver): %s\n", err.msg);
+		goto out_mock;
+	}
+	if (cf_run_all(&cf, &report, &err) != 0) {
+		fprintf(stderr, "sbx-conform: harness error: %s\n", err.msg);
+		goto out_report;
+	}
+	rc = write_reports(&cf, report) == 0 ? 0 : 2;
+	if (rc == 0) {
+		struct sbx_report_totals t;
+		const cJSON *k;
+		bool errors = false;
+
+		cJSON_ArrayForEach(k, cJSON_GetObjectItemCaseSensitive(report, "checks"))
+			if (strcmp(cf_str(k, "verdict"), "error") == 0)
+				errors = true;
+		if (!sbx_report_count(report, &t, &err))
+			rc = 2;
+		else if (!sbx_report_totals_ok(&t))
+			rc = 1;
+		if (errors)
+			rc = 2;
+	}
+out_report:
+	cJSON_Delete(report);
+out_mock:
+#ifdef SBX_HAVE_MOCK
+	sbx_mock_stop(mock);
+#endif
+out_curl:
+	rm_tmpdir(cf.tmpdir);
+	curl_global_cleanup();
+out:
+	free_config(&cf);
+	return rc;
+}
