@@ -9,8 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <unistd.h>
+
 #ifndef SBX_MOCK_SCENARIO_DIR
 #define SBX_MOCK_SCENARIO_DIR "fixtures/scenarios"
+#endif
+#ifndef SBX_MOCK_SCENARIO_INSTALL_DIR
+#define SBX_MOCK_SCENARIO_INSTALL_DIR "/usr/local/share/sbx-harness/scenarios"
 #endif
 
 static void ok_empty(mresp *out)
@@ -583,18 +588,49 @@ static bool scenario_name_ok(const char *name)
 	return true;
 }
 
-static cJSON *load_scenario_json(const char *name_or_file, sbx_err *err)
+/* Scenario search path, first hit wins: --scenario-dir, $SBX_SCENARIO_DIR,
+ * the source tree's fixtures/scenarios (compile definition), the installed
+ * share dir. Fills path with the file found; on failure err lists every
+ * place looked at. */
+static int find_scenario(const sbx_mock *mock, const char *name, char *path, size_t cap,
+			 sbx_err *err)
+{
+	const char *env = getenv("SBX_SCENARIO_DIR");
+	const char *dirs[4];
+	size_t n = 0;
+	sbx_strbuf tried = SBX_STRBUF_INIT;
+
+	if (mock != NULL && mock->scenario_dir[0] != '\0')
+		dirs[n++] = mock->scenario_dir;
+	if (env != NULL && env[0] != '\0')
+		dirs[n++] = env;
+	dirs[n++] = SBX_MOCK_SCENARIO_DIR;
+	dirs[n++] = SBX_MOCK_SCENARIO_INSTALL_DIR;
+	for (size_t i = 0; i < n; i++) {
+		if ((size_t)snprintf(path, cap, "%s/%s.json", dirs[i], name) >= cap)
+			continue;
+		if (access(path, R_OK) == 0) {
+			sbx_strbuf_free(&tried);
+			return 0;
+		}
+		sbx_strbuf_printf(&tried, "%s%s", i > 0 ? ", " : "", path);
+	}
+	sbx_err_set(err, "scenario \"%s\" not found (looked in %s)", name, sbx_strbuf_str(&tried));
+	sbx_strbuf_free(&tried);
+	return -1;
+}
+
+static cJSON *load_scenario_json(const sbx_mock *mock, const char *name_or_file, sbx_err *err)
 {
 	char path[PATH_MAX];
-	const char *dir = getenv("SBX_SCENARIO_DIR");
 	char *text;
 	cJSON *sc;
 
 	if (strchr(name_or_file, '/') != NULL || strstr(name_or_file, ".json") != NULL) {
 		snprintf(path, sizeof(path), "%s", name_or_file);
 	} else if (scenario_name_ok(name_or_file)) {
-		snprintf(path, sizeof(path), "%s/%s.json",
-			 dir != NULL && dir[0] != '\0' ? dir : SBX_MOCK_SCENARIO_DIR, name_or_file);
+		if (find_scenario(mock, name_or_file, path, sizeof(path), err) != 0)
+			return NULL;
 	} else {
 		sbx_err_set(err, "scenario \"%.64s\": not a file path and not a scenario name ([a-z0-9_-])",
 			    name_or_file);
@@ -612,7 +648,7 @@ static cJSON *load_scenario_json(const char *name_or_file, sbx_err *err)
 
 int sbx_mock_load_scenario(sbx_mock *mock, const char *name_or_file, sbx_err *err)
 {
-	cJSON *sc = load_scenario_json(name_or_file, err);
+	cJSON *sc = load_scenario_json(mock, name_or_file, err);
 	cJSON *ids;
 	int rc;
 
@@ -642,7 +678,7 @@ static void a_scenario(mreq *r, mresp *out)
 	name = cJSON_GetObjectItemCaseSensitive(b, "name");
 	if (cJSON_IsString(name) && cJSON_GetObjectItemCaseSensitive(b, "rules") == NULL &&
 	    cJSON_GetObjectItemCaseSensitive(b, "settings") == NULL) {
-		loaded = load_scenario_json(name->valuestring, &err);
+		loaded = load_scenario_json(r->mock, name->valuestring, &err);
 		if (loaded == NULL) {
 			resp_fail(out, 404, "name", "NOT_FOUND", err.msg);
 			return;

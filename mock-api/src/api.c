@@ -246,7 +246,7 @@ static void h_readyz(mreq *r, mresp *out, mock_tenant *t)
 
 	(void)t;
 	pthread_mutex_lock(&r->mock->model->lock);
-	ready = r->mock->model->set.ready;
+	ready = mock_ready(r->mock->model);
 	pthread_mutex_unlock(&r->mock->model->lock);
 	cJSON_AddBoolToObject(d, "ready", ready);
 	if (ready) {
@@ -254,7 +254,8 @@ static void h_readyz(mreq *r, mresp *out, mock_tenant *t)
 		resp_success(out, 200, d);
 		return;
 	}
-	cJSON_AddStringToObject(d, "reason", "control plane not ready (set by the mock admin API)");
+	cJSON_AddStringToObject(d, "reason",
+				"control plane not ready (restarting, or set by the mock admin API)");
 	/* The SDK reads data from a 503 readiness answer too. */
 	resp_success(out, 503, d);
 }
@@ -620,11 +621,13 @@ static void h_resume(mreq *r, mresp *out, mock_tenant *t)
 	mock_err e;
 	int rc = -1;
 	cJSON *v = NULL;
+	const char *timing = "resume";
 
 	pthread_mutex_lock(&r->mock->model->lock);
 	tick(r->mock);
 	sb = sandbox_arg(r, out, t);
 	if (sb != NULL) {
+		timing = mock_resume_timing(sb);
 		rc = mock_sandbox_resume(r->mock->model, sb, &e);
 		if (rc < 0) {
 			resp_mock_err(out, &e);
@@ -639,7 +642,7 @@ static void h_resume(mreq *r, mresp *out, mock_tenant *t)
 	if (v != NULL) {
 		resp_success(out, rc, v);
 		if (rc == 202)
-			poll_after(r, out, "resume");
+			poll_after(r, out, timing);
 	}
 }
 

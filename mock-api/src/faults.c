@@ -1,13 +1,12 @@
 /* faults: rule parsing, matching and firing; see faults.h. No HTTP here. */
 #include "faults.h"
 
+#include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-typedef enum fire_mode { FIRE_ALWAYS, FIRE_TIMES, FIRE_AFTER, FIRE_PROB } fire_mode;
 
 typedef struct rule {
 	unsigned id;
@@ -17,9 +16,9 @@ typedef struct rule {
 	char *tenant;
 	char *name_prefix;
 	uint64_t request;   /* 0: any */
-	fire_mode fire;
-	uint64_t fire_n;
-	double prob;
+	uint64_t after;     /* skip the first `after` matches */
+	uint64_t times;     /* fire at most `times` times, 0: unlimited */
+	double prob;        /* < 0: no draw */
 	uint64_t matched, fired;
 	mock_fault_action action;
 	cJSON *source;      /* the rule as given, for listing */
@@ -37,7 +36,7 @@ static const char *const kind_names[FK__COUNT] = {
 	"http", "reset", "close", "hang", "empty_200", "malformed_json", "truncated",
 	"garbage", "dribble", "latency", "commit_then_fail", "exec_agent_error", "exec_oom",
 	"exec_stream_cut", "exec_heartbeats_only", "create_failed", "pause_error",
-	"resume_polls", "destroy_stuck",
+	"resume_polls", "destroy_stuck", "host_dies", "cp_restart",
 };
 
 const char *mock_fault_kind_name(mock_fault_kind k)
@@ -285,6 +284,32 @@ static int parse_latency(const cJSON *o, mock_fault_action *a, size_t idx, sbx_e
 	return 0;
 }
 
+/* retry_after: delta-seconds as a number or a string of digits ("2"). */
+static int parse_retry_after(const cJSON *v, mock_fault_action *a, size_t idx, sbx_err *err)
+{
+	char *end = NULL;
+	long n;
+
+	a->retry_after = -1;
+	if (v == NULL || cJSON_IsNull(v))
+		return 0;
+	if (cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble <= 86400) {
+		a->retry_after = (int)v->valuedouble;
+		return 0;
+	}
+	if (cJSON_IsString(v) && v->valuestring[0] >= '0' && v->valuestring[0] <= '9') {
+		errno = 0;
+		n = strtol(v->valuestring, &end, 10);
+		if (errno == 0 && *end == '\0' && n <= 86400) {
+			a->retry_after = (int)n;
+			return 0;
+		}
+	}
+	sbx_err_set(err, "rule %zu: action.retry_after must be delta-seconds 0-86400 (number or digits)",
+		    idx);
+	return -1;
+}
+
 static int parse_action(const cJSON *o, mock_fault_action *a, size_t idx, sbx_err *err)
 {
 	const cJSON *k = cJSON_GetObjectItemCaseSensitive(o, "kind");
@@ -323,10 +348,9 @@ static int parse_action(const cJSON *o, mock_fault_action *a, size_t idx, sbx_er
 			sbx_err_set(err, "rule %zu: action.envelope must be \"fail\" or \"error\"", idx);
 			return -1;
 		}
-		num = -1;
-		if (opt_number(o, "retry_after", &num, 0, 86400, idx, "action", err) != 0)
+		if (parse_retry_after(cJSON_GetObjectItemCaseSensitive(o, "retry_after"), a, idx,
+				      err) != 0)
 			return -1;
-		a->retry_after = (int)num;
 		return parse_headers(cJSON_GetObjectItemCaseSensitive(o, "headers"), a, idx, err);
 	case FK_HANG:
 		num = 600000;
@@ -352,6 +376,14 @@ static int parse_action(const cJSON *o, mock_fault_action *a, size_t idx, sbx_er
 		if (opt_number(o, "after_frames", &num, 0, 1e6, idx, "action", err) != 0)
 			return -1;
 		a->after_frames = (unsigned)num;
+		return 0;
+	case FK_HOST_DIES:
+		return copy_buf(o, "host_id", a->host_id, sizeof(a->host_id), idx, "action", err);
+	case FK_CP_RESTART:
+		num = 5000;
+		if (opt_number(o, "not_ready_ms", &num, 0, 86400000, idx, "action", err) != 0)
+			return -1;
+		a->not_ready_ms = (int64_t)num;
 		return 0;
 	case FK_RESUME_POLLS:
 		num = 3;
@@ -388,37 +420,38 @@ static int parse_match(const cJSON *m, rule *r, size_t idx, sbx_err *err)
 	return 0;
 }
 
+/* fire: "always", or an object combining {after, times, probability}:
+ * skip the first `after` matches, then fire (with `probability` when given)
+ * until `times` firings. */
 static int parse_fire(const cJSON *fi, rule *r, size_t idx, sbx_err *err)
 {
-	double n = 0;
+	double after = 0, times = 0;
+	const cJSON *it;
 
-	r->fire = FIRE_ALWAYS;
+	r->prob = -1;
 	if (fi == NULL || cJSON_IsNull(fi))
 		return 0;
 	if (cJSON_IsString(fi) && strcmp(fi->valuestring, "always") == 0)
 		return 0;
 	if (!cJSON_IsObject(fi)) {
-		sbx_err_set(err, "rule %zu: fire must be \"always\", {times}, {after} or {probability}",
+		sbx_err_set(err, "rule %zu: fire must be \"always\" or an object of times, after, probability",
 			    idx);
 		return -1;
 	}
-	if (cJSON_GetObjectItemCaseSensitive(fi, "times") != NULL) {
-		if (opt_number(fi, "times", &n, 1, 1e15, idx, "fire", err) != 0)
+	cJSON_ArrayForEach(it, fi) {
+		if (strcmp(it->string, "times") != 0 && strcmp(it->string, "after") != 0 &&
+		    strcmp(it->string, "probability") != 0) {
+			sbx_err_set(err, "rule %zu: fire.%.40s is not times, after or probability", idx,
+				    it->string);
 			return -1;
-		r->fire = FIRE_TIMES;
-	} else if (cJSON_GetObjectItemCaseSensitive(fi, "after") != NULL) {
-		if (opt_number(fi, "after", &n, 0, 1e15, idx, "fire", err) != 0)
-			return -1;
-		r->fire = FIRE_AFTER;
-	} else if (cJSON_GetObjectItemCaseSensitive(fi, "probability") != NULL) {
-		if (opt_number(fi, "probability", &r->prob, 0, 1, idx, "fire", err) != 0)
-			return -1;
-		r->fire = FIRE_PROB;
-	} else if (cJSON_GetArraySize(fi) != 0) {
-		sbx_err_set(err, "rule %zu: fire needs times, after or probability", idx);
-		return -1;
+		}
 	}
-	r->fire_n = (uint64_t)n;
+	if (opt_number(fi, "times", &times, 1, 1e15, idx, "fire", err) != 0 ||
+	    opt_number(fi, "after", &after, 0, 1e15, idx, "fire", err) != 0 ||
+	    opt_number(fi, "probability", &r->prob, 0, 1, idx, "fire", err) != 0)
+		return -1;
+	r->after = (uint64_t)after;
+	r->times = (uint64_t)times;
 	return 0;
 }
 
@@ -607,16 +640,13 @@ static bool rule_matches(const rule *r, const mock_fault_req *q)
 
 static bool rule_fires(mock_faults *f, rule *r)
 {
-	switch (r->fire) {
-	case FIRE_TIMES:
-		return r->fired < r->fire_n;
-	case FIRE_AFTER:
-		return r->matched > r->fire_n;
-	case FIRE_PROB:
+	if (r->matched <= r->after)
+		return false;
+	if (r->times != 0 && r->fired >= r->times)
+		return false;
+	if (r->prob >= 0)
 		return rng_unit(&f->rng) < r->prob;
-	default:
-		return true;
-	}
+	return true;
 }
 
 bool mock_faults_eval(mock_faults *f, const mock_fault_req *req, mock_fault_action *out,

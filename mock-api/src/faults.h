@@ -38,6 +38,8 @@ typedef enum mock_fault_kind {
 	FK_PAUSE_ERROR,
 	FK_RESUME_POLLS,
 	FK_DESTROY_STUCK,
+	FK_HOST_DIES,
+	FK_CP_RESTART,
 	FK__COUNT,
 } mock_fault_kind;
 
@@ -69,6 +71,8 @@ typedef struct mock_fault_action {
 	unsigned bytes_per_sec;   /* dribble */
 	unsigned after_frames;    /* exec_stream_cut */
 	unsigned polls;           /* resume_polls */
+	char host_id[40];         /* host_dies: "" = every host */
+	int64_t not_ready_ms;     /* cp_restart */
 } mock_fault_action;
 
 typedef struct mock_fault_req {

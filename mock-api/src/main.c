@@ -38,7 +38,10 @@ static const char usage[] =
 	"  --seed N                fault RNG seed (default 1)\n"
 	"  --journal-size N        request journal ring size (default 65536)\n"
 	"  --no-journal            do not record requests\n"
-	"  --scenario NAME|FILE    load fault rules (fixtures/scenarios/NAME.json)\n"
+	"  --scenario NAME|FILE    load a fault scenario (NAME.json in the scenario path)\n"
+	"  --scenario-dir DIR      look for scenario names here first, then in\n"
+	"                          $SBX_SCENARIO_DIR, the source fixtures/scenarios,\n"
+	"                          the installed share/sbx-harness/scenarios\n"
 	"  --quiet                 no log lines on stderr\n"
 	"  --help                  this text\n"
 	"Exit codes: 0 stopped by SIGINT/SIGTERM, 2 usage or setup error.\n";
@@ -129,6 +132,7 @@ enum {
 	OPT_CAP, OPT_CAP_STATUS, OPT_CAP_CODE, OPT_HOST_RULES, OPT_TIMING, OPT_REGION,
 	OPT_MAX_RULES, OPT_MAX_BODY, OPT_MAX_FILE, OPT_WORK_DIR, OPT_GUEST_MODE, OPT_EXEC_TIMEOUT,
 	OPT_SEED, OPT_JOURNAL_SIZE, OPT_NO_JOURNAL, OPT_SCENARIO, OPT_QUIET, OPT_HELP,
+	OPT_SCENARIO_DIR,
 };
 
 static const struct option options[] = {
@@ -154,6 +158,7 @@ static const struct option options[] = {
 	{"journal-size", required_argument, NULL, OPT_JOURNAL_SIZE},
 	{"no-journal", no_argument, NULL, OPT_NO_JOURNAL},
 	{"scenario", required_argument, NULL, OPT_SCENARIO},
+	{"scenario-dir", required_argument, NULL, OPT_SCENARIO_DIR},
 	{"quiet", no_argument, NULL, OPT_QUIET},
 	{"help", no_argument, NULL, OPT_HELP},
 	{NULL, 0, NULL, 0},
@@ -285,6 +290,9 @@ static int parse_opt(int opt, const char *arg, cli *c)
 		return 0;
 	case OPT_SCENARIO:
 		c->cfg.scenario = arg;
+		return 0;
+	case OPT_SCENARIO_DIR:
+		c->cfg.scenario_dir = arg;
 		return 0;
 	case OPT_QUIET:
 		c->cfg.quiet = true;

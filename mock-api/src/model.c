@@ -270,6 +270,7 @@ void mock_model_reset(mock_model *m)
 		m->dead_tenants = t;
 	}
 	m->next_due_ms = INT64_MAX;
+	m->not_ready_until_ms = 0;
 	m->ip_next = 2;
 }
 
@@ -766,7 +767,7 @@ int mock_sandbox_resume(mock_model *m, mock_sandbox *sb, mock_err *e)
 			return -1;
 		}
 		sb->status = ST_RESUMING;
-		schedule(m, sb, ST_RUNNING, mock_timing_ms(m, "resume"));
+		schedule(m, sb, ST_RUNNING, mock_timing_ms(m, mock_resume_timing(sb)));
 		return 202;
 	default:
 		mock_err_set(e, 409, "INVALID_STATE", "status", "cannot resume a sandbox that is %s",
@@ -910,6 +911,40 @@ out_oom:
 	return NULL;
 }
 
+const char *mock_resume_timing(const mock_sandbox *sb)
+{
+	return sb->cold_start ? "cold_start" : "resume";
+}
+
+bool mock_ready(const mock_model *m)
+{
+	return m->set.ready && mock_now(m) >= m->not_ready_until_ms;
+}
+
+size_t mock_host_die(mock_model *m, const char *host_id,
+		     void (*on_change)(mock_sandbox *sb, mock_status from, void *arg), void *arg)
+{
+	size_t hit = 0;
+
+	for (size_t i = 0; i < m->nsbx; i++) {
+		mock_sandbox *sb = m->sbx[i];
+		mock_status from = sb->status;
+
+		if (host_id != NULL && host_id[0] != '\0' && strcmp(sb->host_id, host_id) != 0)
+			continue;
+		if (mock_status_terminal(from) || from == ST_DESTROYING)
+			continue;
+		sb->status = from == ST_CREATING ? ST_FAILED : ST_ERROR;
+		sb->due_ms = -1;
+		sb->resume_polls = 0;
+		sb->cold_start = true;
+		hit++;
+		if (on_change != NULL)
+			on_change(sb, from, arg);
+	}
+	return hit;
+}
+
 static void apply_due(mock_model *m, mock_sandbox *sb, int64_t now)
 {
 	mock_status to = sb->due_status;
@@ -927,8 +962,10 @@ static void apply_due(mock_model *m, mock_sandbox *sb, int64_t now)
 			sb->due_status = ST_RUNNING;
 			return;
 		}
-		if (sb->status == ST_RESUMING)
+		if (sb->status == ST_RESUMING) {
 			sb->resumed_ms = now;
+			sb->cold_start = false; /* now on a live host */
+		}
 		if (sb->running_ms == 0 || sb->status == ST_FORKING)
 			sb->running_ms = now;
 		sb->status = ST_RUNNING;

@@ -128,6 +128,7 @@ typedef struct mock_sandbox {
 	unsigned busy;         /* execs/file ops in flight */
 	unsigned resume_polls; /* lifecycle fault: polls left before running */
 	bool destroy_stuck;    /* lifecycle fault: stays destroying */
+	bool cold_start;       /* its host died: the next resume is a cross-host cold start */
 	struct mock_guest *guest; /* set by the guest layer */
 } mock_sandbox;
 
@@ -159,6 +160,7 @@ typedef struct mock_model {
 	int64_t start_mono_ms;
 	int64_t start_wall_ms;
 	int64_t next_due_ms;    /* earliest pending transition, INT64_MAX none */
+	int64_t not_ready_until_ms; /* cp_restart: readyz 503 until this clock time */
 	uint32_t ip_next;
 	uint64_t id_counter;
 	unsigned tenant_counter;
@@ -246,6 +248,17 @@ typedef struct mock_fork_req {
 } mock_fork_req;
 mock_sandbox *mock_sandbox_fork(mock_model *m, mock_sandbox *src, const mock_fork_req *req,
 				mock_err *e);
+/* Fault host_dies: every live sandbox on host_id ("" or NULL = every host)
+ * fails — creating ends `failed`, the others `error` — and its next resume
+ * is a cross-host cold start (timing "cold_start"). Calls on_change for each
+ * sandbox whose status changed. Returns how many sandboxes were hit. */
+size_t mock_host_die(mock_model *m, const char *host_id,
+		     void (*on_change)(mock_sandbox *sb, mock_status from, void *arg), void *arg);
+/* The timing ("resume" or "cold_start") the next resume of sb takes. */
+const char *mock_resume_timing(const mock_sandbox *sb);
+/* readyz: ready unless switched off or inside a cp_restart window. */
+bool mock_ready(const mock_model *m);
+
 /* Marks activity (auto-pause idle timer). */
 void mock_sandbox_touch(mock_model *m, mock_sandbox *sb);
 

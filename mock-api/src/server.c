@@ -635,7 +635,7 @@ static enum MHD_Result dispatch(mreq *r)
 	}
 	if (r->fault_fired && r->fault.kind == FK_LATENCY)
 		mock_sleep_ms(mock, (int64_t)mock_faults_latency_ms(mock->faults, &r->fault));
-	if (!(r->fault_fired && apply_replacing_fault(r, &out))) {
+	if (!(r->fault_fired && (apply_replacing_fault(r, &out) || chaos_apply(r, &out)))) {
 		api_dispatch(r, &out);
 		if (r->fault_fired && r->fault.kind == FK_COMMIT_THEN_FAIL)
 			commit_then_fail(r, &out);
@@ -898,6 +898,7 @@ static int start_daemon(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *err
 					MHD_OPTION_EXTERNAL_LOGGER, on_log, mock,
 					MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
 					MHD_OPTION_NOTIFY_COMPLETED, on_completed, mock,
+					MHD_OPTION_NOTIFY_CONNECTION, chaos_on_connection, mock,
 					MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
 					MHD_OPTION_CONNECTION_LIMIT, (unsigned)4096,
 					MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024,
@@ -943,12 +944,14 @@ sbx_mock *sbx_mock_start(const sbx_mock_config *cfg, sbx_err *err)
 	mock->max_json = cfg->max_json_body;
 	mock->max_file = cfg->max_file_body;
 	mock->exec_timeout_ms = cfg->exec_timeout_ms;
+	if (cfg->scenario_dir != NULL)
+		snprintf(mock->scenario_dir, sizeof(mock->scenario_dir), "%s", cfg->scenario_dir);
 	atomic_store(&mock->hb_ms, 5000);
 	if (cfg->admin_token != NULL)
 		snprintf(mock->admin_token, sizeof(mock->admin_token), "%s", cfg->admin_token);
 	else
 		random_token(mock->admin_token, sizeof(mock->admin_token));
-	if (copy_keys(mock, cfg, err) != 0)
+	if (copy_keys(mock, cfg, err) != 0 || chaos_init(mock) != 0)
 		goto out_free;
 	if (mock_guest_mode_detect(cfg->guest_mode, &mock->gmode, err) != 0)
 		goto out_free;
@@ -1015,6 +1018,7 @@ void sbx_mock_stop(sbx_mock *mock)
 		rmdir(mock->work_dir);
 	mock_faults_free(mock->faults);
 	mock_journal_free(mock->journal);
+	chaos_free(mock);
 	for (size_t i = 0; i < mock->nkeys; i++)
 		free(mock->keys[i]);
 	free(mock->keys);

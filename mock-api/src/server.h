@@ -43,6 +43,12 @@ struct sbx_mock {
 	int64_t exec_timeout_ms;
 	atomic_int hb_ms;
 	bool quiet;
+	char scenario_dir[PATH_MAX]; /* --scenario-dir, "" when not given */
+	/* Open connections (chaos.c), for cp_restart. */
+	pthread_mutex_t conns_lock;
+	bool conns_ready;
+	int *conns;
+	size_t nconns, capconns;
 };
 
 #define MRESP_MAX_HEADERS 12
@@ -103,6 +109,14 @@ void json_escape(sbx_strbuf *sb, const char *s, size_t len);
 /* Control-plane dispatch (api.c) and admin dispatch (admin.c). */
 void api_dispatch(mreq *r, mresp *out);
 void admin_dispatch(mreq *r, mresp *out);
+
+/* chaos.c: host_dies and cp_restart, and the connection registry. */
+int chaos_init(sbx_mock *mock);
+void chaos_free(sbx_mock *mock);
+void chaos_on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+			 enum MHD_ConnectionNotificationCode toe);
+/* Applies a fired host_dies/cp_restart; true when the answer was replaced. */
+bool chaos_apply(mreq *r, mresp *out);
 
 /* Guest hooks used by both. */
 void mock_on_state_change(mock_sandbox *sb, mock_status from, void *arg);

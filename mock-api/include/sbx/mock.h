@@ -41,6 +41,9 @@ typedef struct sbx_mock_config {
 	bool no_journal;             /* disable the journal (load tests) */
 	const char *guest_mode;      /* "auto" (default), "plain" or "ns"; see mock-api/README.md */
 	int64_t exec_timeout_ms;     /* default per-exec timeout, default 600000 (0 = none) */
+	const char *scenario_dir;    /* first place to look for scenario NAME.json, may be NULL;
+				      * then $SBX_SCENARIO_DIR, the source tree's
+				      * fixtures/scenarios, the installed share dir */
 } sbx_mock_config;
 
 void sbx_mock_config_init(sbx_mock_config *cfg);
@@ -59,8 +62,9 @@ void sbx_mock_stop(sbx_mock *mock);
 const char *sbx_mock_guest_mode(const sbx_mock *mock);
 /* Parses --timing: "instant" (0), "realistic" (1) or a scale factor. */
 int sbx_mock_parse_timing(const char *timing, double *scale, sbx_err *err);
-/* Loads fault rules from a scenario name (fixtures/scenarios/NAME.json) or a
- * file path; appends them to the running rule list. */
+/* Loads fault rules from a scenario name (NAME.json in the scenario search
+ * path, see scenario_dir) or a file path; appends them to the running rule
+ * list. */
 int sbx_mock_load_scenario(sbx_mock *mock, const char *name_or_file, sbx_err *err);
 
 #endif
