@@ -827,7 +827,8 @@ int cf_run_all(struct cf_config *cf, cJSON **report, sbx_err *err)
 	cJSON_AddNumberToObject(r, "seed", (double)cf->seed);
 	cJSON_AddNumberToObject(r, "timeout_scale", cf->timeout_scale);
 	b = cJSON_AddObjectToObject(r, "backend");
-	cJSON_AddStringToObject(b, "command", cf->backend_cmd);
+	cJSON_AddStringToObject(b, "command", cf->profile_count == 1 && strcmp(cf->profiles[0], "host-gate") == 0 &&
+						      cf->host_cmd != NULL ? cf->host_cmd : cf->backend_cmd);
 	cJSON_AddStringToObject(b, "name", cf->driver_name);
 	cJSON_AddStringToObject(b, "driver", cf->driver_impl);
 	cJSON_AddItemToObject(b, "capabilities", cf->capabilities ? cJSON_Duplicate(cf->capabilities, true)
