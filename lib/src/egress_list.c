@@ -286,8 +286,10 @@ int sbx_egress_dest_parse(const char *text, size_t len, sbx_egress_dest *dest, c
 			  size_t hostcap, sbx_egress_error *err)
 {
 	memset(dest, 0, sizeof *dest);
-	if (text == NULL)
+	if (text == NULL) {
+		text = "";
 		len = 0;
+	}
 	const char *at = memchr(text, '@', len);
 	size_t rest = at != NULL ? (size_t)(at - text) + 1 : 0;
 	const char *colon = NULL;

@@ -500,8 +500,12 @@ int sbx_egress_rule_parse(const char *text, size_t len, size_t index, sbx_egress
 	parse_ctx c = {.text = text, .len = len, .off = 0, .index = index, .err = err};
 	sbx_egress_rule r;
 	memset(&r, 0, sizeof r);
-	if (text == NULL)
+	if (text == NULL) {
+		text = "";
 		len = 0;
+		c.text = text;
+		c.len = 0;
+	}
 	size_t b = 0, e = len;
 	while (b < e && is_space((unsigned char)text[b]))
 		b++;
