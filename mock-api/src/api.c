@@ -1063,6 +1063,7 @@ typedef struct stream_ctx {
 	char *spawn_error;     /* spawn failed: an error frame then exit -1 */
 	int fixed_exit;        /* agent error / oom: no process */
 	char *fixed_error;
+	atomic_bool gone;      /* the client went away (stream_cancel) */
 } stream_ctx;
 
 static void frame_data(stream_ctx *c, const char *key, const char *buf, size_t n)
@@ -1093,7 +1094,7 @@ static void stream_next(stream_ctx *c)
 		int which = 0;
 		ssize_t n;
 
-		if (atomic_load(&c->mock->stopping))
+		if (atomic_load(&c->mock->stopping) || atomic_load(&c->gone))
 			return;
 		n = c->hb_only ? 0 : mock_proc_read(&c->proc, 200, buf, sizeof(buf), &which);
 		if (c->hb_only)
@@ -1129,7 +1130,7 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *out, size_t max)
 		c->pend_off = 0;
 		if (c->done)
 			return MHD_CONTENT_READER_END_OF_STREAM;
-		if (atomic_load(&c->mock->stopping))
+		if (atomic_load(&c->mock->stopping) || atomic_load(&c->gone))
 			return MHD_CONTENT_READER_END_WITH_ERROR;
 		if (c->cut_after >= 0 && c->frames >= (unsigned)c->cut_after)
 			return MHD_CONTENT_READER_END_WITH_ERROR;
@@ -1156,6 +1157,14 @@ static void stream_free(void *cls)
 	free(c->spawn_error);
 	free(c->fixed_error);
 	free(c);
+}
+
+/* From the server thread: the client is gone, stop waiting for output. */
+static void stream_cancel(void *cls)
+{
+	stream_ctx *c = cls;
+
+	atomic_store(&c->gone, true);
 }
 
 static void exec_stream(mreq *r, mresp *out, mock_sandbox *sb, mock_guest *g,
@@ -1185,10 +1194,10 @@ static void exec_stream(mreq *r, mresp *out, mock_sandbox *sb, mock_guest *g,
 		else
 			c->spawn_error = strdup(err.msg);
 	}
-	out->custom = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, stream_reader, c,
-							stream_free);
+	/* stream_reader waits for the command: it runs on a worker thread */
+	out->custom = mock_blocking_response(r, MHD_SIZE_UNKNOWN, stream_reader, c, stream_free,
+					     stream_cancel);
 	if (out->custom == NULL) {
-		stream_free(c);
 		resp_error(out, 500, "out of memory");
 		return;
 	}

@@ -3,9 +3,16 @@
  * actions' application (the engine in faults.c decides, this file acts) and
  * the journal record of every control-plane request.
  *
- * Threading: MHD's thread-per-connection mode, so a handler may block (exec,
- * hang, latency) without stalling other connections; every blocking wait
- * checks mock->stopping so sbx_mock_stop never waits on a client. */
+ * Threading: MHD's epoll thread pool (a few threads serve every connection,
+ * keep-alive GETs never wait for a thread switch). A pool thread must never
+ * block, so requests that may (exec, files, every mutation, the hang and
+ * latency faults; every request when mock->offload_all) are offloaded: the
+ * connection is suspended, a worker thread computes the answer and resumes
+ * it, and the pool thread queues the answer. Bodies that trickle out over
+ * time (exec streams, dribble) come from a reader on a worker thread through
+ * mock_blocking_response. Every blocking wait checks mock->stopping, and
+ * sbx_mock_stop waits for the workers before stopping the daemon, so it
+ * never waits on a client. */
 #define _GNU_SOURCE
 #include "server.h"
 
@@ -48,6 +55,233 @@ void mock_sleep_ms(sbx_mock *mock, int64_t ms)
 		ts.tv_nsec = (long)left * 1000;
 		nanosleep(&ts, NULL);
 	}
+}
+
+/* ---- worker threads ---- */
+
+/* Counts a worker in; false when the mock is stopping (the caller then does
+ * the work inline: every blocking wait returns at once on stop). */
+static bool worker_begin(sbx_mock *mock)
+{
+	bool ok;
+
+	pthread_mutex_lock(&mock->work_lock);
+	ok = !atomic_load(&mock->stopping);
+	if (ok)
+		mock->workers++;
+	pthread_mutex_unlock(&mock->work_lock);
+	return ok;
+}
+
+/* The worker's last touch of mock. */
+static void worker_end(sbx_mock *mock)
+{
+	pthread_mutex_lock(&mock->work_lock);
+	if (--mock->workers == 0)
+		pthread_cond_broadcast(&mock->work_cv);
+	pthread_mutex_unlock(&mock->work_lock);
+}
+
+static void workers_wait(sbx_mock *mock)
+{
+	pthread_mutex_lock(&mock->work_lock);
+	while (mock->workers > 0)
+		pthread_cond_wait(&mock->work_cv, &mock->work_lock);
+	pthread_mutex_unlock(&mock->work_lock);
+}
+
+static int start_detached(void *(*fn)(void *), void *arg)
+{
+	pthread_attr_t attr;
+	pthread_t tid;
+	int rc;
+
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	rc = pthread_create(&tid, &attr, fn, arg);
+	pthread_attr_destroy(&attr);
+	return rc;
+}
+
+/* ---- blocking response bodies ---- */
+
+#define PUMP_CHUNK 16384
+#define PUMP_HIGH (256 * 1024) /* the reader waits while this much is unsent */
+
+/* Shared by the reader thread and the response (two references). */
+typedef struct pump {
+	pthread_mutex_t mx;
+	pthread_cond_t cv;          /* the reader waits for room */
+	sbx_mock *mock;
+	struct MHD_Connection *conn;
+	MHD_ContentReaderCallback reader;
+	void *cls;
+	MHD_ContentReaderFreeCallback free_fn;
+	void (*cancel)(void *cls);
+	sbx_strbuf data;            /* produced, not yet sent from off */
+	size_t off;
+	uint64_t pos;               /* the reader's position in the body */
+	bool eof, error;            /* the reader has finished */
+	bool gone;                  /* MHD destroyed the response */
+	bool suspended;             /* the connection waits for data */
+	int refs;
+} pump;
+
+static void pump_unref(pump *p)
+{
+	bool last;
+
+	pthread_mutex_lock(&p->mx);
+	last = --p->refs == 0;
+	pthread_mutex_unlock(&p->mx);
+	if (!last)
+		return;
+	if (p->free_fn != NULL)
+		p->free_fn(p->cls);
+	sbx_strbuf_free(&p->data);
+	pthread_cond_destroy(&p->cv);
+	pthread_mutex_destroy(&p->mx);
+	free(p);
+}
+
+/* Publishes a reader result; resumes the connection if it waits. The
+ * connection cannot go away while suspended (only this code resumes it and
+ * sbx_mock_stop waits for this thread), so resuming after unlock is safe. */
+static bool pump_publish(pump *p, const char *chunk, ssize_t n)
+{
+	bool wake, done;
+
+	pthread_mutex_lock(&p->mx);
+	if (n > 0) {
+		if (!sbx_strbuf_append(&p->data, chunk, (size_t)n))
+			p->error = true;
+		p->pos += (uint64_t)n;
+	} else if (n == MHD_CONTENT_READER_END_OF_STREAM) {
+		p->eof = true;
+	} else if (n < 0) {
+		p->error = true;
+	}
+	wake = p->suspended && (n != 0 || p->eof || p->error);
+	if (wake)
+		p->suspended = false;
+	done = p->eof || p->error || p->gone;
+	pthread_mutex_unlock(&p->mx);
+	if (wake)
+		MHD_resume_connection(p->conn);
+	return done;
+}
+
+static void *pump_main(void *arg)
+{
+	pump *p = arg;
+	sbx_mock *mock = p->mock;
+	char *chunk = malloc(PUMP_CHUNK);
+
+	for (;;) {
+		ssize_t n;
+		bool stop;
+
+		pthread_mutex_lock(&p->mx);
+		while (!p->gone && p->data.len - p->off >= PUMP_HIGH)
+			pthread_cond_wait(&p->cv, &p->mx);
+		stop = p->gone;
+		pthread_mutex_unlock(&p->mx);
+		if (stop)
+			break;
+		n = chunk != NULL ? p->reader(p->cls, p->pos, chunk, PUMP_CHUNK)
+				  : MHD_CONTENT_READER_END_WITH_ERROR;
+		if (pump_publish(p, chunk, n))
+			break;
+	}
+	free(chunk);
+	pump_unref(p);
+	worker_end(mock);
+	return NULL;
+}
+
+/* MHD's side: copies what the reader produced, or suspends until it has. */
+static ssize_t pump_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	pump *p = cls;
+	ssize_t rc;
+	size_t n;
+
+	(void)pos;
+	pthread_mutex_lock(&p->mx);
+	n = p->data.len - p->off;
+	if (n > 0) {
+		if (n > max)
+			n = max;
+		memcpy(buf, p->data.data + p->off, n);
+		p->off += n;
+		if (p->off == p->data.len) {
+			sbx_strbuf_reset(&p->data);
+			p->off = 0;
+		}
+		pthread_cond_signal(&p->cv);
+		rc = (ssize_t)n;
+	} else if (p->eof) {
+		rc = MHD_CONTENT_READER_END_OF_STREAM;
+	} else if (p->error) {
+		rc = MHD_CONTENT_READER_END_WITH_ERROR;
+	} else {
+		p->suspended = true;
+		MHD_suspend_connection(p->conn);
+		rc = 0;
+	}
+	pthread_mutex_unlock(&p->mx);
+	return rc;
+}
+
+static void pump_free(void *cls)
+{
+	pump *p = cls;
+
+	pthread_mutex_lock(&p->mx);
+	p->gone = true;
+	pthread_cond_signal(&p->cv);
+	pthread_mutex_unlock(&p->mx);
+	if (p->cancel != NULL)
+		p->cancel(p->cls);
+	pump_unref(p);
+}
+
+struct MHD_Response *mock_blocking_response(mreq *r, uint64_t size, MHD_ContentReaderCallback reader,
+					    void *cls, MHD_ContentReaderFreeCallback free_fn,
+					    void (*cancel)(void *cls))
+{
+	pump *p = calloc(1, sizeof(*p));
+	struct MHD_Response *resp;
+
+	if (p == NULL) {
+		free_fn(cls);
+		return NULL;
+	}
+	pthread_mutex_init(&p->mx, NULL);
+	pthread_cond_init(&p->cv, NULL);
+	p->mock = r->mock;
+	p->conn = r->conn;
+	p->reader = reader;
+	p->cls = cls;
+	p->free_fn = free_fn;
+	p->cancel = cancel;
+	sbx_strbuf_init(&p->data);
+	p->refs = 1;
+	resp = MHD_create_response_from_callback(size, PUMP_CHUNK, pump_read, p, pump_free);
+	if (resp == NULL) {
+		pump_unref(p);
+		return NULL;
+	}
+	p->refs = 2;
+	if (!worker_begin(p->mock)) {
+		p->refs = 1;
+		p->error = true; /* stopping: the body ends at once */
+	} else if (start_detached(pump_main, p) != 0) {
+		p->refs = 1;
+		p->error = true;
+		worker_end(p->mock);
+	}
+	return resp;
 }
 
 /* ---- JSON helpers ---- */
@@ -382,6 +616,10 @@ static void make_slow(mreq *r, mresp *out, uint64_t declared, unsigned bytes_per
 	sb->bytes_per_tick = bytes_per_sec == 0 ? 0 : (bytes_per_sec + 9) / 10;
 	out->body = NULL;
 	out->len = 0;
+	if (sb->bytes_per_tick != 0) {
+		out->custom = mock_blocking_response(r, declared, slow_reader, sb, slow_free, NULL);
+		return;
+	}
 	out->custom = MHD_create_response_from_callback(declared, 4096, slow_reader, sb, slow_free);
 	if (out->custom == NULL)
 		slow_free(sb);
@@ -600,51 +838,123 @@ static void commit_then_fail(mreq *r, mresp *out)
 	}
 }
 
+/* Everything after the prologue; may block (latency, hang, exec, I/O). */
+static void serve(mreq *r, mresp *out)
+{
+	sbx_mock *mock = r->mock;
+
+	if (r->admin) {
+		admin_dispatch(r, out);
+		return;
+	}
+	if (r->fault_fired && r->fault.kind == FK_LATENCY)
+		mock_sleep_ms(mock, (int64_t)mock_faults_latency_ms(mock->faults, &r->fault));
+	if (!(r->fault_fired && (apply_replacing_fault(r, out) || chaos_apply(r, out)))) {
+		api_dispatch(r, out);
+		if (r->fault_fired && r->fault.kind == FK_COMMIT_THEN_FAIL)
+			commit_then_fail(r, out);
+		else if (r->fault_fired && r->fault.kind == FK_DRIBBLE && out->custom == NULL)
+			make_slow(r, out, out->len, r->fault.bytes_per_sec);
+	}
+	journal_record(r, out->close_reset || out->close_plain ? 0 : out->status);
+}
+
+/* True when serving r may block, so it must not run on a pool thread:
+ * reads are served inline unless they touch a guest or a waiting fault
+ * fired; every mutation is offloaded (guests, file I/O, timing profiles). */
+static bool must_offload(const mreq *r)
+{
+	if (atomic_load(&r->mock->offload_all))
+		return true;
+	if (strcmp(r->method, "GET") != 0 && strcmp(r->method, "HEAD") != 0)
+		return true;
+	if (r->fault_fired) {
+		switch (r->fault.kind) {
+		case FK_HTTP:
+		case FK_RESET:
+		case FK_CLOSE:
+		case FK_EMPTY_200:
+		case FK_MALFORMED_JSON:
+		case FK_TRUNCATED:
+		case FK_GARBAGE:
+		case FK_DRIBBLE: /* the body comes through mock_blocking_response */
+			break;
+		default:
+			return true;
+		}
+	}
+	return mock_path_match("/v1/sandboxes/{id}/files", r->path) ||
+	       mock_path_match("/v1/sandboxes/{id}/exec", r->path);
+}
+
+static void *offload_main(void *arg)
+{
+	mreq *r = arg;
+	sbx_mock *mock = r->mock;
+	struct MHD_Connection *conn = r->conn;
+
+	serve(r, r->pending);
+	r->offload = OFFLOAD_DONE;
+	/* r belongs to MHD again from here on (it may complete and free it) */
+	MHD_resume_connection(conn);
+	worker_end(mock);
+	return NULL;
+}
+
+/* Suspends the connection and serves r on a worker; false when that is not
+ * possible (the caller serves inline). */
+static bool offload(mreq *r)
+{
+	r->pending = calloc(1, sizeof(*r->pending));
+	if (r->pending == NULL)
+		return false;
+	if (!worker_begin(r->mock)) {
+		free(r->pending);
+		r->pending = NULL;
+		return false;
+	}
+	r->offload = OFFLOAD_RUNNING;
+	MHD_suspend_connection(r->conn);
+	if (start_detached(offload_main, r) != 0)
+		offload_main(r); /* resumes at once; the answer is queued on the next call */
+	return true;
+}
+
 static enum MHD_Result dispatch(mreq *r)
 {
 	sbx_mock *mock = r->mock;
 	mresp out;
 	mock_fault_req q;
 	char name[MOCK_NAME_MAX + 2];
-	bool admin = strncmp(r->path, "/_mock/", 7) == 0 || strcmp(r->path, "/_mock") == 0;
-	enum MHD_Result rc;
 
-	memset(&out, 0, sizeof(out));
 	snprintf(r->request_id, sizeof(r->request_id), "req_%08lx%012llx",
 		 (unsigned long)(mock->seed & 0xffffffff),
 		 (unsigned long long)atomic_fetch_add(&mock->req_counter, 1));
+	r->admin = strncmp(r->path, "/_mock/", 7) == 0 || strcmp(r->path, "/_mock") == 0;
 	if (r->too_large) {
 		char msg[128];
 
+		memset(&out, 0, sizeof(out));
 		snprintf(msg, sizeof(msg), "request body is over the %zu-byte limit", r->limit);
 		resp_fail(&out, 413, "body", "PAYLOAD_TOO_LARGE", msg);
-		if (!admin)
+		if (!r->admin)
 			journal_record(r, 413);
 		return finish(r, &out);
 	}
 	parse_body(r);
-	if (admin) {
-		admin_dispatch(r, &out);
-		return finish(r, &out);
+	if (!r->admin) {
+		r->api_key = auth_key(r->conn);
+		if (mock_faults_count(mock->faults) > 0) {
+			fault_summary(r, &q, name, sizeof(name));
+			r->fault_fired = mock_faults_eval(mock->faults, &q, &r->fault, r->fault_label,
+							  sizeof(r->fault_label));
+		}
 	}
-	r->api_key = auth_key(r->conn);
-	if (mock_faults_count(mock->faults) > 0) {
-		fault_summary(r, &q, name, sizeof(name));
-		r->fault_fired = mock_faults_eval(mock->faults, &q, &r->fault, r->fault_label,
-						  sizeof(r->fault_label));
-	}
-	if (r->fault_fired && r->fault.kind == FK_LATENCY)
-		mock_sleep_ms(mock, (int64_t)mock_faults_latency_ms(mock->faults, &r->fault));
-	if (!(r->fault_fired && (apply_replacing_fault(r, &out) || chaos_apply(r, &out)))) {
-		api_dispatch(r, &out);
-		if (r->fault_fired && r->fault.kind == FK_COMMIT_THEN_FAIL)
-			commit_then_fail(r, &out);
-		else if (r->fault_fired && r->fault.kind == FK_DRIBBLE && out.custom == NULL)
-			make_slow(r, &out, out.len, r->fault.bytes_per_sec);
-	}
-	journal_record(r, out.close_reset || out.close_plain ? 0 : out.status);
-	rc = finish(r, &out);
-	return rc;
+	if (must_offload(r) && offload(r))
+		return MHD_YES;
+	memset(&out, 0, sizeof(out));
+	serve(r, &out);
+	return finish(r, &out);
 }
 
 static bool is_file_put(const char *method, const char *url)
@@ -693,6 +1003,18 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		*upload_data_size = 0;
 		return MHD_YES;
 	}
+	if (r->offload == OFFLOAD_DONE) {
+		mresp *out = r->pending;
+		enum MHD_Result rc;
+
+		r->pending = NULL;
+		r->offload = OFFLOAD_NONE;
+		rc = finish(r, out);
+		free(out);
+		return rc;
+	}
+	if (r->offload == OFFLOAD_RUNNING)
+		return MHD_YES; /* not reached: the connection is suspended */
 	return dispatch(r);
 }
 
@@ -706,6 +1028,10 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	(void)toe;
 	if (r == NULL)
 		return;
+	if (r->pending != NULL) {
+		mresp_release(r->pending);
+		free(r->pending);
+	}
 	cJSON_Delete(r->json);
 	sbx_strbuf_free(&r->body);
 	free(r->path);
@@ -884,8 +1210,9 @@ static int start_daemon(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *err
 {
 	struct sockaddr_in sa;
 	const union MHD_DaemonInfo *di;
-	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
-			 MHD_USE_POLL | MHD_USE_ERROR_LOG;
+	unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	unsigned pool = ncpu < 2 ? 2 : (ncpu > 4 ? 4 : (unsigned)ncpu);
 
 	memset(&sa, 0, sizeof(sa));
 	sa.sin_family = AF_INET;
@@ -902,6 +1229,7 @@ static int start_daemon(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *err
 					MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
 					MHD_OPTION_CONNECTION_LIMIT, (unsigned)4096,
 					MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024,
+					MHD_OPTION_THREAD_POOL_SIZE, pool,
 					MHD_OPTION_END);
 	if (mock->daemon == NULL) {
 		sbx_err_set(err, "cannot listen on %s:%u: %s", cfg->listen_host, cfg->listen_port,
@@ -923,6 +1251,9 @@ sbx_mock *sbx_mock_start(const sbx_mock_config *cfg, sbx_err *err)
 		sbx_err_set(err, "out of memory");
 		return NULL;
 	}
+	pthread_mutex_init(&mock->work_lock, NULL);
+	pthread_cond_init(&mock->work_cv, NULL);
+	mock->work_ready = true;
 	memset(&set, 0, sizeof(set));
 	set.sandbox_cap = cfg->sandbox_cap;
 	set.cap_status = cfg->cap_status;
@@ -1008,6 +1339,10 @@ void sbx_mock_stop(sbx_mock *mock)
 			mock_guest_kill(mock->model->sbx[i]->guest);
 		pthread_mutex_unlock(&mock->model->lock);
 	}
+	/* workers resume their connections before they end: none stays
+	 * suspended when the daemon stops */
+	if (mock->work_ready)
+		workers_wait(mock);
 	if (mock->daemon != NULL)
 		MHD_stop_daemon(mock->daemon);
 	if (mock->model != NULL) {
@@ -1022,5 +1357,9 @@ void sbx_mock_stop(sbx_mock *mock)
 	for (size_t i = 0; i < mock->nkeys; i++)
 		free(mock->keys[i]);
 	free(mock->keys);
+	if (mock->work_ready) {
+		pthread_cond_destroy(&mock->work_cv);
+		pthread_mutex_destroy(&mock->work_lock);
+	}
 	free(mock);
 }

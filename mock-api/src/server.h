@@ -44,6 +44,16 @@ struct sbx_mock {
 	atomic_int hb_ms;
 	bool quiet;
 	char scenario_dir[PATH_MAX]; /* --scenario-dir, "" when not given */
+	/* Threads doing blocking work off MHD's pool (server.c): offloaded
+	 * requests and blocking response readers. sbx_mock_stop waits for
+	 * workers == 0 before stopping the daemon. */
+	pthread_mutex_t work_lock;
+	pthread_cond_t work_cv;
+	unsigned workers;
+	bool work_ready;
+	/* When set, every request runs on a worker thread, GETs included (a
+	 * mode whose GETs may block, e.g. proxying to an upstream). */
+	atomic_bool offload_all;
 	/* Open connections (chaos.c), for cp_restart. */
 	pthread_mutex_t conns_lock;
 	bool conns_ready;
@@ -70,7 +80,14 @@ typedef struct mreq {
 	bool fault_fired;
 	char fault_label[96];
 	mock_fault_action fault;
+	bool admin;               /* under /_mock/ */
+	/* Offloaded to a worker thread (server.c): the connection is suspended
+	 * until the worker has filled *pending. */
+	int offload;              /* OFFLOAD_NONE, _RUNNING, _DONE */
+	struct mresp *pending;
 } mreq;
+
+enum { OFFLOAD_NONE, OFFLOAD_RUNNING, OFFLOAD_DONE };
 
 typedef struct mresp {
 	int status;
@@ -102,6 +119,17 @@ bool req_client_gone(const mreq *r);
 /* Sleeps up to ms, returns early when the mock stops. */
 void mock_sleep_ms(sbx_mock *mock, int64_t ms);
 int64_t mono_us(void);
+
+/* A response whose body comes from a reader that may block (exec streams,
+ * dribbled bodies). The reader runs on a worker thread; MHD's pool thread
+ * only copies what it produced and suspends the connection while there is
+ * nothing to send, so no pool thread ever waits on a guest. cancel (may be
+ * NULL) is called from the server thread when the client is gone, to make a
+ * waiting reader return soon; free_fn(cls) is called once, after the
+ * reader's last call. Returns NULL on failure (free_fn already called). */
+struct MHD_Response *mock_blocking_response(mreq *r, uint64_t size, MHD_ContentReaderCallback reader,
+					    void *cls, MHD_ContentReaderFreeCallback free_fn,
+					    void (*cancel)(void *cls));
 
 /* JSON string escaping that keeps NUL bytes and replaces invalid UTF-8. */
 void json_escape(sbx_strbuf *sb, const char *s, size_t len);
