@@ -1995,6 +1995,8 @@ void api_dispatch(mreq *r, mresp *out)
 	char allow[128] = "";
 	size_t alen = 0;
 
+	if (mock_rec_dispatch(r, out))
+		return; /* record or replay mode: no local state */
 	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
 		const route *rt = &routes[i];
 		mock_tenant *t = NULL;

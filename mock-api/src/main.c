@@ -42,6 +42,9 @@ static const char usage[] =
 	"  --scenario-dir DIR      look for scenario names here first, then in\n"
 	"                          $SBX_SCENARIO_DIR, the source fixtures/scenarios,\n"
 	"                          the installed share/sbx-harness/scenarios\n"
+	"  --record-upstream URL   record mode: proxy every control-plane request to URL\n"
+	"  --record-to FILE        ... and write the exchanges (JSON lines, keys redacted)\n"
+	"  --replay FILE           replay mode: answer a recorded session in order\n"
 	"  --quiet                 no log lines on stderr\n"
 	"  --help                  this text\n"
 	"Exit codes: 0 stopped by SIGINT/SIGTERM, 2 usage or setup error.\n";
@@ -132,7 +135,7 @@ enum {
 	OPT_CAP, OPT_CAP_STATUS, OPT_CAP_CODE, OPT_HOST_RULES, OPT_TIMING, OPT_REGION,
 	OPT_MAX_RULES, OPT_MAX_BODY, OPT_MAX_FILE, OPT_WORK_DIR, OPT_GUEST_MODE, OPT_EXEC_TIMEOUT,
 	OPT_SEED, OPT_JOURNAL_SIZE, OPT_NO_JOURNAL, OPT_SCENARIO, OPT_QUIET, OPT_HELP,
-	OPT_SCENARIO_DIR,
+	OPT_SCENARIO_DIR, OPT_RECORD_UPSTREAM, OPT_RECORD_TO, OPT_REPLAY,
 };
 
 static const struct option options[] = {
@@ -159,6 +162,9 @@ static const struct option options[] = {
 	{"no-journal", no_argument, NULL, OPT_NO_JOURNAL},
 	{"scenario", required_argument, NULL, OPT_SCENARIO},
 	{"scenario-dir", required_argument, NULL, OPT_SCENARIO_DIR},
+	{"record-upstream", required_argument, NULL, OPT_RECORD_UPSTREAM},
+	{"record-to", required_argument, NULL, OPT_RECORD_TO},
+	{"replay", required_argument, NULL, OPT_REPLAY},
 	{"quiet", no_argument, NULL, OPT_QUIET},
 	{"help", no_argument, NULL, OPT_HELP},
 	{NULL, 0, NULL, 0},
@@ -293,6 +299,15 @@ static int parse_opt(int opt, const char *arg, cli *c)
 		return 0;
 	case OPT_SCENARIO_DIR:
 		c->cfg.scenario_dir = arg;
+		return 0;
+	case OPT_RECORD_UPSTREAM:
+		c->cfg.record_upstream = arg;
+		return 0;
+	case OPT_RECORD_TO:
+		c->cfg.record_to = arg;
+		return 0;
+	case OPT_REPLAY:
+		c->cfg.replay = arg;
 		return 0;
 	case OPT_QUIET:
 		c->cfg.quiet = true;

@@ -1299,6 +1299,9 @@ sbx_mock *sbx_mock_start(const sbx_mock_config *cfg, sbx_err *err)
 		goto out_free;
 	if (cfg->scenario != NULL && sbx_mock_load_scenario(mock, cfg->scenario, err) != 0)
 		goto out_free;
+	mock->rec = mock_rec_new(cfg, err);
+	if (mock->rec == NULL && (cfg->record_upstream != NULL || cfg->replay != NULL))
+		goto out_free;
 	if (start_daemon(mock, cfg, err) != 0)
 		goto out_free;
 	return mock;
@@ -1354,6 +1357,7 @@ void sbx_mock_stop(sbx_mock *mock)
 	mock_faults_free(mock->faults);
 	mock_journal_free(mock->journal);
 	chaos_free(mock);
+	mock_rec_free(mock->rec);
 	for (size_t i = 0; i < mock->nkeys; i++)
 		free(mock->keys[i]);
 	free(mock->keys);

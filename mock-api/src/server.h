@@ -21,6 +21,8 @@
 #include "sbx/mock.h"
 #include "sbx/strbuf.h"
 
+typedef struct mock_rec mock_rec;
+
 struct sbx_mock {
 	struct MHD_Daemon *daemon;
 	char url[96];
@@ -44,6 +46,7 @@ struct sbx_mock {
 	atomic_int hb_ms;
 	bool quiet;
 	char scenario_dir[PATH_MAX]; /* --scenario-dir, "" when not given */
+	mock_rec *rec;               /* record or replay mode (record.c), NULL otherwise */
 	/* Threads doing blocking work off MHD's pool (server.c): offloaded
 	 * requests and blocking response readers. sbx_mock_stop waits for
 	 * workers == 0 before stopping the daemon. */
@@ -145,6 +148,12 @@ void chaos_on_connection(void *cls, struct MHD_Connection *conn, void **socket_c
 			 enum MHD_ConnectionNotificationCode toe);
 /* Applies a fired host_dies/cp_restart; true when the answer was replaced. */
 bool chaos_apply(mreq *r, mresp *out);
+
+/* record.c: NULL when neither record nor replay is configured (err unset). */
+mock_rec *mock_rec_new(const sbx_mock_config *cfg, sbx_err *err);
+void mock_rec_free(mock_rec *rc);
+/* In record/replay mode answers the control-plane request and returns true. */
+bool mock_rec_dispatch(mreq *r, mresp *out);
 
 /* Guest hooks used by both. */
 void mock_on_state_change(mock_sandbox *sb, mock_status from, void *arg);

@@ -44,6 +44,10 @@ typedef struct sbx_mock_config {
 	const char *scenario_dir;    /* first place to look for scenario NAME.json, may be NULL;
 				      * then $SBX_SCENARIO_DIR, the source tree's
 				      * fixtures/scenarios, the installed share dir */
+	const char *record_upstream; /* record mode: proxy to this control plane URL ... */
+	const char *record_to;       /* ... writing the exchanges (JSON lines) here */
+	const char *replay;          /* replay mode: serve this recording in order */
+	const char *state_dir;       /* durable state: mutation log + guest trees here */
 } sbx_mock_config;
 
 void sbx_mock_config_init(sbx_mock_config *cfg);
