@@ -296,11 +296,11 @@ static void ref_common(struct cf_case *c, bool check_messages)
 
 		if (d == NULL)
 			return;
-		before = cf_journal(c);
+		before = check_messages ? NULL : cf_journal(c);
 		res = cf_run(d, "print('should not run')\n", NULL, CF_RUN_T, &et, &em);
-		after = cf_journal(c);
-		m0 = mutating(before);
-		m1 = mutating(after);
+		after = check_messages ? NULL : cf_journal(c);
+		m0 = before ? mutating(before) : 0;
+		m1 = after ? mutating(after) : 0;
 		if (res != NULL) {
 			cf_detail(c, "%s: the backend ran the code (not a refusal; not judged here)", r->label);
 		} else if (cf_driver_broken(d)) {
