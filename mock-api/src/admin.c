@@ -774,7 +774,13 @@ static void a_journal(mreq *r, mresp *out)
 
 static void a_reset(mreq *r, mresp *out)
 {
+	sbx_err err = {{0}};
+
 	mock_reset_all(r->mock);
+	if (mock_durable_reset(r->mock, &err) != 0) {
+		resp_error(out, 500, err.msg);
+		return;
+	}
 	ok_empty(out);
 }
 

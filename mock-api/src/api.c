@@ -1990,6 +1990,31 @@ static mock_tenant *authenticate(mreq *r, mresp *out)
 	return t;
 }
 
+/* Durable state: an acknowledged (2xx) mutation is logged and fsync'd
+ * before the answer goes out; if that fails, the client gets a 500 rather
+ * than an acknowledgement the log does not back. Exec and file uploads
+ * change guest files, not the control-plane state. */
+static void persist_mutation(mreq *r, mresp *out, mock_tenant *t)
+{
+	sbx_err err = {{0}};
+	char msg[600];
+
+	if (strcmp(r->method, "GET") == 0 || out->status < 200 || out->status > 299 ||
+	    mock_path_match("/v1/sandboxes/{id}/exec", r->path) ||
+	    mock_path_match("/v1/sandboxes/{id}/files", r->path))
+		return;
+	if (mock_durable_persist(r->mock, t, &err) == 0)
+		return;
+	if (!r->mock->quiet)
+		fprintf(stderr, "sbx-mock: %s %s: %s\n", r->method, r->path, err.msg);
+	if (out->custom != NULL) {
+		MHD_destroy_response(out->custom);
+		out->custom = NULL;
+	}
+	snprintf(msg, sizeof(msg), "the change could not be made durable: %s", err.msg);
+	resp_error(out, 500, msg);
+}
+
 void api_dispatch(mreq *r, mresp *out)
 {
 	char allow[128] = "";
@@ -2015,6 +2040,8 @@ void api_dispatch(mreq *r, mresp *out)
 				return;
 		}
 		rt->fn(r, out, t);
+		if (r->mock->state != NULL && t != NULL)
+			persist_mutation(r, out, t);
 		return;
 	}
 	if (alen > 0) {

@@ -45,6 +45,7 @@ static const char usage[] =
 	"  --record-upstream URL   record mode: proxy every control-plane request to URL\n"
 	"  --record-to FILE        ... and write the exchanges (JSON lines, keys redacted)\n"
 	"  --replay FILE           replay mode: answer a recorded session in order\n"
+	"  --state-dir DIR         durable state: fsync'd mutation log + guest trees in DIR\n"
 	"  --quiet                 no log lines on stderr\n"
 	"  --help                  this text\n"
 	"Exit codes: 0 stopped by SIGINT/SIGTERM, 2 usage or setup error.\n";
@@ -136,6 +137,7 @@ enum {
 	OPT_MAX_RULES, OPT_MAX_BODY, OPT_MAX_FILE, OPT_WORK_DIR, OPT_GUEST_MODE, OPT_EXEC_TIMEOUT,
 	OPT_SEED, OPT_JOURNAL_SIZE, OPT_NO_JOURNAL, OPT_SCENARIO, OPT_QUIET, OPT_HELP,
 	OPT_SCENARIO_DIR, OPT_RECORD_UPSTREAM, OPT_RECORD_TO, OPT_REPLAY,
+	OPT_STATE_DIR,
 };
 
 static const struct option options[] = {
@@ -165,6 +167,7 @@ static const struct option options[] = {
 	{"record-upstream", required_argument, NULL, OPT_RECORD_UPSTREAM},
 	{"record-to", required_argument, NULL, OPT_RECORD_TO},
 	{"replay", required_argument, NULL, OPT_REPLAY},
+	{"state-dir", required_argument, NULL, OPT_STATE_DIR},
 	{"quiet", no_argument, NULL, OPT_QUIET},
 	{"help", no_argument, NULL, OPT_HELP},
 	{NULL, 0, NULL, 0},
@@ -308,6 +311,9 @@ static int parse_opt(int opt, const char *arg, cli *c)
 		return 0;
 	case OPT_REPLAY:
 		c->cfg.replay = arg;
+		return 0;
+	case OPT_STATE_DIR:
+		c->cfg.state_dir = arg;
 		return 0;
 	case OPT_QUIET:
 		c->cfg.quiet = true;

@@ -1469,3 +1469,260 @@ cJSON *mock_template_view(mock_model *m, cJSON *tpl)
 		cJSON_DeleteItemFromObjectCaseSensitive(v, "_created_ms");
 	return v;
 }
+
+/* ---- durable state: dump and restore ---- */
+
+cJSON *mock_tenant_dump(const mock_tenant *t)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(o, "key", t->key);
+	cJSON_AddStringToObject(o, "user_id", t->user_id);
+	cJSON_AddNumberToObject(o, "cap", t->cap);
+	cJSON_AddNumberToObject(o, "credit", t->credit);
+	cJSON_AddItemToObject(o, "networks", cJSON_Duplicate(t->networks, true));
+	cJSON_AddItemToObject(o, "disks", cJSON_Duplicate(t->disks, true));
+	cJSON_AddItemToObject(o, "templates", cJSON_Duplicate(t->templates, true));
+	return o;
+}
+
+cJSON *mock_sandbox_dump(const mock_sandbox *sb)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(o, "id", sb->id);
+	cJSON_AddStringToObject(o, "name", sb->name);
+	cJSON_AddStringToObject(o, "tenant", sb->tenant != NULL ? sb->tenant->key : "");
+	cJSON_AddStringToObject(o, "status", mock_status_name(sb->status));
+	cJSON_AddStringToObject(o, "shape", sb->shape->id);
+	cJSON_AddStringToObject(o, "rootfs", sb->rootfs);
+	cJSON_AddStringToObject(o, "region", sb->region);
+	cJSON_AddNumberToObject(o, "vcpu", sb->vcpu);
+	cJSON_AddNumberToObject(o, "mem_mib", sb->mem_mib);
+	cJSON_AddNumberToObject(o, "disk_mib", sb->disk_mib);
+	cJSON_AddStringToObject(o, "ip", sb->ip);
+	cJSON_AddNumberToObject(o, "created_ms", (double)sb->created_ms);
+	cJSON_AddNumberToObject(o, "running_ms", (double)sb->running_ms);
+	cJSON_AddNumberToObject(o, "paused_ms", (double)sb->paused_ms);
+	cJSON_AddNumberToObject(o, "resumed_ms", (double)sb->resumed_ms);
+	cJSON_AddNumberToObject(o, "destroyed_ms", (double)sb->destroyed_ms);
+	cJSON_AddNumberToObject(o, "spawn_ms", (double)sb->spawn_ms);
+	cJSON_AddNumberToObject(o, "auto_pause_s", sb->auto_pause_s);
+	cJSON_AddBoolToObject(o, "ingress_enabled", sb->ingress_enabled);
+	if (sb->egress.is_null)
+		cJSON_AddNullToObject(o, "egress");
+	else
+		cJSON_AddItemToObject(o, "egress", sbx_egress_list_to_json(&sb->egress));
+	cJSON_AddItemToObject(o, "envs", cJSON_Duplicate(sb->envs, true));
+	cJSON_AddItemToObject(o, "ssh_pubkeys", cJSON_Duplicate(sb->ssh_pubkeys, true));
+	cJSON_AddItemToObject(o, "disks", cJSON_Duplicate(sb->disks, true));
+	cJSON_AddItemToObject(o, "networks", cJSON_Duplicate(sb->networks, true));
+	cJSON_AddStringToObject(o, "forked_from", sb->forked_from);
+	cJSON_AddStringToObject(o, "host_id", sb->host_id);
+	cJSON_AddNumberToObject(o, "bw_quota", (double)sb->bw_quota);
+	cJSON_AddNumberToObject(o, "bw_used", (double)sb->bw_used);
+	cJSON_AddNumberToObject(o, "bw_ingress", (double)sb->bw_ingress);
+	cJSON_AddBoolToObject(o, "destroy_stuck", sb->destroy_stuck);
+	cJSON_AddBoolToObject(o, "cold_start", sb->cold_start);
+	return o;
+}
+
+static const char *rs(const cJSON *o, const char *k)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static double rn(const cJSON *o, const char *k)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+
+	return cJSON_IsNumber(v) ? v->valuedouble : 0;
+}
+
+static cJSON *rj(const cJSON *o, const char *k, bool array)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+
+	if (v == NULL || (array ? !cJSON_IsArray(v) : !cJSON_IsObject(v)))
+		return array ? cJSON_CreateArray() : cJSON_CreateObject();
+	return cJSON_Duplicate(v, true);
+}
+
+int mock_tenant_restore(mock_model *m, const cJSON *o, char *why, size_t cap)
+{
+	const char *key = rs(o, "key"), *uid = rs(o, "user_id");
+	mock_tenant *t;
+
+	if (key == NULL || key[0] == '\0') {
+		snprintf(why, cap, "tenant record without a key");
+		return -1;
+	}
+	t = mock_tenant_get(m, key, true);
+	if (t == NULL) {
+		snprintf(why, cap, "out of memory");
+		return -1;
+	}
+	if (uid != NULL)
+		snprintf(t->user_id, sizeof(t->user_id), "%s", uid);
+	t->cap = (int)rn(o, "cap");
+	t->credit = (int)rn(o, "credit");
+	cJSON_Delete(t->networks);
+	cJSON_Delete(t->disks);
+	cJSON_Delete(t->templates);
+	t->networks = rj(o, "networks", true);
+	t->disks = rj(o, "disks", true);
+	t->templates = rj(o, "templates", true);
+	return 0;
+}
+
+static void copy_str(char *dst, size_t cap, const char *src)
+{
+	snprintf(dst, cap, "%s", src != NULL ? src : "");
+}
+
+int mock_sandbox_restore(mock_model *m, const cJSON *o, char *why, size_t cap)
+{
+	const char *id = rs(o, "id"), *tk = rs(o, "tenant"), *st = rs(o, "status");
+	const mock_shape *shape = rs(o, "shape") != NULL ? mock_shape_find(rs(o, "shape")) : NULL;
+	const cJSON *eg = cJSON_GetObjectItemCaseSensitive(o, "egress");
+	mock_sandbox *sb, *old;
+	sbx_egress_error ee;
+	int status = st != NULL ? mock_status_parse(st) : -1;
+
+	if (id == NULL || tk == NULL || status < 0 || shape == NULL || strlen(id) >= MOCK_ID_MAX) {
+		snprintf(why, cap, "sandbox record needs id, tenant, a known status and shape");
+		return -1;
+	}
+	sb = calloc(1, sizeof(*sb));
+	if (sb == NULL)
+		goto out_oom;
+	sb->tenant = mock_tenant_get(m, tk, true);
+	sb->due_ms = -1;
+	copy_str(sb->id, sizeof(sb->id), id);
+	copy_str(sb->name, sizeof(sb->name), rs(o, "name"));
+	sb->status = (mock_status)status;
+	sb->shape = shape;
+	copy_str(sb->rootfs, sizeof(sb->rootfs), rs(o, "rootfs"));
+	copy_str(sb->region, sizeof(sb->region), rs(o, "region"));
+	sb->vcpu = (unsigned)rn(o, "vcpu");
+	sb->mem_mib = (unsigned)rn(o, "mem_mib");
+	sb->disk_mib = (unsigned)rn(o, "disk_mib");
+	copy_str(sb->ip, sizeof(sb->ip), rs(o, "ip"));
+	sb->created_ms = (int64_t)rn(o, "created_ms");
+	sb->running_ms = (int64_t)rn(o, "running_ms");
+	sb->paused_ms = (int64_t)rn(o, "paused_ms");
+	sb->resumed_ms = (int64_t)rn(o, "resumed_ms");
+	sb->destroyed_ms = (int64_t)rn(o, "destroyed_ms");
+	sb->spawn_ms = (int64_t)rn(o, "spawn_ms");
+	sb->auto_pause_s = (int)rn(o, "auto_pause_s");
+	sb->ingress_enabled = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "ingress_enabled"));
+	sb->egress.is_null = true;
+	if (eg != NULL && !cJSON_IsNull(eg) &&
+	    sbx_egress_list_from_json(eg, 1u << 20, &sb->egress, &ee) != 0) {
+		snprintf(why, cap, "sandbox %s: stored egress list is invalid: %s", id, ee.message);
+		sandbox_free(sb);
+		return -1;
+	}
+	sb->envs = rj(o, "envs", false);
+	sb->ssh_pubkeys = rj(o, "ssh_pubkeys", true);
+	sb->disks = rj(o, "disks", true);
+	sb->networks = rj(o, "networks", true);
+	copy_str(sb->forked_from, sizeof(sb->forked_from), rs(o, "forked_from"));
+	copy_str(sb->host_id, sizeof(sb->host_id), rs(o, "host_id"));
+	sb->bw_quota = (int64_t)rn(o, "bw_quota");
+	sb->bw_used = (int64_t)rn(o, "bw_used");
+	sb->bw_ingress = (int64_t)rn(o, "bw_ingress");
+	sb->destroy_stuck = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "destroy_stuck"));
+	sb->cold_start = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "cold_start"));
+	if (sb->tenant == NULL || sb->envs == NULL || sb->ssh_pubkeys == NULL || sb->disks == NULL ||
+	    sb->networks == NULL) {
+		sandbox_free(sb);
+		goto out_oom;
+	}
+	old = mock_sandbox_find_any(m, id);
+	if (old != NULL) {
+		for (size_t i = 0; i < m->nsbx; i++) {
+			if (m->sbx[i] == old)
+				m->sbx[i] = sb;
+		}
+		sandbox_free(old); /* at start nothing else holds it */
+		return 0;
+	}
+	if (!sbx_push(m, sb)) {
+		sandbox_free(sb);
+		goto out_oom;
+	}
+	return 0;
+
+out_oom:
+	snprintf(why, cap, "out of memory");
+	return -1;
+}
+
+void mock_model_restore_clock(mock_model *m, int64_t start_wall_ms)
+{
+	if (start_wall_ms <= 0 || start_wall_ms > m->start_wall_ms)
+		return;
+	m->clock_offset_ms = (wall_ms() - start_wall_ms) - (mono_ms() - m->start_mono_ms);
+	m->start_wall_ms = start_wall_ms;
+}
+
+static uint32_t ip_index(const char *ip)
+{
+	char *end = NULL;
+	const char *p = ip;
+	unsigned long part[4];
+
+	for (int i = 0; i < 4; i++) {
+		part[i] = strtoul(p, &end, 10);
+		if (end == p || (i < 3 && *end != '.'))
+			return 0;
+		p = end + 1;
+	}
+	if (part[1] < 200)
+		return 0;
+	return (uint32_t)(((part[1] - 200) << 16) | (part[2] << 8) | part[3]);
+}
+
+void mock_model_after_restore(mock_model *m)
+{
+	int64_t now = mock_now(m);
+
+	for (size_t i = 0; i < m->nsbx; i++) {
+		mock_sandbox *sb = m->sbx[i];
+		uint32_t n = ip_index(sb->ip);
+
+		if (n >= m->ip_next)
+			m->ip_next = n + 1;
+		sb->due_ms = -1;
+		sb->last_active_ms = now;
+		switch (sb->status) {
+		case ST_RUNNING:
+		case ST_PAUSING:
+		case ST_RESUMING:
+		case ST_FORKING:
+			sb->status = ST_PAUSED;
+			sb->paused_ms = now;
+			break;
+		case ST_CREATING:
+			sb->status = ST_FAILED;
+			break;
+		case ST_DESTROYING:
+			if (!sb->destroy_stuck)
+				set_destroyed(m, sb);
+			break;
+		default:
+			break;
+		}
+	}
+	for (mock_tenant *t = m->tenants; t != NULL; t = t->next) {
+		unsigned long k = strtoul(t->user_id + (strncmp(t->user_id, "usr_mock", 8) == 0 ? 8 : 0),
+					  NULL, 10);
+
+		if (k > m->tenant_counter)
+			m->tenant_counter = (unsigned)k;
+	}
+	m->next_due_ms = INT64_MIN;
+}

@@ -93,6 +93,7 @@ typedef struct mock_tenant {
 	int cap;            /* -1: the global setting */
 	int credit;         /* -1: the global setting, else 0/1 */
 	uint64_t requests;  /* control-plane requests seen (fault "request" match) */
+	uint32_t persist_crc; /* durable state: CRC of the last record written for it */
 	cJSON *networks;    /* array of {id,name,created_at,members:[...]} */
 	cJSON *disks;       /* array of disk views + "_secret" never shown */
 	cJSON *templates;   /* array of {id,name,status,...,"_logs":[...], "_created_ms"} */
@@ -129,6 +130,7 @@ typedef struct mock_sandbox {
 	unsigned resume_polls; /* lifecycle fault: polls left before running */
 	bool destroy_stuck;    /* lifecycle fault: stays destroying */
 	bool cold_start;       /* its host died: the next resume is a cross-host cold start */
+	uint32_t persist_crc;  /* durable state: CRC of the last record written for it */
 	struct mock_guest *guest; /* set by the guest layer */
 } mock_sandbox;
 
@@ -258,6 +260,20 @@ size_t mock_host_die(mock_model *m, const char *host_id,
 const char *mock_resume_timing(const mock_sandbox *sb);
 /* readyz: ready unless switched off or inside a cp_restart window. */
 bool mock_ready(const mock_model *m);
+
+/* Durable state (state.c frames and syncs, durable.c decides when): the
+ * persistent part of a tenant / sandbox as JSON, and the way back. Volatile
+ * fields (idle timer, pending transitions, in-flight counters) are left out. */
+cJSON *mock_tenant_dump(const mock_tenant *t);
+cJSON *mock_sandbox_dump(const mock_sandbox *sb);
+int mock_tenant_restore(mock_model *m, const cJSON *o, char *why, size_t cap);
+int mock_sandbox_restore(mock_model *m, const cJSON *o, char *why, size_t cap);
+/* The log began at wall time start_wall_ms: keep the clock continuous. */
+void mock_model_restore_clock(mock_model *m, int64_t start_wall_ms);
+/* After a restart: processes are gone, so live sandboxes come back
+ * `paused` (files kept), `creating` ends `failed`, `destroying` ends
+ * `destroyed` (unless stuck by a fault); counters continue. */
+void mock_model_after_restore(mock_model *m);
 
 /* Marks activity (auto-pause idle timer). */
 void mock_sandbox_touch(mock_model *m, mock_sandbox *sb);

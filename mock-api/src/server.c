@@ -1297,6 +1297,8 @@ sbx_mock *sbx_mock_start(const sbx_mock_config *cfg, sbx_err *err)
 		mock_tenant_add(mock->model, mock->keys[i]);
 	if (make_work_dir(mock, cfg, err) != 0)
 		goto out_free;
+	if (mock_durable_start(mock, cfg, err) != 0)
+		goto out_free;
 	if (cfg->scenario != NULL && sbx_mock_load_scenario(mock, cfg->scenario, err) != 0)
 		goto out_free;
 	mock->rec = mock_rec_new(cfg, err);
@@ -1349,7 +1351,7 @@ void sbx_mock_stop(sbx_mock *mock)
 	if (mock->daemon != NULL)
 		MHD_stop_daemon(mock->daemon);
 	if (mock->model != NULL) {
-		free_guests(mock, true);
+		free_guests(mock, mock->state == NULL); /* durable: trees survive */
 		mock_model_free(mock->model);
 	}
 	if (mock->own_work_dir)
@@ -1358,6 +1360,7 @@ void sbx_mock_stop(sbx_mock *mock)
 	mock_journal_free(mock->journal);
 	chaos_free(mock);
 	mock_rec_free(mock->rec);
+	mock_state_close(mock->state);
 	for (size_t i = 0; i < mock->nkeys; i++)
 		free(mock->keys[i]);
 	free(mock->keys);

@@ -18,6 +18,7 @@
 #include "guest.h"
 #include "journal.h"
 #include "model.h"
+#include "state.h"
 #include "sbx/mock.h"
 #include "sbx/strbuf.h"
 
@@ -47,6 +48,7 @@ struct sbx_mock {
 	bool quiet;
 	char scenario_dir[PATH_MAX]; /* --scenario-dir, "" when not given */
 	mock_rec *rec;               /* record or replay mode (record.c), NULL otherwise */
+	mock_state *state;           /* --state-dir (durable.c), NULL otherwise */
 	/* Threads doing blocking work off MHD's pool (server.c): offloaded
 	 * requests and blocking response readers. sbx_mock_stop waits for
 	 * workers == 0 before stopping the daemon. */
@@ -154,6 +156,13 @@ mock_rec *mock_rec_new(const sbx_mock_config *cfg, sbx_err *err);
 void mock_rec_free(mock_rec *rc);
 /* In record/replay mode answers the control-plane request and returns true. */
 bool mock_rec_dispatch(mreq *r, mresp *out);
+
+/* durable.c: --state-dir. start replays the log (no-op without a state
+ * dir); persist logs tenant t's changes and fsyncs (call after an
+ * acknowledged mutation, before answering); reset logs a reset. */
+int mock_durable_start(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *err);
+int mock_durable_persist(sbx_mock *mock, mock_tenant *t, sbx_err *err);
+int mock_durable_reset(sbx_mock *mock, sbx_err *err);
 
 /* Guest hooks used by both. */
 void mock_on_state_change(mock_sandbox *sb, mock_status from, void *arg);

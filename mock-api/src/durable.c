@@ -1,0 +1,240 @@
+/* durable: sbx-mock's durable state (`--state-dir DIR`) — deciding what to
+ * log and replaying it at start. Framing and fsync are state.c's; the
+ * meaning of a tenant or sandbox record is the model's (model.c).
+ *
+ * One record per acknowledged control-plane mutation:
+ *   {"t":"mut", "tenant":{...}?, "sbx":[{...}, ...]}
+ * holding the tenant (when it changed) and every sandbox of that tenant whose
+ * persistent fields changed since the last record; written and fdatasync'd
+ * under the model lock, before the answer is queued, so the log order is the
+ * order in which the mutations happened. Plus {"t":"boot","start_wall_ms"}
+ * first (keeps the clock continuous across restarts) and {"t":"reset"} for
+ * POST /_mock/reset.
+ *
+ * Guest trees live in DIR/guests/<id>/ and are kept at stop. After a restart
+ * the processes are gone, so live sandboxes come back `paused` (see
+ * mock_model_after_restore). Never writes for GETs, exec or file uploads. */
+#define _GNU_SOURCE
+#include "server.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static uint32_t dump_crc(cJSON *o, char **text)
+{
+	char *s = cJSON_PrintUnformatted(o);
+	uint32_t c = s != NULL ? mock_crc32(s, strlen(s)) : 0;
+
+	if (text != NULL)
+		*text = s;
+	else
+		free(s);
+	return c;
+}
+
+static void apply_record(void *arg, const char *payload, size_t len)
+{
+	sbx_mock *mock = arg;
+	mock_model *m = mock->model;
+	cJSON *rec = cJSON_ParseWithLength(payload, len);
+	const cJSON *t = cJSON_GetObjectItemCaseSensitive(rec, "t");
+	const cJSON *it;
+	char why[256] = "";
+
+	if (!cJSON_IsString(t)) {
+		snprintf(why, sizeof(why), "record without a type");
+	} else if (strcmp(t->valuestring, "boot") == 0) {
+		mock_model_restore_clock(
+			m, (int64_t)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(rec, "start_wall_ms")));
+	} else if (strcmp(t->valuestring, "reset") == 0) {
+		mock_model_reset(m);
+	} else if (strcmp(t->valuestring, "mut") == 0) {
+		it = cJSON_GetObjectItemCaseSensitive(rec, "tenant");
+		if (it != NULL)
+			mock_tenant_restore(m, it, why, sizeof(why));
+		cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(rec, "sbx")) {
+			if (mock_sandbox_restore(m, it, why, sizeof(why)) != 0)
+				break;
+		}
+	} else {
+		snprintf(why, sizeof(why), "unknown record type \"%.32s\"", t->valuestring);
+	}
+	if (why[0] != '\0' && !mock->quiet)
+		fprintf(stderr, "sbx-mock: warning: state record skipped: %s\n", why);
+	cJSON_Delete(rec);
+}
+
+static int append_json(sbx_mock *mock, cJSON *rec, sbx_err *err)
+{
+	char *text = cJSON_PrintUnformatted(rec);
+	int rc;
+
+	if (text == NULL) {
+		sbx_err_set(err, "out of memory");
+		return -1;
+	}
+	rc = mock_state_append(mock->state, text, strlen(text), err);
+	free(text);
+	return rc;
+}
+
+/* Guest trees go under DIR/guests unless --work-dir says otherwise. */
+static int use_state_work_dir(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *err)
+{
+	char dir[PATH_MAX];
+
+	if (cfg->work_dir != NULL)
+		return 0;
+	if ((size_t)snprintf(dir, sizeof(dir), "%s/guests", cfg->state_dir) >= sizeof(dir)) {
+		sbx_err_set(err, "state dir path too long");
+		return -1;
+	}
+	if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+		sbx_err_set(err, "%s: %s", dir, strerror(errno));
+		return -1;
+	}
+	if (mock->own_work_dir)
+		rmdir(mock->work_dir); /* the private temp dir is still empty */
+	mock->own_work_dir = false;
+	snprintf(mock->work_dir, sizeof(mock->work_dir), "%s", dir);
+	return 0;
+}
+
+/* Baseline CRCs so the first mutation only logs what it changed. */
+static void baseline(mock_model *m)
+{
+	for (mock_tenant *t = m->tenants; t != NULL; t = t->next) {
+		cJSON *d = mock_tenant_dump(t);
+
+		t->persist_crc = dump_crc(d, NULL);
+		cJSON_Delete(d);
+	}
+	for (size_t i = 0; i < m->nsbx; i++) {
+		cJSON *d = mock_sandbox_dump(m->sbx[i]);
+
+		m->sbx[i]->persist_crc = dump_crc(d, NULL);
+		cJSON_Delete(d);
+	}
+}
+
+int mock_durable_start(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *err)
+{
+	mock_model *m = mock->model;
+	size_t dropped = 0;
+
+	if (cfg->state_dir == NULL)
+		return 0;
+	mock->state = mock_state_open(cfg->state_dir, cfg->quiet, apply_record, mock, &dropped, err);
+	if (mock->state == NULL)
+		return -1;
+	if (use_state_work_dir(mock, cfg, err) != 0)
+		return -1;
+	pthread_mutex_lock(&m->lock);
+	mock_model_after_restore(m);
+	for (size_t i = 0; i < m->nsbx; i++) {
+		mock_sandbox *sb = m->sbx[i];
+		sbx_err gerr = {{0}};
+
+		if (mock_status_terminal(sb->status))
+			continue;
+		sb->guest = mock_guest_new(mock->work_dir, sb->id, mock->gmode, &gerr);
+		if (sb->guest == NULL) {
+			if (!cfg->quiet)
+				fprintf(stderr, "sbx-mock: warning: sandbox %s: %s; marked error\n", sb->id,
+					gerr.msg);
+			sb->status = ST_ERROR;
+		}
+	}
+	baseline(m);
+	pthread_mutex_unlock(&m->lock);
+	if (mock_state_records(mock->state) == 0) {
+		cJSON *boot = cJSON_CreateObject();
+		int rc;
+
+		cJSON_AddStringToObject(boot, "t", "boot");
+		cJSON_AddNumberToObject(boot, "start_wall_ms", (double)m->start_wall_ms);
+		rc = append_json(mock, boot, err);
+		cJSON_Delete(boot);
+		return rc;
+	}
+	return 0;
+}
+
+int mock_durable_persist(sbx_mock *mock, mock_tenant *t, sbx_err *err)
+{
+	mock_model *m = mock->model;
+	cJSON *rec, *arr, *d;
+	uint32_t tcrc, *crcs;
+	char *text = NULL;
+	bool changed = false;
+	int rc = 0;
+
+	crcs = calloc(m->nsbx + 1, sizeof(*crcs));
+	rec = cJSON_CreateObject();
+	if (crcs == NULL || rec == NULL) {
+		free(crcs);
+		cJSON_Delete(rec);
+		sbx_err_set(err, "out of memory");
+		return -1;
+	}
+	cJSON_AddStringToObject(rec, "t", "mut");
+	pthread_mutex_lock(&m->lock);
+	mock_tick(m, mock_on_state_change, mock);
+	d = mock_tenant_dump(t);
+	tcrc = dump_crc(d, NULL);
+	if (tcrc != t->persist_crc) {
+		cJSON_AddItemToObject(rec, "tenant", d);
+		changed = true;
+	} else {
+		cJSON_Delete(d);
+	}
+	arr = cJSON_AddArrayToObject(rec, "sbx");
+	for (size_t i = 0; i < m->nsbx; i++) {
+		if (m->sbx[i]->tenant != t)
+			continue;
+		d = mock_sandbox_dump(m->sbx[i]);
+		crcs[i] = dump_crc(d, NULL);
+		if (crcs[i] == m->sbx[i]->persist_crc) {
+			cJSON_Delete(d);
+			continue;
+		}
+		cJSON_AddItemToArray(arr, d);
+		changed = true;
+	}
+	if (changed) {
+		text = cJSON_PrintUnformatted(rec);
+		rc = text != NULL ? mock_state_append(mock->state, text, strlen(text), err) : -1;
+		if (text == NULL)
+			sbx_err_set(err, "out of memory");
+	}
+	if (changed && rc == 0) {
+		t->persist_crc = tcrc;
+		for (size_t i = 0; i < m->nsbx; i++) {
+			if (m->sbx[i]->tenant == t)
+				m->sbx[i]->persist_crc = crcs[i];
+		}
+	}
+	pthread_mutex_unlock(&m->lock);
+	free(text);
+	free(crcs);
+	cJSON_Delete(rec);
+	return rc;
+}
+
+int mock_durable_reset(sbx_mock *mock, sbx_err *err)
+{
+	cJSON *rec;
+	int rc;
+
+	if (mock->state == NULL)
+		return 0;
+	rec = cJSON_CreateObject();
+	cJSON_AddStringToObject(rec, "t", "reset");
+	rc = append_json(mock, rec, err);
+	cJSON_Delete(rec);
+	return rc;
+}

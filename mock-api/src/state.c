@@ -1,0 +1,255 @@
+/* state: the framed, fsync'd, append-only mutation log; see state.h.
+ * Never interprets a payload. */
+#define _GNU_SOURCE
+#include "state.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct mock_state {
+	pthread_mutex_t lock;
+	int fd;
+	uint64_t records;
+};
+
+static uint32_t crc_table[256];
+static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
+
+/* CRC-32 (IEEE, reflected 0xEDB88320), the zlib/PNG one. */
+static void crc_init(void)
+{
+	for (uint32_t n = 0; n < 256; n++) {
+		uint32_t c = n;
+
+		for (int k = 0; k < 8; k++)
+			c = (c & 1) != 0 ? 0xedb88320u ^ (c >> 1) : c >> 1;
+		crc_table[n] = c;
+	}
+}
+
+uint32_t mock_crc32(const void *data, size_t len)
+{
+	const unsigned char *p = data;
+	uint32_t c = 0xffffffffu;
+
+	pthread_once(&crc_once, crc_init);
+	for (size_t i = 0; i < len; i++)
+		c = crc_table[(c ^ p[i]) & 0xff] ^ (c >> 8);
+	return c ^ 0xffffffffu;
+}
+
+static uint32_t get_le32(const unsigned char *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static void put_le32(unsigned char *p, uint32_t v)
+{
+	p[0] = (unsigned char)v;
+	p[1] = (unsigned char)(v >> 8);
+	p[2] = (unsigned char)(v >> 16);
+	p[3] = (unsigned char)(v >> 24);
+}
+
+static int read_all(int fd, char **out, size_t *len, sbx_err *err)
+{
+	struct stat stbuf;
+	char *buf;
+	size_t got = 0;
+
+	if (fstat(fd, &stbuf) != 0) {
+		sbx_err_set(err, "stat: %s", strerror(errno));
+		return -1;
+	}
+	buf = malloc((size_t)stbuf.st_size + 1);
+	if (buf == NULL) {
+		sbx_err_set(err, "out of memory reading a %lld-byte log", (long long)stbuf.st_size);
+		return -1;
+	}
+	while (got < (size_t)stbuf.st_size) {
+		ssize_t n = pread(fd, buf + got, (size_t)stbuf.st_size - got, (off_t)got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	*out = buf;
+	*len = got;
+	return 0;
+}
+
+/* Replays the good prefix; returns its length. */
+static size_t replay(char *buf, size_t len, mock_state_record_fn fn, void *arg, uint64_t *records,
+		     const char **why)
+{
+	size_t off = 0;
+
+	*why = NULL;
+	while (off < len) {
+		uint32_t n, crc;
+		char saved;
+
+		if (len - off < 8) {
+			*why = "torn record header";
+			break;
+		}
+		n = get_le32((unsigned char *)buf + off);
+		crc = get_le32((unsigned char *)buf + off + 4);
+		if (n == 0 || n > MOCK_STATE_MAX_RECORD) {
+			*why = "corrupt record length";
+			break;
+		}
+		if (len - off - 8 < n) {
+			*why = "torn record (shorter than its length)";
+			break;
+		}
+		if (mock_crc32(buf + off + 8, n) != crc) {
+			*why = "corrupt record (CRC mismatch)";
+			break;
+		}
+		saved = buf[off + 8 + n];
+		buf[off + 8 + n] = '\0';
+		if (fn != NULL)
+			fn(arg, buf + off + 8, n);
+		buf[off + 8 + n] = saved;
+		(*records)++;
+		off += 8 + (size_t)n;
+	}
+	return off;
+}
+
+mock_state *mock_state_open(const char *dir, bool quiet, mock_state_record_fn fn, void *arg,
+			    size_t *dropped, sbx_err *err)
+{
+	mock_state *st = calloc(1, sizeof(*st));
+	char path[4096];
+	char *buf = NULL;
+	size_t len = 0, good;
+	const char *why;
+
+	if (dropped != NULL)
+		*dropped = 0;
+	if (st == NULL) {
+		sbx_err_set(err, "out of memory");
+		return NULL;
+	}
+	st->fd = -1;
+	pthread_mutex_init(&st->lock, NULL);
+	if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+		sbx_err_set(err, "state dir %s: %s", dir, strerror(errno));
+		goto out_free;
+	}
+	if ((size_t)snprintf(path, sizeof(path), "%s/state.log", dir) >= sizeof(path)) {
+		sbx_err_set(err, "state dir path too long");
+		goto out_free;
+	}
+	st->fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (st->fd < 0) {
+		sbx_err_set(err, "%s: %s", path, strerror(errno));
+		goto out_free;
+	}
+	if (read_all(st->fd, &buf, &len, err) != 0) {
+		sbx_err_prefix(err, "%s", path);
+		goto out_free;
+	}
+	good = replay(buf, len, fn, arg, &st->records, &why);
+	free(buf);
+	if (good < len) {
+		if (!quiet)
+			fprintf(stderr,
+				"sbx-mock: warning: %s: %s at byte %zu; dropping the last %zu bytes "
+				"(%llu good records kept)\n",
+				path, why, good, len - good, (unsigned long long)st->records);
+		if (ftruncate(st->fd, (off_t)good) != 0 || fdatasync(st->fd) != 0) {
+			sbx_err_set(err, "%s: truncating a torn tail: %s", path, strerror(errno));
+			goto out_free;
+		}
+		if (dropped != NULL)
+			*dropped = len - good;
+	}
+	if (lseek(st->fd, 0, SEEK_END) < 0) {
+		sbx_err_set(err, "%s: %s", path, strerror(errno));
+		goto out_free;
+	}
+	return st;
+
+out_free:
+	mock_state_close(st);
+	return NULL;
+}
+
+/* One write of header + payload; on a failed or short write the file is cut
+ * back to where the record began, so a later record never follows garbage. */
+int mock_state_append(mock_state *st, const char *payload, size_t len, sbx_err *err)
+{
+	unsigned char *rec;
+	size_t off = 0;
+	off_t start;
+	int rc = 0;
+
+	if (len == 0 || len > MOCK_STATE_MAX_RECORD) {
+		sbx_err_set(err, "state record of %zu bytes is out of range", len);
+		return -1;
+	}
+	rec = malloc(len + 8);
+	if (rec == NULL) {
+		sbx_err_set(err, "out of memory");
+		return -1;
+	}
+	put_le32(rec, (uint32_t)len);
+	put_le32(rec + 4, mock_crc32(payload, len));
+	memcpy(rec + 8, payload, len);
+	pthread_mutex_lock(&st->lock);
+	start = lseek(st->fd, 0, SEEK_END);
+	while (off < len + 8) {
+		ssize_t n = write(st->fd, rec + off, len + 8 - off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			sbx_err_set(err, "state log write: %s", n < 0 ? strerror(errno) : "short write");
+			rc = -1;
+			break;
+		}
+		off += (size_t)n;
+	}
+	if (rc == 0 && fdatasync(st->fd) != 0) {
+		sbx_err_set(err, "state log fdatasync: %s", strerror(errno));
+		rc = -1;
+	}
+	if (rc != 0 && start >= 0 && ftruncate(st->fd, start) == 0)
+		lseek(st->fd, start, SEEK_SET);
+	if (rc == 0)
+		st->records++;
+	pthread_mutex_unlock(&st->lock);
+	free(rec);
+	return rc;
+}
+
+uint64_t mock_state_records(mock_state *st)
+{
+	uint64_t n;
+
+	pthread_mutex_lock(&st->lock);
+	n = st->records;
+	pthread_mutex_unlock(&st->lock);
+	return n;
+}
+
+void mock_state_close(mock_state *st)
+{
+	if (st == NULL)
+		return;
+	if (st->fd >= 0)
+		close(st->fd);
+	pthread_mutex_destroy(&st->lock);
+	free(st);
+}
