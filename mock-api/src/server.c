@@ -73,13 +73,49 @@ static bool worker_begin(sbx_mock *mock)
 	return ok;
 }
 
-/* The worker's last touch of mock. */
-static void worker_end(sbx_mock *mock)
+/* The worker's last touch of mock. own_thread: called by the worker thread
+ * itself as it ends (it is then joined by the next start or by stop), not
+ * by a caller that did the work inline. */
+static void worker_end(sbx_mock *mock, bool own_thread)
 {
 	pthread_mutex_lock(&mock->work_lock);
+	if (own_thread) {
+		if (mock->nzombies == mock->capzombies) {
+			size_t cap = mock->capzombies == 0 ? 16 : mock->capzombies * 2;
+			pthread_t *nz = realloc(mock->zombies, cap * sizeof(*nz));
+
+			if (nz != NULL) {
+				mock->zombies = nz;
+				mock->capzombies = cap;
+			}
+		}
+		if (mock->nzombies < mock->capzombies)
+			mock->zombies[mock->nzombies++] = pthread_self();
+		else
+			pthread_detach(pthread_self()); /* out of memory: cannot be joined */
+	}
 	if (--mock->workers == 0)
 		pthread_cond_broadcast(&mock->work_cv);
 	pthread_mutex_unlock(&mock->work_lock);
+}
+
+/* Joins the workers that have ended (each is past worker_end, so this
+ * waits for a few instructions at most). */
+static void reap_workers(sbx_mock *mock)
+{
+	pthread_t batch[16];
+	size_t n;
+
+	do {
+		pthread_mutex_lock(&mock->work_lock);
+		n = mock->nzombies < 16 ? mock->nzombies : 16;
+		mock->nzombies -= n;
+		if (n > 0)
+			memcpy(batch, mock->zombies + mock->nzombies, n * sizeof(*batch));
+		pthread_mutex_unlock(&mock->work_lock);
+		for (size_t i = 0; i < n; i++)
+			pthread_join(batch[i], NULL);
+	} while (n > 0);
 }
 
 static void workers_wait(sbx_mock *mock)
@@ -88,19 +124,15 @@ static void workers_wait(sbx_mock *mock)
 	while (mock->workers > 0)
 		pthread_cond_wait(&mock->work_cv, &mock->work_lock);
 	pthread_mutex_unlock(&mock->work_lock);
+	reap_workers(mock);
 }
 
-static int start_detached(void *(*fn)(void *), void *arg)
+static int start_worker(sbx_mock *mock, void *(*fn)(void *), void *arg)
 {
-	pthread_attr_t attr;
 	pthread_t tid;
-	int rc;
 
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	rc = pthread_create(&tid, &attr, fn, arg);
-	pthread_attr_destroy(&attr);
-	return rc;
+	reap_workers(mock);
+	return pthread_create(&tid, NULL, fn, arg);
 }
 
 /* ---- blocking response bodies ---- */
@@ -195,7 +227,7 @@ static void *pump_main(void *arg)
 	}
 	free(chunk);
 	pump_unref(p);
-	worker_end(mock);
+	worker_end(mock, true);
 	return NULL;
 }
 
@@ -276,10 +308,10 @@ struct MHD_Response *mock_blocking_response(mreq *r, uint64_t size, MHD_ContentR
 	if (!worker_begin(p->mock)) {
 		p->refs = 1;
 		p->error = true; /* stopping: the body ends at once */
-	} else if (start_detached(pump_main, p) != 0) {
+	} else if (start_worker(p->mock, pump_main, p) != 0) {
 		p->refs = 1;
 		p->error = true;
-		worker_end(p->mock);
+		worker_end(p->mock, false);
 	}
 	return resp;
 }
@@ -864,8 +896,8 @@ static void serve(mreq *r, mresp *out)
  * fired; every mutation is offloaded (guests, file I/O, timing profiles). */
 static bool must_offload(const mreq *r)
 {
-	if (atomic_load(&r->mock->offload_all))
-		return true;
+	if (atomic_load(&r->mock->offload_all) || r->mock->rec != NULL)
+		return true; /* record/replay: GETs go upstream */
 	if (strcmp(r->method, "GET") != 0 && strcmp(r->method, "HEAD") != 0)
 		return true;
 	if (r->fault_fired) {
@@ -887,9 +919,9 @@ static bool must_offload(const mreq *r)
 	       mock_path_match("/v1/sandboxes/{id}/exec", r->path);
 }
 
-static void *offload_main(void *arg)
+/* Serves an offloaded request and hands it back to MHD. */
+static void offload_serve(mreq *r, bool own_thread)
 {
-	mreq *r = arg;
 	sbx_mock *mock = r->mock;
 	struct MHD_Connection *conn = r->conn;
 
@@ -897,7 +929,12 @@ static void *offload_main(void *arg)
 	r->offload = OFFLOAD_DONE;
 	/* r belongs to MHD again from here on (it may complete and free it) */
 	MHD_resume_connection(conn);
-	worker_end(mock);
+	worker_end(mock, own_thread);
+}
+
+static void *offload_main(void *arg)
+{
+	offload_serve(arg, true);
 	return NULL;
 }
 
@@ -915,8 +952,8 @@ static bool offload(mreq *r)
 	}
 	r->offload = OFFLOAD_RUNNING;
 	MHD_suspend_connection(r->conn);
-	if (start_detached(offload_main, r) != 0)
-		offload_main(r); /* resumes at once; the answer is queued on the next call */
+	if (start_worker(r->mock, offload_main, r) != 0)
+		offload_serve(r, false); /* resumes at once; the answer is queued on the next call */
 	return true;
 }
 
@@ -1364,6 +1401,7 @@ void sbx_mock_stop(sbx_mock *mock)
 	for (size_t i = 0; i < mock->nkeys; i++)
 		free(mock->keys[i]);
 	free(mock->keys);
+	free(mock->zombies);
 	if (mock->work_ready) {
 		pthread_cond_destroy(&mock->work_cv);
 		pthread_mutex_destroy(&mock->work_lock);

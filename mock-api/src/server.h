@@ -56,6 +56,8 @@ struct sbx_mock {
 	pthread_cond_t work_cv;
 	unsigned workers;
 	bool work_ready;
+	pthread_t *zombies;          /* ended workers, not yet joined */
+	size_t nzombies, capzombies;
 	/* When set, every request runs on a worker thread, GETs included (a
 	 * mode whose GETs may block, e.g. proxying to an upstream). */
 	atomic_bool offload_all;
