@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "conform.h"
+#include "sbx/gate.h"
 
 static const char *const NET_OFF[] = {"LANGFLOW_SANDBOX_ALLOW_NETWORK=false", NULL};
 
@@ -55,21 +56,32 @@ static void cap_001(struct cf_case *c)
 	cf_keep_journal(c, j);
 }
 
-/* Langflow's gate (4 rules in order) for a setting combination. */
-static const char *gate_decision(const cJSON *caps, bool net, bool domains, long timeout)
+/* What Langflow's gate (the gate library, lib/ sbx/gate.h) decides for these
+ * capabilities under one settings variant; written as a detail line. */
+static void gate_detail(struct cf_case *c, const cJSON *caps, const char *label, const char *const *env)
 {
-	const char *iso = cf_str(caps, "isolation");
-	const cJSON *cap = cJSON_GetObjectItemCaseSensitive(caps, "max_timeout_seconds");
+	cJSON *req = cJSON_CreateObject();
+	cJSON *e = cJSON_AddObjectToObject(req, "env");
+	sbx_err err = {{0}};
+	cJSON *res;
+	size_t i;
 
-	if (iso == NULL || strcmp(iso, "hardware-virtualized") != 0)
-		return "refuse (rule 1: isolation is not hardware-virtualized)";
-	if (!net && !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(caps, "supports_deny_all_egress")))
-		return "refuse (rule 2: network off, cannot block all egress)";
-	if (domains && !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(caps, "supports_domain_allowlist")))
-		return "refuse (rule 3: allowed domains set, no domain allowlist)";
-	if (cJSON_IsNumber(cap) && timeout > (long)cap->valuedouble)
-		return "refuse (rule 4: timeout above the cap)";
-	return "run";
+	cJSON_AddStringToObject(req, "op", "gate");
+	cJSON_AddStringToObject(e, "LANGFLOW_SANDBOX_BACKEND", c->cf->driver_name[0] ? c->cf->driver_name : "backend");
+	for (i = 0; env[i] != NULL; i += 2)
+		cJSON_AddStringToObject(e, env[i], env[i + 1]);
+	cJSON_AddItemToObject(req, "capabilities", cJSON_Duplicate(caps, true));
+	cJSON_AddStringToObject(req, "code", "print(1)");
+	res = sbx_gate_answer(req, &err);
+	if (res == NULL)
+		cf_detail(c, "gate, %s: cannot evaluate: %s", label, err.msg);
+	else if (strcmp(s0(cf_str(res, "decision")), "run") == 0)
+		cf_detail(c, "gate, %s: run", label);
+	else
+		cf_detail(c, "gate, %s: %s (rule %s): %s", label, s0(cf_str(res, "decision")),
+			  cf_str(res, "rule") ? cf_str(res, "rule") : "-", s0(cf_str(res, "message")));
+	cJSON_Delete(res);
+	cJSON_Delete(req);
 }
 
 static void cap_002(struct cf_case *c)
@@ -104,12 +116,20 @@ static void cap_002(struct cf_case *c)
 		  cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(caps, "supports_deny_all_egress")) ? "yes" : "no",
 		  cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(caps, "supports_domain_allowlist")) ? "yes" : "no",
 		  cJSON_IsNumber(v) ? "set" : "none");
-	cf_detail(c, "gate, default settings (network off, no domains, timeout 30): %s",
-		  gate_decision(caps, false, false, 30));
-	cf_detail(c, "gate, LANGFLOW_SANDBOX_ALLOW_NETWORK=true: %s", gate_decision(caps, true, false, 30));
-	cf_detail(c, "gate, LANGFLOW_SANDBOX_ALLOWED_DOMAINS=pypi.org: %s", gate_decision(caps, false, true, 30));
-	cf_detail(c, "gate, ALLOW_NETWORK=true + ALLOWED_DOMAINS=pypi.org: %s", gate_decision(caps, true, true, 30));
-	cf_detail(c, "gate, LANGFLOW_SANDBOX_TIMEOUT_SECONDS=300: %s", gate_decision(caps, false, false, 300));
+	{
+		static const char *const dflt[] = {NULL};
+		static const char *const net[] = {"LANGFLOW_SANDBOX_ALLOW_NETWORK", "true", NULL};
+		static const char *const dom[] = {"LANGFLOW_SANDBOX_ALLOWED_DOMAINS", "pypi.org", NULL};
+		static const char *const both[] = {"LANGFLOW_SANDBOX_ALLOW_NETWORK", "true",
+						   "LANGFLOW_SANDBOX_ALLOWED_DOMAINS", "pypi.org", NULL};
+		static const char *const t300[] = {"LANGFLOW_SANDBOX_TIMEOUT_SECONDS", "300", NULL};
+
+		gate_detail(c, caps, "default settings (network off, no domains, timeout 30)", dflt);
+		gate_detail(c, caps, "LANGFLOW_SANDBOX_ALLOW_NETWORK=true", net);
+		gate_detail(c, caps, "LANGFLOW_SANDBOX_ALLOWED_DOMAINS=pypi.org", dom);
+		gate_detail(c, caps, "ALLOW_NETWORK=true + ALLOWED_DOMAINS=pypi.org", both);
+		gate_detail(c, caps, "LANGFLOW_SANDBOX_TIMEOUT_SECONDS=300", t300);
+	}
 	cJSON_Delete(caps);
 }
 
