@@ -885,7 +885,7 @@ static cJSON *do_job(struct ref *r, struct job *j, sbxd_error *err)
 	ok = true;
 #ifdef MUT_SHARED_OUTPUT
 	snprintf(shared_stdout, sizeof(shared_stdout), "%s", o.stdout_s);
-	sleep_ms(100);
+	sleep_ms(400); /* wide race window: the other runs land here too */
 	free(o.stdout_s);
 	o.stdout_s = strdup(shared_stdout);
 #endif
