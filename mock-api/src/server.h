@@ -138,6 +138,9 @@ struct MHD_Response *mock_blocking_response(mreq *r, uint64_t size, MHD_ContentR
 					    void *cls, MHD_ContentReaderFreeCallback free_fn,
 					    void (*cancel)(void *cls));
 
+/* cJSON_PrintUnformatted's exact output, faster (malloc'ed, NULL on OOM). */
+char *mock_json_print(const cJSON *item, size_t *len);
+
 /* JSON string escaping that keeps NUL bytes and replaces invalid UTF-8. */
 void json_escape(sbx_strbuf *sb, const char *s, size_t len);
 
