@@ -153,11 +153,60 @@ static void bad_flags_exit_2_with_a_message(void **state)
 	}
 }
 
+/* `--scenario NAME` finds fixtures/scenarios/NAME.json from any cwd (the
+ * compiled-in source path); a miss exits 2 naming the paths tried. */
+static void scenario_by_name_from_any_directory(void **state)
+{
+	char *argv[] = {(char *)g_bin, "--scenario", "capacity-exhausted", "--quiet", NULL};
+	char *miss[] = {(char *)g_bin, "--scenario", "no-such-scenario", "--scenario-dir",
+			"/nonexistent-scenarios", NULL};
+	char *rec[] = {(char *)g_bin, "--record-upstream", "http://127.0.0.1:9", NULL};
+	int ofd, efd;
+	pid_t pid;
+	FILE *out;
+	char line[256], url[128], msg[1024] = "";
+	ssize_t n;
+	th_resp r;
+
+	(void)state;
+	assert_int_equal(chdir("/"), 0);
+	pid = spawn(argv, &ofd, &efd);
+	out = fdopen(ofd, "r");
+	assert_non_null(fgets(line, sizeof(line), out));
+	snprintf(url, sizeof(url), "%.*s", (int)strcspn(line + 22, "\n"), line + 22);
+	th_json(url, "k", "POST", "/v1/sandboxes", "{\"shape\":\"s-1vcpu-1gb\"}", &r);
+	assert_int_equal(r.status, 503);
+	th_resp_free(&r);
+	kill(pid, SIGTERM);
+	assert_int_equal(wait_exit(pid), 0);
+	fclose(out);
+	close(efd);
+
+	pid = spawn(miss, &ofd, &efd);
+	assert_int_equal(wait_exit(pid), 2);
+	n = read(efd, msg, sizeof(msg) - 1);
+	msg[n > 0 ? n : 0] = '\0';
+	close(ofd);
+	close(efd);
+	if (strstr(msg, "/nonexistent-scenarios/no-such-scenario.json") == NULL ||
+	    strstr(msg, "fixtures/scenarios/no-such-scenario.json") == NULL)
+		fail_msg("expected the search path in the error, got: %s", msg);
+
+	pid = spawn(rec, &ofd, &efd);
+	assert_int_equal(wait_exit(pid), 2);
+	n = read(efd, msg, sizeof(msg) - 1);
+	msg[n > 0 ? n : 0] = '\0';
+	close(ofd);
+	close(efd);
+	assert_non_null(strstr(msg, "--record-to"));
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(serves_and_stops_cleanly),
 		cmocka_unit_test(bad_flags_exit_2_with_a_message),
+		cmocka_unit_test(scenario_by_name_from_any_directory),
 	};
 
 	if (argc < 2) {
