@@ -98,6 +98,66 @@ static void request_number_and_exec_only(void **state)
 	mock_faults_free(f);
 }
 
+/* fire {after, times, probability} combine: skip, then a bounded number of
+ * seeded draws; the same seed gives the same pattern. */
+static void fire_fields_combine(void **state)
+{
+	mock_fault_req q = {"GET", "/v1/whoami", "k", NULL, 1, false};
+	char pat[2][21];
+
+	(void)state;
+	for (int run = 0; run < 2; run++) {
+		mock_faults *f = mock_faults_new(42);
+		sbx_err err = {{0}};
+		mock_fault_action a;
+		char label[64];
+		int fired = 0;
+
+		assert_int_equal(add(f, "{\"fire\":{\"after\":3,\"times\":4,\"probability\":0.5},"
+				     "\"action\":{\"kind\":\"close\"}}", &err), 0);
+		for (int i = 0; i < 20; i++) {
+			bool hit = mock_faults_eval(f, &q, &a, label, sizeof(label));
+
+			pat[run][i] = hit ? 'x' : '.';
+			fired += hit;
+			if (i < 3)
+				assert_false(hit); /* the first three are skipped */
+		}
+		pat[run][20] = '\0';
+		assert_true(fired <= 4);
+		assert_true(fired >= 1);
+		mock_faults_free(f);
+	}
+	assert_string_equal(pat[0], pat[1]);
+}
+
+static void new_actions_and_retry_after_parse(void **state)
+{
+	mock_faults *f = mock_faults_new(1);
+	sbx_err err = {{0}};
+	mock_fault_action a;
+	char label[64];
+	mock_fault_req q = {"GET", "/v1/whoami", "k", NULL, 1, false};
+
+	(void)state;
+	assert_int_equal(add(f, "{\"fire\":{\"times\":1},\"action\":{\"kind\":\"http\",\"status\":429,\"retry_after\":\"2\"}}", &err), 0);
+	assert_int_equal(add(f, "{\"fire\":{\"times\":1},\"action\":{\"kind\":\"host_dies\",\"host_id\":\"host-local-1\"}}", &err), 0);
+	assert_int_equal(add(f, "{\"fire\":{\"times\":1},\"action\":{\"kind\":\"cp_restart\"}}", &err), 0);
+	assert_true(mock_faults_eval(f, &q, &a, label, sizeof(label)));
+	assert_int_equal(a.retry_after, 2);
+	assert_true(mock_faults_eval(f, &q, &a, label, sizeof(label)));
+	assert_int_equal(a.kind, FK_HOST_DIES);
+	assert_string_equal(a.host_id, "host-local-1");
+	assert_true(mock_faults_eval(f, &q, &a, label, sizeof(label)));
+	assert_int_equal(a.kind, FK_CP_RESTART);
+	assert_int_equal(a.not_ready_ms, 5000); /* the default */
+	assert_int_equal(add(f, "{\"action\":{\"kind\":\"http\",\"retry_after\":\"soon\"}}", &err), -1);
+	assert_non_null(strstr(err.msg, "retry_after"));
+	assert_int_equal(add(f, "{\"fire\":{\"sometimes\":1},\"action\":{\"kind\":\"close\"}}", &err), -1);
+	assert_non_null(strstr(err.msg, "fire.sometimes"));
+	mock_faults_free(f);
+}
+
 static void seeded_draws_repeat(void **state)
 {
 	mock_faults *a = mock_faults_new(42), *b = mock_faults_new(42);
@@ -157,6 +217,8 @@ int main(void)
 		cmocka_unit_test(parse_errors_name_rule_and_field),
 		cmocka_unit_test(first_match_wins_and_counts),
 		cmocka_unit_test(request_number_and_exec_only),
+		cmocka_unit_test(fire_fields_combine),
+		cmocka_unit_test(new_actions_and_retry_after_parse),
 		cmocka_unit_test(seeded_draws_repeat),
 		cmocka_unit_test(journal_ring_wraps_and_counts_drops),
 	};
