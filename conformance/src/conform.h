@@ -185,6 +185,9 @@ const char *cf_cap_str(const struct cf_config *cf, const char *k);
  * -1 on a harness error with *err set. */
 int cf_run_all(struct cf_config *cf, cJSON **report, sbx_err *err);
 bool cf_selected(const struct cf_config *cf, const struct cf_check *k, size_t ordinal);
+/* The selected checks (profiles, filters, then the shard: round robin over
+ * the selected list in catalogue order), in catalogue order; returns the count. */
+size_t cf_selection(const struct cf_config *cf, const struct cf_check **out, size_t cap);
 bool cf_glob(const char *pat, const char *s);
 
 /* ---- shared by the check files (checks_common.c) ---- */

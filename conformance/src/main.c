@@ -221,10 +221,23 @@ out:
 	return err->msg[0] ? -1 : 0;
 }
 
+
+/* A selection that matches nothing is a usage error: a typo in --filter
+ * must not turn into a green CI run. */
+static bool selection_empty(const struct cf_config *cf)
+{
+	const struct cf_check *sel[512];
+
+	if (cf_selection(cf, sel, 512) > 0)
+		return false;
+	fprintf(stderr, "sbx-conform: no check matches the selection (--profile, --filter, --shard); "
+		"see --list\n");
+	return true;
+}
+
 static void list_checks(const struct cf_config *cf)
 {
 	const struct cf_check *sel[512];
-	size_t cf_selection(const struct cf_config *, const struct cf_check **, size_t);
 	size_t n = cf_selection(cf, sel, 512), i;
 
 	for (i = 0; i < n; i++)
@@ -468,6 +481,8 @@ int main(int argc, char **argv)
 			for (i = 0; i < sizeof(ALL_PROFILES) / sizeof(ALL_PROFILES[0]); i++)
 				add_str(&cf.profiles, &cf.profile_count, ALL_PROFILES[i]);
 		}
+		if (selection_empty(&cf))
+			goto out;
 		list_checks(&cf);
 		rc = 0;
 		goto out;
@@ -532,6 +547,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "sbx-conform: harness error (host driver): %s\n", err.msg);
 		goto out_mock;
 	}
+	if (selection_empty(&cf))
+		goto out_mock;
 	if (cf_run_all(&cf, &report, &err) != 0) {
 		fprintf(stderr, "sbx-conform: harness error: %s\n", err.msg);
 		goto out_report;

@@ -688,8 +688,6 @@ bool cf_selected(const struct cf_config *cf, const struct cf_check *k, size_t or
 	return cf->shard_count <= 1 || ordinal % cf->shard_count == cf->shard_index - 1;
 }
 
-/* The selected checks, in catalogue order; returns the count. */
-size_t cf_selection(const struct cf_config *cf, const struct cf_check **out, size_t cap);
 size_t cf_selection(const struct cf_config *cf, const struct cf_check **out, size_t cap)
 {
 	const struct cf_check *all[512];
