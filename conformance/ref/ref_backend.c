@@ -802,10 +802,6 @@ static bool should_delete(const struct job *j, bool ok, long exit_code)
 	if (j->executor && (!ok || exit_code != 0))
 		return false;
 #endif
-#ifdef MUT_REUSE_OFF_KEEPS
-	if (j->return_files || j->shell)
-		return false;
-#endif
 	return true;
 }
 

@@ -145,6 +145,8 @@ bool cf_driver_broken(const struct cf_driver *d);
 /* Sends exit, waits briefly, kills the process group; collects stderr. */
 void cf_driver_stop(struct cf_driver *d);
 pid_t cf_driver_pid(const struct cf_driver *d);
+/* Frees a driver after cf_driver_stop (the case teardown does this). */
+void cf_driver_free(struct cf_driver *d);
 
 /* ---- the mock's admin API and the control plane ---- */
 /* Admin call: returns `data` (caller frees) or NULL with *err set. */

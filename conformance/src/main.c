@@ -211,7 +211,7 @@ static int probe(struct cf_config *cf, const char *profile, sbx_err *err)
 	}
 out_stop:
 	cf_driver_stop(d);
-	free(d);
+	cf_driver_free(d);
 out:
 	if (d == NULL)
 		sbx_err_set(err, "cannot start the driver: %s", sbx_strbuf_str(&c.reason));

@@ -20,8 +20,6 @@
 
 #include "conform.h"
 
-void cf_driver_free(struct cf_driver *d);
-
 /* ---- small helpers ---- */
 
 double cf_now_ms(void)
@@ -89,6 +87,9 @@ bool cf_glob(const char *pat, const char *s)
 
 /* ---- verdicts ---- */
 
+/* Verdicts only get worse (pass < skip < fail < error). A worse one
+ * replaces the reason, an equal one adds to it, a milder one becomes a
+ * detail line. */
 static void set_verdict(struct cf_case *c, const char *v, const char *fmt, va_list ap)
 {
 	static const char *const rank[] = {"pass", "skip", "fail", "error"};
@@ -102,19 +103,17 @@ static void set_verdict(struct cf_case *c, const char *v, const char *fmt, va_li
 		if (strcmp(v, rank[i]) == 0)
 			nv = i;
 	}
-	if (nv > cur || c->reason.len == 0) {
-		if (nv >= cur)
-			snprintf(c->verdict, sizeof(c->verdict), "%s", v);
-	}
-	if (nv >= cur) {
-		if (c->reason.len > 0 && nv == cur)
-			sbx_strbuf_puts(&c->reason, "; ");
-		else if (nv > cur)
-			sbx_strbuf_reset(&c->reason);
-		sbx_strbuf_puts(&c->reason, msg);
-	} else {
+	if (nv < cur) {
 		cf_detail(c, "%s", msg);
+		return;
 	}
+	if (nv > cur) {
+		snprintf(c->verdict, sizeof(c->verdict), "%s", v);
+		sbx_strbuf_reset(&c->reason);
+	} else if (c->reason.len > 0) {
+		sbx_strbuf_puts(&c->reason, "; ");
+	}
+	sbx_strbuf_puts(&c->reason, msg);
 }
 
 void cf_fail(struct cf_case *c, const char *fmt, ...)

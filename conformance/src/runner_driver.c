@@ -42,20 +42,23 @@ bool cf_driver_broken(const struct cf_driver *d)
 	return d->broken;
 }
 
-static bool env_name_eq(const char *entry, const char *name_eq)
+/* True when the environment entry "NAME=value" has the name of `spec`
+ * ("NAME=value" or a bare "NAME"). */
+static bool env_name_eq(const char *entry, const char *spec)
 {
-	size_t n = strcspn(name_eq, "=");
+	size_t n = strcspn(spec, "=");
 
-	return strncmp(entry, name_eq, n) == 0 && entry[n] == '=';
+	return strncmp(entry, spec, n) == 0 && entry[n] == '=';
 }
 
+/* Sets "NAME=value", or removes NAME when entry has no '='. */
 static void env_put(char ***envp, size_t *n, const char *entry)
 {
 	size_t i;
 	bool unset = strchr(entry, '=') == NULL;
 
 	for (i = 0; i < *n; i++) {
-		if (env_name_eq((*envp)[i], unset ? entry : entry)) {
+		if (env_name_eq((*envp)[i], entry)) {
 			free((*envp)[i]);
 			if (unset) {
 				(*envp)[i] = (*envp)[--(*n)];
@@ -71,13 +74,6 @@ static void env_put(char ***envp, size_t *n, const char *entry)
 	*envp = realloc(*envp, (*n + 2) * sizeof(char *));
 	(*envp)[(*n)++] = strdup(entry);
 	(*envp)[*n] = NULL;
-}
-
-static bool env_name_unset_match(const char *entry, const char *name)
-{
-	size_t n = strlen(name);
-
-	return strncmp(entry, name, n) == 0 && entry[n] == '=';
 }
 
 /* The case's environment: the runner's own minus every LANGFLOW_/CREATEOS_
@@ -107,7 +103,6 @@ static char **build_env(struct cf_case *c, const char *const *over)
 	env_put(&envp, &n, kv);
 	for (i = 0; over != NULL && over[i] != NULL; i++)
 		env_put(&envp, &n, over[i]);
-	(void)env_name_unset_match;
 	return envp;
 }
 
@@ -408,8 +403,6 @@ void cf_driver_stop(struct cf_driver *d)
 	sbx_strbuf_free(&d->rbuf);
 }
 
-/* Used by the case teardown: frees the driver after cf_driver_stop. */
-void cf_driver_free(struct cf_driver *d);
 void cf_driver_free(struct cf_driver *d)
 {
 	free(d);
