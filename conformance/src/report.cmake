@@ -43,7 +43,7 @@ if(BUILD_TESTING)
       COMMAND ${SBX_PYTHON3} ${SBX_REPORT_TESTS}/html_chromium_test.py
               $<TARGET_FILE:conform_report_render> ${SBX_REPORT_TESTS})
     set_tests_properties(conform_report_html_chromium PROPERTIES
-      LABELS integration TIMEOUT 240 SKIP_RETURN_CODE 77)
+      LABELS "integration;browser" TIMEOUT 240 SKIP_RETURN_CODE 77)
   endif()
 
   # The Python adapter (conformance/adapters/) under python3 -m unittest.
@@ -63,7 +63,7 @@ if(BUILD_TESTING)
                 -s ${SBX_CONFORM_DIR}/tests/adapters -p "test_*.py"
         WORKING_DIRECTORY ${SBX_CONFORM_DIR}/tests/adapters)
       set_tests_properties(conform_python_adapter PROPERTIES
-        LABELS integration TIMEOUT 180 ENVIRONMENT "${_sbx_adapter_env}")
+        LABELS "integration;python" TIMEOUT 180 ENVIRONMENT "${_sbx_adapter_env}")
     endif()
   endif()
 endif()
