@@ -42,6 +42,8 @@ typedef struct ivtable {
 	ivent *e;        /* IPv6 tables (and IPv4 ones while building) */
 	ivent4 *e4;      /* IPv4 tables once built; e is then NULL */
 	unsigned bits;   /* bucket index bits, 0 = none */
+	unsigned shift;  /* leading key bits all boundaries but the first share */
+	uint64_t prefix; /* those bits' value (keys outside it hit interval 0 or n-1) */
 	uint32_t *bucket; /* (1 << bits) + 1 entries: last interval starting <= bucket start */
 } ivtable;
 
@@ -174,7 +176,8 @@ static unsigned ceil_log2(size_t n)
 	return b;
 }
 
-static int iv_index(ivtable *t)
+/* width: the meaningful key bits of hi (32 for IPv4, 64 for IPv6). */
+static int iv_index(ivtable *t, unsigned width)
 {
 	t->bits = ceil_log2(t->n);
 	if (t->bits > 16)
@@ -183,13 +186,24 @@ static int iv_index(ivtable *t)
 		t->bits = 0;
 	if (t->bits == 0)
 		return 0;
+	/* Boundaries other than the first (always 0) share their leading bits
+	 * when the rules cluster (2001:db8::/32, 10.0.0.0/8): index the bits
+	 * after that common prefix so the buckets spread over the rules. */
+	uint64_t x = t->e[1].start.hi ^ t->e[t->n - 1].start.hi;
+	unsigned common = 0;
+	while (common < 64 && ((x >> (63 - common)) & 1) == 0)
+		common++;
+	t->shift = common + t->bits > width ? width - t->bits : common;
+	t->prefix = t->shift != 0 ? t->e[1].start.hi >> (64 - t->shift) : 0;
+	uint64_t base = t->shift != 0 ? t->prefix << (64 - t->shift) : 0;
+
 	size_t nb = (size_t)1 << t->bits;
 	t->bucket = malloc((nb + 1) * sizeof *t->bucket);
 	if (t->bucket == NULL)
 		return -1;
 	size_t i = 0;
 	for (size_t b = 0; b < nb; b++) {
-		ivkey bs = {(uint64_t)b << (64 - t->bits), 0};
+		ivkey bs = {base | (uint64_t)b << (64 - t->shift - t->bits), 0};
 		while (i + 1 < t->n && key_le(t->e[i + 1].start, bs))
 			i++;
 		t->bucket[b] = (uint32_t)i;
@@ -200,7 +214,8 @@ static int iv_index(ivtable *t)
 
 /* Builds t from the sorted prefixes p[0, m) (all in one group). stack has
  * room for m entries. */
-static int iv_build(ivtable *t, const pfx *p, size_t m, const pfx **stack, uint32_t *eff)
+static int iv_build(ivtable *t, const pfx *p, size_t m, const pfx **stack, uint32_t *eff,
+		    unsigned width)
 {
 	t->e = malloc((2 * m + 1) * sizeof *t->e);
 	if (t->e == NULL)
@@ -229,14 +244,16 @@ static int iv_build(ivtable *t, const pfx *p, size_t m, const pfx **stack, uint3
 		if (!key_is_max(top->end))
 			iv_emit(t, key_next(top->end), sp > 0 ? eff[sp - 1] : EGRESS_NO_RULE);
 	}
-	return iv_index(t);
+	return iv_index(t, width);
 }
 
 static inline uint32_t iv_lookup(const ivtable *t, ivkey k)
 {
 	size_t lo = 0, hi = t->n - 1;
 	if (t->bits != 0) {
-		size_t b = (size_t)(k.hi >> (64 - t->bits));
+		if (t->shift != 0 && k.hi >> (64 - t->shift) != t->prefix)
+			return k.hi >> (64 - t->shift) < t->prefix ? t->e[0].val : t->e[t->n - 1].val;
+		size_t b = (size_t)((k.hi << t->shift) >> (64 - t->bits));
 		lo = t->bucket[b];
 		hi = t->bucket[b + 1];
 	}
@@ -269,7 +286,9 @@ static inline uint32_t iv_lookup4(const ivtable *t, uint32_t k)
 {
 	size_t lo = 0, hi = t->n - 1;
 	if (t->bits != 0) {
-		size_t b = (size_t)(k >> (32 - t->bits));
+		if (t->shift != 0 && k >> (32 - t->shift) != t->prefix)
+			return k >> (32 - t->shift) < t->prefix ? t->e4[0].val : t->e4[t->n - 1].val;
+		size_t b = (size_t)((uint32_t)(k << t->shift) >> (32 - t->bits));
 		lo = t->bucket[b];
 		hi = t->bucket[b + 1];
 	}
@@ -450,7 +469,8 @@ static int build_addresses(sbx_egress_policy *p, const sbx_egress_list *list)
 			size_t from = g;
 			while (g < m && all[g].group == group)
 				g++;
-			if (iv_build(&tabs[slot], all + from, g - from, stack, eff) != 0)
+			if (iv_build(&tabs[slot], all + from, g - from, stack, eff,
+				     fam == 0 ? 32 : 64) != 0)
 				goto out_free_scratch;
 			if (fam == 0 && iv_compact4(&tabs[slot]) != 0)
 				goto out_free_scratch;

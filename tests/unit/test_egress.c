@@ -324,6 +324,88 @@ static void mapped_ipv6_is_judged_as_ipv4(void **state)
 	assert_int_equal(d.reason, SBX_REASON_DEFAULT_DENY);
 }
 
+static uint64_t test_rng = 0x2545f4914f6cdd1dULL;
+
+static uint64_t next_rand(void)
+{
+	test_rng ^= test_rng << 13;
+	test_rng ^= test_rng >> 7;
+	test_rng ^= test_rng << 17;
+	return test_rng;
+}
+
+/* A random address inside (or near) the cluster the rules are drawn from. */
+static void random_addr(int family, int cluster, uint8_t *addr)
+{
+	memset(addr, 0, 16);
+	size_t bytes = family == 4 ? 4 : 16;
+	for (size_t i = 0; i < bytes; i++)
+		addr[i] = (uint8_t)next_rand();
+	if (cluster && family == 4)
+		addr[0] = 10;
+	if (cluster && family == 6) {
+		addr[0] = 0x20;
+		addr[1] = 0x01;
+		addr[2] = 0x0d;
+		addr[3] = 0xb8;
+	}
+}
+
+/* Lists far larger than the fuzzer builds (thousands of rules, so the
+ * bucket index has many bits), clustered like real allowlists and spread:
+ * the compiled policy must give the reference scan's answer everywhere. */
+static void large_lists_agree_with_the_reference(void **state)
+{
+	(void)state;
+	enum { NRULES = 3000, NDEST = 4000 };
+	sbx_egress_rule *rules = calloc(NRULES, sizeof *rules);
+	assert_non_null(rules);
+	for (int scenario = 0; scenario < 3; scenario++) {
+		int cluster = scenario < 2;
+		for (size_t i = 0; i < NRULES; i++) {
+			sbx_egress_rule raw;
+			sbx_egress_error err;
+			char text[SBX_EGRESS_CANON_MAX];
+			memset(&raw, 0, sizeof raw);
+			int family = scenario == 1 || next_rand() % 4 == 0 ? 6 : 4;
+			raw.kind = family == 4 ? SBX_RULE_IPV4 : SBX_RULE_IPV6;
+			random_addr(family, cluster, raw.addr);
+			unsigned lo = cluster ? (family == 4 ? 8 : 32) : 0;
+			unsigned width = family == 4 ? 32 : 128;
+			raw.prefix_len = (uint8_t)(lo + next_rand() % (width - lo + 1));
+			raw.port = next_rand() % 8 == 0 ? (uint16_t)(1 + next_rand() % 4) : 0;
+			sbx_egress_rule_format(&raw, text, sizeof text);
+			assert_int_equal(sbx_egress_rule_parse(text, strlen(text), i, &rules[i], &err), 0);
+		}
+		sbx_egress_list list = {.is_null = false, .count = NRULES, .rules = rules};
+		sbx_egress_policy *p = sbx_egress_policy_compile(&list, SBX_HOST_RULES_OBSERVED);
+		assert_non_null(p);
+		for (size_t i = 0; i < NDEST; i++) {
+			sbx_egress_dest d = {.port = (uint16_t)(1 + next_rand() % 5)};
+			const sbx_egress_rule *r = &rules[next_rand() % NRULES];
+			d.family = r->kind == SBX_RULE_IPV4 ? 4 : 6;
+			if (next_rand() % 2 == 0) {
+				random_addr(d.family, cluster && next_rand() % 4 != 0, d.addr);
+			} else {
+				memcpy(d.addr, r->addr, 16);
+				size_t bits = d.family == 4 ? 32 : 128;
+				for (size_t b = r->prefix_len; b < bits; b++) {
+					if (next_rand() & 1)
+						d.addr[b / 8] |= (uint8_t)(1 << (7 - b % 8));
+				}
+			}
+			sbx_egress_decision a = sbx_egress_policy_eval(p, &d);
+			sbx_egress_decision b = sbx_egress_reference_eval(&list, SBX_HOST_RULES_OBSERVED, &d);
+			if (a.allowed != b.allowed || a.reason != b.reason || a.rule_index != b.rule_index)
+				fail_msg("scenario %d destination %zu: compiled %s/%zu, reference %s/%zu",
+					 scenario, i, sbx_egress_reason_name(a.reason), a.rule_index,
+					 sbx_egress_reason_name(b.reason), b.rule_index);
+		}
+		sbx_egress_policy_free(p);
+	}
+	free(rules);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -336,6 +418,7 @@ int main(void)
 		cmocka_unit_test(destinations_parse_every_form),
 		cmocka_unit_test(decisions_follow_the_spec_order),
 		cmocka_unit_test(mapped_ipv6_is_judged_as_ipv4),
+		cmocka_unit_test(large_lists_agree_with_the_reference),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
