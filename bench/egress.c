@@ -22,9 +22,9 @@
 
 #include "sbx/egress.h"
 
-#define NDEST 65536
+#define NDEST	    65536
 #define MIN_SECONDS 0.1
-#define NAME_CAP 64 /* bench names are at most ~45 characters */
+#define NAME_CAP    64 /* bench names are at most ~45 characters */
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
 
@@ -45,15 +45,16 @@ static double now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static const char *const words[] = {"api", "cdn", "files", "pypi", "github", "registry",
-				    "mirror", "static", "data", "edge", "img", "auth"};
+static const char *const words[] = {"api",    "cdn",	"files", "pypi", "github", "registry",
+				    "mirror", "static", "data",	 "edge", "img",	   "auth"};
 static const char *const tlds[] = {"com", "org", "net", "io", "dev"};
 
 static void random_name(char *out, size_t cap, size_t labels)
 {
 	size_t o = 0;
 	for (size_t i = 0; i < labels; i++) {
-		int k = snprintf(out + o, cap - o, "%s%u.", words[rnd() % 12], (unsigned)(rnd() % 5000));
+		int k = snprintf(out + o, cap - o, "%s%u.", words[rnd() % 12],
+				 (unsigned)(rnd() % 5000));
 		o += (size_t)k;
 	}
 	snprintf(out + o, cap - o, "%s", tlds[rnd() % 5]);
@@ -75,11 +76,11 @@ static void random_rule(char *buf, size_t cap)
 		uint64_t hi = rnd();
 		unsigned len = 16 + (unsigned)(rnd() % 113);
 		char addr[64];
-		snprintf(addr, sizeof addr, "2%03x:%x:%x:%x:%x:%x:%x:%x/%u",
-			 (unsigned)(hi & 0xfff), (unsigned)(hi >> 12 & 0xffff),
-			 (unsigned)(hi >> 28 & 0xffff), (unsigned)(rnd() & 0xffff),
+		snprintf(addr, sizeof addr, "2%03x:%x:%x:%x:%x:%x:%x:%x/%u", (unsigned)(hi & 0xfff),
+			 (unsigned)(hi >> 12 & 0xffff), (unsigned)(hi >> 28 & 0xffff),
 			 (unsigned)(rnd() & 0xffff), (unsigned)(rnd() & 0xffff),
-			 (unsigned)(rnd() & 0xffff), (unsigned)(rnd() & 0xffff), len);
+			 (unsigned)(rnd() & 0xffff), (unsigned)(rnd() & 0xffff),
+			 (unsigned)(rnd() & 0xffff), len);
 		if (port[0] != '\0')
 			snprintf(buf, cap, "[%s]%s", addr, port);
 		else
@@ -163,13 +164,14 @@ static double measure_compiled(const sbx_egress_policy *p, const workload *w, si
 }
 
 static double measure_reference(const sbx_egress_list *list, sbx_host_rule_mode mode,
-				 const workload *w, size_t *allowed)
+				const workload *w, size_t *allowed)
 {
 	size_t n = 0, ok = 0;
 	double t0 = now(), t;
 	do {
 		for (size_t i = 0; i < 64; i++)
-			ok += sbx_egress_reference_eval(list, mode, &w->dest[(n + i) % NDEST]).allowed;
+			ok += sbx_egress_reference_eval(list, mode, &w->dest[(n + i) % NDEST])
+				      .allowed;
 		n += 64;
 		t = now();
 	} while (t - t0 < MIN_SECONDS);
@@ -216,7 +218,8 @@ static int prepare(size_run *r, bool quick, size_t *allowed)
 		return -1;
 	for (int rep = 0; rep < 3; rep++) {
 		double t0 = now();
-		sbx_egress_policy *p = sbx_egress_policy_compile(&r->list, SBX_HOST_RULES_DOCUMENTED);
+		sbx_egress_policy *p =
+			sbx_egress_policy_compile(&r->list, SBX_HOST_RULES_DOCUMENTED);
 		double ms = (now() - t0) * 1e3;
 		if (p == NULL)
 			return -1;
@@ -251,14 +254,15 @@ static void release(size_run *r)
 
 int main(int argc, char **argv)
 {
-	static size_run runs[NSIZES] = {{.rules = 10}, {.rules = 1000}, {.rules = 10000},
-					{.rules = 100000}};
+	static size_run runs[NSIZES] = {
+		{.rules = 10}, {.rules = 1000}, {.rules = 10000}, {.rules = 100000}};
 	bool quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
 	size_t allowed = 0;
 
 	for (size_t s = 0; s < NSIZES; s++) {
 		if (prepare(&runs[s], quick, &allowed) != 0) {
-			fprintf(stderr, "bench-egress: setup failed for %zu rules\n", runs[s].rules);
+			fprintf(stderr, "bench-egress: setup failed for %zu rules\n",
+				runs[s].rules);
 			return 1;
 		}
 	}
@@ -280,8 +284,9 @@ int main(int argc, char **argv)
 	       "Mdec/s", "");
 	for (size_t s = 0; s < NSIZES; s++) {
 		size_run *r = &runs[s];
-		printf("%8zu %9.2f %9.2f %14.2f %14.2f %14.4f %14.4f %9.1f\n", r->rules, r->parse_ms,
-		       r->build_ms, r->ca / 1e6, r->cn / 1e6, r->ra / 1e6, r->rn / 1e6, 1e9 / r->ca);
+		printf("%8zu %9.2f %9.2f %14.2f %14.2f %14.4f %14.4f %9.1f\n", r->rules,
+		       r->parse_ms, r->build_ms, r->ca / 1e6, r->cn / 1e6, r->ra / 1e6, r->rn / 1e6,
+		       1e9 / r->ca);
 	}
 	printf("cost per address decision, 100k rules / 10 rules: %.2fx (allowed total %zu)\n",
 	       runs[0].ca / runs[NSIZES - 1].ca, allowed);

@@ -75,7 +75,8 @@ static void pick_addr(input *in, int family, uint8_t *addr)
 	for (size_t i = 0; i < bytes; i++) {
 		uint8_t b = take(in);
 		if (b % 3 != 0)
-			addr[i] = family == 4 || i < 4 ? pick_octet(in) : (b % 3 == 1 ? 0 : addr[i]);
+			addr[i] =
+				family == 4 || i < 4 ? pick_octet(in) : (b % 3 == 1 ? 0 : addr[i]);
 	}
 	if (family == 6 && take(in) % 8 == 0) {
 		memset(addr, 0, 10);
@@ -92,8 +93,11 @@ static bool pick_rule(input *in, sbx_egress_rule *r)
 	sbx_egress_error err;
 	memset(&raw, 0, sizeof raw);
 	uint8_t k = take(in) % 16;
-	raw.kind = k == 0 ? SBX_RULE_ALL : k < 4 ? SBX_RULE_HOST : k < 7 ? SBX_RULE_WILDCARD
-		   : k < 12 ? SBX_RULE_IPV4 : SBX_RULE_IPV6;
+	raw.kind = k == 0   ? SBX_RULE_ALL
+		   : k < 4  ? SBX_RULE_HOST
+		   : k < 7  ? SBX_RULE_WILDCARD
+		   : k < 12 ? SBX_RULE_IPV4
+			    : SBX_RULE_IPV6;
 	if (raw.kind != SBX_RULE_ALL)
 		raw.port = pick_port(in);
 	if (raw.kind == SBX_RULE_HOST || raw.kind == SBX_RULE_WILDCARD)
@@ -190,7 +194,9 @@ static void compare(const sbx_egress_policy *p, const sbx_egress_list *list,
 		    (a.reason != SBX_REASON_RULE || a.rule_index == b.rule_index);
 	if (same)
 		return;
-	fprintf(stderr, "compiled %d/%s/%zu != reference %d/%s/%zu (mode %d, family %d, port %u, host %s)\n",
+	fprintf(stderr,
+		"compiled %d/%s/%zu != reference %d/%s/%zu (mode %d, family %d, port %u, host "
+		"%s)\n",
 		a.allowed, sbx_egress_reason_name(a.reason), a.rule_index, b.allowed,
 		sbx_egress_reason_name(b.reason), b.rule_index, (int)mode, d->family, d->port,
 		d->host ? d->host : "-");

@@ -49,9 +49,16 @@ static bool lists_equal(const sbx_egress_list *a, const sbx_egress_list *b)
 static void check_decisions(const sbx_egress_list *list)
 {
 	static const char *const dests[] = {
-		"8.8.8.8:53", "10.1.2.3:443", "127.0.0.1:80", "169.254.169.254:80",
-		"[2001:db8::1]:443", "[::ffff:10.0.0.1]:80", "pypi.org@151.101.0.223:443",
-		"files.pythonhosted.org:443", "a.example.com:8443", "241.0.0.1:1",
+		"8.8.8.8:53",
+		"10.1.2.3:443",
+		"127.0.0.1:80",
+		"169.254.169.254:80",
+		"[2001:db8::1]:443",
+		"[::ffff:10.0.0.1]:80",
+		"pypi.org@151.101.0.223:443",
+		"files.pythonhosted.org:443",
+		"a.example.com:8443",
+		"241.0.0.1:1",
 	};
 	for (int m = 0; m < 2; m++) {
 		sbx_host_rule_mode mode = m ? SBX_HOST_RULES_OBSERVED : SBX_HOST_RULES_DOCUMENTED;
@@ -61,12 +68,13 @@ static void check_decisions(const sbx_egress_list *list)
 			sbx_egress_dest d;
 			sbx_egress_error err;
 			char host[SBX_EGRESS_HOST_MAX + 1];
-			check(sbx_egress_dest_parse(dests[i], strlen(dests[i]), &d, host, sizeof host,
-						    &err) == 0, "fixed destination rejected");
+			check(sbx_egress_dest_parse(dests[i], strlen(dests[i]), &d, host,
+						    sizeof host, &err) == 0,
+			      "fixed destination rejected");
 			sbx_egress_decision a = sbx_egress_policy_eval(p, &d);
 			sbx_egress_decision b = sbx_egress_reference_eval(list, mode, &d);
 			check(a.allowed == b.allowed && a.reason == b.reason &&
-			      (a.reason != SBX_REASON_RULE || a.rule_index == b.rule_index),
+				      (a.reason != SBX_REASON_RULE || a.rule_index == b.rule_index),
 			      "compiled and reference decisions differ");
 		}
 		sbx_egress_policy_free(p);
@@ -85,8 +93,10 @@ static void check_accepted(const cJSON *json, const sbx_egress_list *list)
 		sbx_egress_error err;
 		check(cJSON_IsString(item), "accepted a non-string item");
 		check(sbx_egress_rule_parse(item->valuestring, strlen(item->valuestring), i, &alone,
-					    &err) == 0, "item rejected alone");
-		check(sbx_egress_rule_equal(&alone, &list->rules[i]), "item parsed differently alone");
+					    &err) == 0,
+		      "item rejected alone");
+		check(sbx_egress_rule_equal(&alone, &list->rules[i]),
+		      "item parsed differently alone");
 	}
 
 	cJSON *out = sbx_egress_list_to_json(list);
@@ -134,7 +144,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		check_message(err.message);
 		check(list.count == 0 && list.rules == NULL, "failed list not empty");
 		if (err.cls != SBX_EGRESS_E_TOO_MANY && cJSON_IsArray(egress))
-			check(err.index < (size_t)cJSON_GetArraySize(egress), "error index outside the array");
+			check(err.index < (size_t)cJSON_GetArraySize(egress),
+			      "error index outside the array");
 	}
 	cJSON_Delete(json);
 	return 0;

@@ -20,7 +20,7 @@
 /* A destination after normalisation: IPv4-mapped IPv6 (::ffff:a.b.c.d)
  * turned into IPv4, host lower-cased with one trailing dot dropped. */
 typedef struct egress_ndest {
-	int family;    /* 4, 6 or 0 */
+	int family; /* 4, 6 or 0 */
 	uint8_t addr[16];
 	uint16_t port;
 	bool has_host; /* false when no name, or the name cannot match any rule */
@@ -41,8 +41,8 @@ bool egress_list_is_open(const sbx_egress_list *list);
  * "rule N (`text`): what is wrong". The rule text is escaped (control bytes
  * and non-ASCII as \xNN) and shortened, so the message is safe to print. */
 void egress_set_error(sbx_egress_error *err, sbx_egress_errclass cls, size_t index,
-		      const char *text, size_t len, size_t pos, bool show_pos,
-		      const char *fmt, ...) __attribute__((format(printf, 8, 9)));
+		      const char *text, size_t len, size_t pos, bool show_pos, const char *fmt, ...)
+	__attribute__((format(printf, 8, 9)));
 
 /* Host-name validation shared by rules and destinations: RFC 1123 labels,
  * at most 253 characters after dropping one trailing dot. Writes the lower

@@ -77,7 +77,8 @@ int sbx_egress_list_from_json(const cJSON *item, size_t max_rules, sbx_egress_li
 		return -1;
 	size_t i = 0;
 	const cJSON *el;
-	cJSON_ArrayForEach(el, item) {
+	cJSON_ArrayForEach(el, item)
+	{
 		if (!cJSON_IsString(el) || el->valuestring == NULL) {
 			egress_set_error(err, SBX_EGRESS_E_TYPE, i, NULL, 0, 0, false,
 					 "expected a string, got %s", json_type_name(el));
@@ -351,8 +352,7 @@ static bool prefix_match(const uint8_t *rule, const uint8_t *addr, unsigned pref
 	return true;
 }
 
-static bool rule_matches(const sbx_egress_rule *r, sbx_host_rule_mode mode,
-			 const egress_ndest *nd)
+static bool rule_matches(const sbx_egress_rule *r, sbx_host_rule_mode mode, const egress_ndest *nd)
 {
 	if (r->port != 0 && r->port != nd->port)
 		return false;
@@ -383,7 +383,8 @@ static bool rule_matches(const sbx_egress_rule *r, sbx_host_rule_mode mode,
 sbx_egress_decision sbx_egress_reference_eval(const sbx_egress_list *list, sbx_host_rule_mode mode,
 					      const sbx_egress_dest *dest)
 {
-	sbx_egress_decision d = {.allowed = false, .reason = SBX_REASON_DEFAULT_DENY, .rule_index = 0};
+	sbx_egress_decision d = {
+		.allowed = false, .reason = SBX_REASON_DEFAULT_DENY, .rule_index = 0};
 	egress_ndest nd;
 	egress_normalise_dest(dest, &nd);
 	if (egress_fixed_decision(&nd, &d))

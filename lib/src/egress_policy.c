@@ -4,9 +4,9 @@
  * one slot per distinct port), the rules' prefixes are flattened into
  * disjoint intervals of the 128-bit key space, each carrying the smallest
  * rule index that covers it (prefixes nest or are disjoint, so a sweep with
- * a stack does this in one pass). A lookup is a bucket index on the key's top
- * bits (about one interval per bucket) and a short binary search, so its cost
- * barely grows with the list.
+ * a stack does this in one pass). A lookup is a bucket index on the key bits
+ * after the prefix all boundaries share (about one interval per bucket) and
+ * a short binary search, so its cost barely grows with the list.
  * Names: open-addressing hash tables keyed by (name, port), one for exact
  * names and one for wildcard suffixes; a host's suffixes are hashed right to
  * left in one pass, so a wildcard lookup costs one probe pair per label.
@@ -27,7 +27,7 @@ typedef struct ivkey {
  * beside its key so a lookup touches one cache line, not two. */
 typedef struct ivent {
 	ivkey start;
-	uint32_t val;    /* EGRESS_NO_RULE or the smallest covering rule index */
+	uint32_t val; /* EGRESS_NO_RULE or the smallest covering rule index */
 } ivent;
 
 /* The IPv4 form of ivent: a third of the size, so big IPv4 tables stay in
@@ -38,12 +38,12 @@ typedef struct ivent4 {
 } ivent4;
 
 typedef struct ivtable {
-	size_t n;        /* intervals, n >= 1, e[0].start == 0 */
-	ivent *e;        /* IPv6 tables (and IPv4 ones while building) */
-	ivent4 *e4;      /* IPv4 tables once built; e is then NULL */
-	unsigned bits;   /* bucket index bits, 0 = none */
-	unsigned shift;  /* leading key bits all boundaries but the first share */
-	uint64_t prefix; /* those bits' value (keys outside it hit interval 0 or n-1) */
+	size_t n;	  /* intervals, n >= 1, e[0].start == 0 */
+	ivent *e;	  /* IPv6 tables (and IPv4 ones while building) */
+	ivent4 *e4;	  /* IPv4 tables once built; e is then NULL */
+	unsigned bits;	  /* bucket index bits, 0 = none */
+	unsigned shift;	  /* leading key bits all boundaries but the first share */
+	uint64_t prefix;  /* those bits' value (keys outside it hit interval 0 or n-1) */
 	uint32_t *bucket; /* (1 << bits) + 1 entries: last interval starting <= bucket start */
 } ivtable;
 
@@ -56,7 +56,7 @@ typedef struct hentry {
 } hentry;
 
 typedef struct htable {
-	size_t mask;      /* capacity - 1; capacity is a power of two */
+	size_t mask; /* capacity - 1; capacity is a power of two */
 	size_t used;
 	hentry *slots;
 } htable;
@@ -64,11 +64,11 @@ typedef struct htable {
 struct sbx_egress_policy {
 	sbx_host_rule_mode mode;
 	bool open;
-	size_t nslots;       /* port slots, slot 0 = any port */
-	uint16_t *portslot;  /* 65536 entries, or NULL when no IP rule has a port */
-	ivtable *v4, *v6;    /* nslots each */
+	size_t nslots;	    /* port slots, slot 0 = any port */
+	uint16_t *portslot; /* 65536 entries, or NULL when no IP rule has a port */
+	ivtable *v4, *v6;   /* nslots each */
 	htable exact, wild;
-	char *names;         /* arena of the names the hash tables point at */
+	char *names; /* arena of the names the hash tables point at */
 };
 
 /* ---- 128-bit keys ---- */
@@ -137,7 +137,7 @@ static ivkey key_next(ivkey k)
 typedef struct pfx {
 	ivkey start, end;
 	uint32_t rule;
-	uint32_t group;  /* family * nslots + slot */
+	uint32_t group; /* family * nslots + slot */
 	uint8_t len;
 } pfx;
 
@@ -252,7 +252,8 @@ static inline uint32_t iv_lookup(const ivtable *t, ivkey k)
 	size_t lo = 0, hi = t->n - 1;
 	if (t->bits != 0) {
 		if (t->shift != 0 && k.hi >> (64 - t->shift) != t->prefix)
-			return k.hi >> (64 - t->shift) < t->prefix ? t->e[0].val : t->e[t->n - 1].val;
+			return k.hi >> (64 - t->shift) < t->prefix ? t->e[0].val
+								   : t->e[t->n - 1].val;
 		size_t b = (size_t)((k.hi << t->shift) >> (64 - t->bits));
 		lo = t->bucket[b];
 		hi = t->bucket[b + 1];
@@ -287,7 +288,8 @@ static inline uint32_t iv_lookup4(const ivtable *t, uint32_t k)
 	size_t lo = 0, hi = t->n - 1;
 	if (t->bits != 0) {
 		if (t->shift != 0 && k >> (32 - t->shift) != t->prefix)
-			return k >> (32 - t->shift) < t->prefix ? t->e4[0].val : t->e4[t->n - 1].val;
+			return k >> (32 - t->shift) < t->prefix ? t->e4[0].val
+								: t->e4[t->n - 1].val;
 		size_t b = (size_t)((uint32_t)(k << t->shift) >> (32 - t->bits));
 		lo = t->bucket[b];
 		hi = t->bucket[b + 1];
@@ -312,7 +314,7 @@ static void iv_free(ivtable *t)
 /* ---- name hash tables ---- */
 
 #define HASH_SEED 0xcbf29ce484222325ULL
-#define HASH_MUL 0x100000001b3ULL
+#define HASH_MUL  0x100000001b3ULL
 
 static inline uint64_t hash_step(uint64_t h, char c)
 {
@@ -360,12 +362,16 @@ static void ht_insert(htable *t, const char *name, size_t len, uint16_t port, ui
 	for (size_t i = h & t->mask;; i = (i + 1) & t->mask) {
 		hentry *e = &t->slots[i];
 		if (e->name == NULL) {
-			*e = (hentry){.hash = h, .name = name, .len = (uint32_t)len, .rule = rule,
+			*e = (hentry){.hash = h,
+				      .name = name,
+				      .len = (uint32_t)len,
+				      .rule = rule,
 				      .port = port};
 			t->used++;
 			return;
 		}
-		if (e->hash == h && e->port == port && e->len == len && memcmp(e->name, name, len) == 0)
+		if (e->hash == h && e->port == port && e->len == len &&
+		    memcmp(e->name, name, len) == 0)
 			return;
 	}
 }
@@ -377,7 +383,8 @@ static inline uint32_t ht_find(const htable *t, uint64_t h, const char *name, si
 		const hentry *e = &t->slots[i];
 		if (e->name == NULL)
 			return EGRESS_NO_RULE;
-		if (e->hash == h && e->port == port && e->len == len && memcmp(e->name, name, len) == 0)
+		if (e->hash == h && e->port == port && e->len == len &&
+		    memcmp(e->name, name, len) == 0)
 			return e->rule;
 	}
 }
@@ -560,7 +567,8 @@ static uint32_t eval_address(const sbx_egress_policy *p, const egress_ndest *nd)
 	uint32_t best;
 	if (nd->family == 4) {
 		const uint8_t *a = nd->addr;
-		uint32_t k = (uint32_t)a[0] << 24 | (uint32_t)a[1] << 16 | (uint32_t)a[2] << 8 | a[3];
+		uint32_t k =
+			(uint32_t)a[0] << 24 | (uint32_t)a[1] << 16 | (uint32_t)a[2] << 8 | a[3];
 		best = iv_lookup4(&p->v4[0], k);
 		if (slot != 0)
 			best = min_u32(best, iv_lookup4(&p->v4[slot], k));
@@ -588,7 +596,8 @@ static uint32_t eval_name(const sbx_egress_policy *p, const egress_ndest *nd)
 		/* The suffix starts at j - 1 after a dot at j - 2 >= 1: at least one
 		 * character must come before the dot ("strictly below"). */
 		if (wild && j >= 3 && h[j - 2] == '.')
-			best = min_u32(best, ht_lookup2(&p->wild, hs, h + j - 1, n - j + 1, nd->port));
+			best = min_u32(best,
+				       ht_lookup2(&p->wild, hs, h + j - 1, n - j + 1, nd->port));
 	}
 	if (p->exact.used != 0)
 		best = min_u32(best, ht_lookup2(&p->exact, hs, h, n, nd->port));
@@ -597,7 +606,8 @@ static uint32_t eval_name(const sbx_egress_policy *p, const egress_ndest *nd)
 
 sbx_egress_decision sbx_egress_policy_eval(const sbx_egress_policy *p, const sbx_egress_dest *dest)
 {
-	sbx_egress_decision d = {.allowed = false, .reason = SBX_REASON_DEFAULT_DENY, .rule_index = 0};
+	sbx_egress_decision d = {
+		.allowed = false, .reason = SBX_REASON_DEFAULT_DENY, .rule_index = 0};
 	egress_ndest nd;
 	egress_normalise_dest(dest, &nd);
 	if (egress_fixed_decision(&nd, &d))

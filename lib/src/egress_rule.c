@@ -19,18 +19,30 @@
 const char *sbx_egress_errclass_name(sbx_egress_errclass cls)
 {
 	switch (cls) {
-	case SBX_EGRESS_OK: return "ok";
-	case SBX_EGRESS_E_EMPTY: return "empty";
-	case SBX_EGRESS_E_SYNTAX: return "syntax";
-	case SBX_EGRESS_E_HOST: return "host";
-	case SBX_EGRESS_E_CHARSET: return "charset";
-	case SBX_EGRESS_E_WILDCARD: return "wildcard";
-	case SBX_EGRESS_E_PORT: return "port";
-	case SBX_EGRESS_E_ADDRESS: return "address";
-	case SBX_EGRESS_E_PREFIX: return "prefix";
-	case SBX_EGRESS_E_TOO_LONG: return "too_long";
-	case SBX_EGRESS_E_TOO_MANY: return "too_many";
-	case SBX_EGRESS_E_TYPE: return "type";
+	case SBX_EGRESS_OK:
+		return "ok";
+	case SBX_EGRESS_E_EMPTY:
+		return "empty";
+	case SBX_EGRESS_E_SYNTAX:
+		return "syntax";
+	case SBX_EGRESS_E_HOST:
+		return "host";
+	case SBX_EGRESS_E_CHARSET:
+		return "charset";
+	case SBX_EGRESS_E_WILDCARD:
+		return "wildcard";
+	case SBX_EGRESS_E_PORT:
+		return "port";
+	case SBX_EGRESS_E_ADDRESS:
+		return "address";
+	case SBX_EGRESS_E_PREFIX:
+		return "prefix";
+	case SBX_EGRESS_E_TOO_LONG:
+		return "too_long";
+	case SBX_EGRESS_E_TOO_MANY:
+		return "too_many";
+	case SBX_EGRESS_E_TYPE:
+		return "type";
 	}
 	return "unknown";
 }
@@ -38,11 +50,16 @@ const char *sbx_egress_errclass_name(sbx_egress_errclass cls)
 const char *sbx_egress_reason_name(sbx_egress_reason reason)
 {
 	switch (reason) {
-	case SBX_REASON_RULE: return "rule";
-	case SBX_REASON_LINK_LOCAL: return "link-local exception";
-	case SBX_REASON_LOOPBACK: return "loopback";
-	case SBX_REASON_OPEN_POLICY: return "open policy";
-	case SBX_REASON_DEFAULT_DENY: return "deny by default";
+	case SBX_REASON_RULE:
+		return "rule";
+	case SBX_REASON_LINK_LOCAL:
+		return "link-local exception";
+	case SBX_REASON_LOOPBACK:
+		return "loopback";
+	case SBX_REASON_OPEN_POLICY:
+		return "open policy";
+	case SBX_REASON_DEFAULT_DENY:
+		return "deny by default";
 	}
 	return "unknown";
 }
@@ -74,8 +91,7 @@ static size_t quote_text(const char *text, size_t len, char *buf, size_t cap)
 }
 
 void egress_set_error(sbx_egress_error *err, sbx_egress_errclass cls, size_t index,
-		      const char *text, size_t len, size_t pos, bool show_pos,
-		      const char *fmt, ...)
+		      const char *text, size_t len, size_t pos, bool show_pos, const char *fmt, ...)
 {
 	if (err == NULL)
 		return;
@@ -201,8 +217,8 @@ size_t egress_format_v6(const uint8_t addr[16], char *buf, size_t cap)
 		w[i] = (uint16_t)(addr[2 * i] << 8 | addr[2 * i + 1]);
 
 	/* IPv4-mapped: RFC 5952 section 5 mixed notation. */
-	bool mapped = w[0] == 0 && w[1] == 0 && w[2] == 0 && w[3] == 0 && w[4] == 0 &&
-		      w[5] == 0xffff;
+	bool mapped =
+		w[0] == 0 && w[1] == 0 && w[2] == 0 && w[3] == 0 && w[4] == 0 && w[5] == 0xffff;
 	if (mapped)
 		return (size_t)snprintf(buf, cap, "::ffff:%u.%u.%u.%u", addr[12], addr[13],
 					addr[14], addr[15]);
@@ -301,7 +317,7 @@ sbx_egress_errclass egress_check_name(const char *p, size_t n, char *out, size_t
 			*bad = i;
 			*why = "character not allowed in a host name";
 			return c >= 0x80 || c < 0x20 || c == 0x7f ? SBX_EGRESS_E_CHARSET
-								   : SBX_EGRESS_E_HOST;
+								  : SBX_EGRESS_E_HOST;
 		}
 	}
 	for (size_t i = 0; i < n; i++)
@@ -315,7 +331,7 @@ sbx_egress_errclass egress_check_name(const char *p, size_t n, char *out, size_t
 typedef struct parse_ctx {
 	const char *text; /* the rule as given, for messages */
 	size_t len;
-	size_t off;       /* offset of the trimmed text within text */
+	size_t off; /* offset of the trimmed text within text */
 	size_t index;
 	sbx_egress_error *err;
 } parse_ctx;
@@ -323,8 +339,8 @@ typedef struct parse_ctx {
 static int fail(const parse_ctx *c, sbx_egress_errclass cls, size_t pos, bool show_pos,
 		const char *what)
 {
-	egress_set_error(c->err, cls, c->index, c->text, c->len, c->off + pos, show_pos,
-			 "%s", what);
+	egress_set_error(c->err, cls, c->index, c->text, c->len, c->off + pos, show_pos, "%s",
+			 what);
 	return -1;
 }
 
@@ -387,8 +403,7 @@ static int parse_prefix(const parse_ctx *c, const char *s, size_t at, size_t n, 
 }
 
 /* An IPv6 address or CIDR, s[at, at + n), no brackets, no port. */
-static int parse_v6_cidr(const parse_ctx *c, const char *s, size_t at, size_t n,
-			 sbx_egress_rule *r)
+static int parse_v6_cidr(const parse_ctx *c, const char *s, size_t at, size_t n, sbx_egress_rule *r)
 {
 	const char *slash = find_char(s + at, n, '/');
 	size_t alen = slash != NULL ? (size_t)(slash - (s + at)) : n;
@@ -398,13 +413,15 @@ static int parse_v6_cidr(const parse_ctx *c, const char *s, size_t at, size_t n,
 		size_t plen = n - alen - 1;
 		if (find_char(slash + 1, plen, ':') != NULL)
 			return fail(c, SBX_EGRESS_E_SYNTAX, at + alen, true,
-				    "an IPv6 CIDR followed by a port needs brackets: `[addr/len]:port`");
+				    "an IPv6 CIDR followed by a port needs brackets: "
+				    "`[addr/len]:port`");
 		if (parse_prefix(c, s, at + alen + 1, plen, 128, &r->prefix_len) != 0)
 			return -1;
 	}
 	if (!egress_parse_v6(s + at, alen, r->addr))
 		return fail(c, SBX_EGRESS_E_ADDRESS, at, false,
-			    "not a valid IPv6 address (a port after an IPv6 address needs brackets: `[addr]:port`)");
+			    "not a valid IPv6 address (a port after an IPv6 address needs "
+			    "brackets: `[addr]:port`)");
 	mask_prefix(r->addr, 16, r->prefix_len);
 	return 0;
 }
@@ -427,8 +444,7 @@ static int parse_bracketed(const parse_ctx *c, const char *s, size_t n, sbx_egre
 	if (after == n)
 		return 0;
 	if (s[after] != ':')
-		return fail(c, SBX_EGRESS_E_SYNTAX, after, true,
-			    "expected `:port` after `]`");
+		return fail(c, SBX_EGRESS_E_SYNTAX, after, true, "expected `:port` after `]`");
 	return parse_port(c, s, after + 1, n - after - 1, &r->port);
 }
 
@@ -483,7 +499,8 @@ static int parse_hostpart(const parse_ctx *c, const char *s, size_t n, sbx_egres
 		if (!egress_parse_v4(s, alen, r->addr))
 			return fail(c, SBX_EGRESS_E_ADDRESS, 0, false,
 				    slash != NULL ? "CIDR needs an IPv4 or IPv6 address before `/`"
-						  : "not a valid IPv4 address (four decimal numbers 0-255, no leading zeros)");
+						  : "not a valid IPv4 address (four decimal "
+						    "numbers 0-255, no leading zeros)");
 		if (slash != NULL &&
 		    parse_prefix(c, s, alen + 1, n - alen - 1, 32, &r->prefix_len) != 0)
 			return -1;
@@ -550,9 +567,12 @@ int sbx_egress_rule_parse(const char *text, size_t len, size_t index, sbx_egress
 			br = find_char(s, n, ']');
 		if (br != NULL)
 			return fail(&c, SBX_EGRESS_E_SYNTAX, (size_t)(br - s), true,
-				    "brackets must enclose an IPv6 address at the start: `[addr]:port`");
+				    "brackets must enclose an IPv6 address at the start: "
+				    "`[addr]:port`");
 		const char *colon = find_char(s, n, ':');
-		const char *colon2 = colon != NULL ? find_char(colon + 1, n - (size_t)(colon - s) - 1, ':') : NULL;
+		const char *colon2 =
+			colon != NULL ? find_char(colon + 1, n - (size_t)(colon - s) - 1, ':')
+				      : NULL;
 		if (colon2 != NULL) {
 			if (parse_v6_cidr(&c, s, 0, n, &r) != 0)
 				return -1;

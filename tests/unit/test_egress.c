@@ -74,7 +74,9 @@ static void bad_rules_name_their_class(void **state)
 	assert_rejected("a_b.com", 7, SBX_EGRESS_E_CHARSET);
 	assert_rejected("a.com;rm -rf /", 14, SBX_EGRESS_E_CHARSET);
 	assert_rejected("a\0b.com", 7, SBX_EGRESS_E_CHARSET);
-	assert_rejected("b\xc3\xbc" "cher.de", 9, SBX_EGRESS_E_CHARSET);
+	assert_rejected("b\xc3\xbc"
+			"cher.de",
+			9, SBX_EGRESS_E_CHARSET);
 	assert_rejected("*.", 2, SBX_EGRESS_E_WILDCARD);
 	assert_rejected("*:443", 5, SBX_EGRESS_E_WILDCARD);
 	assert_rejected("a.*.com", 7, SBX_EGRESS_E_WILDCARD);
@@ -138,8 +140,9 @@ static void messages_are_printable_and_positioned(void **state)
 	assert_non_null(strstr(err.message, "at byte 6"));
 
 	assert_int_equal(sbx_egress_rule_parse("*.x.*", 5, 3, &r, &err), -1);
-	assert_string_equal(err.message,
-			    "rule 3 (`*.x.*`): `*` is only allowed as the whole first label (at byte 4)");
+	assert_string_equal(
+		err.message,
+		"rule 3 (`*.x.*`): `*` is only allowed as the whole first label (at byte 4)");
 }
 
 static void json_lists_are_all_or_nothing(void **state)
@@ -375,7 +378,8 @@ static void large_lists_agree_with_the_reference(void **state)
 			raw.prefix_len = (uint8_t)(lo + next_rand() % (width - lo + 1));
 			raw.port = next_rand() % 8 == 0 ? (uint16_t)(1 + next_rand() % 4) : 0;
 			sbx_egress_rule_format(&raw, text, sizeof text);
-			assert_int_equal(sbx_egress_rule_parse(text, strlen(text), i, &rules[i], &err), 0);
+			assert_int_equal(
+				sbx_egress_rule_parse(text, strlen(text), i, &rules[i], &err), 0);
 		}
 		sbx_egress_list list = {.is_null = false, .count = NRULES, .rules = rules};
 		sbx_egress_policy *p = sbx_egress_policy_compile(&list, SBX_HOST_RULES_OBSERVED);
@@ -395,11 +399,15 @@ static void large_lists_agree_with_the_reference(void **state)
 				}
 			}
 			sbx_egress_decision a = sbx_egress_policy_eval(p, &d);
-			sbx_egress_decision b = sbx_egress_reference_eval(&list, SBX_HOST_RULES_OBSERVED, &d);
-			if (a.allowed != b.allowed || a.reason != b.reason || a.rule_index != b.rule_index)
-				fail_msg("scenario %d destination %zu: compiled %s/%zu, reference %s/%zu",
-					 scenario, i, sbx_egress_reason_name(a.reason), a.rule_index,
-					 sbx_egress_reason_name(b.reason), b.rule_index);
+			sbx_egress_decision b =
+				sbx_egress_reference_eval(&list, SBX_HOST_RULES_OBSERVED, &d);
+			if (a.allowed != b.allowed || a.reason != b.reason ||
+			    a.rule_index != b.rule_index)
+				fail_msg("scenario %d destination %zu: compiled %s/%zu, reference "
+					 "%s/%zu",
+					 scenario, i, sbx_egress_reason_name(a.reason),
+					 a.rule_index, sbx_egress_reason_name(b.reason),
+					 b.rule_index);
 		}
 		sbx_egress_policy_free(p);
 	}

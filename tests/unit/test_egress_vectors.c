@@ -102,12 +102,14 @@ static bool check_round_trip(const char *text, size_t len, const char *want, con
 		return false;
 	}
 	if (want != NULL && strcmp(buf, want) != 0) {
-		print_error("parse `%s` (%s): canonical `%s`, expected `%s`\n", text, note, buf, want);
+		print_error("parse `%s` (%s): canonical `%s`, expected `%s`\n", text, note, buf,
+			    want);
 		return false;
 	}
 	if (sbx_egress_rule_parse(buf, n, 0, &again, &err) != 0 ||
 	    !sbx_egress_rule_equal(&r, &again)) {
-		print_error("parse `%s` (%s): canonical `%s` does not parse back\n", text, note, buf);
+		print_error("parse `%s` (%s): canonical `%s` does not parse back\n", text, note,
+			    buf);
 		return false;
 	}
 	return true;
@@ -119,7 +121,8 @@ static void parse_vectors_hold(void **state)
 	const cJSON *cases = cJSON_GetObjectItemCaseSensitive(vectors, "parse");
 	size_t failed = 0, total = 0;
 	const cJSON *c;
-	cJSON_ArrayForEach(c, cases) {
+	cJSON_ArrayForEach(c, cases)
+	{
 		char raw[8192];
 		const char *text = str_field(c, "rule");
 		const char *hex = str_field(c, "rule_hex");
@@ -170,12 +173,13 @@ static bool same_decision(sbx_egress_decision got, const cJSON *c, const char *w
 		ok = cJSON_IsNumber(idx) && (double)got.rule_index == idx->valuedouble;
 	if (!ok) {
 		char *rules = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(c, "rules"));
-		print_error("%s: rules %s mode %s dest `%s` (%s): got %s/%s/%zu, expected %s/%s/%d\n",
-			    who, rules, str_field(c, "mode"), str_field(c, "dest"),
-			    str_field(c, "note"), got.allowed ? "allow" : "deny",
-			    sbx_egress_reason_name(got.reason), got.rule_index,
-			    cJSON_IsTrue(allowed) ? "allow" : "deny", reason,
-			    cJSON_IsNumber(idx) ? idx->valueint : -1);
+		print_error(
+			"%s: rules %s mode %s dest `%s` (%s): got %s/%s/%zu, expected %s/%s/%d\n",
+			who, rules, str_field(c, "mode"), str_field(c, "dest"),
+			str_field(c, "note"), got.allowed ? "allow" : "deny",
+			sbx_egress_reason_name(got.reason), got.rule_index,
+			cJSON_IsTrue(allowed) ? "allow" : "deny", reason,
+			cJSON_IsNumber(idx) ? idx->valueint : -1);
 		free(rules);
 	}
 	return ok;
@@ -187,11 +191,13 @@ static void decision_vectors_hold_for_both_evaluators(void **state)
 	const cJSON *cases = cJSON_GetObjectItemCaseSensitive(vectors, "decide");
 	size_t failed = 0, total = 0;
 	const cJSON *c;
-	cJSON_ArrayForEach(c, cases) {
+	cJSON_ArrayForEach(c, cases)
+	{
 		sbx_egress_list list;
 		sbx_egress_error err;
 		const cJSON *rules = cJSON_GetObjectItemCaseSensitive(c, "rules");
-		if (sbx_egress_list_from_json(rules, SBX_EGRESS_MAX_RULES_DEFAULT, &list, &err) != 0)
+		if (sbx_egress_list_from_json(rules, SBX_EGRESS_MAX_RULES_DEFAULT, &list, &err) !=
+		    0)
 			fail_msg("decide case list rejected: %s", err.message);
 		for (size_t i = 0; i < list.count; i++) {
 			const cJSON *item = cJSON_GetArrayItem(rules, (int)i);
@@ -205,13 +211,15 @@ static void decision_vectors_hold_for_both_evaluators(void **state)
 		const char *dtext = str_field(c, "dest");
 		sbx_egress_dest dest;
 		char host[SBX_EGRESS_HOST_MAX + 1];
-		if (sbx_egress_dest_parse(dtext, strlen(dtext), &dest, host, sizeof host, &err) != 0)
+		if (sbx_egress_dest_parse(dtext, strlen(dtext), &dest, host, sizeof host, &err) !=
+		    0)
 			fail_msg("decide case dest `%s` rejected: %s", dtext, err.message);
 		sbx_egress_policy *p = sbx_egress_policy_compile(&list, mode);
 		assert_non_null(p);
 		total++;
 		failed += !same_decision(sbx_egress_policy_eval(p, &dest), c, "compiled");
-		failed += !same_decision(sbx_egress_reference_eval(&list, mode, &dest), c, "reference");
+		failed += !same_decision(sbx_egress_reference_eval(&list, mode, &dest), c,
+					 "reference");
 		sbx_egress_policy_free(p);
 		sbx_egress_list_free(&list);
 	}
@@ -226,7 +234,8 @@ static void list_vectors_hold(void **state)
 	const cJSON *cases = cJSON_GetObjectItemCaseSensitive(vectors, "lists");
 	size_t failed = 0, total = 0;
 	const cJSON *c;
-	cJSON_ArrayForEach(c, cases) {
+	cJSON_ArrayForEach(c, cases)
+	{
 		const cJSON *egress = cJSON_GetObjectItemCaseSensitive(c, "egress");
 		const cJSON *max = cJSON_GetObjectItemCaseSensitive(c, "max_rules");
 		const cJSON *canon = cJSON_GetObjectItemCaseSensitive(c, "canonical");
@@ -243,7 +252,8 @@ static void list_vectors_hold(void **state)
 				failed++;
 				sbx_egress_list_free(&list);
 			} else if (strcmp(sbx_egress_errclass_name(err.cls), want_err) != 0 ||
-				   (cJSON_IsNumber(want_idx) && (double)err.index != want_idx->valuedouble)) {
+				   (cJSON_IsNumber(want_idx) &&
+				    (double)err.index != want_idx->valuedouble)) {
 				print_error("list (%s): error %s at %zu, expected %s: %s\n", note,
 					    sbx_egress_errclass_name(err.cls), err.index, want_err,
 					    err.message);
