@@ -132,6 +132,24 @@ static int mkdir_p(const char *path, sbx_err *err)
 	return 0;
 }
 
+/* root, fs, fs/workspace, fs/tmp: four mkdir calls when the work dir
+ * exists (the usual case), mkdir_p of every prefix otherwise. */
+static int make_tree(const mock_guest *g, sbx_err *err)
+{
+	const char *const dirs[] = {g->root, g->fs, g->ws, g->tmp};
+
+	for (size_t i = 0; i < 4; i++) {
+		if (mkdir(dirs[i], 0755) == 0 || errno == EEXIST)
+			continue;
+		if (errno != ENOENT) {
+			sbx_err_set(err, "mkdir %s: %s", dirs[i], strerror(errno));
+			return -1;
+		}
+		return mkdir_p(g->ws, err) != 0 || mkdir_p(g->tmp, err) != 0 ? -1 : 0;
+	}
+	return 0;
+}
+
 const char *mock_guest_fs_root(const mock_guest *g)
 {
 	return g->fs;
@@ -155,7 +173,7 @@ mock_guest *mock_guest_new(const char *work_dir, const char *id, mock_guest_mode
 		sbx_err_set(err, "work dir path too long");
 		goto out_free;
 	}
-	if (mkdir_p(g->ws, err) != 0 || mkdir_p(g->tmp, err) != 0)
+	if (make_tree(g, err) != 0)
 		goto out_free;
 	chmod(g->tmp, 01777);
 	return g;
