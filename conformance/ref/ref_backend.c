@@ -528,7 +528,7 @@ out:
 static int upload(struct ref *r, const char *id, const char *path, const char *data, sbxd_error *err)
 {
 	sbx_strbuf p = SBX_STRBUF_INIT;
-	ref_resp resp;
+	ref_resp resp = {0};
 	int rc = 0;
 
 	sbx_strbuf_printf(&p, "/v1/sandboxes/%s/files?path=%s", id, path);
@@ -639,7 +639,7 @@ static cJSON *collect_files(struct ref *r, const char *id, sbxd_error *err)
 		sbx_strbuf p = SBX_STRBUF_INIT;
 		unsigned char digest[32];
 		char hex[65];
-		ref_resp resp;
+		ref_resp resp = {0};
 		cJSON *f;
 
 		next = strchr(line, '\n');
@@ -1130,6 +1130,8 @@ int main(void)
 	r.lock = malloc(sizeof(*r.lock));
 	if (r.http == NULL || r.lock == NULL) {
 		fprintf(stderr, "sbx-ref-backend: out of memory\n");
+		free(r.lock);
+		ref_http_free(r.http);
 		return 1;
 	}
 	pthread_mutex_init(r.lock, NULL);

@@ -225,7 +225,7 @@ cJSON *ref_http_json(ref_http *h, const char *method, const char *path, const cJ
 	cJSON *j = NULL;
 	cJSON *data = NULL;
 	const cJSON *st;
-	ref_resp r;
+	ref_resp r = {0};
 
 	ref_http_raw(h, method, path, text, text ? strlen(text) : 0, "application/json", NULL, NULL, &r);
 	if (status_out != NULL)

@@ -305,6 +305,7 @@ static int parse_args(struct cf_config *cf, int argc, char **argv, const char **
 			usage(stdout);
 			return 0;
 		case O_BACKEND:
+			free(cf->backend_cmd); /* the last --backend-cmd wins */
 			cf->backend_cmd = strdup(optarg);
 			break;
 		case O_PYTHON: {
@@ -322,6 +323,7 @@ static int parse_args(struct cf_config *cf, int argc, char **argv, const char **
 			sbx_strbuf_printf(&b, "python3 %s %s", q1, q2);
 			free(q1);
 			free(q2);
+			free(cf->backend_cmd);
 			cf->backend_cmd = sbx_strbuf_detach(&b, NULL);
 			break;
 		}
@@ -381,6 +383,7 @@ static int parse_args(struct cf_config *cf, int argc, char **argv, const char **
 			cf->html_file = optarg;
 			break;
 		case O_FIXTURES:
+			free(cf->fixtures_dir); /* the last --fixtures wins */
 			cf->fixtures_dir = strdup(optarg);
 			break;
 		default:

@@ -141,7 +141,9 @@ static cJSON *entry_json(const mock_journal_entry *e)
 static void walk(mock_journal *j, const mock_journal_filter *f,
 		 bool (*fn)(const mock_journal_entry *e, void *arg), void *arg)
 {
-	size_t start = (j->head + j->size - j->used) % (j->size == 0 ? 1 : j->size);
+	if (j->size == 0)
+		return; /* journal disabled: nothing recorded */
+	size_t start = (j->head + j->size - j->used) % j->size;
 
 	for (size_t i = 0; i < j->used; i++) {
 		const mock_journal_entry *e = &j->ring[(start + i) % j->size];

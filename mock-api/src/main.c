@@ -120,12 +120,13 @@ static int read_keys_file(const char *path, char **keys, size_t *n)
 			errno = E2BIG;
 			return -1;
 		}
+		/* The key table (and every key in it) is the caller's to free. */
 		keys[*n] = strdup(p);
 		if (keys[*n] == NULL) {
 			fclose(fp);
 			return -1;
 		}
-		(*n)++;
+		(*n)++; // NOLINT(clang-analyzer-unix.Malloc): main() frees the table
 	}
 	fclose(fp);
 	return 0;

@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "faults.h"
@@ -192,7 +193,7 @@ static void journal_ring_wraps_and_counts_drops(void **state)
 
 	(void)state;
 	memset(&e, 0, sizeof(e));
-	strcpy(e.method, "GET");
+	snprintf(e.method, sizeof e.method, "%s", "GET");
 	e.path = (char *)"/v1/x";
 	for (int i = 0; i < 5; i++) {
 		e.status = 200 + i;

@@ -58,7 +58,7 @@ static bool pid_alive(pid_t pid)
 static void serves_and_stops_cleanly(void **state)
 {
 	char *argv[] = {(char *)g_bin, "--listen", "127.0.0.1:0", "--admin-token", "tok", "--quiet", NULL};
-	int ofd, efd, code;
+	int ofd = -1, efd = -1, code;
 	pid_t pid = spawn(argv, &ofd, &efd);
 	FILE *out = fdopen(ofd, "r");
 	char line[256], url[128] = "", path[160], body[256];
@@ -137,7 +137,7 @@ static void bad_flags_exit_2_with_a_message(void **state)
 	(void)state;
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		char *argv[4] = {(char *)g_bin, (char *)bad[i][0], (char *)bad[i][1], NULL};
-		int ofd, efd, code;
+		int ofd = -1, efd = -1, code;
 		char msg[512] = "";
 		ssize_t n;
 		pid_t pid = spawn(argv, &ofd, &efd);
@@ -161,7 +161,7 @@ static void scenario_by_name_from_any_directory(void **state)
 	char *miss[] = {(char *)g_bin, "--scenario", "no-such-scenario", "--scenario-dir",
 			"/nonexistent-scenarios", NULL};
 	char *rec[] = {(char *)g_bin, "--record-upstream", "http://127.0.0.1:9", NULL};
-	int ofd, efd;
+	int ofd = -1, efd = -1;
 	pid_t pid;
 	FILE *out;
 	char line[256], url[128], msg[1024] = "";

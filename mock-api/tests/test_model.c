@@ -17,12 +17,12 @@ static mock_model *new_model(double timing)
 	memset(&s, 0, sizeof(s));
 	s.sandbox_cap = 2;
 	s.cap_status = 403;
-	strcpy(s.cap_code, "QUOTA_EXCEEDED");
+	snprintf(s.cap_code, sizeof s.cap_code, "%s", "QUOTA_EXCEEDED");
 	s.credit = true;
 	s.accept_any_key = true;
 	s.timing_scale = timing;
 	s.max_egress_rules = 16;
-	strcpy(s.region, "local");
+	snprintf(s.region, sizeof s.region, "%s", "local");
 	s.ready = true;
 	return mock_model_new(&s);
 }
