@@ -37,6 +37,13 @@ static cJSON *body_object(mreq *r, mresp *out, bool required)
 		resp_fail(out, 400, "body", "INVALID_JSON", "request body is not valid JSON");
 		return NULL;
 	}
+	/* cJSON cuts strings at \u0000, so "pypi.org\u0000.evil" would be stored
+	 * as "pypi.org": refuse NUL anywhere rather than act on a shortened value. */
+	if (sbx_egress_json_has_nul_escape(r->body.data, r->body.len)) {
+		resp_fail(out, 400, "body", "INVALID_JSON",
+			  "request body contains a \\u0000 escape: NUL is not allowed in any string");
+		return NULL;
+	}
 	if (!cJSON_IsObject(r->json)) {
 		resp_fail(out, 400, "body", "INVALID_REQUEST", "request body must be a JSON object");
 		return NULL;

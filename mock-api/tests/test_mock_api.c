@@ -476,6 +476,15 @@ static void egress_get_put_and_oracle(void **state)
 	eg = cJSON_GetObjectItem(cJSON_GetObjectItem(r.json, "data"), "egress");
 	assert_int_equal(cJSON_GetArraySize(eg), 0);
 	th_resp_free(&r);
+	/* A NUL escape must not shorten "pypi.org\u0000.evil" into "pypi.org". */
+	th_json(U, "k1", "PUT", path, "{\"egress\":[\"pypi.org\\u0000.evil\"]}", &r);
+	expect_status(&r, 400, "egress with a NUL escape");
+	assert_non_null(strstr(fail_field(&r, "body"), "u0000"));
+	th_resp_free(&r);
+	th_json(U, "k1", "GET", path, NULL, &r);
+	eg = cJSON_GetObjectItem(cJSON_GetObjectItem(r.json, "data"), "egress");
+	assert_int_equal(cJSON_GetArraySize(eg), 0); /* the bad PUT changed nothing */
+	th_resp_free(&r);
 }
 
 static void caps_credit_and_settings(void **state)
