@@ -1071,6 +1071,12 @@ typedef struct stream_ctx {
 	int fixed_exit;        /* agent error / oom: no process */
 	char *fixed_error;
 	atomic_bool gone;      /* the client went away (stream_cancel) */
+	/* The client's socket, polled while the command is silent (the
+	 * suspended connection does not notice a hang-up by itself). Once the
+	 * connection is closed the number may be reused: then it can only say
+	 * "gone" about a stream whose client is gone anyway, or "alive" until
+	 * stream_cancel comes. */
+	int conn_fd;
 } stream_ctx;
 
 static void frame_data(stream_ctx *c, const char *key, const char *buf, size_t n)
@@ -1103,6 +1109,10 @@ static void stream_next(stream_ctx *c)
 
 		if (atomic_load(&c->mock->stopping) || atomic_load(&c->gone))
 			return;
+		if (mock_fd_gone(c->conn_fd)) {
+			atomic_store(&c->gone, true);
+			return;
+		}
 		n = c->hb_only ? 0 : mock_proc_read(&c->proc, 200, buf, sizeof(buf), &which);
 		if (c->hb_only)
 			mock_sleep_ms(c->mock, 200);
@@ -1187,6 +1197,7 @@ static void exec_stream(mreq *r, mresp *out, mock_sandbox *sb, mock_guest *g,
 	}
 	c->mock = r->mock;
 	c->sb = sb;
+	c->conn_fd = req_conn_fd(r);
 	c->cut_after = fault_is(r, FK_EXEC_STREAM_CUT) ? (int)r->fault.after_frames : -1;
 	c->hb_only = fault_is(r, FK_EXEC_HEARTBEATS_ONLY);
 	c->fixed_exit = -1;

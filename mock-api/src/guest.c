@@ -28,6 +28,9 @@
 
 #define GUEST_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 #define CHILD_STACK_SIZE (64 * 1024)
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
 
 #if defined(__SANITIZE_ADDRESS__)
 #define SBX_GUEST_ASAN 1
@@ -496,6 +499,11 @@ static int child_run(void *arg)
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	if (dup2(cp->in_r, 0) < 0 || dup2(cp->out_w, 1) < 0 || dup2(cp->err_w, 2) < 0)
 		child_fail(cp->status_w, errno);
+	/* the guest gets stdin/out/err only: descriptors the embedding program
+	 * opened without O_CLOEXEC (a client's socket...) close at execve, or a
+	 * hung-up client would stay connected through the guest (best effort:
+	 * Linux >= 5.11) */
+	syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
 	if (cp->ns) {
 		if (unshare(CLONE_NEWNS | (cp->isolate_net ? CLONE_NEWNET : 0)) != 0)
 			child_fail(cp->status_w, errno);

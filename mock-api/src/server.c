@@ -668,14 +668,23 @@ static int conn_fd(struct MHD_Connection *conn)
 	return ci != NULL ? ci->connect_fd : -1;
 }
 
+int req_conn_fd(const mreq *r)
+{
+	return conn_fd(r->conn);
+}
+
 bool req_client_gone(const mreq *r)
 {
-	int fd = conn_fd(r->conn);
+	if (atomic_load(&r->mock->stopping))
+		return true;
+	return mock_fd_gone(conn_fd(r->conn));
+}
+
+bool mock_fd_gone(int fd)
+{
 	struct pollfd pfd;
 	char c;
 
-	if (atomic_load(&r->mock->stopping))
-		return true;
 	if (fd < 0)
 		return false;
 	pfd.fd = fd;
@@ -1228,6 +1237,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	*con_cls = NULL;
 }
 
+__attribute__((format(printf, 2, 0)))
 static void on_log(void *cls, const char *fmt, va_list ap)
 {
 	sbx_mock *mock = cls;

@@ -123,6 +123,10 @@ const char *req_query(const mreq *r, const char *key);
 bool req_seg(const mreq *r, int i, char *buf, size_t cap);
 /* True when the client has closed its side or the mock is stopping. */
 bool req_client_gone(const mreq *r);
+/* The connection's socket (-1 if unknown), and whether its peer has closed
+ * it (no data is consumed). */
+int req_conn_fd(const mreq *r);
+bool mock_fd_gone(int fd);
 /* Sleeps up to ms, returns early when the mock stops. */
 void mock_sleep_ms(sbx_mock *mock, int64_t ms);
 int64_t mono_us(void);

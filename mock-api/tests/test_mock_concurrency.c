@@ -174,6 +174,49 @@ static void reads_answered_while_many_requests_block(void **state)
 	assert_int_equal(atomic_load(&g_finished), n);
 }
 
+/* A streaming exec whose client hangs up is killed even while the command
+ * prints nothing (the connection is suspended then): within the exec
+ * timeout of a second command that waits for the first one's pid to go. */
+static void silent_stream_killed_when_client_leaves(void **state)
+{
+	sbx_mock_config cfg;
+	sbx_err err = {{0}};
+	sbx_mock *m;
+	const char *url;
+	char id[64], path[128];
+	th_resp r;
+	th_req rq = {.method = "POST", .key = "k", .path = path, .timeout_ms = 1000,
+		     .body = "{\"cmd\":\"sh\",\"args\":[\"-c\",\"echo $$ > /workspace/pid; exec sleep 600\"],"
+			     "\"stream\":true}"};
+
+	(void)state;
+	sbx_mock_config_init(&cfg);
+	cfg.quiet = true;
+	m = sbx_mock_start(&cfg, &err);
+	assert_non_null(m);
+	url = sbx_mock_url(m);
+	rq.url = url;
+	th_json(url, "k", "POST", "/v1/sandboxes", "{\"shape\":\"s-1vcpu-256mb\"}", &r);
+	assert_int_equal(r.status, 200);
+	snprintf(id, sizeof(id), "%s", th_data_str(&r, "id"));
+	th_resp_free(&r);
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/exec", id);
+
+	th_do(&rq, &r); /* gives up after 1 s: the command prints nothing */
+	assert_int_not_equal(r.curl_rc, CURLE_OK);
+	th_resp_free(&r);
+	assert_true(wait_file(url, id, "pid"));
+	th_json(url, "k", "POST", path,
+		"{\"cmd\":\"sh\",\"args\":[\"-c\",\"while kill -0 $(cat /workspace/pid) 2>/dev/null; "
+		"do sleep 0.05; done; echo gone\"],\"timeout_ms\":4000}",
+		&r);
+	assert_int_equal(r.status, 200);
+	if (strstr(sbx_strbuf_str(&r.body), "\"stdout\":\"gone\\n\"") == NULL)
+		fail_msg("the command outlived its client: %s", sbx_strbuf_str(&r.body));
+	th_resp_free(&r);
+	sbx_mock_stop(m);
+}
+
 /* ---- the compact printer prints what cJSON prints ---- */
 
 static uint64_t g_rng = 0x9e3779b97f4a7c15ULL;
@@ -276,6 +319,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(json_printer_matches_cjson),
 		cmocka_unit_test(reads_answered_while_many_requests_block),
+		cmocka_unit_test(silent_stream_killed_when_client_leaves),
 	};
 	int rc;
 
