@@ -90,6 +90,7 @@ bool cf_glob(const char *pat, const char *s)
 /* Verdicts only get worse (pass < skip < fail < error). A worse one
  * replaces the reason, an equal one adds to it, a milder one becomes a
  * detail line. */
+__attribute__((format(printf, 3, 0)))
 static void set_verdict(struct cf_case *c, const char *v, const char *fmt, va_list ap)
 {
 	static const char *const rank[] = {"pass", "skip", "fail", "error"};

@@ -103,6 +103,7 @@ static const ctl_command commands[] = {
 
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
+__attribute__((format(printf, 2, 0)))
 static int vreport(ctl_ctx *ctx, const char *fmt, va_list ap)
 {
 	char msg[1024];
