@@ -101,8 +101,9 @@ static bool get_int(const cJSON *o, const char *k, int64_t lo, int64_t hi, int64
 	if (it == NULL || cJSON_IsNull(it))
 		return true;
 	snprintf(what, sizeof(what), "an integer between %lld and %lld", (long long)lo, (long long)hi);
-	if (!cJSON_IsNumber(it) || it->valuedouble != (double)(int64_t)it->valuedouble ||
-	    it->valuedouble < (double)lo || it->valuedouble > (double)hi)
+	/* Range first: converting an out-of-range double to int64_t is undefined. */
+	if (!cJSON_IsNumber(it) || !(it->valuedouble >= (double)lo && it->valuedouble <= (double)hi) ||
+	    it->valuedouble != (double)(int64_t)it->valuedouble)
 		return type_error(out, k, what);
 	*v = (int64_t)it->valuedouble;
 	if (present != NULL)

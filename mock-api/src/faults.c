@@ -558,7 +558,11 @@ cJSON *mock_faults_list_json(mock_faults *f)
 		rule *r = f->rules[i];
 		cJSON *v = cJSON_Duplicate(r->source, true);
 
+		/* A listing posted back keeps its counters in the source: replace
+		 * them rather than list them twice. */
 		cJSON_DeleteItemFromObjectCaseSensitive(v, "id");
+		cJSON_DeleteItemFromObjectCaseSensitive(v, "matched");
+		cJSON_DeleteItemFromObjectCaseSensitive(v, "fired");
 		cJSON_AddNumberToObject(v, "id", r->id);
 		cJSON_AddNumberToObject(v, "matched", (double)r->matched);
 		cJSON_AddNumberToObject(v, "fired", (double)r->fired);

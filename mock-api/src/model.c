@@ -645,20 +645,25 @@ static int attach_networks(mock_sandbox *sb, mock_tenant *t, const cJSON *nets, 
 		mock_err_set(e, 400, "INVALID_REQUEST", "networks", "networks must be an array of {id}");
 		return -1;
 	}
+	/* Check every item before touching any network, so that a refused
+	 * create leaves no member behind. */
 	cJSON_ArrayForEach(it, nets) {
 		const cJSON *id = cJSON_GetObjectItemCaseSensitive(it, "id");
-		cJSON *net;
 
 		if (!cJSON_IsString(id)) {
 			mock_err_set(e, 400, "INVALID_REQUEST", "networks", "networks items need a string id");
 			return -1;
 		}
-		net = mock_network_find(t, id->valuestring);
-		if (net == NULL) {
+		if (mock_network_find(t, id->valuestring) == NULL) {
 			mock_err_set(e, 400, "UNKNOWN_NETWORK", "networks", "unknown network \"%.64s\"",
 				     id->valuestring);
 			return -1;
 		}
+	}
+	cJSON_ArrayForEach(it, nets) {
+		const cJSON *id = cJSON_GetObjectItemCaseSensitive(it, "id");
+		cJSON *net = mock_network_find(t, id->valuestring);
+
 		cJSON_AddItemToArray(sb->networks,
 				     cJSON_CreateString(cJSON_GetObjectItem(net, "id")->valuestring));
 		cJSON_AddItemToArray(cJSON_GetObjectItem(net, "members"), cJSON_CreateString(sb->id));
@@ -1534,12 +1539,22 @@ static const char *rs(const cJSON *o, const char *k)
 	return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
-static double rn(const cJSON *o, const char *k)
+/* A number from a state record, clamped to [lo, hi] (NaN and absent: 0), so
+ * that a damaged or hostile record cannot make the conversions below
+ * undefined. */
+static double rn(const cJSON *o, const char *k, double lo, double hi)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+	double d = cJSON_IsNumber(v) ? v->valuedouble : 0;
 
-	return cJSON_IsNumber(v) ? v->valuedouble : 0;
+	if (!(d == d))
+		return 0;
+	return d < lo ? lo : d > hi ? hi : d;
 }
+
+#define RN_INT(o, k) ((int)rn((o), (k), INT_MIN, INT_MAX))
+#define RN_UINT(o, k) ((unsigned)rn((o), (k), 0, UINT_MAX))
+#define RN_I64(o, k) ((int64_t)rn((o), (k), -9.0e18, 9.0e18))
 
 static cJSON *rj(const cJSON *o, const char *k, bool array)
 {
@@ -1566,8 +1581,8 @@ int mock_tenant_restore(mock_model *m, const cJSON *o, char *why, size_t cap)
 	}
 	if (uid != NULL)
 		snprintf(t->user_id, sizeof(t->user_id), "%s", uid);
-	t->cap = (int)rn(o, "cap");
-	t->credit = (int)rn(o, "credit");
+	t->cap = RN_INT(o, "cap");
+	t->credit = RN_INT(o, "credit");
 	cJSON_Delete(t->networks);
 	cJSON_Delete(t->disks);
 	cJSON_Delete(t->templates);
@@ -1606,17 +1621,17 @@ int mock_sandbox_restore(mock_model *m, const cJSON *o, char *why, size_t cap)
 	sb->shape = shape;
 	copy_str(sb->rootfs, sizeof(sb->rootfs), rs(o, "rootfs"));
 	copy_str(sb->region, sizeof(sb->region), rs(o, "region"));
-	sb->vcpu = (unsigned)rn(o, "vcpu");
-	sb->mem_mib = (unsigned)rn(o, "mem_mib");
-	sb->disk_mib = (unsigned)rn(o, "disk_mib");
+	sb->vcpu = RN_UINT(o, "vcpu");
+	sb->mem_mib = RN_UINT(o, "mem_mib");
+	sb->disk_mib = RN_UINT(o, "disk_mib");
 	copy_str(sb->ip, sizeof(sb->ip), rs(o, "ip"));
-	sb->created_ms = (int64_t)rn(o, "created_ms");
-	sb->running_ms = (int64_t)rn(o, "running_ms");
-	sb->paused_ms = (int64_t)rn(o, "paused_ms");
-	sb->resumed_ms = (int64_t)rn(o, "resumed_ms");
-	sb->destroyed_ms = (int64_t)rn(o, "destroyed_ms");
-	sb->spawn_ms = (int64_t)rn(o, "spawn_ms");
-	sb->auto_pause_s = (int)rn(o, "auto_pause_s");
+	sb->created_ms = RN_I64(o, "created_ms");
+	sb->running_ms = RN_I64(o, "running_ms");
+	sb->paused_ms = RN_I64(o, "paused_ms");
+	sb->resumed_ms = RN_I64(o, "resumed_ms");
+	sb->destroyed_ms = RN_I64(o, "destroyed_ms");
+	sb->spawn_ms = RN_I64(o, "spawn_ms");
+	sb->auto_pause_s = RN_INT(o, "auto_pause_s");
 	sb->ingress_enabled = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "ingress_enabled"));
 	sb->egress.is_null = true;
 	if (eg != NULL && !cJSON_IsNull(eg) &&
@@ -1631,9 +1646,9 @@ int mock_sandbox_restore(mock_model *m, const cJSON *o, char *why, size_t cap)
 	sb->networks = rj(o, "networks", true);
 	copy_str(sb->forked_from, sizeof(sb->forked_from), rs(o, "forked_from"));
 	copy_str(sb->host_id, sizeof(sb->host_id), rs(o, "host_id"));
-	sb->bw_quota = (int64_t)rn(o, "bw_quota");
-	sb->bw_used = (int64_t)rn(o, "bw_used");
-	sb->bw_ingress = (int64_t)rn(o, "bw_ingress");
+	sb->bw_quota = RN_I64(o, "bw_quota");
+	sb->bw_used = RN_I64(o, "bw_used");
+	sb->bw_ingress = RN_I64(o, "bw_ingress");
 	sb->destroy_stuck = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "destroy_stuck"));
 	sb->cold_start = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "cold_start"));
 	if (sb->tenant == NULL || sb->envs == NULL || sb->ssh_pubkeys == NULL || sb->disks == NULL ||
