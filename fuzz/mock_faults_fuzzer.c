@@ -86,6 +86,17 @@ static void check_action(const mock_fault_action *a, const char *label, size_t l
 		check(a->min_ms <= a->max_lat_ms, "uniform latency with min above max");
 }
 
+/* Bit-for-bit equality (NaN equals NaN, 0.0 differs from -0.0): the same seed
+ * and input must give the very same double. */
+static bool same_bits(double x, double y)
+{
+	uint64_t bx, by;
+
+	memcpy(&bx, &x, sizeof bx);
+	memcpy(&by, &y, sizeof by);
+	return bx == by;
+}
+
 static bool same_action(const mock_fault_action *a, const mock_fault_action *b)
 {
 	if (a->kind != b->kind || a->status != b->status || a->retry_after != b->retry_after ||
@@ -94,11 +105,11 @@ static bool same_action(const mock_fault_action *a, const mock_fault_action *b)
 	    a->after_frames != b->after_frames || a->polls != b->polls ||
 	    a->not_ready_ms != b->not_ready_ms)
 		return false;
-	if (memcmp(&a->ms, &b->ms, sizeof(double)) != 0 ||
-	    memcmp(&a->min_ms, &b->min_ms, sizeof(double)) != 0 ||
-	    memcmp(&a->max_lat_ms, &b->max_lat_ms, sizeof(double)) != 0 ||
-	    memcmp(&a->mu, &b->mu, sizeof(double)) != 0 ||
-	    memcmp(&a->sigma, &b->sigma, sizeof(double)) != 0)
+	if (!same_bits(a->ms, b->ms) ||
+	    !same_bits(a->min_ms, b->min_ms) ||
+	    !same_bits(a->max_lat_ms, b->max_lat_ms) ||
+	    !same_bits(a->mu, b->mu) ||
+	    !same_bits(a->sigma, b->sigma))
 		return false;
 	if (strcmp(a->envelope, b->envelope) != 0 || strcmp(a->code, b->code) != 0 ||
 	    strcmp(a->message, b->message) != 0 || strcmp(a->host_id, b->host_id) != 0)
@@ -260,7 +271,7 @@ static void compare_engines(mock_faults *a, mock_faults *b, const cJSON *list)
 			double db = mock_faults_latency_ms(b, &ab);
 
 			check(isfinite(da) && da >= 0 && da <= 3600000, "latency draw out of range");
-			check(memcmp(&da, &db, sizeof(da)) == 0, "latency draws differ for the same seed");
+			check(same_bits(da, db), "latency draws differ for the same seed");
 		}
 	}
 	free_requests(&s);

@@ -715,7 +715,9 @@ static void set_linger_reset(struct MHD_Connection *conn)
 	setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
 	memset(&unspec, 0, sizeof(unspec));
 	unspec.sa_family = AF_UNSPEC;
-	connect(fd, &unspec, sizeof(unspec));
+	/* Dissolving the association is best effort: the close that follows
+	 * still resets the connection because of SO_LINGER 0. */
+	(void)connect(fd, &unspec, sizeof(unspec));
 }
 
 static void hang(mreq *r, int64_t max_ms)
