@@ -10,7 +10,7 @@
 # on a shared machine the rates follow the load, the CPU cost does not.
 # usage: bench/mock.sh [BUILD_DIR=build/default] [SECONDS=10]
 # env: NICE (default 10), CONNS (wrk connections, default 32),
-#      CYCLE_THREADS (default 2).
+#      CYCLE_THREADS (default 2), WORK_DIR (the mock's --work-dir, e.g. on tmpfs).
 # Run from a release build; the numbers go into mock-api/README.md.
 set -eu
 BUILD=${1:-build/default}
@@ -25,7 +25,7 @@ command -v wrk >/dev/null || { echo "bench/mock.sh: wrk is not installed (apt-ge
 OUT=$(mktemp)
 RES=$(mktemp)
 trap 'kill $PID 2>/dev/null; wait $PID 2>/dev/null; rm -f "$OUT" "$RES"' EXIT
-nice -n "$NICE" "$MOCK" --listen 127.0.0.1:0 --admin-token bench --no-journal --quiet --cap 100000 >"$OUT" &
+nice -n "$NICE" "$MOCK" --listen 127.0.0.1:0 --admin-token bench --no-journal --quiet --cap 100000 ${WORK_DIR:+--work-dir "$WORK_DIR"} >"$OUT" &
 PID=$!
 for _ in $(seq 50); do grep -q listening "$OUT" && break; sleep 0.1; done
 URL=$(sed -n 's/^sbx-mock listening on //p' "$OUT")
