@@ -236,19 +236,25 @@ static void tenants_free(mock_tenant *t)
 	}
 }
 
+/* Appends sb to a growable array of sandbox pointers (doubling, from 64). */
+static bool sandbox_array_push(mock_sandbox ***arr, size_t *n, size_t *cap, mock_sandbox *sb)
+{
+	if (*n == *cap) {
+		size_t grown = *cap == 0 ? 64 : *cap * 2;
+		mock_sandbox **a = realloc(*arr, grown * sizeof(*a));
+
+		if (a == NULL)
+			return false;
+		*arr = a;
+		*cap = grown;
+	}
+	(*arr)[(*n)++] = sb;
+	return true;
+}
+
 static bool grave_push(mock_model *m, mock_sandbox *sb)
 {
-	if (m->ngrave == m->capgrave) {
-		size_t cap = m->capgrave == 0 ? 64 : m->capgrave * 2;
-		mock_sandbox **g = realloc(m->grave, cap * sizeof(*g));
-
-		if (g == NULL)
-			return false;
-		m->grave = g;
-		m->capgrave = cap;
-	}
-	m->grave[m->ngrave++] = sb;
-	return true;
+	return sandbox_array_push(&m->grave, &m->ngrave, &m->capgrave, sb);
 }
 
 void mock_model_reset(mock_model *m)
@@ -511,17 +517,7 @@ static void auto_pause_arm(mock_model *m, mock_sandbox *sb)
 
 static bool sbx_push(mock_model *m, mock_sandbox *sb)
 {
-	if (m->nsbx == m->capsbx) {
-		size_t cap = m->capsbx == 0 ? 64 : m->capsbx * 2;
-		mock_sandbox **s = realloc(m->sbx, cap * sizeof(*s));
-
-		if (s == NULL)
-			return false;
-		m->sbx = s;
-		m->capsbx = cap;
-	}
-	m->sbx[m->nsbx++] = sb;
-	return true;
+	return sandbox_array_push(&m->sbx, &m->nsbx, &m->capsbx, sb);
 }
 
 static mock_sandbox *sandbox_alloc(mock_model *m, mock_tenant *t)
