@@ -61,6 +61,7 @@ static cJSON *settings_view(sbx_mock *mock)
 	cJSON_AddBoolToObject(o, "ready", s->ready);
 	cJSON_AddNumberToObject(o, "exec_heartbeat_ms", atomic_load(&mock->hb_ms));
 	cJSON_AddStringToObject(o, "guest_mode", mock_guest_mode_name(mock->gmode));
+	cJSON_AddBoolToObject(o, "guest_pid_namespace", mock->pidns != NULL);
 	return o;
 }
 

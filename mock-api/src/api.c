@@ -396,7 +396,7 @@ static void h_create(mreq *r, mresp *out, mock_tenant *t)
 		resp_mock_err(out, &e);
 		return;
 	}
-	g = mock_guest_new(mock->work_dir, sb->id, mock->gmode, &gerr);
+	g = mock_guest_new(mock->work_dir, sb->id, mock->gmode, mock->pidns, &gerr);
 	{
 		int64_t ms;
 
@@ -703,7 +703,7 @@ static void h_fork(mreq *r, mresp *out, mock_tenant *t)
 	sbx_egress_list_free(&q.egress);
 	if (sb == NULL)
 		return;
-	g = mock_guest_new(mock->work_dir, sb->id, mock->gmode, &gerr);
+	g = mock_guest_new(mock->work_dir, sb->id, mock->gmode, mock->pidns, &gerr);
 	if (g != NULL && src->guest != NULL && mock_guest_copy(g, src->guest, &gerr) != 0) {
 		mock_guest_free(g, true);
 		g = NULL;

@@ -19,6 +19,8 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -43,11 +45,22 @@
 #include <sanitizer/asan_interface.h>
 #endif
 
+/* The guest PID namespace (ns mode): one per mock, held open by an init
+ * process that reaps orphaned guest processes. Guests see and signal only
+ * each other; when the init dies (mock stop, or the mock itself dies: the
+ * init watches a pipe only the mock holds) the kernel kills every guest. */
+struct mock_pidns {
+	pid_t init;
+	int ns_fd;   /* /proc/<init>/ns/pid */
+	int self_fd; /* the mock's own PID namespace, to switch back */
+	int life_w;  /* the init exits when this end closes */
+};
+
 struct mock_guest {
 	pthread_mutex_t lock;
 	mock_guest_mode mode;
-	char root[PATH_MAX];   /* <work>/<id> */
-	char fs[PATH_MAX];     /* root/fs */
+	const mock_pidns *pidns; /* ns mode: the mock's guest PID namespace, or NULL */
+	char fs[PATH_MAX];     /* <work>/<id> */
 	char ws[PATH_MAX];     /* fs/workspace */
 	char tmp[PATH_MAX];    /* fs/tmp */
 	pid_t *pgids;
@@ -135,13 +148,13 @@ static int mkdir_p(const char *path, sbx_err *err)
 	return 0;
 }
 
-/* root, fs, fs/workspace, fs/tmp: four mkdir calls when the work dir
- * exists (the usual case), mkdir_p of every prefix otherwise. */
+/* fs, fs/workspace, fs/tmp: three mkdir calls when the work dir exists
+ * (the usual case), mkdir_p of every prefix otherwise. */
 static int make_tree(const mock_guest *g, sbx_err *err)
 {
-	const char *const dirs[] = {g->root, g->fs, g->ws, g->tmp};
+	const char *const dirs[] = {g->fs, g->ws, g->tmp};
 
-	for (size_t i = 0; i < 4; i++) {
+	for (size_t i = 0; i < 3; i++) {
 		if (mkdir(dirs[i], 0755) == 0 || errno == EEXIST)
 			continue;
 		if (errno != ENOENT) {
@@ -159,7 +172,7 @@ const char *mock_guest_fs_root(const mock_guest *g)
 }
 
 mock_guest *mock_guest_new(const char *work_dir, const char *id, mock_guest_mode mode,
-			   sbx_err *err)
+			   const mock_pidns *pidns, sbx_err *err)
 {
 	mock_guest *g = calloc(1, sizeof(*g));
 
@@ -169,8 +182,8 @@ mock_guest *mock_guest_new(const char *work_dir, const char *id, mock_guest_mode
 	}
 	pthread_mutex_init(&g->lock, NULL);
 	g->mode = mode;
-	if ((size_t)snprintf(g->root, sizeof(g->root), "%s/%s", work_dir, id) >= sizeof(g->root) ||
-	    (size_t)snprintf(g->fs, sizeof(g->fs), "%s/fs", g->root) >= sizeof(g->fs) ||
+	g->pidns = mode == GUEST_NS ? pidns : NULL;
+	if ((size_t)snprintf(g->fs, sizeof(g->fs), "%s/%s", work_dir, id) >= sizeof(g->fs) ||
 	    (size_t)snprintf(g->ws, sizeof(g->ws), "%s/workspace", g->fs) >= sizeof(g->ws) ||
 	    (size_t)snprintf(g->tmp, sizeof(g->tmp), "%s/tmp", g->fs) >= sizeof(g->tmp)) {
 		sbx_err_set(err, "work dir path too long");
@@ -296,7 +309,7 @@ void mock_guest_free(mock_guest *g, bool remove_tree)
 		return;
 	mock_guest_kill(g);
 	if (remove_tree)
-		remove_tree_at(AT_FDCWD, g->root);
+		remove_tree_at(AT_FDCWD, g->fs);
 	free(g->pgids);
 	pthread_mutex_destroy(&g->lock);
 	free(g);
@@ -333,6 +346,7 @@ typedef struct child_plan {
 	const char *cwd;
 	bool ns;
 	bool isolate_net;
+	const mock_pidns *pidns;
 	const char *ws, *tmp;
 	int in_r, out_w, err_w, status_w;
 } child_plan;
@@ -433,6 +447,7 @@ static int plan_build(mock_guest *g, const mock_exec_spec *s, child_plan *cp, sb
 	cp->cwd = plain ? g->ws : "/workspace";
 	cp->ns = !plain;
 	cp->isolate_net = !plain && s->isolate_net;
+	cp->pidns = g->pidns;
 	cp->ws = g->ws;
 	cp->tmp = g->tmp;
 	return 0;
@@ -511,6 +526,11 @@ static int child_run(void *arg)
 		    mount(cp->ws, "/workspace", "none", MS_BIND, NULL) != 0 ||
 		    mount(cp->tmp, "/tmp", "none", MS_BIND, NULL) != 0)
 			child_fail(cp->status_w, errno);
+		/* a proc of the guest PID namespace (this child's): ps and
+		 * /proc show the guests only */
+		if (cp->pidns != NULL &&
+		    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) != 0)
+			child_fail(cp->status_w, errno);
 		if (cp->isolate_net)
 			lo_up();
 	}
@@ -528,31 +548,176 @@ static int child_run(void *arg)
 /* Starts child_run in a vfork-style child: no copy of the server's page
  * tables (fork of this big multi-threaded process cost ~10 ms, mostly
  * copy-on-write faults and TLB shootdowns), the calling thread waits until
- * the child has called execve or exited. All signals stay blocked in the
- * caller meanwhile so no handler runs on the child's stack. */
+ * the child has called execve or exited. The child's stack is a block of
+ * the caller's own frame, which stays untouched while the caller sleeps:
+ * an mmap + munmap per exec cost a TLB shootdown on every CPU the server
+ * runs on. All signals stay blocked in the caller meanwhile so no handler
+ * runs on the child's stack. */
 static pid_t spawn_child(child_plan *cp, int *err_out)
 {
+	_Alignas(64) char stack[CHILD_STACK_SIZE];
 	sigset_t all, old;
-	void *stack;
 	pid_t pid;
 
-	stack = mmap(NULL, CHILD_STACK_SIZE, PROT_READ | PROT_WRITE,
-		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-	if (stack == MAP_FAILED) {
+	/* the child is born in the guest PID namespace: setns sets where this
+	 * thread's next children go, and is undone at once (a thread whose
+	 * children would land in another namespace cannot create threads) */
+	if (cp->pidns != NULL && setns(cp->pidns->ns_fd, CLONE_NEWPID) != 0) {
 		*err_out = errno;
 		return -1;
 	}
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	pid = clone(child_run, (char *)stack + CHILD_STACK_SIZE, CLONE_VM | CLONE_VFORK | SIGCHLD, cp);
+	pid = clone(child_run, stack + CHILD_STACK_SIZE, CLONE_VM | CLONE_VFORK | SIGCHLD, cp);
 	*err_out = errno;
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (cp->pidns != NULL && setns(cp->pidns->self_fd, CLONE_NEWPID) != 0 && pid >= 0)
+		*err_out = errno; /* cannot happen: back to the namespace we are in */
 #ifdef SBX_GUEST_ASAN
 	/* the child's frames left redzones in the shared shadow memory */
 	__asan_unpoison_memory_region(stack, CHILD_STACK_SIZE);
 #endif
-	munmap(stack, CHILD_STACK_SIZE);
 	return pid;
+}
+
+/* ---- the guest PID namespace ---- */
+
+static void close_above(int keep_a, int keep_b)
+{
+	int lo = keep_a < keep_b ? keep_a : keep_b, hi = keep_a < keep_b ? keep_b : keep_a;
+
+	syscall(SYS_close_range, 3U, (unsigned)lo - 1, 0U);
+	syscall(SYS_close_range, (unsigned)lo + 1, (unsigned)hi - 1, 0U);
+	syscall(SYS_close_range, (unsigned)hi + 1, ~0U, 0U);
+}
+
+/* PID 1 of the guest namespace, in a fork of the mock: system calls only.
+ * Reports on ready_w whether a proc of this namespace can be mounted (each
+ * exec mounts one), then reaps orphans until life_r reports the mock gone. */
+static _Noreturn void pidns_init_main(int life_r, int ready_w)
+{
+	sigset_t chld;
+	int devnull = open("/dev/null", O_RDWR | O_CLOEXEC), sfd, code = 0;
+
+	if (devnull >= 0) {
+		dup2(devnull, 0);
+		dup2(devnull, 1);
+		dup2(devnull, 2);
+	}
+	close_above(life_r, ready_w);
+	prctl(PR_SET_NAME, "sbx-guest-init");
+	child_reset_signals(); /* no mock handler runs here, whoever signals */
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	sigprocmask(SIG_SETMASK, &chld, NULL);
+	sfd = signalfd(-1, &chld, SFD_CLOEXEC);
+	if (sfd < 0 || unshare(CLONE_NEWNS) != 0 ||
+	    mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL) != 0 ||
+	    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) != 0)
+		code = errno != 0 ? errno : EINVAL;
+	if (write(ready_w, &code, sizeof(code)) != (ssize_t)sizeof(code) || code != 0)
+		_exit(1);
+	close(ready_w);
+	for (;;) {
+		struct pollfd pf[2] = {{.fd = life_r, .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
+		struct signalfd_siginfo si;
+
+		while (waitpid(-1, NULL, WNOHANG | __WALL) > 0)
+			;
+		if (poll(pf, 2, -1) < 0 && errno != EINTR)
+			_exit(2);
+		if (pf[0].revents != 0)
+			_exit(0); /* the mock is gone: the kernel kills the guests */
+		if (pf[1].revents != 0 && read(sfd, &si, sizeof(si)) < 0 && errno != EAGAIN)
+			_exit(3);
+	}
+}
+
+mock_pidns *mock_pidns_start(sbx_err *err)
+{
+	mock_pidns *ns = calloc(1, sizeof(*ns));
+	int life[2] = {-1, -1}, ready[2] = {-1, -1}, code = 0;
+	char path[64];
+	ssize_t r;
+
+	if (ns == NULL) {
+		sbx_err_set(err, "out of memory");
+		return NULL;
+	}
+	ns->init = -1;
+	ns->ns_fd = -1;
+	ns->life_w = -1;
+	ns->self_fd = open("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC);
+	if (ns->self_fd < 0 || pipe2(life, O_CLOEXEC) != 0 || pipe2(ready, O_CLOEXEC) != 0) {
+		sbx_err_set(err, "guest PID namespace: %s", strerror(errno));
+		goto out_fail;
+	}
+	/* the next child of this thread is PID 1 of a new namespace */
+	if (unshare(CLONE_NEWPID) != 0) {
+		sbx_err_set(err, "guest PID namespace: unshare: %s", strerror(errno));
+		goto out_fail;
+	}
+	ns->init = fork();
+	if (ns->init == 0)
+		pidns_init_main(life[0], ready[1]);
+	code = errno;
+	if (setns(ns->self_fd, CLONE_NEWPID) != 0 || ns->init < 0) {
+		sbx_err_set(err, "guest PID namespace: %s", strerror(ns->init < 0 ? code : errno));
+		goto out_fail;
+	}
+	close(life[0]);
+	close(ready[1]);
+	life[0] = ready[1] = -1;
+	ns->life_w = life[1];
+	life[1] = -1;
+	do {
+		r = read(ready[0], &code, sizeof(code));
+	} while (r < 0 && errno == EINTR);
+	if (r != (ssize_t)sizeof(code) || code != 0) {
+		sbx_err_set(err, "guest PID namespace: cannot mount its proc: %s",
+			    strerror(r == (ssize_t)sizeof(code) ? code : EIO));
+		goto out_fail;
+	}
+	snprintf(path, sizeof(path), "/proc/%d/ns/pid", (int)ns->init);
+	ns->ns_fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (ns->ns_fd < 0) {
+		sbx_err_set(err, "guest PID namespace: %s: %s", path, strerror(errno));
+		goto out_fail;
+	}
+	close(ready[0]);
+	return ns;
+
+out_fail:
+	for (int i = 0; i < 2; i++) {
+		if (life[i] >= 0)
+			close(life[i]);
+		if (ready[i] >= 0)
+			close(ready[i]);
+	}
+	mock_pidns_stop(ns);
+	return NULL;
+}
+
+/* Kills the init, so the kernel kills every guest. Call once the mock has
+ * reaped the guests it started itself: the init's exit waits for them. */
+void mock_pidns_stop(mock_pidns *ns)
+{
+	if (ns == NULL)
+		return;
+	if (ns->life_w >= 0)
+		close(ns->life_w);
+	if (ns->init > 0) {
+		kill(ns->init, SIGKILL);
+		/* bounded: a guest the mock started and never reaped keeps the
+		 * init from being reaped (it is then reaped at the mock's exit) */
+		for (int i = 0; i < 500 && waitpid(ns->init, NULL, WNOHANG) == 0; i++)
+			usleep(10000);
+	}
+	if (ns->ns_fd >= 0)
+		close(ns->ns_fd);
+	if (ns->self_fd >= 0)
+		close(ns->self_fd);
+	free(ns);
 }
 
 static int guest_add_pgid(mock_guest *g, pid_t pgid)

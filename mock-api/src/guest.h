@@ -33,10 +33,18 @@ typedef enum mock_guest_mode { GUEST_PLAIN, GUEST_NS } mock_guest_mode;
 int mock_guest_mode_detect(const char *requested, mock_guest_mode *out, sbx_err *err);
 const char *mock_guest_mode_name(mock_guest_mode mode);
 
+/* The PID namespace every guest of a mock runs in (ns mode, where the
+ * kernel allows it). NULL + err when it cannot be made; stop kills every
+ * process in it. */
+typedef struct mock_pidns mock_pidns;
+mock_pidns *mock_pidns_start(sbx_err *err);
+void mock_pidns_stop(mock_pidns *ns);
+
 typedef struct mock_guest mock_guest;
 
+/* pidns: NULL, or the namespace ns-mode execs run in. */
 mock_guest *mock_guest_new(const char *work_dir, const char *id, mock_guest_mode mode,
-			   sbx_err *err);
+			   const mock_pidns *pidns, sbx_err *err);
 /* Copies src's files into dst (fork). */
 int mock_guest_copy(mock_guest *dst, const mock_guest *src, sbx_err *err);
 /* Sends sig to every process group the guest started. */

@@ -346,6 +346,9 @@ static int run(cli *c)
 	printf("admin token: %s\n", sbx_mock_admin_token(mock));
 	printf("guest mode: %s\n", sbx_mock_guest_mode(mock));
 	fflush(stdout);
+	if (sbx_mock_guest_pidns_note(mock) != NULL)
+		fprintf(stderr, "sbx-mock: guests share the host's PID namespace: %s\n",
+			sbx_mock_guest_pidns_note(mock));
 	sigwait(&set, &sig);
 	if (!c->cfg.quiet)
 		fprintf(stderr, "sbx-mock: signal %d, stopping\n", sig);

@@ -61,6 +61,21 @@ void mock_sleep_ms(sbx_mock *mock, int64_t ms)
 
 /* ---- worker threads ---- */
 
+/* Blocking work runs on a small pool of threads that outlive their job: a
+ * thread per job cost a clone, a stack madvise at exit and a join for every
+ * exec (about a tenth of a create->exec->delete cycle). A thread waits
+ * POOL_IDLE_MS for the next job, then ends; the pool has no upper bound,
+ * like the one-thread-per-job scheme it replaces, because a job may block
+ * for as long as a client keeps an exec stream open. */
+#define POOL_IDLE_MS 10000
+
+typedef struct mock_job {
+	void *(*fn)(void *);
+	void *arg;
+	sbx_mock *mock;
+	struct mock_job *next;
+} mock_job;
+
 /* Counts a worker in; false when the mock is stopping (the caller then does
  * the work inline: every blocking wait returns at once on stop). */
 static bool worker_begin(sbx_mock *mock)
@@ -75,34 +90,17 @@ static bool worker_begin(sbx_mock *mock)
 	return ok;
 }
 
-/* The worker's last touch of mock. own_thread: called by the worker thread
- * itself as it ends (it is then joined by the next start or by stop), not
- * by a caller that did the work inline. */
-static void worker_end(sbx_mock *mock, bool own_thread)
+/* A job's last touch of mock, whether it ran on a pool thread or inline. */
+static void worker_end(sbx_mock *mock)
 {
 	pthread_mutex_lock(&mock->work_lock);
-	if (own_thread) {
-		if (mock->nzombies == mock->capzombies) {
-			size_t cap = mock->capzombies == 0 ? 16 : mock->capzombies * 2;
-			pthread_t *nz = realloc(mock->zombies, cap * sizeof(*nz));
-
-			if (nz != NULL) {
-				mock->zombies = nz;
-				mock->capzombies = cap;
-			}
-		}
-		if (mock->nzombies < mock->capzombies)
-			mock->zombies[mock->nzombies++] = pthread_self();
-		else
-			pthread_detach(pthread_self()); /* out of memory: cannot be joined */
-	}
 	if (--mock->workers == 0)
 		pthread_cond_broadcast(&mock->work_cv);
 	pthread_mutex_unlock(&mock->work_lock);
 }
 
-/* Joins the workers that have ended (each is past worker_end, so this
- * waits for a few instructions at most). */
+/* Joins the pool threads that have ended (each is past its last lock of
+ * work_lock, so this waits for a few instructions at most). */
 static void reap_workers(sbx_mock *mock)
 {
 	pthread_t batch[16];
@@ -120,21 +118,105 @@ static void reap_workers(sbx_mock *mock)
 	} while (n > 0);
 }
 
+/* Waits for every job to end and every pool thread to leave (the caller
+ * has set mock->stopping, so idle threads leave at once). */
 static void workers_wait(sbx_mock *mock)
 {
 	pthread_mutex_lock(&mock->work_lock);
-	while (mock->workers > 0)
+	pthread_cond_broadcast(&mock->job_cv);
+	while (mock->workers > 0 || mock->threads > 0)
 		pthread_cond_wait(&mock->work_cv, &mock->work_lock);
 	pthread_mutex_unlock(&mock->work_lock);
 	reap_workers(mock);
 }
 
+/* Called with work_lock held by a pool thread that leaves. */
+static void pool_leave_locked(sbx_mock *mock)
+{
+	if (mock->nzombies == mock->capzombies) {
+		size_t cap = mock->capzombies == 0 ? 16 : mock->capzombies * 2;
+		pthread_t *nz = realloc(mock->zombies, cap * sizeof(*nz));
+
+		if (nz != NULL) {
+			mock->zombies = nz;
+			mock->capzombies = cap;
+		}
+	}
+	if (mock->nzombies < mock->capzombies)
+		mock->zombies[mock->nzombies++] = pthread_self();
+	else
+		pthread_detach(pthread_self()); /* out of memory: cannot be joined */
+	if (--mock->threads == 0)
+		pthread_cond_broadcast(&mock->work_cv);
+}
+
+static void *pool_main(void *arg)
+{
+	mock_job *job = arg;
+	sbx_mock *mock = job->mock;
+
+	for (;;) {
+		struct timespec deadline;
+		int rc = 0;
+
+		job->fn(job->arg);
+		free(job);
+		clock_gettime(CLOCK_MONOTONIC, &deadline);
+		deadline.tv_sec += POOL_IDLE_MS / 1000;
+		pthread_mutex_lock(&mock->work_lock);
+		while (mock->jobs == NULL && !atomic_load(&mock->stopping) && rc != ETIMEDOUT) {
+			mock->idle++;
+			rc = pthread_cond_timedwait(&mock->job_cv, &mock->work_lock, &deadline);
+			mock->idle--;
+		}
+		job = mock->jobs;
+		if (job == NULL) {
+			pool_leave_locked(mock);
+			pthread_mutex_unlock(&mock->work_lock);
+			return NULL;
+		}
+		mock->jobs = job->next;
+		if (mock->jobs == NULL)
+			mock->jobs_tail = NULL;
+		mock->njobs--;
+		pthread_mutex_unlock(&mock->work_lock);
+	}
+}
+
+/* Runs fn(arg) on an idle pool thread, or on a new one. */
 static int start_worker(sbx_mock *mock, void *(*fn)(void *), void *arg)
 {
+	mock_job *job = malloc(sizeof(*job));
 	pthread_t tid;
+	int rc;
 
 	reap_workers(mock);
-	return pthread_create(&tid, NULL, fn, arg);
+	if (job == NULL)
+		return ENOMEM;
+	*job = (mock_job){.fn = fn, .arg = arg, .mock = mock, .next = NULL};
+	pthread_mutex_lock(&mock->work_lock);
+	if (mock->idle > mock->njobs) { /* a waiting thread will take it */
+		if (mock->jobs_tail != NULL)
+			mock->jobs_tail->next = job;
+		else
+			mock->jobs = job;
+		mock->jobs_tail = job;
+		mock->njobs++;
+		pthread_cond_signal(&mock->job_cv);
+		pthread_mutex_unlock(&mock->work_lock);
+		return 0;
+	}
+	mock->threads++;
+	pthread_mutex_unlock(&mock->work_lock);
+	rc = pthread_create(&tid, NULL, pool_main, job);
+	if (rc != 0) {
+		free(job);
+		pthread_mutex_lock(&mock->work_lock);
+		if (--mock->threads == 0)
+			pthread_cond_broadcast(&mock->work_cv);
+		pthread_mutex_unlock(&mock->work_lock);
+	}
+	return rc;
 }
 
 /* ---- blocking response bodies ---- */
@@ -229,7 +311,7 @@ static void *pump_main(void *arg)
 	}
 	free(chunk);
 	pump_unref(p);
-	worker_end(mock, true);
+	worker_end(mock);
 	return NULL;
 }
 
@@ -313,7 +395,7 @@ struct MHD_Response *mock_blocking_response(mreq *r, uint64_t size, MHD_ContentR
 	} else if (start_worker(p->mock, pump_main, p) != 0) {
 		p->refs = 1;
 		p->error = true;
-		worker_end(p->mock, false);
+		worker_end(p->mock);
 	}
 	return resp;
 }
@@ -1083,7 +1165,7 @@ static bool must_offload(const mreq *r)
 }
 
 /* Serves an offloaded request and hands it back to MHD. */
-static void offload_serve(mreq *r, bool own_thread)
+static void offload_serve(mreq *r)
 {
 	sbx_mock *mock = r->mock;
 	struct MHD_Connection *conn = r->conn;
@@ -1092,12 +1174,12 @@ static void offload_serve(mreq *r, bool own_thread)
 	r->offload = OFFLOAD_DONE;
 	/* r belongs to MHD again from here on (it may complete and free it) */
 	MHD_resume_connection(conn);
-	worker_end(mock, own_thread);
+	worker_end(mock);
 }
 
 static void *offload_main(void *arg)
 {
-	offload_serve(arg, true);
+	offload_serve(arg);
 	return NULL;
 }
 
@@ -1116,7 +1198,7 @@ static bool offload(mreq *r)
 	r->offload = OFFLOAD_RUNNING;
 	MHD_suspend_connection(r->conn);
 	if (start_worker(r->mock, offload_main, r) != 0)
-		offload_serve(r, false); /* resumes at once; the answer is queued on the next call */
+		offload_serve(r); /* resumes at once; the answer is queued on the next call */
 	return true;
 }
 
@@ -1458,6 +1540,14 @@ sbx_mock *sbx_mock_start(const sbx_mock_config *cfg, sbx_err *err)
 	}
 	pthread_mutex_init(&mock->work_lock, NULL);
 	pthread_cond_init(&mock->work_cv, NULL);
+	{
+		pthread_condattr_t ca;
+
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* pool_main's idle deadline */
+		pthread_cond_init(&mock->job_cv, &ca);
+		pthread_condattr_destroy(&ca);
+	}
 	mock->work_ready = true;
 	memset(&set, 0, sizeof(set));
 	set.sandbox_cap = cfg->sandbox_cap;
@@ -1491,6 +1581,13 @@ sbx_mock *sbx_mock_start(const sbx_mock_config *cfg, sbx_err *err)
 		goto out_free;
 	if (mock_guest_mode_detect(cfg->guest_mode, &mock->gmode, err) != 0)
 		goto out_free;
+	if (mock->gmode == GUEST_NS) {
+		sbx_err perr;
+
+		mock->pidns = mock_pidns_start(&perr);
+		if (mock->pidns == NULL) /* guests then share the mock's PID namespace */
+			snprintf(mock->pidns_note, sizeof(mock->pidns_note), "%s", perr.msg);
+	}
 	mock->model = mock_model_new(&set);
 	mock->faults = mock_faults_new(cfg->seed);
 	mock->journal = mock_journal_new(cfg->no_journal ? 0 : cfg->journal_size);
@@ -1538,6 +1635,11 @@ const char *sbx_mock_guest_mode(const sbx_mock *mock)
 	return mock_guest_mode_name(mock->gmode);
 }
 
+const char *sbx_mock_guest_pidns_note(const sbx_mock *mock)
+{
+	return mock->gmode == GUEST_NS && mock->pidns == NULL ? mock->pidns_note : NULL;
+}
+
 void sbx_mock_stop(sbx_mock *mock)
 {
 	if (mock == NULL)
@@ -1559,6 +1661,7 @@ void sbx_mock_stop(sbx_mock *mock)
 		free_guests(mock, mock->state == NULL); /* durable: trees survive */
 		mock_model_free(mock->model);
 	}
+	mock_pidns_stop(mock->pidns); /* every guest process is gone after this */
 	if (mock->own_work_dir)
 		rmdir(mock->work_dir);
 	mock_faults_free(mock->faults);
@@ -1572,6 +1675,7 @@ void sbx_mock_stop(sbx_mock *mock)
 	free(mock->zombies);
 	if (mock->work_ready) {
 		pthread_cond_destroy(&mock->work_cv);
+		pthread_cond_destroy(&mock->job_cv);
 		pthread_mutex_destroy(&mock->work_lock);
 	}
 	free(mock);

@@ -33,6 +33,8 @@ struct sbx_mock {
 	mock_faults *faults;
 	mock_journal *journal;
 	mock_guest_mode gmode;
+	mock_pidns *pidns;           /* ns mode: the guests' PID namespace, or NULL */
+	char pidns_note[sizeof(((sbx_err *)0)->msg)]; /* why there is none in ns mode */
 	char work_dir[PATH_MAX];
 	bool own_work_dir;
 	char **keys;
@@ -53,10 +55,15 @@ struct sbx_mock {
 	 * requests and blocking response readers. sbx_mock_stop waits for
 	 * workers == 0 before stopping the daemon. */
 	pthread_mutex_t work_lock;
-	pthread_cond_t work_cv;
-	unsigned workers;
+	pthread_cond_t work_cv;      /* workers or threads dropped */
+	pthread_cond_t job_cv;       /* a job was queued, or stopping */
+	unsigned workers;            /* jobs started and not yet ended */
+	unsigned threads;            /* pool threads alive */
+	unsigned idle;               /* pool threads waiting for a job */
+	unsigned njobs;              /* jobs queued for an idle thread */
+	struct mock_job *jobs, *jobs_tail;
 	bool work_ready;
-	pthread_t *zombies;          /* ended workers, not yet joined */
+	pthread_t *zombies;          /* ended pool threads, not yet joined */
 	size_t nzombies, capzombies;
 	/* When set, every request runs on a worker thread, GETs included (a
 	 * mode whose GETs may block, e.g. proxying to an upstream). */

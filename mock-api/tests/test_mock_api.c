@@ -275,7 +275,7 @@ static void exec_buffered(void **state)
 	if (strcmp(sbx_mock_guest_mode(g_mock), "ns") == 0)
 		assert_string_equal(cJSON_GetObjectItem(res, "stdout")->valuestring, "hi\n/workspace\n");
 	else /* plain mode: cwd is the sandbox's workspace directory */
-		assert_non_null(strstr(cJSON_GetObjectItem(res, "stdout")->valuestring, "/fs/workspace\n"));
+		assert_non_null(strstr(cJSON_GetObjectItem(res, "stdout")->valuestring, "/workspace\n"));
 	assert_string_equal(cJSON_GetObjectItem(res, "stderr")->valuestring, "oops\n");
 	assert_int_equal(cJSON_GetObjectItem(res, "exit_code")->valueint, 3);
 	assert_non_null(cJSON_GetObjectItem(cJSON_GetObjectItem(r.json, "data"), "exec_ms"));
@@ -307,6 +307,70 @@ static void exec_buffered(void **state)
 	th_json(U, "k1", "POST", path, "{\"args\":[]}", &r);
 	expect_status(&r, 400, "missing cmd");
 	assert_non_null(fail_field(&r, "cmd"));
+	th_resp_free(&r);
+}
+
+/* The stdout of a buffered exec of cmd with args (a JSON array text). */
+static char *exec_stdout(const char *id, const char *cmd, const char *args_json)
+{
+	char path[128], body[512];
+	th_resp r;
+	const cJSON *res, *out;
+	char *copy;
+
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/exec", id);
+	snprintf(body, sizeof(body), "{\"cmd\":\"%s\",\"args\":%s}", cmd, args_json);
+	th_json(U, "k1", "POST", path, body, &r);
+	expect_status(&r, 200, body);
+	res = cJSON_GetObjectItem(cJSON_GetObjectItem(r.json, "data"), "result");
+	out = cJSON_GetObjectItem(res, "stdout");
+	assert_true(cJSON_IsString(out));
+	copy = strdup(out->valuestring);
+	th_resp_free(&r);
+	return copy;
+}
+
+/* ns mode: the guests live in a PID namespace of their own. They see and
+ * signal only guests, so even `kill -9 -1` (every process the caller may
+ * signal) stays inside: the mock and this test outlive it, while a
+ * background process started by an earlier exec does not. */
+static void guests_have_their_own_pid_namespace(void **state)
+{
+	char id[64], probe[96], *out;
+	long bg;
+	th_resp r;
+	const cJSON *on;
+
+	(void)state;
+	th_admin(U, TOK, "GET", "/_mock/settings", NULL, &r);
+	on = cJSON_GetObjectItem(cJSON_GetObjectItem(r.json, "data"), "guest_pid_namespace");
+	assert_non_null(on);
+	if (!cJSON_IsTrue(on)) {
+		th_resp_free(&r);
+		print_message("no guest PID namespace here (guest mode %s)\n", sbx_mock_guest_mode(g_mock));
+		skip();
+	}
+	th_resp_free(&r);
+	create("k1", "{\"shape\":\"s-1vcpu-1gb\"}", id, sizeof(id));
+	out = exec_stdout(id, "cat", "[\"/proc/1/comm\"]");
+	assert_string_equal(out, "sbx-guest-init\n"); /* /proc is the namespace's */
+	free(out);
+	out = exec_stdout(id, "sh", "[\"-c\",\"sleep 300 >/dev/null 2>&1 & echo $!\"]");
+	bg = strtol(out, NULL, 10); /* the background sleep, as the guests number it */
+	free(out);
+	assert_true(bg > 1);
+	snprintf(probe, sizeof(probe), "[\"-c\",\"kill -0 %ld && echo alive\"]", bg);
+	out = exec_stdout(id, "sh", probe);
+	assert_string_equal(out, "alive\n"); /* it outlived the exec that started it */
+	free(out);
+	out = exec_stdout(id, "sh", "[\"-c\",\"kill -9 -1; echo survived\"]");
+	assert_string_equal(out, "survived\n"); /* kill(-1) spares its caller */
+	free(out);
+	out = exec_stdout(id, "sh", probe);
+	assert_string_equal(out, ""); /* the sleep is gone */
+	free(out);
+	th_json(U, "k1", "GET", "/v1/whoami", NULL, &r); /* the mock is not */
+	expect_status(&r, 200, "whoami after kill -9 -1");
 	th_resp_free(&r);
 }
 
@@ -637,6 +701,7 @@ int main(void)
 		cmocka_unit_test_setup(validation_names_the_field, reset),
 		cmocka_unit_test_setup(routes_methods_and_limits, reset),
 		cmocka_unit_test_setup(exec_buffered, reset),
+		cmocka_unit_test_setup(guests_have_their_own_pid_namespace, reset),
 		cmocka_unit_test_setup(exec_streaming_ndjson, reset),
 		cmocka_unit_test_setup(files_roundtrip_and_confinement, reset),
 		cmocka_unit_test_setup(pause_fork_resume_destroy, reset),

@@ -64,6 +64,9 @@ void sbx_mock_stop(sbx_mock *mock);
 
 /* "ns" or "plain": how guests run (see mock-api/README.md). */
 const char *sbx_mock_guest_mode(const sbx_mock *mock);
+/* ns mode without a guest PID namespace: why (guests then share the
+ * mock's); NULL otherwise. */
+const char *sbx_mock_guest_pidns_note(const sbx_mock *mock);
 /* Parses --timing: "instant" (0), "realistic" (1) or a scale factor. */
 int sbx_mock_parse_timing(const char *timing, double *scale, sbx_err *err);
 /* Loads fault rules from a scenario name (NAME.json in the scenario search
