@@ -1,14 +1,19 @@
 /* guest: the "VM" behind a mock sandbox — a private directory tree and the
  * processes that exec starts in it.
  *
- * Layout: <work_dir>/<sandbox id>/fs/ is the guest's file system as the
- * files API sees it; fs/workspace and fs/tmp are the guest's /workspace and
- * /tmp. Two modes:
+ * Layout: <work_dir>/<sandbox id>/ is the guest's file system as the files
+ * API sees it; its workspace/ and tmp/ are the guest's /workspace and /tmp.
+ * Two modes:
  *  - ns: (root, or CAP_SYS_ADMIN) each exec runs in its own mount namespace
- *    with fs/workspace bound on /workspace and fs/tmp on /tmp, and in an
- *    empty network namespace (loopback only) when the sandbox's egress is the
- *    "network off" idiom;
- *  - plain: cwd = fs/workspace, TMPDIR = fs/tmp, and cmd/args that start with
+ *    with workspace/ bound on /workspace, tmp/ on /tmp and a proc of the
+ *    guests' PID namespace on /proc, and in an empty network namespace
+ *    (loopback only) when the sandbox's egress is the "network off" idiom.
+ *    Every guest of a mock shares one PID namespace (mock_pidns): guests see
+ *    and signal only guests, background processes outlive their exec as in
+ *    a VM, and the namespace's init dies with the mock, taking every guest
+ *    with it. A namespace per sandbox would need a resident init process per
+ *    sandbox: one more process start per sandbox, as dear as the exec itself;
+ *  - plain: cwd = workspace/, TMPDIR = tmp/, and cmd/args that start with
  *    /workspace or /tmp are rewritten to the sandbox tree.
  * Every exec is its own process group; the guest remembers the groups so
  * pause (SIGSTOP), resume (SIGCONT) and destroy (SIGKILL) reach every process
