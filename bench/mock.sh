@@ -25,7 +25,7 @@ command -v wrk >/dev/null || { echo "bench/mock.sh: wrk is not installed (apt-ge
 OUT=$(mktemp)
 RES=$(mktemp)
 trap 'kill $PID 2>/dev/null; wait $PID 2>/dev/null; rm -f "$OUT" "$RES"' EXIT
-nice -n "$NICE" "$MOCK" --listen 127.0.0.1:0 --admin-token bench --no-journal --quiet --cap 100000 ${WORK_DIR:+--work-dir "$WORK_DIR"} >"$OUT" &
+nice -n "$NICE" "$MOCK" --listen 127.0.0.1:0 --admin-token bench --no-journal --quiet --self-listen off --cap 100000 ${WORK_DIR:+--work-dir "$WORK_DIR"} >"$OUT" &
 PID=$!
 for _ in $(seq 50); do grep -q listening "$OUT" && break; sleep 0.1; done
 URL=$(sed -n 's/^sbx-mock listening on //p' "$OUT")

@@ -52,6 +52,8 @@ mock_guest *mock_guest_new(const char *work_dir, const char *id, mock_guest_mode
 			   const mock_pidns *pidns, sbx_err *err);
 /* Copies src's files into dst (fork). */
 int mock_guest_copy(mock_guest *dst, const mock_guest *src, sbx_err *err);
+/* Copies up to cap of the live process groups the guest started. */
+size_t mock_guest_pgids(mock_guest *g, pid_t *out, size_t cap);
 /* Sends sig to every process group the guest started. */
 void mock_guest_signal(mock_guest *g, int sig);
 /* SIGKILLs everything and refuses new execs. */

@@ -46,6 +46,9 @@ static const char usage[] =
 	"  --record-to FILE        ... and write the exchanges (JSON lines, keys redacted)\n"
 	"  --replay FILE           replay mode: answer a recorded session in order\n"
 	"  --state-dir DIR         durable state: fsync'd mutation log + guest trees in DIR\n"
+	"  --self-listen HOST:PORT|off  the guests' self-signal endpoint, POST /self/pause\n"
+	"                          and /self/delete (default 127.0.0.1:1029, as in a VM;\n"
+	"                          a warning, not an error, when that port is taken)\n"
 	"  --quiet                 no log lines on stderr\n"
 	"  --help                  this text\n"
 	"Exit codes: 0 stopped by SIGINT/SIGTERM, 2 usage or setup error.\n";
@@ -138,7 +141,7 @@ enum {
 	OPT_MAX_RULES, OPT_MAX_BODY, OPT_MAX_FILE, OPT_WORK_DIR, OPT_GUEST_MODE, OPT_EXEC_TIMEOUT,
 	OPT_SEED, OPT_JOURNAL_SIZE, OPT_NO_JOURNAL, OPT_SCENARIO, OPT_QUIET, OPT_HELP,
 	OPT_SCENARIO_DIR, OPT_RECORD_UPSTREAM, OPT_RECORD_TO, OPT_REPLAY,
-	OPT_STATE_DIR,
+	OPT_STATE_DIR, OPT_SELF_LISTEN,
 };
 
 static const struct option options[] = {
@@ -169,6 +172,7 @@ static const struct option options[] = {
 	{"record-to", required_argument, NULL, OPT_RECORD_TO},
 	{"replay", required_argument, NULL, OPT_REPLAY},
 	{"state-dir", required_argument, NULL, OPT_STATE_DIR},
+	{"self-listen", required_argument, NULL, OPT_SELF_LISTEN},
 	{"quiet", no_argument, NULL, OPT_QUIET},
 	{"help", no_argument, NULL, OPT_HELP},
 	{NULL, 0, NULL, 0},
@@ -316,6 +320,10 @@ static int parse_opt(int opt, const char *arg, cli *c)
 	case OPT_STATE_DIR:
 		c->cfg.state_dir = arg;
 		return 0;
+	case OPT_SELF_LISTEN: /* the address itself is checked at start */
+		c->cfg.self_listen = strcmp(arg, "off") == 0 ? NULL : arg;
+		c->cfg.self_listen_optional = false;
+		return 0;
 	case OPT_QUIET:
 		c->cfg.quiet = true;
 		return 0;
@@ -345,7 +353,12 @@ static int run(cli *c)
 	printf("sbx-mock listening on %s\n", sbx_mock_url(mock));
 	printf("admin token: %s\n", sbx_mock_admin_token(mock));
 	printf("guest mode: %s\n", sbx_mock_guest_mode(mock));
+	if (sbx_mock_self_url(mock) != NULL)
+		printf("self-signal: %s\n", sbx_mock_self_url(mock));
 	fflush(stdout);
+	if (sbx_mock_self_note(mock) != NULL && !c->cfg.quiet)
+		fprintf(stderr, "sbx-mock: self-signal endpoint off: %s (--self-listen)\n",
+			sbx_mock_self_note(mock));
 	if (sbx_mock_guest_pidns_note(mock) != NULL)
 		fprintf(stderr, "sbx-mock: guests share the host's PID namespace: %s\n",
 			sbx_mock_guest_pidns_note(mock));
@@ -363,6 +376,8 @@ int main(int argc, char **argv)
 
 	memset(&c, 0, sizeof(c));
 	sbx_mock_config_init(&c.cfg);
+	c.cfg.self_listen = "127.0.0.1:1029"; /* where guest code expects it */
+	c.cfg.self_listen_optional = true;
 	c.any_key = -1;
 	while ((opt = getopt_long(argc, argv, "h", options, NULL)) != -1) {
 		if (opt == OPT_HELP || opt == 'h') {

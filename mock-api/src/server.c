@@ -1124,6 +1124,11 @@ static void serve(mreq *r, mresp *out)
 		admin_dispatch(r, out);
 		return;
 	}
+	if (r->self) {
+		self_dispatch(r, out);
+		journal_record(r, out->status);
+		return;
+	}
 	if (r->fault_fired && r->fault.kind == FK_LATENCY)
 		mock_sleep_ms(mock, (int64_t)mock_faults_latency_ms(mock->faults, &r->fault));
 	if (!(r->fault_fired && (apply_replacing_fault(r, out) || chaos_apply(r, out)))) {
@@ -1212,7 +1217,7 @@ static enum MHD_Result dispatch(mreq *r)
 	snprintf(r->request_id, sizeof(r->request_id), "req_%08lx%012llx",
 		 (unsigned long)(mock->seed & 0xffffffff),
 		 (unsigned long long)atomic_fetch_add(&mock->req_counter, 1));
-	r->admin = strncmp(r->path, "/_mock/", 7) == 0 || strcmp(r->path, "/_mock") == 0;
+	r->admin = !r->self && (strncmp(r->path, "/_mock/", 7) == 0 || strcmp(r->path, "/_mock") == 0);
 	if (r->too_large) {
 		char msg[128];
 
@@ -1224,7 +1229,7 @@ static enum MHD_Result dispatch(mreq *r)
 		return finish(r, &out);
 	}
 	parse_body(r);
-	if (!r->admin) {
+	if (!r->admin && !r->self) {
 		r->api_key = auth_key(r->conn);
 		if (mock_faults_count(mock->faults) > 0) {
 			fault_summary(r, &q, name, sizeof(name));
@@ -1237,6 +1242,13 @@ static enum MHD_Result dispatch(mreq *r)
 	memset(&out, 0, sizeof(out));
 	serve(r, &out);
 	return finish(r, &out);
+}
+
+static bool self_conn(const sbx_mock *mock, struct MHD_Connection *conn)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_DAEMON);
+
+	return ci != NULL && ci->daemon == mock->self_daemon;
 }
 
 static bool is_file_put(const char *method, const char *url)
@@ -1260,6 +1272,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 			return MHD_NO;
 		r->mock = mock;
 		r->conn = conn;
+		r->self = mock->self_daemon != NULL && self_conn(mock, conn);
 		r->method = method;
 		r->path = strdup(url);
 		r->start_us = mono_us();
@@ -1529,6 +1542,57 @@ static int start_daemon(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *err
 	return 0;
 }
 
+/* The guests' self-signal listener (self.c): a second, single-threaded
+ * daemon on the same request plumbing; self-signals are rare. */
+static int start_self_daemon(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *err)
+{
+	const char *arg = cfg->self_listen, *colon;
+	struct sockaddr_in sa;
+	const union MHD_DaemonInfo *di;
+	char host[64];
+	unsigned long port = 70000; /* out of range until parsed */
+	char *end = NULL;
+	sbx_err bind_err = {{0}};
+
+	if (arg == NULL)
+		return 0;
+	colon = strrchr(arg, ':');
+	memset(&sa, 0, sizeof(sa));
+	sa.sin_family = AF_INET;
+	if (colon != NULL && (size_t)(colon - arg) < sizeof(host)) {
+		memcpy(host, arg, (size_t)(colon - arg));
+		host[colon - arg] = '\0';
+		errno = 0;
+		port = colon[1] >= '0' && colon[1] <= '9' ? strtoul(colon + 1, &end, 10) : 70000;
+	}
+	if (colon == NULL || (size_t)(colon - arg) >= sizeof(host) || errno != 0 || end == NULL ||
+	    *end != '\0' || port > 65535 || inet_pton(AF_INET, host, &sa.sin_addr) != 1) {
+		sbx_err_set(err, "self listen \"%s\" is not IPv4 HOST:PORT (e.g. 127.0.0.1:1029)", arg);
+		return -1;
+	}
+	sa.sin_port = htons((uint16_t)port);
+	mock->self_daemon = MHD_start_daemon(
+		MHD_USE_AUTO_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, (uint16_t)port,
+		NULL, NULL, on_request, mock, MHD_OPTION_EXTERNAL_LOGGER, on_log, mock,
+		MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_NOTIFY_COMPLETED, on_completed,
+		mock, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120, MHD_OPTION_CONNECTION_LIMIT,
+		(unsigned)256, MHD_OPTION_END);
+	if (mock->self_daemon == NULL) {
+		sbx_err_set(&bind_err, "cannot listen on %s for the guests' self-signals: %s", arg,
+			    strerror(errno));
+		if (!cfg->self_listen_optional) {
+			*err = bind_err;
+			return -1;
+		}
+		snprintf(mock->self_note, sizeof(mock->self_note), "%s", bind_err.msg);
+		return 0;
+	}
+	di = MHD_get_daemon_info(mock->self_daemon, MHD_DAEMON_INFO_BIND_PORT);
+	mock->self_port = di != NULL ? di->port : (uint16_t)port;
+	snprintf(mock->self_url, sizeof(mock->self_url), "http://%s:%u", host, mock->self_port);
+	return 0;
+}
+
 sbx_mock *sbx_mock_start(const sbx_mock_config *cfg, sbx_err *err)
 {
 	sbx_mock *mock = calloc(1, sizeof(*mock));
@@ -1606,7 +1670,7 @@ sbx_mock *sbx_mock_start(const sbx_mock_config *cfg, sbx_err *err)
 	mock->rec = mock_rec_new(cfg, err);
 	if (mock->rec == NULL && (cfg->record_upstream != NULL || cfg->replay != NULL))
 		goto out_free;
-	if (start_daemon(mock, cfg, err) != 0)
+	if (start_daemon(mock, cfg, err) != 0 || start_self_daemon(mock, cfg, err) != 0)
 		goto out_free;
 	return mock;
 
@@ -1635,6 +1699,16 @@ const char *sbx_mock_guest_mode(const sbx_mock *mock)
 	return mock_guest_mode_name(mock->gmode);
 }
 
+const char *sbx_mock_self_url(const sbx_mock *mock)
+{
+	return mock->self_daemon != NULL ? mock->self_url : NULL;
+}
+
+const char *sbx_mock_self_note(const sbx_mock *mock)
+{
+	return mock->self_note[0] != '\0' ? mock->self_note : NULL;
+}
+
 const char *sbx_mock_guest_pidns_note(const sbx_mock *mock)
 {
 	return mock->gmode == GUEST_NS && mock->pidns == NULL ? mock->pidns_note : NULL;
@@ -1657,6 +1731,8 @@ void sbx_mock_stop(sbx_mock *mock)
 		workers_wait(mock);
 	if (mock->daemon != NULL)
 		MHD_stop_daemon(mock->daemon);
+	if (mock->self_daemon != NULL)
+		MHD_stop_daemon(mock->self_daemon);
 	if (mock->model != NULL) {
 		free_guests(mock, mock->state == NULL); /* durable: trees survive */
 		mock_model_free(mock->model);

@@ -33,6 +33,10 @@ struct sbx_mock {
 	mock_faults *faults;
 	mock_journal *journal;
 	mock_guest_mode gmode;
+	struct MHD_Daemon *self_daemon; /* the guests' self-signal listener (self.c), or NULL */
+	char self_url[96];
+	uint16_t self_port;
+	char self_note[sizeof(((sbx_err *)0)->msg)];
 	mock_pidns *pidns;           /* ns mode: the guests' PID namespace, or NULL */
 	char pidns_note[sizeof(((sbx_err *)0)->msg)]; /* why there is none in ns mode */
 	char work_dir[PATH_MAX];
@@ -95,6 +99,7 @@ typedef struct mreq {
 	char fault_label[96];
 	mock_fault_action fault;
 	bool admin;               /* under /_mock/ */
+	bool self;                /* came in on the self-signal listener */
 	/* Offloaded to a worker thread (server.c): the connection is suspended
 	 * until the worker has filled *pending. */
 	int offload;              /* OFFLOAD_NONE, _RUNNING, _DONE */
@@ -158,6 +163,8 @@ void json_escape(sbx_strbuf *sb, const char *s, size_t len);
 /* Control-plane dispatch (api.c) and admin dispatch (admin.c). */
 void api_dispatch(mreq *r, mresp *out);
 void admin_dispatch(mreq *r, mresp *out);
+/* self.c: POST /self/pause and /self/delete from inside a guest. */
+void self_dispatch(mreq *r, mresp *out);
 
 /* chaos.c: host_dies and cp_restart, and the connection registry. */
 int chaos_init(sbx_mock *mock);

@@ -88,7 +88,8 @@ static long find_sleep(const char *arg)
 
 static void serves_and_stops_cleanly(void **state)
 {
-	char *argv[] = {(char *)g_bin, "--listen", "127.0.0.1:0", "--admin-token", "tok", "--quiet", NULL};
+	char *argv[] = {(char *)g_bin, "--listen", "127.0.0.1:0", "--admin-token", "tok",
+			"--self-listen", "127.0.0.1:0", "--quiet", NULL};
 	int ofd = -1, efd = -1, code;
 	pid_t pid = spawn(argv, &ofd, &efd);
 	FILE *out = fdopen(ofd, "r");

@@ -69,7 +69,8 @@ static pid_t start_server(const char *dir, char *url, size_t cap)
 	g_pid = pid;
 	if (pid == 0) {
 		char *argv[] = {(char *)g_bin, "--state-dir", (char *)dir, "--admin-token", TOKEN,
-				"--cap", "100000", "--quiet", "--guest-mode", "plain", NULL};
+				"--cap", "100000", "--quiet", "--guest-mode", "plain",
+				"--self-listen", "127.0.0.1:0", NULL};
 
 		dup2(fds[1], 1);
 		close(fds[0]);

@@ -38,7 +38,7 @@ async function journal(tenant, method, path) {
 
 before(async () => {
   assert.ok(BIN, "set SBX_MOCK_BIN (or pass the sbx-mock path as argv[2])");
-  proc = spawn(BIN, ["--listen", "127.0.0.1:0", "--admin-token", ADMIN, "--quiet"], {
+  proc = spawn(BIN, ["--listen", "127.0.0.1:0", "--self-listen", "127.0.0.1:0", "--admin-token", ADMIN, "--quiet"], {
     stdio: ["ignore", "pipe", "inherit"],
   });
   const lines = createInterface({ input: proc.stdout });

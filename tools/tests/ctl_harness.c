@@ -84,7 +84,8 @@ int mock_start(mock_proc *m, const char *mock_bin)
 		dup2(fd, 1);
 		dup2(fd, 2);
 		close(fd);
-		execl(mock_bin, mock_bin, "--listen", "127.0.0.1:0", (char *)NULL);
+		execl(mock_bin, mock_bin, "--listen", "127.0.0.1:0", "--self-listen", "127.0.0.1:0",
+		      (char *)NULL);
 		_exit(127);
 	}
 	setpgid(m->pid, m->pid);

@@ -48,6 +48,11 @@ typedef struct sbx_mock_config {
 	const char *record_to;       /* ... writing the exchanges (JSON lines) here */
 	const char *replay;          /* replay mode: serve this recording in order */
 	const char *state_dir;       /* durable state: mutation log + guest trees here */
+	/* The guests' self-signal endpoint (POST /self/pause, /self/delete),
+	 * "HOST:PORT"; the real one is 127.0.0.1:1029 inside every VM. NULL: off
+	 * (the default here; sbx-mock's own default is 127.0.0.1:1029). */
+	const char *self_listen;
+	bool self_listen_optional;   /* a self_listen that cannot bind is a warning, not an error */
 } sbx_mock_config;
 
 void sbx_mock_config_init(sbx_mock_config *cfg);
@@ -67,6 +72,10 @@ const char *sbx_mock_guest_mode(const sbx_mock *mock);
 /* ns mode without a guest PID namespace: why (guests then share the
  * mock's); NULL otherwise. */
 const char *sbx_mock_guest_pidns_note(const sbx_mock *mock);
+/* The self-signal endpoint, "http://127.0.0.1:PORT", or NULL when off; and
+ * why it is off when self_listen_optional kept it from failing the start. */
+const char *sbx_mock_self_url(const sbx_mock *mock);
+const char *sbx_mock_self_note(const sbx_mock *mock);
 /* Parses --timing: "instant" (0), "realistic" (1) or a scale factor. */
 int sbx_mock_parse_timing(const char *timing, double *scale, sbx_err *err);
 /* Loads fault rules from a scenario name (NAME.json in the scenario search
