@@ -296,29 +296,43 @@ static void h_rootfs(mreq *r, mresp *out, mock_tenant *t)
 	resp_success(out, 200, mock_rootfs_view());
 }
 
+/* Every host the mock had: the dead ones (fault host_dies) and the active
+ * one, where every live VM is. */
 static void h_hosts(mreq *r, mresp *out, mock_tenant *t)
 {
 	cJSON *all = cJSON_CreateArray();
-	cJSON *h = cJSON_CreateObject();
-	cJSON *rf;
-	unsigned vms = 0;
+	unsigned vms = 0, dead;
+	char active[40];
 
 	(void)t;
 	pthread_mutex_lock(&r->mock->model->lock);
 	tick(r->mock);
+	mock_active_host(r->mock->model, active, sizeof(active));
+	dead = r->mock->model->hosts_dead;
 	for (size_t i = 0; i < r->mock->model->nsbx; i++) {
-		if (!mock_status_terminal(r->mock->model->sbx[i]->status))
+		const mock_sandbox *sb = r->mock->model->sbx[i];
+
+		if (!mock_status_terminal(sb->status) && strcmp(sb->host_id, active) == 0)
 			vms++;
 	}
 	pthread_mutex_unlock(&r->mock->model->lock);
-	cJSON_AddStringToObject(h, "id", "host-local-1");
-	cJSON_AddStringToObject(h, "status", "active");
-	cJSON_AddNumberToObject(h, "free_mib", 65536);
-	cJSON_AddNumberToObject(h, "vm_count", vms);
-	rf = cJSON_AddArrayToObject(h, "rootfses");
-	for (size_t i = 0; i < mock_rootfs_count; i++)
-		cJSON_AddItemToArray(rf, cJSON_CreateString(mock_rootfses[i].name));
-	cJSON_AddItemToArray(all, h);
+	for (unsigned n = 1; n <= dead + 1; n++) {
+		cJSON *h = cJSON_CreateObject();
+		char id[40];
+
+		snprintf(id, sizeof(id), "host-local-%u", n);
+		cJSON_AddStringToObject(h, "id", id);
+		cJSON_AddStringToObject(h, "status", n <= dead ? "dead" : "active");
+		cJSON_AddNumberToObject(h, "free_mib", n <= dead ? 0 : 65536);
+		cJSON_AddNumberToObject(h, "vm_count", n <= dead ? 0 : vms);
+		if (n > dead) {
+			cJSON *rf = cJSON_AddArrayToObject(h, "rootfses");
+
+			for (size_t i = 0; i < mock_rootfs_count; i++)
+				cJSON_AddItemToArray(rf, cJSON_CreateString(mock_rootfses[i].name));
+		}
+		cJSON_AddItemToArray(all, h);
+	}
 	resp_page(r, out, all);
 }
 

@@ -278,6 +278,7 @@ void mock_model_reset(mock_model *m)
 	m->next_due_ms = INT64_MAX;
 	m->not_ready_until_ms = 0;
 	m->ip_next = 2;
+	m->hosts_dead = 0;
 }
 
 void mock_model_free(mock_model *m)
@@ -387,6 +388,23 @@ mock_sandbox *mock_sandbox_find_ip(mock_model *m, const mock_tenant *t, const ch
 			return sb;
 	}
 	return NULL;
+}
+
+/* N of "host-local-N", 0 for any other name. */
+static unsigned host_number(const char *host_id)
+{
+	char *end = NULL;
+	unsigned long n;
+
+	if (strncmp(host_id, "host-local-", 11) != 0 || host_id[11] < '1' || host_id[11] > '9')
+		return 0;
+	n = strtoul(host_id + 11, &end, 10);
+	return *end == '\0' && n <= 1000000 ? (unsigned)n : 0;
+}
+
+void mock_active_host(const mock_model *m, char *buf, size_t cap)
+{
+	snprintf(buf, cap, "host-local-%u", m->hosts_dead + 1);
 }
 
 static bool env_key_ok(const char *k)
@@ -538,7 +556,7 @@ static mock_sandbox *sandbox_alloc(mock_model *m, mock_tenant *t)
 	snprintf(sb->ip, sizeof(sb->ip), "10.%u.%u.%u", 200 + ((n >> 16) & 0x1f),
 		 (n >> 8) & 0xff, n & 0xff);
 	snprintf(sb->region, sizeof(sb->region), "%s", m->set.region);
-	snprintf(sb->host_id, sizeof(sb->host_id), "host-local-1");
+	mock_active_host(m, sb->host_id, sizeof(sb->host_id));
 	sb->networks = cJSON_CreateArray();
 	sb->disks = cJSON_CreateArray();
 	sb->envs = cJSON_CreateObject();
@@ -619,9 +637,19 @@ static int validate_create(mock_model *m, mock_tenant *t, const mock_create_req 
 	}
 	if (mock_validate_envs(req->envs, e) != 0)
 		return -1;
-	if (req->host_id != NULL && strcmp(req->host_id, "host-local-1") != 0) {
-		mock_err_set(e, 400, "INVALID_HOST", "host_id", "unknown host \"%.64s\"", req->host_id);
-		return -1;
+	if (req->host_id != NULL) {
+		char active[40];
+		unsigned n = host_number(req->host_id);
+
+		mock_active_host(m, active, sizeof(active));
+		if (n >= 1 && n <= m->hosts_dead) {
+			mock_err_set(e, 400, "INVALID_HOST", "host_id", "host \"%s\" is dead", req->host_id);
+			return -1;
+		}
+		if (strcmp(req->host_id, active) != 0) {
+			mock_err_set(e, 400, "INVALID_HOST", "host_id", "unknown host \"%.64s\"", req->host_id);
+			return -1;
+		}
 	}
 	if (req->name != NULL && name_taken(m, t, req->name)) {
 		mock_err_set(e, 409, "NAME_TAKEN", "name",
@@ -926,6 +954,12 @@ size_t mock_host_die(mock_model *m, const char *host_id,
 		     void (*on_change)(mock_sandbox *sb, mock_status from, void *arg), void *arg)
 {
 	size_t hit = 0;
+	char active[40];
+
+	mock_active_host(m, active, sizeof(active));
+	/* the fleet replaces a dead active host, so there is always one */
+	if (host_id == NULL || host_id[0] == '\0' || strcmp(host_id, active) == 0)
+		m->hosts_dead++;
 
 	for (size_t i = 0; i < m->nsbx; i++) {
 		mock_sandbox *sb = m->sbx[i];
@@ -965,7 +999,9 @@ static void apply_due(mock_model *m, mock_sandbox *sb, int64_t now)
 		}
 		if (sb->status == ST_RESUMING) {
 			sb->resumed_ms = now;
-			sb->cold_start = false; /* now on a live host */
+			if (sb->cold_start) /* now on a live host */
+				mock_active_host(m, sb->host_id, sizeof(sb->host_id));
+			sb->cold_start = false;
 		}
 		if (sb->running_ms == 0 || sb->status == ST_FORKING)
 			sb->running_ms = now;
@@ -1704,9 +1740,13 @@ void mock_model_after_restore(mock_model *m)
 	for (size_t i = 0; i < m->nsbx; i++) {
 		mock_sandbox *sb = m->sbx[i];
 		uint32_t n = ip_index(sb->ip);
+		unsigned host = host_number(sb->host_id);
 
 		if (n >= m->ip_next)
 			m->ip_next = n + 1;
+		/* the active host is the newest one any sandbox was on */
+		if (host > m->hosts_dead + 1)
+			m->hosts_dead = host - 1;
 		sb->due_ms = -1;
 		sb->last_active_ms = now;
 		switch (sb->status) {

@@ -164,6 +164,10 @@ typedef struct mock_model {
 	int64_t next_due_ms;    /* earliest pending transition, INT64_MAX none */
 	int64_t not_ready_until_ms; /* cp_restart: readyz 503 until this clock time */
 	uint32_t ip_next;
+	/* Hosts: host-local-1 .. host-local-<hosts_dead + 1>; every one but the
+	 * last died (fault host_dies) and the last is the active one, where
+	 * creates and cold starts land. */
+	unsigned hosts_dead;
 	uint64_t id_counter;
 	unsigned tenant_counter;
 } mock_model;
@@ -250,6 +254,8 @@ typedef struct mock_fork_req {
 } mock_fork_req;
 mock_sandbox *mock_sandbox_fork(mock_model *m, mock_sandbox *src, const mock_fork_req *req,
 				mock_err *e);
+/* "host-local-N" of the active host. */
+void mock_active_host(const mock_model *m, char *buf, size_t cap);
 /* Fault host_dies: every live sandbox on host_id ("" or NULL = every host)
  * fails — creating ends `failed`, the others `error` — and its next resume
  * is a cross-host cold start (timing "cold_start"). Calls on_change for each

@@ -327,6 +327,35 @@ static void fire_after_and_times_combined(void **state)
 /* host_dies under the realistic profile: both sandboxes fail, the next
  * resume is a cross-host cold start (12 s) instead of 0.7 s. The virtual
  * clock replaces the waiting. */
+/* After host-local-1 died: it is listed dead and empty, its replacement
+ * host-local-2 active with the one live VM (the cold-started one), and no
+ * create may name the dead host. */
+static void expect_hosts_after_one_death(const char *url)
+{
+	const cJSON *list, *h1, *h2;
+	th_resp r;
+
+	th_json(url, "hd", "GET", "/v1/hosts", NULL, &r);
+	assert_int_equal(r.status, 200);
+	list = cJSON_GetObjectItem(cJSON_GetObjectItem(r.json, "data"), "data");
+	assert_true(cJSON_IsArray(list));
+	assert_int_equal(cJSON_GetArraySize(list), 2);
+	h1 = cJSON_GetArrayItem(list, 0);
+	h2 = cJSON_GetArrayItem(list, 1);
+	assert_string_equal(cJSON_GetObjectItem(h1, "id")->valuestring, "host-local-1");
+	assert_string_equal(cJSON_GetObjectItem(h1, "status")->valuestring, "dead");
+	assert_int_equal(cJSON_GetObjectItem(h1, "vm_count")->valueint, 0);
+	assert_string_equal(cJSON_GetObjectItem(h2, "id")->valuestring, "host-local-2");
+	assert_string_equal(cJSON_GetObjectItem(h2, "status")->valuestring, "active");
+	assert_int_equal(cJSON_GetObjectItem(h2, "vm_count")->valueint, 1);
+	th_resp_free(&r);
+	th_json(url, "hd", "POST", "/v1/sandboxes",
+		"{\"shape\":\"s-1vcpu-1gb\",\"host_id\":\"host-local-1\"}", &r);
+	assert_int_equal(r.status, 400);
+	assert_non_null(strstr(sbx_strbuf_str(&r.body), "dead"));
+	th_resp_free(&r);
+}
+
 static void host_dies_fails_sandboxes_and_resume_is_a_cold_start(void **state)
 {
 	sbx_mock *m = start("realistic");
@@ -371,6 +400,7 @@ static void host_dies_fails_sandboxes_and_resume_is_a_cold_start(void **state)
 	admin_ok(url, tok, "POST", "/_mock/clock/advance", "{\"ms\":1500}");
 	assert_int_equal(post_action(url, "hd", a, "resume", pa, sizeof(pa)), 202);
 	assert_string_equal(pa, "700");
+	expect_hosts_after_one_death(url);
 	sbx_mock_stop(m);
 }
 
