@@ -12,10 +12,11 @@
  * Properties, each abort()s when broken:
  * - sbxd_handle_line: one answer, a single line of JSON: an object with a
  *   boolean "ok" and exactly one of "result" / "error"; an error has string
- *   "type" and "message"; "id" equals the request's numeric id (exactly
- *   below 1e15, to cJSON's 15-digit printing above; null when the request
- *   has none, or when the id is not finite and JSON cannot carry it); a request that is not an object with a numeric id and a
- *   string op is a ProtocolError; exit_requested only for a good "exit";
+ *   "type" and "message"; "id" equals the request's id exactly (null when
+ *   the request has none, or an id that is not an integer within 2^53 - 1,
+ *   or data after its JSON value); a request that is not such an object
+ *   with a string op is a ProtocolError; exit_requested only for a good
+ *   "exit";
  * - sbxd_serve over the whole input as a stream: exactly one answer line per
  *   non-empty request line (a lone "\r" counts as empty) up to and including
  *   the first good "exit", each one well formed as above. */
@@ -118,14 +119,20 @@ typedef struct req_info {
 static req_info inspect(const char *line, size_t len)
 {
 	req_info ri = {false, false, 0, false, false};
-	cJSON *req = cJSON_ParseWithLength(line, len);
+	const char *end = NULL;
+	cJSON *req = cJSON_ParseWithLengthOpts(line, len, &end, false);
 	const cJSON *id, *op;
 
 	if (req == NULL)
 		return ri;
+	while (end < line + len && (*end == ' ' || *end == '\t' || *end == '\r'))
+		end++;
 	id = cJSON_GetObjectItemCaseSensitive(req, "id");
 	op = cJSON_GetObjectItemCaseSensitive(req, "op");
-	if (cJSON_IsObject(req) && cJSON_IsNumber(id)) {
+	/* trailing data, or an id that is not an integer within 2^53 - 1: a
+	 * ProtocolError with a null id */
+	if (end == line + len && cJSON_IsObject(req) && cJSON_IsNumber(id) &&
+	    id->valuedouble == floor(id->valuedouble) && fabs(id->valuedouble) <= 9007199254740991.0) {
 		ri.has_id = true;
 		ri.id = id->valuedouble;
 		if (cJSON_IsString(op)) {
@@ -161,13 +168,9 @@ static void check_answer(const char *ans, size_t len, const req_info *ri)
 		check(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(error, "type"))[0] != '\0',
 		      "error with an empty type");
 	}
-	/* cJSON prints with 15 significant digits when that reads back within
-	 * a relative DBL_EPSILON, so ids of 16+ digits come back rounded: exact
-	 * below 1e15, within a few ulps above (noted in the fuzz README). */
-	if (ri->has_id && isfinite(ri->id))
-		check(cJSON_IsNumber(id) && (fabs(ri->id) < 1e15 ? id->valuedouble == ri->id
-				: fabs(id->valuedouble - ri->id) <= fabs(ri->id) * 4 * DBL_EPSILON),
-		      "answer id differs from the request's");
+	/* ids are integers within 2^53 - 1, which come back digit for digit */
+	if (ri->has_id)
+		check(cJSON_IsNumber(id) && id->valuedouble == ri->id, "answer id differs from the request's");
 	else
 		check(cJSON_IsNull(id), "answer has an id the request did not have");
 	if (!ri->valid) {

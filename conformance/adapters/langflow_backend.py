@@ -279,6 +279,8 @@ class Adapter:
         rid = req.get("id")
         if not isinstance(rid, int) or isinstance(rid, bool):
             return protocol_error(None, "request needs an integer `id`")
+        if abs(rid) > MAX_ID:
+            return protocol_error(None, "`id` must be an integer of at most 2^53 - 1 in magnitude")
         op = req.get("op")
         if not isinstance(op, str):
             return protocol_error(rid, "request needs a string `op`")
@@ -325,6 +327,10 @@ def outcome(fn):
     except BaseException as e:
         traceback.print_exc(file=sys.stderr)
         return {"ok": False, "error": error_object(e)}
+
+
+# Ids every JSON parser reads exactly (the C driver library's bound too).
+MAX_ID = 2**53 - 1
 
 
 def protocol_error(rid, message):

@@ -7,6 +7,7 @@
 #include "sbx/driver.h"
 
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -39,16 +40,34 @@ static cJSON *error_object(const char *type, const char *message)
 	return e;
 }
 
+/* Request ids every JSON parser reads exactly: integers of at most 2^53 - 1
+ * in magnitude (a double holds them; cJSON prints them back digit for
+ * digit). */
+#define SBXD_MAX_ID 9007199254740991.0
+
+static bool id_ok(const cJSON *id)
+{
+	double v = cJSON_IsNumber(id) ? id->valuedouble : 0.5;
+
+	return v == floor(v) && fabs(v) <= SBXD_MAX_ID;
+}
+
 /* Builds {"id":..,"ok":..,"result"|"error":..}; takes ownership of payload. */
 static char *answer(const cJSON *id, bool ok, cJSON *payload)
 {
 	cJSON *a = cJSON_CreateObject();
 	char *text;
 
-	if (id != NULL && cJSON_IsNumber(id))
-		cJSON_AddNumberToObject(a, "id", id->valuedouble);
-	else
+	if (id != NULL && id_ok(id)) {
+		/* the integer's own digits: cJSON prints 15 significant digits
+		 * when they read back within an epsilon, which rounds 16-digit ids */
+		char digits[32];
+
+		snprintf(digits, sizeof(digits), "%.0f", id->valuedouble);
+		cJSON_AddRawToObject(a, "id", digits);
+	} else {
 		cJSON_AddNullToObject(a, "id");
+	}
 	cJSON_AddBoolToObject(a, "ok", ok);
 	cJSON_AddItemToObject(a, ok ? "result" : "error", payload);
 	text = cJSON_PrintUnformatted(a);
@@ -330,7 +349,8 @@ static char *dispatch(const sbxd_vtable *vt, void *be, const cJSON *req, const c
 char *sbxd_handle_line(const sbxd_vtable *vt, void *be, const char *line, size_t len,
 		       bool *exit_requested)
 {
-	cJSON *req = cJSON_ParseWithLength(line, len);
+	const char *end = NULL;
+	cJSON *req = cJSON_ParseWithLengthOpts(line, len, &end, false);
 	const cJSON *id;
 	const cJSON *op;
 	char *out;
@@ -338,12 +358,21 @@ char *sbxd_handle_line(const sbxd_vtable *vt, void *be, const char *line, size_t
 	*exit_requested = false;
 	if (req == NULL)
 		return protocol_error(NULL, "request is not valid JSON");
+	while (end < line + len && (*end == ' ' || *end == '\t' || *end == '\r'))
+		end++;
+	if (end < line + len) {
+		cJSON_Delete(req);
+		return protocol_error(NULL, "request has data after its JSON value (byte %zu)",
+				      (size_t)(end - line));
+	}
 	id = cJSON_GetObjectItemCaseSensitive(req, "id");
 	op = cJSON_GetObjectItemCaseSensitive(req, "op");
 	if (!cJSON_IsObject(req))
 		out = protocol_error(NULL, "request must be a JSON object");
 	else if (!cJSON_IsNumber(id))
 		out = protocol_error(NULL, "request needs a numeric `id`");
+	else if (!id_ok(id))
+		out = protocol_error(NULL, "`id` must be an integer of at most 2^53 - 1 in magnitude");
 	else if (!cJSON_IsString(op))
 		out = protocol_error(id, "request needs a string `op`");
 	else

@@ -134,6 +134,9 @@ class Framing(AdapterCase):
             (b'{"id":10,"op":"run","code":"echo:x","env":[1]}\n', 10),
             (b'{"id":11,"op":"component_run","code":"x"}\n', 11),
             (b'\xff\xfe{"id":12}\n', None),
+            (b'{"id":13,"op":"hello","protocol":1} trailing\n', None),
+            (b'{"id":1.5,"op":"hello","protocol":1}\n', None),
+            (b'{"id":9007199254740992,"op":"hello","protocol":1}\n', None),  # past 2^53 - 1
         ]
         for raw, rid in cases:
             self.d.send_raw(raw)

@@ -62,7 +62,12 @@ static void malformed_lines_get_protocol_errors(void **state)
 	static const char *const bad[] = {"not json", "[1,2]", "{\"op\":\"hello\"}", "{\"id\":3}",
 					  "{\"id\":4,\"op\":\"teleport\"}", "{\"id\":5,\"op\":\"run\"}",
 					  "{\"id\":6,\"op\":\"run\",\"code\":\"x\",\"env\":5}",
-					  "{\"id\":7,\"op\":\"component_run\",\"code\":\"x\"}"};
+					  "{\"id\":7,\"op\":\"component_run\",\"code\":\"x\"}",
+					  /* data after the object; ids JSON cannot carry exactly */
+					  "{\"id\":8,\"op\":\"hello\",\"protocol\":1} trailing",
+					  "{\"id\":9,\"op\":\"hello\",\"protocol\":1}{\"id\":10}",
+					  "{\"id\":1.5,\"op\":\"hello\",\"protocol\":1}",
+					  "{\"id\":9007199254740992,\"op\":\"hello\",\"protocol\":1}"};
 	size_t i;
 	bool ex;
 
@@ -74,6 +79,22 @@ static void malformed_lines_get_protocol_errors(void **state)
 		assert_false(ex);
 		cJSON_Delete(a);
 	}
+}
+
+/* The largest id JSON carries exactly comes back digit for digit (in the
+ * answer's text: cJSON itself would print it rounded to 15 digits), and
+ * trailing blanks after the object are fine. */
+static void ids_come_back_exactly(void **state)
+{
+	static const char req[] = "{\"id\":-9007199254740991,\"op\":\"hello\",\"protocol\":1} \t";
+	bool ex;
+	char *a = sbxd_handle_line(&VT, NULL, req, strlen(req), &ex);
+
+	(void)state;
+	assert_non_null(a);
+	assert_non_null(strstr(a, "\"id\":-9007199254740991,"));
+	assert_non_null(strstr(a, "\"ok\":true"));
+	free(a);
 }
 
 static void backend_errors_keep_their_class(void **state)
@@ -136,6 +157,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(hello_lists_only_served_surfaces),
 		cmocka_unit_test(malformed_lines_get_protocol_errors),
+		cmocka_unit_test(ids_come_back_exactly),
 		cmocka_unit_test(backend_errors_keep_their_class),
 		cmocka_unit_test(serve_answers_in_order_and_survives_long_lines),
 		cmocka_unit_test(sha256_matches_fips_vectors),
