@@ -1098,6 +1098,11 @@ static int ref_reset_after_fork(void *be, sbxd_error *err)
 {
 	struct ref *r = be;
 
+#ifdef MUT_FORK_SHARES_CONN
+	/* mutant: keeps the parent's lock and its pool of open connections */
+	(void)r;
+	(void)err;
+#else
 	r->lock = malloc(sizeof(*r->lock)); /* the parent's lock may be held: abandon it */
 	if (r->lock == NULL) {
 		sbxd_error_set(err, "MemoryError", "reset_after_fork: out of memory");
@@ -1105,6 +1110,7 @@ static int ref_reset_after_fork(void *be, sbxd_error *err)
 	}
 	pthread_mutex_init(r->lock, NULL);
 	ref_http_reset_after_fork(r->http);
+#endif
 	return 0;
 }
 

@@ -75,7 +75,9 @@ void chaos_on_connection(void *cls, struct MHD_Connection *conn, void **socket_c
 	sbx_mock *mock = cls;
 	int fd = connection_fd(conn);
 
-	(void)socket_context;
+	/* a serial per connection, for the journal: which requests shared one */
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED)
+		*socket_context = (void *)(uintptr_t)(atomic_fetch_add(&mock->conn_counter, 1) + 1);
 	if (fd < 0 || !mock->conns_ready)
 		return;
 	pthread_mutex_lock(&mock->conns_lock);

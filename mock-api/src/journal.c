@@ -132,6 +132,8 @@ static cJSON *entry_json(const mock_journal_entry *e)
 	if (e->sandbox_id[0] != '\0')
 		cJSON_AddStringToObject(o, "sandbox_id", e->sandbox_id);
 	cJSON_AddNumberToObject(o, "duration_us", (double)e->duration_us);
+	if (e->conn != 0)
+		cJSON_AddNumberToObject(o, "conn", (double)e->conn);
 	if (e->fault != NULL)
 		cJSON_AddStringToObject(o, "fault", e->fault);
 	return o;

@@ -22,6 +22,7 @@ typedef struct mock_journal_entry {
 	int status;            /* 0: no answer (reset/close/hang) */
 	char sandbox_id[40];
 	int64_t duration_us;
+	uint64_t conn;         /* serial of the TCP connection it came on (1, 2, ...), 0 unknown */
 	char *fault;           /* label of the fired rule, may be NULL */
 } mock_journal_entry;
 

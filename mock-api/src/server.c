@@ -1029,6 +1029,12 @@ static void journal_record(mreq *r, int status)
 	e.status = status;
 	snprintf(e.sandbox_id, sizeof(e.sandbox_id), "%s", r->sandbox_id);
 	e.duration_us = mono_us() - r->start_us;
+	{
+		const union MHD_ConnectionInfo *ci =
+			MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+
+		e.conn = ci != NULL ? (uint64_t)(uintptr_t)ci->socket_context : 0;
+	}
 	e.fault = r->fault_fired ? r->fault_label : NULL;
 	mock_journal_add(r->mock->journal, &e);
 	sbx_strbuf_free(&q);

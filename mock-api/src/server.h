@@ -45,6 +45,7 @@ struct sbx_mock {
 	size_t nkeys;
 	atomic_bool stopping;
 	atomic_uint_fast64_t req_counter;
+	atomic_uint_fast64_t conn_counter; /* serials of accepted connections (chaos.c) */
 	uint64_t anon_requests;
 	uint64_t seed;
 	size_t max_json;

@@ -740,6 +740,11 @@ static void journal_records_and_filters(void **state)
 	assert_string_equal(cJSON_GetObjectItem(e, "sandbox_id")->valuestring, id);
 	assert_int_equal(cJSON_GetObjectItem(e, "status")->valueint, 200);
 	first = cJSON_GetObjectItem(e, "seq")->valueint;
+	/* each request came on a connection of its own (a curl handle each):
+	 * the serials say so */
+	assert_true(cJSON_GetObjectItem(e, "conn")->valuedouble > 0);
+	assert_true(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(d, "entries"), 1), "conn")->valuedouble >
+		    cJSON_GetObjectItem(e, "conn")->valuedouble);
 	th_resp_free(&r);
 	th_admin(U, TOK, "GET", "/_mock/journal/count?path=/v1/sandboxes/%7Bid%7D&status=404", NULL, &r);
 	assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(r.json, "data"), "count")->valueint, 1);
