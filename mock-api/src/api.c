@@ -309,8 +309,8 @@ static void h_hosts(mreq *r, mresp *out, mock_tenant *t)
 	tick(r->mock);
 	mock_active_host(r->mock->model, active, sizeof(active));
 	dead = r->mock->model->hosts_dead;
-	for (size_t i = 0; i < r->mock->model->nsbx; i++) {
-		const mock_sandbox *sb = r->mock->model->sbx[i];
+	for (size_t i = 0; i < r->mock->model->nlive; i++) {
+		const mock_sandbox *sb = r->mock->model->live[i];
 
 		if (!mock_status_terminal(sb->status) && strcmp(sb->host_id, active) == 0)
 			vms++;

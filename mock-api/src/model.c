@@ -257,6 +257,70 @@ static bool grave_push(mock_model *m, mock_sandbox *sb)
 	return sandbox_array_push(&m->grave, &m->ngrave, &m->capgrave, sb);
 }
 
+/* ---- indexes (see mock_model) ---- */
+
+static size_t id_slot(const char *id, size_t cap)
+{
+	uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+
+	for (const unsigned char *p = (const unsigned char *)id; *p != '\0'; p++)
+		h = (h ^ *p) * 1099511628211ULL;
+	return (size_t)h & (cap - 1);
+}
+
+/* Maps sb->id to sb, replacing an entry with the same id. */
+static bool by_id_put(mock_model *m, mock_sandbox *sb)
+{
+	size_t i;
+
+	if ((m->by_id_n + 1) * 2 > m->by_id_cap) {
+		size_t cap = m->by_id_cap == 0 ? 1024 : m->by_id_cap * 2;
+		mock_sandbox **t = calloc(cap, sizeof(*t));
+
+		if (t == NULL)
+			return false;
+		for (size_t k = 0; k < m->by_id_cap; k++) {
+			if (m->by_id[k] == NULL)
+				continue;
+			for (i = id_slot(m->by_id[k]->id, cap); t[i] != NULL; i = (i + 1) & (cap - 1))
+				;
+			t[i] = m->by_id[k];
+		}
+		free(m->by_id);
+		m->by_id = t;
+		m->by_id_cap = cap;
+	}
+	for (i = id_slot(sb->id, m->by_id_cap); m->by_id[i] != NULL; i = (i + 1) & (m->by_id_cap - 1)) {
+		if (strcmp(m->by_id[i]->id, sb->id) == 0) {
+			m->by_id[i] = sb;
+			return true;
+		}
+	}
+	m->by_id[i] = sb;
+	m->by_id_n++;
+	return true;
+}
+
+static void indexes_clear(mock_model *m)
+{
+	if (m->by_id != NULL)
+		memset(m->by_id, 0, m->by_id_cap * sizeof(*m->by_id));
+	m->by_id_n = 0;
+	m->nlive = 0;
+}
+
+/* Drops destroyed sandboxes from the live index (they stay in sbx). */
+static void live_compact(mock_model *m)
+{
+	size_t j = 0;
+
+	for (size_t i = 0; i < m->nlive; i++) {
+		if (m->live[i]->status != ST_DESTROYED)
+			m->live[j++] = m->live[i];
+	}
+	m->nlive = j;
+}
+
 void mock_model_reset(mock_model *m)
 {
 	for (size_t i = 0; i < m->nsbx; i++) {
@@ -267,6 +331,7 @@ void mock_model_reset(mock_model *m)
 			sandbox_free(sb); /* out of memory: nothing in flight can be saved */
 	}
 	m->nsbx = 0;
+	indexes_clear(m);
 	/* In-flight requests may still hold a tenant pointer: keep them. */
 	while (m->tenants != NULL) {
 		mock_tenant *t = m->tenants;
@@ -291,6 +356,8 @@ void mock_model_free(mock_model *m)
 		sandbox_free(m->grave[i]);
 	free(m->sbx);
 	free(m->grave);
+	free(m->by_id);
+	free(m->live);
 	tenants_free(m->tenants);
 	tenants_free(m->dead_tenants);
 	pthread_mutex_destroy(&m->lock);
@@ -350,8 +417,8 @@ unsigned mock_tenant_live_count(const mock_model *m, const mock_tenant *t)
 {
 	unsigned n = 0;
 
-	for (size_t i = 0; i < m->nsbx; i++) {
-		const mock_sandbox *sb = m->sbx[i];
+	for (size_t i = 0; i < m->nlive; i++) {
+		const mock_sandbox *sb = m->live[i];
 
 		if (sb->tenant == t && !mock_status_terminal(sb->status))
 			n++;
@@ -363,9 +430,11 @@ unsigned mock_tenant_live_count(const mock_model *m, const mock_tenant *t)
 
 mock_sandbox *mock_sandbox_find_any(mock_model *m, const char *id)
 {
-	for (size_t i = m->nsbx; i-- > 0;) {
-		if (strcmp(m->sbx[i]->id, id) == 0)
-			return m->sbx[i];
+	if (m->by_id_cap == 0)
+		return NULL;
+	for (size_t i = id_slot(id, m->by_id_cap); m->by_id[i] != NULL; i = (i + 1) & (m->by_id_cap - 1)) {
+		if (strcmp(m->by_id[i]->id, id) == 0)
+			return m->by_id[i];
 	}
 	return NULL;
 }
@@ -381,8 +450,8 @@ mock_sandbox *mock_sandbox_find(mock_model *m, const mock_tenant *t, const char 
 
 mock_sandbox *mock_sandbox_find_ip(mock_model *m, const mock_tenant *t, const char *ip)
 {
-	for (size_t i = m->nsbx; i-- > 0;) {
-		mock_sandbox *sb = m->sbx[i];
+	for (size_t i = m->nlive; i-- > 0;) {
+		mock_sandbox *sb = m->live[i];
 
 		if (sb->tenant == t && strcmp(sb->ip, ip) == 0 && !mock_status_terminal(sb->status))
 			return sb;
@@ -490,8 +559,8 @@ int mock_validate_name(const char *name, mock_err *e)
 
 static bool name_taken(const mock_model *m, const mock_tenant *t, const char *name)
 {
-	for (size_t i = 0; i < m->nsbx; i++) {
-		const mock_sandbox *sb = m->sbx[i];
+	for (size_t i = 0; i < m->nlive; i++) {
+		const mock_sandbox *sb = m->live[i];
 
 		if (sb->tenant == t && !mock_status_terminal(sb->status) && strcmp(sb->name, name) == 0)
 			return true;
@@ -535,7 +604,16 @@ static void auto_pause_arm(mock_model *m, mock_sandbox *sb)
 
 static bool sbx_push(mock_model *m, mock_sandbox *sb)
 {
-	return sandbox_array_push(&m->sbx, &m->nsbx, &m->capsbx, sb);
+	if (!sandbox_array_push(&m->sbx, &m->nsbx, &m->capsbx, sb))
+		return false;
+	if ((sb->status != ST_DESTROYED && !sandbox_array_push(&m->live, &m->nlive, &m->caplive, sb)) ||
+	    !by_id_put(m, sb)) {
+		if (m->nlive > 0 && m->live[m->nlive - 1] == sb)
+			m->nlive--;
+		m->nsbx--;
+		return false;
+	}
+	return true;
 }
 
 static mock_sandbox *sandbox_alloc(mock_model *m, mock_tenant *t)
@@ -961,8 +1039,8 @@ size_t mock_host_die(mock_model *m, const char *host_id,
 	if (host_id == NULL || host_id[0] == '\0' || strcmp(host_id, active) == 0)
 		m->hosts_dead++;
 
-	for (size_t i = 0; i < m->nsbx; i++) {
-		mock_sandbox *sb = m->sbx[i];
+	for (size_t i = 0; i < m->nlive; i++) {
+		mock_sandbox *sb = m->live[i];
 		mock_status from = sb->status;
 
 		if (host_id != NULL && host_id[0] != '\0' && strcmp(sb->host_id, host_id) != 0)
@@ -1023,10 +1101,12 @@ void mock_tick(mock_model *m, void (*on_change)(mock_sandbox *sb, mock_status fr
 	int64_t now = mock_now(m);
 	int64_t next = INT64_MAX;
 
+	live_compact(m);
 	if (now < m->next_due_ms)
 		return;
-	for (size_t i = 0; i < m->nsbx; i++) {
-		mock_sandbox *sb = m->sbx[i];
+	/* a destroyed sandbox has nothing due (destroy clears due_ms) */
+	for (size_t i = 0; i < m->nlive; i++) {
+		mock_sandbox *sb = m->live[i];
 		mock_status from = sb->status;
 
 		if (sb->due_ms >= 0 && sb->due_ms <= now)
@@ -1174,8 +1254,8 @@ cJSON *mock_whoami_view(const mock_model *m, const mock_tenant *t)
 
 	if (o == NULL)
 		return NULL;
-	for (size_t i = 0; i < m->nsbx; i++) {
-		const mock_sandbox *sb = m->sbx[i];
+	for (size_t i = 0; i < m->nlive; i++) {
+		const mock_sandbox *sb = m->live[i];
 
 		if (sb->tenant != t || sb->status == ST_DESTROYED)
 			continue;
@@ -1405,8 +1485,8 @@ int mock_disk_delete(mock_model *m, mock_tenant *t, const char *id_or_name, mock
 		return -1;
 	}
 	id = cJSON_GetObjectItem(disk, "id")->valuestring;
-	for (size_t i = 0; i < m->nsbx; i++) {
-		const mock_sandbox *sb = m->sbx[i];
+	for (size_t i = 0; i < m->nlive; i++) {
+		const mock_sandbox *sb = m->live[i];
 		const cJSON *att;
 
 		if (sb->tenant != t || sb->status == ST_DESTROYED)
@@ -1694,6 +1774,16 @@ int mock_sandbox_restore(mock_model *m, const cJSON *o, char *why, size_t cap)
 			if (m->sbx[i] == old)
 				m->sbx[i] = sb;
 		}
+		for (size_t i = 0; i < m->nlive; i++) {
+			if (m->live[i] == old)
+				m->live[i] = sb;
+		}
+		if (old->status == ST_DESTROYED && sb->status != ST_DESTROYED &&
+		    !sandbox_array_push(&m->live, &m->nlive, &m->caplive, sb)) {
+			sandbox_free(old);
+			goto out_oom; /* sb is in sbx: the model frees it */
+		}
+		by_id_put(m, sb); /* same id, same slot: cannot fail */
 		sandbox_free(old); /* at start nothing else holds it */
 		return 0;
 	}

@@ -156,6 +156,14 @@ typedef struct mock_model {
 	mock_tenant *dead_tenants; /* dropped by reset, freed at the end */
 	mock_sandbox **sbx;     /* every sandbox, creation order, destroyed included */
 	size_t nsbx, capsbx;
+	/* Indexes over sbx, so a long run's destroyed sandboxes cost nothing:
+	 * id -> sandbox (open addressing, at most half full), and the
+	 * sandboxes not destroyed, in creation order (destroyed ones are
+	 * dropped from it by mock_tick). */
+	mock_sandbox **by_id;
+	size_t by_id_cap, by_id_n;
+	mock_sandbox **live;
+	size_t nlive, caplive;
 	mock_sandbox **grave;   /* dropped by reset, freed at the end */
 	size_t ngrave, capgrave;
 	int64_t clock_offset_ms; /* added by clock/advance */

@@ -79,8 +79,8 @@ static size_t guest_groups(sbx_mock *mock, guest_group *out, size_t cap)
 	size_t n = 0;
 
 	pthread_mutex_lock(&mock->model->lock);
-	for (size_t i = 0; i < mock->model->nsbx && n < cap; i++) {
-		const mock_sandbox *sb = mock->model->sbx[i];
+	for (size_t i = 0; i < mock->model->nlive && n < cap; i++) {
+		const mock_sandbox *sb = mock->model->live[i];
 		pid_t pg[64];
 		size_t k;
 

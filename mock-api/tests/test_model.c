@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "model.h"
@@ -136,6 +137,42 @@ static void cap_counts_paused_and_fails_at_once(void **state)
 	mock_model_free(m);
 }
 
+/* Thousands of sandboxes, most destroyed: every id is still found (the
+ * index grows past its first size), the cap counts only live ones, a
+ * destroyed one keeps its id and view, and reset forgets them all. */
+static void ids_stay_found_and_the_cap_ignores_the_destroyed(void **state)
+{
+	enum { N = 3000 };
+	mock_model *m = new_model(0);
+	mock_tenant *t = mock_tenant_get(m, "k", true);
+	mock_sandbox **made = calloc(N, sizeof(*made));
+	char first[MOCK_ID_MAX];
+	mock_err e;
+	bool now;
+
+	(void)state;
+	assert_non_null(made);
+	for (int i = 0; i < N; i++) {
+		made[i] = mk(m, t, NULL, &e);
+		assert_non_null(made[i]);
+		if (i < N - 1) /* the cap is 2: destroy all but the last */
+			assert_int_equal(mock_sandbox_destroy(m, made[i], &now, &e), 200);
+		mock_tick(m, NULL, NULL);
+	}
+	for (int i = 0; i < N; i++)
+		assert_ptr_equal(mock_sandbox_find_any(m, made[i]->id), made[i]);
+	assert_ptr_equal(mock_sandbox_find(m, t, made[0]->id), made[0]);
+	assert_int_equal(made[0]->status, ST_DESTROYED);
+	assert_int_equal(mock_tenant_live_count(m, t), 1);
+	assert_null(mock_sandbox_find_any(m, "sb-NOTTHERE"));
+	snprintf(first, sizeof(first), "%s", made[0]->id);
+	mock_model_reset(m);
+	assert_null(mock_sandbox_find_any(m, first));
+	assert_non_null(mk(m, mock_tenant_get(m, "k", true), NULL, &e));
+	free(made);
+	mock_model_free(m);
+}
+
 static void names_unique_among_live_and_limited(void **state)
 {
 	mock_model *m = new_model(0);
@@ -234,6 +271,7 @@ int main(void)
 		cmocka_unit_test(lifecycle_follows_the_table),
 		cmocka_unit_test(realistic_timing_goes_through_destroying),
 		cmocka_unit_test(cap_counts_paused_and_fails_at_once),
+		cmocka_unit_test(ids_stay_found_and_the_cap_ignores_the_destroyed),
 		cmocka_unit_test(names_unique_among_live_and_limited),
 		cmocka_unit_test(envs_limits),
 		cmocka_unit_test(auto_pause_uses_the_virtual_clock),
