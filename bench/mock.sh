@@ -53,8 +53,8 @@ get_run() {
 
 echo "== GET /v1/sandboxes/$ID, keep-alive, wrk -t2 -c$CONNS -d${SECS}s"
 get_run
-# The fault part runs before the cycles: every created sandbox stays in the
-# model (destroyed ones too), and the id lookup is a linear scan.
+# The fault part runs before the cycles, on the same small model as part 1
+# (destroyed sandboxes stay in the model; lookups are indexed, listings are not).
 echo "== the same GET with 100 non-matching fault rules"
 RULES=$(python3 -c 'import json;print(json.dumps({"rules":[{"match":{"path":"/v1/nothing/%d"%i},"action":{"kind":"http","status":500}} for i in range(100)]}))')
 curl -s -H 'X-Mock-Admin-Token: bench' -d "$RULES" "$URL/_mock/faults" >/dev/null
