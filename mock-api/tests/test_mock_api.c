@@ -806,6 +806,152 @@ static void networks_quota(void **state)
 	th_resp_free(&r);
 }
 
+/* data.<field> of a response. */
+static const cJSON *data_item(const th_resp *r, const char *field)
+{
+	return cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(r->json, "data"), field);
+}
+
+/* Disks: validation naming the field, secrets never shown, addressed by id
+ * or name, per tenant, attach/detach to a running sandbox, no delete while
+ * attached. */
+static void disks_keep_state_and_hide_credentials(void **state)
+{
+	static const char good[] =
+		"{\"name\":\"d1\",\"kind\":\"s3\",\"config\":{\"bucket\":\"b\",\"endpoint\":\"http://minio:9000\"},"
+		"\"credentials\":{\"access_key\":\"AK\",\"secret_key\":\"TOPSECRET\"}}";
+	char id[64], disk[64], path[256];
+	th_resp r;
+
+	(void)state;
+	th_json(U, "dk", "POST", "/v1/disks", "{\"name\":\"d0\",\"kind\":\"nfs\"}", &r);
+	expect_status(&r, 400, "disk of an unknown kind");
+	assert_non_null(fail_field(&r, "kind"));
+	th_resp_free(&r);
+	th_json(U, "dk", "POST", "/v1/disks",
+		"{\"name\":\"d0\",\"kind\":\"s3\",\"config\":{\"bucket\":\"b\",\"endpoint\":\"e\"}}", &r);
+	expect_status(&r, 400, "disk without credentials");
+	assert_non_null(fail_field(&r, "credentials"));
+	th_resp_free(&r);
+	th_json(U, "dk", "POST", "/v1/disks", good, &r);
+	expect_status(&r, 200, "disk create");
+	assert_null(strstr(sbx_strbuf_str(&r.body), "TOPSECRET"));
+	snprintf(disk, sizeof(disk), "%s", th_data_str(&r, "id"));
+	assert_int_equal(strncmp(disk, "disk_", 5), 0);
+	th_resp_free(&r);
+	th_json(U, "dk", "POST", "/v1/disks", good, &r);
+	expect_status(&r, 409, "second disk named d1");
+	th_resp_free(&r);
+	th_json(U, "dk", "GET", "/v1/disks/d1", NULL, &r); /* by name */
+	expect_status(&r, 200, "disk by name");
+	assert_string_equal(th_data_str(&r, "id"), disk);
+	assert_null(strstr(sbx_strbuf_str(&r.body), "TOPSECRET"));
+	th_resp_free(&r);
+	th_json(U, "other", "GET", "/v1/disks/d1", NULL, &r);
+	expect_status(&r, 404, "another key's disk");
+	th_resp_free(&r);
+	th_json(U, "dk", "PATCH", "/v1/disks/d1", "{\"credentials\":{\"access_key\":\"\",\"secret_key\":\"x\"}}", &r);
+	expect_status(&r, 400, "empty access key");
+	assert_non_null(fail_field(&r, "credentials"));
+	th_resp_free(&r);
+	th_json(U, "dk", "PATCH", "/v1/disks/d1", "{\"credentials\":{\"access_key\":\"A2\",\"secret_key\":\"NEWSECRET\"}}", &r);
+	expect_status(&r, 200, "rotate credentials");
+	assert_null(strstr(sbx_strbuf_str(&r.body), "NEWSECRET"));
+	th_resp_free(&r);
+
+	create("dk", "{\"shape\":\"s-1vcpu-1gb\"}", id, sizeof(id));
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/disks", id);
+	th_json(U, "dk", "POST", path, "{\"disk_id\":\"d1\"}", &r);
+	expect_status(&r, 400, "attach without mount_path");
+	assert_non_null(fail_field(&r, "mount_path"));
+	th_resp_free(&r);
+	th_json(U, "dk", "POST", path, "{\"disk_id\":\"d1\",\"mount_path\":\"/mnt/d\"}", &r);
+	expect_status(&r, 200, "attach");
+	th_resp_free(&r);
+	th_json(U, "dk", "GET", path, NULL, &r);
+	expect_status(&r, 200, "attachments");
+	assert_non_null(strstr(sbx_strbuf_str(&r.body), "/mnt/d"));
+	th_resp_free(&r);
+	th_json(U, "dk", "DELETE", "/v1/disks/d1", NULL, &r);
+	expect_status(&r, 409, "delete an attached disk");
+	th_resp_free(&r);
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/disks/%s?mount_path=/mnt/d", id, disk);
+	th_json(U, "dk", "DELETE", path, NULL, &r);
+	expect_status(&r, 200, "detach");
+	assert_true(cJSON_IsTrue(data_item(&r, "detached")));
+	th_resp_free(&r);
+	th_json(U, "dk", "DELETE", "/v1/disks/d1", NULL, &r);
+	expect_status(&r, 200, "delete the disk");
+	assert_true(cJSON_IsTrue(data_item(&r, "deleted")));
+	th_resp_free(&r);
+	th_json(U, "dk", "GET", "/v1/disks/d1", NULL, &r);
+	expect_status(&r, 404, "deleted disk");
+	th_resp_free(&r);
+}
+
+/* Templates: pending -> building -> ready on the virtual clock (realistic
+ * timing), the dockerfile only on request, logs as text and NDJSON ending
+ * with a final frame, delete. */
+static void templates_build_on_the_clock(void **state)
+{
+	char tpl[64], path[160];
+	th_resp r;
+	const char *body;
+
+	(void)state;
+	th_admin(U, TOK, "PUT", "/_mock/settings", "{\"timing\":\"realistic\"}", &r);
+	expect_status(&r, 200, "realistic timing");
+	th_resp_free(&r);
+	th_json(U, "tk", "POST", "/v1/templates", "{\"name\":\"t1\"}", &r);
+	expect_status(&r, 400, "template without dockerfile");
+	assert_non_null(fail_field(&r, "dockerfile"));
+	th_resp_free(&r);
+	th_json(U, "tk", "POST", "/v1/templates", "{\"name\":\"t1\",\"dockerfile\":\"FROM x\",\"base\":\"nope:9\"}", &r);
+	expect_status(&r, 400, "template of an unknown base");
+	assert_non_null(fail_field(&r, "base"));
+	th_resp_free(&r);
+	th_json(U, "tk", "POST", "/v1/templates", "{\"name\":\"t1\",\"dockerfile\":\"FROM x\\nRUN true\"}", &r);
+	expect_status(&r, 200, "template create");
+	assert_string_equal(th_data_str(&r, "status"), "pending");
+	snprintf(tpl, sizeof(tpl), "%s", th_data_str(&r, "id"));
+	th_resp_free(&r);
+	snprintf(path, sizeof(path), "/v1/templates/%s", tpl);
+	th_json(U, "tk", "GET", path, NULL, &r);
+	assert_null(data_item(&r, "dockerfile"));
+	th_resp_free(&r);
+	th_admin(U, TOK, "POST", "/_mock/clock/advance", "{\"ms\":2500}", &r);
+	th_resp_free(&r);
+	th_json(U, "tk", "GET", path, NULL, &r);
+	assert_string_equal(th_data_str(&r, "status"), "building");
+	th_resp_free(&r);
+	th_admin(U, TOK, "POST", "/_mock/clock/advance", "{\"ms\":8000}", &r);
+	th_resp_free(&r);
+	snprintf(path, sizeof(path), "/v1/templates/%s?include=dockerfile", tpl);
+	th_json(U, "tk", "GET", path, NULL, &r);
+	assert_string_equal(th_data_str(&r, "status"), "ready");
+	assert_non_null(th_data_str(&r, "dockerfile"));
+	th_resp_free(&r);
+	snprintf(path, sizeof(path), "/v1/templates/%s/logs?follow=true", tpl);
+	th_json(U, "tk", "GET", path, NULL, &r);
+	expect_status(&r, 200, "template logs");
+	body = sbx_strbuf_str(&r.body);
+	assert_non_null(strstr(body, "{\"final\":true,\"status\":\"ready\"}\n"));
+	th_resp_free(&r);
+	th_json(U, "other", "GET", "/v1/templates/t1", NULL, &r);
+	expect_status(&r, 404, "another key's template");
+	th_resp_free(&r);
+	snprintf(path, sizeof(path), "/v1/templates/%s", tpl);
+	th_json(U, "tk", "DELETE", path, NULL, &r);
+	expect_status(&r, 200, "template delete");
+	assert_true(cJSON_IsTrue(data_item(&r, "deleted")));
+	th_resp_free(&r);
+	th_json(U, "tk", "GET", path, NULL, &r);
+	expect_status(&r, 404, "deleted template");
+	th_resp_free(&r);
+	th_admin(U, TOK, "PUT", "/_mock/settings", "{\"timing\":\"instant\"}", &r);
+	th_resp_free(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -825,6 +971,8 @@ int main(void)
 		cmocka_unit_test_setup(journal_records_and_filters, reset),
 		cmocka_unit_test_setup(admin_state_lists_destroyed, reset),
 		cmocka_unit_test_setup(networks_quota, reset),
+		cmocka_unit_test_setup(disks_keep_state_and_hide_credentials, reset),
+		cmocka_unit_test_setup(templates_build_on_the_clock, reset),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
