@@ -2027,7 +2027,7 @@ static mock_tenant *authenticate(mreq *r, mresp *out)
  * before the answer goes out; if that fails, the client gets a 500 rather
  * than an acknowledgement the log does not back. Exec and file uploads
  * change guest files, not the control-plane state. */
-static void persist_mutation(mreq *r, mresp *out, mock_tenant *t)
+void mock_persist_mutation(mreq *r, mresp *out, mock_tenant *t)
 {
 	sbx_err err = {{0}};
 	char msg[600];
@@ -2074,7 +2074,7 @@ void api_dispatch(mreq *r, mresp *out)
 		}
 		rt->fn(r, out, t);
 		if (r->mock->state != NULL && t != NULL)
-			persist_mutation(r, out, t);
+			mock_persist_mutation(r, out, t);
 		return;
 	}
 	if (alen > 0) {

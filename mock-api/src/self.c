@@ -191,7 +191,6 @@ static void self_signal(mreq *r, mresp *out, const char *id, bool pause, const c
 	int rc = 202;
 	bool now = false;
 	cJSON *d = NULL;
-	sbx_err err = {{0}};
 
 	pthread_mutex_lock(&mock->model->lock);
 	mock_tick(mock->model, mock_on_state_change, mock);
@@ -217,15 +216,9 @@ static void self_signal(mreq *r, mresp *out, const char *id, bool pause, const c
 	pthread_mutex_unlock(&mock->model->lock);
 	if (d == NULL)
 		return;
-	if (t != NULL && mock->state != NULL && mock_durable_persist(mock, t, &err) != 0) {
-		char msg[600];
-
-		cJSON_Delete(d);
-		snprintf(msg, sizeof(msg), "the change could not be made durable: %s", err.msg);
-		resp_error(out, 500, msg);
-		return;
-	}
 	resp_success(out, 202, d);
+	if (mock->state != NULL)
+		mock_persist_mutation(r, out, t);
 }
 
 void self_dispatch(mreq *r, mresp *out)

@@ -163,6 +163,9 @@ void json_escape(sbx_strbuf *sb, const char *s, size_t len);
 
 /* Control-plane dispatch (api.c) and admin dispatch (admin.c). */
 void api_dispatch(mreq *r, mresp *out);
+/* Durable state (--state-dir only): logs an acknowledged (2xx) mutation of
+ * t before the answer goes out, or turns the answer into a 500 (api.c). */
+void mock_persist_mutation(mreq *r, mresp *out, mock_tenant *t);
 void admin_dispatch(mreq *r, mresp *out);
 /* self.c: POST /self/pause and /self/delete from inside a guest. */
 void self_dispatch(mreq *r, mresp *out);
