@@ -1130,14 +1130,11 @@ static void serve(mreq *r, mresp *out)
 		admin_dispatch(r, out);
 		return;
 	}
-	if (r->self) {
-		self_dispatch(r, out);
-		journal_record(r, out->status);
-		return;
-	}
 	if (r->fault_fired && r->fault.kind == FK_LATENCY)
 		mock_sleep_ms(mock, (int64_t)mock_faults_latency_ms(mock->faults, &r->fault));
-	if (!(r->fault_fired && (apply_replacing_fault(r, out) || chaos_apply(r, out)))) {
+	if (r->self) { /* fault rules are not evaluated for it (dispatch) */
+		self_dispatch(r, out);
+	} else if (!(r->fault_fired && (apply_replacing_fault(r, out) || chaos_apply(r, out)))) {
 		api_dispatch(r, out);
 		if (r->fault_fired && r->fault.kind == FK_COMMIT_THEN_FAIL)
 			commit_then_fail(r, out);
