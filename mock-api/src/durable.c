@@ -1,5 +1,5 @@
 /* durable: sbx-mock's durable state (`--state-dir DIR`) — deciding what to
- * log and replaying it at start. Framing and fsync are state.c's; the
+ * log and replaying it at start. Framing and fsync are mutation_log.c's; the
  * meaning of a tenant or sandbox record is the model's (model.c).
  *
  * One record per acknowledged control-plane mutation:
@@ -77,7 +77,7 @@ static int append_json(sbx_mock *mock, cJSON *rec, sbx_err *err)
 		sbx_err_set(err, "out of memory");
 		return -1;
 	}
-	rc = mock_state_append(mock->state, text, strlen(text), err);
+	rc = mock_mutlog_append(mock->state, text, strlen(text), err);
 	free(text);
 	return rc;
 }
@@ -128,7 +128,7 @@ int mock_durable_start(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *err)
 
 	if (cfg->state_dir == NULL)
 		return 0;
-	mock->state = mock_state_open(cfg->state_dir, cfg->quiet, apply_record, mock, &dropped, err);
+	mock->state = mock_mutlog_open(cfg->state_dir, cfg->quiet, apply_record, mock, &dropped, err);
 	if (mock->state == NULL)
 		return -1;
 	if (use_state_work_dir(mock, cfg, err) != 0)
@@ -151,7 +151,7 @@ int mock_durable_start(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *err)
 	}
 	baseline(m);
 	pthread_mutex_unlock(&m->lock);
-	if (mock_state_records(mock->state) == 0) {
+	if (mock_mutlog_records(mock->state) == 0) {
 		cJSON *boot = cJSON_CreateObject();
 		int rc;
 
@@ -207,7 +207,7 @@ int mock_durable_persist(sbx_mock *mock, mock_tenant *t, sbx_err *err)
 	}
 	if (changed) {
 		text = cJSON_PrintUnformatted(rec);
-		rc = text != NULL ? mock_state_append(mock->state, text, strlen(text), err) : -1;
+		rc = text != NULL ? mock_mutlog_append(mock->state, text, strlen(text), err) : -1;
 		if (text == NULL)
 			sbx_err_set(err, "out of memory");
 	}

@@ -1747,7 +1747,7 @@ void sbx_mock_stop(sbx_mock *mock)
 	mock_journal_free(mock->journal);
 	chaos_free(mock);
 	mock_rec_free(mock->rec);
-	mock_state_close(mock->state);
+	mock_mutlog_close(mock->state);
 	for (size_t i = 0; i < mock->nkeys; i++)
 		free(mock->keys[i]);
 	free(mock->keys);

@@ -18,7 +18,7 @@
 #include "guest.h"
 #include "journal.h"
 #include "model.h"
-#include "state.h"
+#include "mutation_log.h"
 #include "sbx/mock.h"
 #include "sbx/strbuf.h"
 
@@ -55,7 +55,7 @@ struct sbx_mock {
 	bool quiet;
 	char scenario_dir[PATH_MAX]; /* --scenario-dir, "" when not given */
 	mock_rec *rec;               /* record or replay mode (record.c), NULL otherwise */
-	mock_state *state;           /* --state-dir (durable.c), NULL otherwise */
+	mock_mutlog *state;          /* --state-dir (durable.c), NULL otherwise */
 	/* Threads doing blocking work off MHD's pool (server.c): offloaded
 	 * requests and blocking response readers. sbx_mock_stop waits for
 	 * workers == 0 before stopping the daemon. */

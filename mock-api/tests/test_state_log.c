@@ -1,4 +1,4 @@
-/* Unit: the durable mutation log (state.c) without a server — records come
+/* Unit: the durable mutation log (mutation_log.c) without a server — records come
  * back in order; a torn or corrupt last record is detected, dropped with a
  * warning on stderr, and the file is truncated to the last good record so
  * that the next append follows good data. */
@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "state.h"
+#include "mutation_log.h"
 
 typedef struct seen {
 	char rec[8][64];
@@ -57,14 +57,14 @@ static off_t log_size(const char *dir)
 static void write_three(const char *dir)
 {
 	sbx_err err = {{0}};
-	mock_state *st = mock_state_open(dir, true, NULL, NULL, NULL, &err);
+	mock_mutlog *st = mock_mutlog_open(dir, true, NULL, NULL, NULL, &err);
 
 	assert_non_null(st);
-	assert_int_equal(mock_state_append(st, "{\"n\":1}", 7, &err), 0);
-	assert_int_equal(mock_state_append(st, "{\"n\":2}", 7, &err), 0);
-	assert_int_equal(mock_state_append(st, "{\"n\":3}", 7, &err), 0);
-	assert_int_equal(mock_state_records(st), 3);
-	mock_state_close(st);
+	assert_int_equal(mock_mutlog_append(st, "{\"n\":1}", 7, &err), 0);
+	assert_int_equal(mock_mutlog_append(st, "{\"n\":2}", 7, &err), 0);
+	assert_int_equal(mock_mutlog_append(st, "{\"n\":3}", 7, &err), 0);
+	assert_int_equal(mock_mutlog_records(st), 3);
+	mock_mutlog_close(st);
 }
 
 static void append_raw(const char *dir, const void *bytes, size_t len)
@@ -80,18 +80,18 @@ static void append_raw(const char *dir, const void *bytes, size_t len)
 }
 
 /* Opens with warnings on, capturing stderr into buf. */
-static mock_state *open_capturing(const char *dir, seen *s, size_t *dropped, char *buf, size_t cap)
+static mock_mutlog *open_capturing(const char *dir, seen *s, size_t *dropped, char *buf, size_t cap)
 {
 	char tmpl[] = "/tmp/sbx-stderr-XXXXXX";
 	int fd = mkstemp(tmpl), saved = dup(2);
 	sbx_err err = {{0}};
-	mock_state *st;
+	mock_mutlog *st;
 	ssize_t n;
 
 	assert_true(fd >= 0);
 	fflush(stderr);
 	dup2(fd, 2);
-	st = mock_state_open(dir, false, collect, s, dropped, &err);
+	st = mock_mutlog_open(dir, false, collect, s, dropped, &err);
 	fflush(stderr);
 	dup2(saved, 2);
 	close(saved);
@@ -110,7 +110,7 @@ static void records_come_back_in_order(void **state)
 	seen s = {0};
 	char warn[512];
 	size_t dropped = 99;
-	mock_state *st;
+	mock_mutlog *st;
 
 	(void)state;
 	make_dir(dir);
@@ -121,7 +121,7 @@ static void records_come_back_in_order(void **state)
 	assert_string_equal(s.rec[2], "{\"n\":3}");
 	assert_int_equal(dropped, 0);
 	assert_string_equal(warn, "");
-	mock_state_close(st);
+	mock_mutlog_close(st);
 	cleanup(dir);
 }
 
@@ -135,7 +135,7 @@ static void torn_last_record_is_dropped_and_truncated(void **state)
 	char warn[512];
 	size_t dropped = 0;
 	off_t good;
-	mock_state *st;
+	mock_mutlog *st;
 	sbx_err err = {{0}};
 
 	(void)state;
@@ -150,14 +150,14 @@ static void torn_last_record_is_dropped_and_truncated(void **state)
 	if (strstr(warn, "warning") == NULL || strstr(warn, "torn record") == NULL)
 		fail_msg("expected a torn-record warning on stderr, got \"%s\"", warn);
 	/* the next append follows the good data and survives a reopen */
-	assert_int_equal(mock_state_append(st, "{\"n\":5}", 7, &err), 0);
-	mock_state_close(st);
+	assert_int_equal(mock_mutlog_append(st, "{\"n\":5}", 7, &err), 0);
+	mock_mutlog_close(st);
 	memset(&s, 0, sizeof(s));
 	st = open_capturing(dir, &s, &dropped, warn, sizeof(warn));
 	assert_int_equal(s.n, 4);
 	assert_string_equal(s.rec[3], "{\"n\":5}");
 	assert_int_equal(dropped, 0);
-	mock_state_close(st);
+	mock_mutlog_close(st);
 	cleanup(dir);
 }
 
@@ -170,7 +170,7 @@ static void torn_header_and_bad_crc_are_detected(void **state)
 	char warn[512];
 	size_t dropped = 0;
 	off_t good;
-	mock_state *st;
+	mock_mutlog *st;
 	uint32_t crc = mock_crc32("{\"n\":9}", 7) ^ 1u;
 
 	(void)state;
@@ -182,7 +182,7 @@ static void torn_header_and_bad_crc_are_detected(void **state)
 	assert_int_equal(s.n, 3);
 	assert_int_equal(dropped, 3);
 	assert_non_null(strstr(warn, "torn record header"));
-	mock_state_close(st);
+	mock_mutlog_close(st);
 	/* a whole record whose CRC does not match: corrupt, dropped too */
 	bad[0] = 7;
 	bad[1] = bad[2] = bad[3] = 0;
@@ -198,7 +198,7 @@ static void torn_header_and_bad_crc_are_detected(void **state)
 	assert_int_equal(dropped, sizeof(bad));
 	assert_non_null(strstr(warn, "CRC mismatch"));
 	assert_int_equal(log_size(dir), good);
-	mock_state_close(st);
+	mock_mutlog_close(st);
 	cleanup(dir);
 }
 

@@ -1,7 +1,7 @@
-/* state: the framed, fsync'd, append-only mutation log; see state.h.
+/* mutation_log: the framed, fsync'd, append-only mutation log; see mutation_log.h.
  * Never interprets a payload. */
 #define _GNU_SOURCE
-#include "state.h"
+#include "mutation_log.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-struct mock_state {
+struct mock_mutlog {
 	pthread_mutex_t lock;
 	int fd;
 	uint64_t records;
@@ -87,7 +87,7 @@ static int read_all(int fd, char **out, size_t *len, sbx_err *err)
 }
 
 /* Replays the good prefix; returns its length. */
-static size_t replay(char *buf, size_t len, mock_state_record_fn fn, void *arg, uint64_t *records,
+static size_t replay(char *buf, size_t len, mock_mutlog_record_fn fn, void *arg, uint64_t *records,
 		     const char **why)
 {
 	size_t off = 0;
@@ -103,7 +103,7 @@ static size_t replay(char *buf, size_t len, mock_state_record_fn fn, void *arg, 
 		}
 		n = get_le32((unsigned char *)buf + off);
 		crc = get_le32((unsigned char *)buf + off + 4);
-		if (n == 0 || n > MOCK_STATE_MAX_RECORD) {
+		if (n == 0 || n > MOCK_MUTLOG_MAX_RECORD) {
 			*why = "corrupt record length";
 			break;
 		}
@@ -126,10 +126,10 @@ static size_t replay(char *buf, size_t len, mock_state_record_fn fn, void *arg, 
 	return off;
 }
 
-mock_state *mock_state_open(const char *dir, bool quiet, mock_state_record_fn fn, void *arg,
-			    size_t *dropped, sbx_err *err)
+mock_mutlog *mock_mutlog_open(const char *dir, bool quiet, mock_mutlog_record_fn fn, void *arg,
+			      size_t *dropped, sbx_err *err)
 {
-	mock_state *st = calloc(1, sizeof(*st));
+	mock_mutlog *st = calloc(1, sizeof(*st));
 	char path[4096];
 	char *buf = NULL;
 	size_t len = 0, good;
@@ -182,20 +182,20 @@ mock_state *mock_state_open(const char *dir, bool quiet, mock_state_record_fn fn
 	return st;
 
 out_free:
-	mock_state_close(st);
+	mock_mutlog_close(st);
 	return NULL;
 }
 
 /* One write of header + payload; on a failed or short write the file is cut
  * back to where the record began, so a later record never follows garbage. */
-int mock_state_append(mock_state *st, const char *payload, size_t len, sbx_err *err)
+int mock_mutlog_append(mock_mutlog *st, const char *payload, size_t len, sbx_err *err)
 {
 	unsigned char *rec;
 	size_t off = 0;
 	off_t start;
 	int rc = 0;
 
-	if (len == 0 || len > MOCK_STATE_MAX_RECORD) {
+	if (len == 0 || len > MOCK_MUTLOG_MAX_RECORD) {
 		sbx_err_set(err, "state record of %zu bytes is out of range", len);
 		return -1;
 	}
@@ -234,7 +234,7 @@ int mock_state_append(mock_state *st, const char *payload, size_t len, sbx_err *
 	return rc;
 }
 
-uint64_t mock_state_records(mock_state *st)
+uint64_t mock_mutlog_records(mock_mutlog *st)
 {
 	uint64_t n;
 
@@ -244,7 +244,7 @@ uint64_t mock_state_records(mock_state *st)
 	return n;
 }
 
-void mock_state_close(mock_state *st)
+void mock_mutlog_close(mock_mutlog *st)
 {
 	if (st == NULL)
 		return;

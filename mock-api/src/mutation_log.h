@@ -1,4 +1,4 @@
-/* state: the durable mutation log of sbx-mock (`--state-dir DIR`).
+/* mutation_log: the durable mutation log of sbx-mock (`--state-dir DIR`).
  *
  * DIR/state.log is append-only; each record is framed as
  *   u32 little-endian payload length | u32 little-endian CRC-32 (IEEE) of
@@ -12,8 +12,8 @@
  *
  * This module knows framing and files only — what a record means is the
  * model's business (model.c), when to write one the HTTP layer's. */
-#ifndef SBX_MOCK_STATE_H
-#define SBX_MOCK_STATE_H
+#ifndef SBX_MOCK_MUTATION_LOG_H
+#define SBX_MOCK_MUTATION_LOG_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -21,22 +21,22 @@
 
 #include "sbx/err.h"
 
-#define MOCK_STATE_MAX_RECORD (64u * 1024 * 1024)
+#define MOCK_MUTLOG_MAX_RECORD (64u * 1024 * 1024)
 
-typedef struct mock_state mock_state;
+typedef struct mock_mutlog mock_mutlog;
 
 /* Called for each good record in order; payload is NUL-terminated. */
-typedef void (*mock_state_record_fn)(void *arg, const char *payload, size_t len);
+typedef void (*mock_mutlog_record_fn)(void *arg, const char *payload, size_t len);
 
 /* Opens (creating DIR and the log when missing) and replays. *dropped gets
  * the number of bytes cut off a torn/corrupt tail (0 when clean). */
-mock_state *mock_state_open(const char *dir, bool quiet, mock_state_record_fn fn, void *arg,
-			    size_t *dropped, sbx_err *err);
+mock_mutlog *mock_mutlog_open(const char *dir, bool quiet, mock_mutlog_record_fn fn, void *arg,
+			      size_t *dropped, sbx_err *err);
 /* Appends one record and fdatasyncs. 0, or -1 with err. Thread-safe. */
-int mock_state_append(mock_state *st, const char *payload, size_t len, sbx_err *err);
+int mock_mutlog_append(mock_mutlog *st, const char *payload, size_t len, sbx_err *err);
 /* Number of records read at open plus appended since. */
-uint64_t mock_state_records(mock_state *st);
-void mock_state_close(mock_state *st);
+uint64_t mock_mutlog_records(mock_mutlog *st);
+void mock_mutlog_close(mock_mutlog *st);
 
 uint32_t mock_crc32(const void *data, size_t len);
 
