@@ -1,22 +1,19 @@
 /* admin: the /_mock/ admin API (ADMIN.md) — reset, state, settings, clock,
  * egress oracle, fault rules, scenarios and the journal. Protected by the
- * admin token; never journaled and never subject to fault rules. */
+ * admin token; never journaled and never subject to fault rules. The
+ * handlers parse and render: validating and applying settings is
+ * settings.c's, finding and applying scenarios scenario.c's. Never calls
+ * into the request pipeline (http.c): it only fills the answer. */
 #define _GNU_SOURCE
 #include "server.h"
+
+#include "scenario.h"
+#include "settings.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include <unistd.h>
-
-#ifndef SBX_MOCK_SCENARIO_DIR
-#define SBX_MOCK_SCENARIO_DIR "fixtures/scenarios"
-#endif
-#ifndef SBX_MOCK_SCENARIO_INSTALL_DIR
-#define SBX_MOCK_SCENARIO_INSTALL_DIR "/usr/local/share/sbx-harness/scenarios"
-#endif
 
 static void ok_empty(mresp *out)
 {
@@ -36,136 +33,6 @@ static cJSON *admin_body(mreq *r, mresp *out)
 
 /* ---- settings ---- */
 
-static cJSON *settings_view(sbx_mock *mock)
-{
-	const mock_settings *s = &mock->model->set;
-	cJSON *o = cJSON_CreateObject();
-	char timing[32];
-
-	if (s->timing_scale == 0)
-		snprintf(timing, sizeof(timing), "instant");
-	else if (s->timing_scale == 1)
-		snprintf(timing, sizeof(timing), "realistic");
-	else
-		snprintf(timing, sizeof(timing), "%g", s->timing_scale);
-	cJSON_AddNumberToObject(o, "sandbox_cap", s->sandbox_cap);
-	cJSON_AddNumberToObject(o, "cap_status", s->cap_status);
-	cJSON_AddStringToObject(o, "cap_code", s->cap_code);
-	cJSON_AddBoolToObject(o, "credit", s->credit);
-	cJSON_AddStringToObject(o, "host_rule_mode",
-				s->host_rule_mode == SBX_HOST_RULES_DOCUMENTED ? "documented" : "observed");
-	cJSON_AddBoolToObject(o, "accept_any_key", s->accept_any_key);
-	cJSON_AddStringToObject(o, "timing", timing);
-	cJSON_AddNumberToObject(o, "max_egress_rules", (double)s->max_egress_rules);
-	cJSON_AddStringToObject(o, "region", s->region);
-	cJSON_AddBoolToObject(o, "ready", s->ready);
-	cJSON_AddNumberToObject(o, "exec_heartbeat_ms", atomic_load(&mock->hb_ms));
-	cJSON_AddStringToObject(o, "guest_mode", mock_guest_mode_name(mock->gmode));
-	cJSON_AddBoolToObject(o, "guest_pid_namespace", mock->pidns != NULL);
-	return o;
-}
-
-static int num_setting(const cJSON *b, const char *k, double lo, double hi, double *v, sbx_err *err)
-{
-	const cJSON *it = cJSON_GetObjectItemCaseSensitive(b, k);
-
-	if (it == NULL)
-		return 0;
-	if (!cJSON_IsNumber(it) || it->valuedouble < lo || it->valuedouble > hi) {
-		sbx_err_set(err, "%s must be a number in [%g, %g]", k, lo, hi);
-		return -1;
-	}
-	*v = it->valuedouble;
-	return 1;
-}
-
-static int bool_setting(const cJSON *b, const char *k, bool *v, sbx_err *err)
-{
-	const cJSON *it = cJSON_GetObjectItemCaseSensitive(b, k);
-
-	if (it == NULL)
-		return 0;
-	if (!cJSON_IsBool(it)) {
-		sbx_err_set(err, "%s must be a boolean", k);
-		return -1;
-	}
-	*v = cJSON_IsTrue(it);
-	return 1;
-}
-
-static int str_setting(const cJSON *b, const char *k, char *buf, size_t cap, sbx_err *err)
-{
-	const cJSON *it = cJSON_GetObjectItemCaseSensitive(b, k);
-
-	if (it == NULL)
-		return 0;
-	if (!cJSON_IsString(it) || strlen(it->valuestring) >= cap || it->valuestring[0] == '\0') {
-		sbx_err_set(err, "%s must be a non-empty string shorter than %zu bytes", k, cap);
-		return -1;
-	}
-	snprintf(buf, cap, "%s", it->valuestring);
-	return 1;
-}
-
-/* Validates everything first, then applies: all or nothing. Lock held. */
-static int apply_settings(sbx_mock *mock, const cJSON *b, sbx_err *err)
-{
-	mock_settings s = mock->model->set;
-	double v = 0;
-	char mode[16] = "";
-	int hb = atomic_load(&mock->hb_ms);
-	const cJSON *timing = cJSON_GetObjectItemCaseSensitive(b, "timing");
-
-	if (num_setting(b, "sandbox_cap", 0, 1e6, &v, err) < 0)
-		return -1;
-	if (cJSON_GetObjectItemCaseSensitive(b, "sandbox_cap") != NULL)
-		s.sandbox_cap = (unsigned)v;
-	if (num_setting(b, "cap_status", 400, 599, &v, err) < 0)
-		return -1;
-	if (cJSON_GetObjectItemCaseSensitive(b, "cap_status") != NULL)
-		s.cap_status = (unsigned)v;
-	if (num_setting(b, "max_egress_rules", 1, 1e6, &v, err) < 0)
-		return -1;
-	if (cJSON_GetObjectItemCaseSensitive(b, "max_egress_rules") != NULL)
-		s.max_egress_rules = (size_t)v;
-	if (num_setting(b, "exec_heartbeat_ms", 10, 600000, &v, err) < 0)
-		return -1;
-	if (cJSON_GetObjectItemCaseSensitive(b, "exec_heartbeat_ms") != NULL)
-		hb = (int)v;
-	if (str_setting(b, "cap_code", s.cap_code, sizeof(s.cap_code), err) < 0 ||
-	    str_setting(b, "region", s.region, sizeof(s.region), err) < 0 ||
-	    bool_setting(b, "credit", &s.credit, err) < 0 ||
-	    bool_setting(b, "accept_any_key", &s.accept_any_key, err) < 0 ||
-	    bool_setting(b, "ready", &s.ready, err) < 0)
-		return -1;
-	if (str_setting(b, "host_rule_mode", mode, sizeof(mode), err) < 0)
-		return -1;
-	if (mode[0] != '\0') {
-		if (strcmp(mode, "documented") == 0) {
-			s.host_rule_mode = SBX_HOST_RULES_DOCUMENTED;
-		} else if (strcmp(mode, "observed") == 0) {
-			s.host_rule_mode = SBX_HOST_RULES_OBSERVED;
-		} else {
-			sbx_err_set(err, "host_rule_mode must be \"documented\" or \"observed\"");
-			return -1;
-		}
-	}
-	if (timing != NULL) {
-		char buf[32];
-
-		if (cJSON_IsNumber(timing))
-			snprintf(buf, sizeof(buf), "%g", timing->valuedouble);
-		else if (cJSON_IsString(timing))
-			snprintf(buf, sizeof(buf), "%s", timing->valuestring);
-		else
-			buf[0] = '\0';
-		if (sbx_mock_parse_timing(buf, &s.timing_scale, err) != 0)
-			return -1;
-	}
-	mock->model->set = s;
-	atomic_store(&mock->hb_ms, hb);
-	return 0;
-}
 
 static void a_settings(mreq *r, mresp *out)
 {
@@ -183,7 +50,7 @@ static void a_settings(mreq *r, mresp *out)
 			return;
 		}
 		pthread_mutex_lock(&mock->model->lock);
-		rc = apply_settings(mock, b, &err);
+		rc = mock_settings_apply(mock, b, &err);
 		pthread_mutex_unlock(&mock->model->lock);
 		if (rc != 0) {
 			resp_fail(out, 400, "settings", "INVALID_SETTING", err.msg);
@@ -191,7 +58,7 @@ static void a_settings(mreq *r, mresp *out)
 		}
 	}
 	pthread_mutex_lock(&mock->model->lock);
-	v = settings_view(mock);
+	v = mock_settings_view(mock);
 	pthread_mutex_unlock(&mock->model->lock);
 	resp_success(out, 200, v);
 }
@@ -525,144 +392,6 @@ static void a_faults(mreq *r, mresp *out)
 	}
 }
 
-/* A scenario: {name?, description?, settings?, rules:[...]}. */
-static int apply_scenario(sbx_mock *mock, const cJSON *sc, cJSON *ids, sbx_err *err)
-{
-	const cJSON *settings = cJSON_GetObjectItemCaseSensitive(sc, "settings");
-	int rc = 0;
-
-	if (!cJSON_IsObject(sc)) {
-		sbx_err_set(err, "a scenario must be a JSON object");
-		return -1;
-	}
-	if (settings != NULL) {
-		pthread_mutex_lock(&mock->model->lock);
-		rc = apply_settings(mock, settings, err);
-		pthread_mutex_unlock(&mock->model->lock);
-		if (rc != 0) {
-			sbx_err_prefix(err, "scenario settings");
-			return -1;
-		}
-	}
-	if (cJSON_GetObjectItemCaseSensitive(sc, "rules") == NULL)
-		return 0;
-	return mock_faults_add_json(mock->faults, sc, ids, err);
-}
-
-static char *read_file(const char *path, size_t max, sbx_err *err)
-{
-	FILE *fp = fopen(path, "rb");
-	sbx_strbuf sb = SBX_STRBUF_INIT;
-	char buf[4096];
-	size_t n;
-
-	if (fp == NULL) {
-		sbx_err_set(err, "%s: %s", path, strerror(errno));
-		return NULL;
-	}
-	while ((n = fread(buf, 1, sizeof(buf), fp)) > 0) {
-		if (sb.len + n > max) {
-			sbx_err_set(err, "%s: larger than %zu bytes", path, max);
-			fclose(fp);
-			sbx_strbuf_free(&sb);
-			return NULL;
-		}
-		sbx_strbuf_append(&sb, buf, n);
-	}
-	fclose(fp);
-	if (sb.oom || sb.data == NULL) {
-		sbx_err_set(err, "%s: empty or out of memory", path);
-		sbx_strbuf_free(&sb);
-		return NULL;
-	}
-	return sbx_strbuf_detach(&sb, NULL);
-}
-
-static bool scenario_name_ok(const char *name)
-{
-	if (name[0] == '\0' || strlen(name) > 64)
-		return false;
-	for (const char *p = name; *p != '\0'; p++) {
-		if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '-' || *p == '_'))
-			return false;
-	}
-	return true;
-}
-
-/* Scenario search path, first hit wins: --scenario-dir, $SBX_SCENARIO_DIR,
- * the source tree's fixtures/scenarios (compile definition), the installed
- * share dir. Fills path with the file found; on failure err lists every
- * place looked at. */
-static int find_scenario(const sbx_mock *mock, const char *name, char *path, size_t cap,
-			 sbx_err *err)
-{
-	const char *env = getenv("SBX_SCENARIO_DIR");
-	const char *dirs[4];
-	size_t n = 0;
-	sbx_strbuf tried = SBX_STRBUF_INIT;
-
-	if (mock != NULL && mock->scenario_dir[0] != '\0')
-		dirs[n++] = mock->scenario_dir;
-	if (env != NULL && env[0] != '\0')
-		dirs[n++] = env;
-	dirs[n++] = SBX_MOCK_SCENARIO_DIR;
-	dirs[n++] = SBX_MOCK_SCENARIO_INSTALL_DIR;
-	for (size_t i = 0; i < n; i++) {
-		if ((size_t)snprintf(path, cap, "%s/%s.json", dirs[i], name) >= cap)
-			continue;
-		if (access(path, R_OK) == 0) {
-			sbx_strbuf_free(&tried);
-			return 0;
-		}
-		sbx_strbuf_printf(&tried, "%s%s", i > 0 ? ", " : "", path);
-	}
-	sbx_err_set(err, "scenario \"%s\" not found (looked in %s)", name, sbx_strbuf_str(&tried));
-	sbx_strbuf_free(&tried);
-	return -1;
-}
-
-static cJSON *load_scenario_json(const sbx_mock *mock, const char *name_or_file, sbx_err *err)
-{
-	char path[PATH_MAX];
-	char *text;
-	cJSON *sc;
-
-	if (strchr(name_or_file, '/') != NULL || strstr(name_or_file, ".json") != NULL) {
-		snprintf(path, sizeof(path), "%s", name_or_file);
-	} else if (scenario_name_ok(name_or_file)) {
-		if (find_scenario(mock, name_or_file, path, sizeof(path), err) != 0)
-			return NULL;
-	} else {
-		sbx_err_set(err, "scenario \"%.64s\": not a file path and not a scenario name ([a-z0-9_-])",
-			    name_or_file);
-		return NULL;
-	}
-	text = read_file(path, 1024 * 1024, err);
-	if (text == NULL)
-		return NULL;
-	sc = cJSON_Parse(text);
-	free(text);
-	if (sc == NULL)
-		sbx_err_set(err, "%s: not valid JSON", path);
-	return sc;
-}
-
-int sbx_mock_load_scenario(sbx_mock *mock, const char *name_or_file, sbx_err *err)
-{
-	cJSON *sc = load_scenario_json(mock, name_or_file, err);
-	cJSON *ids;
-	int rc;
-
-	if (sc == NULL)
-		return -1;
-	ids = cJSON_CreateArray();
-	rc = apply_scenario(mock, sc, ids, err);
-	if (rc != 0)
-		sbx_err_prefix(err, "scenario %s", name_or_file);
-	cJSON_Delete(ids);
-	cJSON_Delete(sc);
-	return rc;
-}
 
 static void a_scenario(mreq *r, mresp *out)
 {
@@ -679,7 +408,7 @@ static void a_scenario(mreq *r, mresp *out)
 	name = cJSON_GetObjectItemCaseSensitive(b, "name");
 	if (cJSON_IsString(name) && cJSON_GetObjectItemCaseSensitive(b, "rules") == NULL &&
 	    cJSON_GetObjectItemCaseSensitive(b, "settings") == NULL) {
-		loaded = load_scenario_json(r->mock, name->valuestring, &err);
+		loaded = mock_scenario_load(r->mock, name->valuestring, &err);
 		if (loaded == NULL) {
 			resp_fail(out, 404, "name", "NOT_FOUND", err.msg);
 			return;
@@ -687,7 +416,7 @@ static void a_scenario(mreq *r, mresp *out)
 		b = loaded;
 	}
 	ids = cJSON_CreateArray();
-	if (apply_scenario(r->mock, b, ids, &err) != 0) {
+	if (mock_scenario_apply(r->mock, b, ids, &err) != 0) {
 		cJSON_Delete(ids);
 		cJSON_Delete(loaded);
 		resp_fail(out, 400, "scenario", "INVALID_SCENARIO", err.msg);

@@ -1,16 +1,12 @@
-/* chaos: the fault actions that reach beyond one request — `host_dies`
- * (every sandbox on a host fails; the next resume is a cross-host cold
- * start) and `cp_restart` (every open connection drops, state survives,
- * readyz answers 503 for a while on the virtual clock) — plus the registry
- * of open connections that cp_restart needs.
+/* chaos: the registry of open connections that a `cp_restart` fault drops,
+ * and the per-connection serial the journal shows. Applying the chaos faults
+ * themselves (host_dies, cp_restart) is fault_apply.c's.
  *
- * The decision to fire is the fault engine's (faults.c); the lifecycle
- * rules are the model's (model.c). This file only applies them, and never
- * closes a socket it does not own: MHD closes them after we shut them down. */
+ * Never closes a socket it does not own: it only shuts them down, and MHD
+ * closes them. */
 #define _GNU_SOURCE
 #include "server.h"
 
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -32,14 +28,6 @@ void chaos_free(sbx_mock *mock)
 	mock->nconns = 0;
 	pthread_mutex_destroy(&mock->conns_lock);
 	mock->conns_ready = false;
-}
-
-static int connection_fd(struct MHD_Connection *conn)
-{
-	const union MHD_ConnectionInfo *ci =
-		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-
-	return ci != NULL ? ci->connect_fd : -1;
 }
 
 static void conns_add(sbx_mock *mock, int fd)
@@ -73,7 +61,7 @@ void chaos_on_connection(void *cls, struct MHD_Connection *conn, void **socket_c
 			 enum MHD_ConnectionNotificationCode toe)
 {
 	sbx_mock *mock = cls;
-	int fd = connection_fd(conn);
+	int fd = mock_conn_fd(conn);
 
 	/* a serial per connection, for the journal: which requests shared one */
 	if (toe == MHD_CONNECTION_NOTIFY_STARTED)
@@ -88,8 +76,7 @@ void chaos_on_connection(void *cls, struct MHD_Connection *conn, void **socket_c
 	pthread_mutex_unlock(&mock->conns_lock);
 }
 
-/* Drops every open connection except `keep` (the caller resets its own). */
-static size_t drop_connections(sbx_mock *mock, int keep)
+size_t chaos_drop_connections(sbx_mock *mock, int keep)
 {
 	size_t n = 0;
 
@@ -102,38 +89,4 @@ static size_t drop_connections(sbx_mock *mock, int keep)
 	}
 	pthread_mutex_unlock(&mock->conns_lock);
 	return n;
-}
-
-/* The host died: its VMs are gone, so their processes die too (the tree,
- * the "disk", survives for the cold start elsewhere). */
-static void on_host_death(mock_sandbox *sb, mock_status from, void *arg)
-{
-	(void)from;
-	(void)arg;
-	mock_guest_signal(sb->guest, SIGKILL);
-	mock_guest_signal(sb->guest, SIGCONT);
-}
-
-bool chaos_apply(mreq *r, mresp *out)
-{
-	sbx_mock *mock = r->mock;
-	mock_model *m = mock->model;
-
-	switch (r->fault.kind) {
-	case FK_HOST_DIES:
-		pthread_mutex_lock(&m->lock);
-		mock_tick(m, mock_on_state_change, mock);
-		mock_host_die(m, r->fault.host_id, on_host_death, mock);
-		pthread_mutex_unlock(&m->lock);
-		return false; /* the request itself is then served normally */
-	case FK_CP_RESTART:
-		pthread_mutex_lock(&m->lock);
-		m->not_ready_until_ms = mock_now(m) + r->fault.not_ready_ms;
-		pthread_mutex_unlock(&m->lock);
-		drop_connections(mock, connection_fd(r->conn));
-		out->close_reset = true;
-		return true;
-	default:
-		return false;
-	}
 }

@@ -1,8 +1,15 @@
-/* server: internal interface between the HTTP plumbing (server.c), the
- * control-plane handlers (api.c) and the admin handlers (admin.c).
+/* server: the mock's internal types and the calls between its parts —
+ * struct sbx_mock (one running mock), mreq and mresp (a request and the
+ * answer a handler fills), and the entry points the parts offer each
+ * other: the API (api.c), admin (admin.c) and self-signal (self.c)
+ * dispatchers that the request pipeline (http.c) calls, record/replay
+ * (record.c), durable state (durable.c), the connection registry (chaos.c)
+ * and the guest hooks (server.c).
  *
- * A handler reads the parsed request (mreq) and fills an mresp; it never
- * touches MHD directly except through the helpers declared here. */
+ * A handler reads the parsed request (mreq) and fills an mresp through the
+ * helpers of resp.h (included here, with workers.h and json_print.h, so a
+ * handler needs this header only); it never queues an answer on the MHD
+ * connection itself. */
 #ifndef SBX_MOCK_SERVER_H
 #define SBX_MOCK_SERVER_H
 
@@ -56,7 +63,7 @@ struct sbx_mock {
 	char scenario_dir[PATH_MAX]; /* --scenario-dir, "" when not given */
 	mock_rec *rec;               /* record or replay mode (record.c), NULL otherwise */
 	mock_mutlog *state;          /* --state-dir (durable.c), NULL otherwise */
-	/* Threads doing blocking work off MHD's pool (server.c): offloaded
+	/* Threads doing blocking work off MHD's pool (workers.c): offloaded
 	 * requests and blocking response readers. sbx_mock_stop waits for
 	 * workers == 0 before stopping the daemon. */
 	pthread_mutex_t work_lock;
@@ -122,44 +129,10 @@ typedef struct mresp {
 	bool close_plain;         /* no answer: close the connection */
 } mresp;
 
-/* Response helpers (take ownership of `data`). */
-void resp_success(mresp *out, int status, cJSON *data);
-void resp_fail(mresp *out, int status, const char *field, const char *code, const char *msg);
-void resp_error(mresp *out, int status, const char *msg);
-void resp_mock_err(mresp *out, const mock_err *e);
-void resp_header(mresp *out, const char *name, const char *value);
-void resp_raw(mresp *out, int status, const char *ctype, char *body, size_t len);
-
-/* Query parameter or NULL. */
-const char *req_query(const mreq *r, const char *key);
-/* Path segment i (0-based, after the leading slash) into buf; false if absent. */
-bool req_seg(const mreq *r, int i, char *buf, size_t cap);
-/* True when the client has closed its side or the mock is stopping. */
-bool req_client_gone(const mreq *r);
-/* The connection's socket (-1 if unknown), and whether its peer has closed
- * it (no data is consumed). */
-int req_conn_fd(const mreq *r);
-bool mock_fd_gone(int fd);
-/* Sleeps up to ms, returns early when the mock stops. */
-void mock_sleep_ms(sbx_mock *mock, int64_t ms);
-int64_t mono_us(void);
-
-/* A response whose body comes from a reader that may block (exec streams,
- * dribbled bodies). The reader runs on a worker thread; MHD's pool thread
- * only copies what it produced and suspends the connection while there is
- * nothing to send, so no pool thread ever waits on a guest. cancel (may be
- * NULL) is called from the server thread when the client is gone, to make a
- * waiting reader return soon; free_fn(cls) is called once, after the
- * reader's last call. Returns NULL on failure (free_fn already called). */
-struct MHD_Response *mock_blocking_response(mreq *r, uint64_t size, MHD_ContentReaderCallback reader,
-					    void *cls, MHD_ContentReaderFreeCallback free_fn,
-					    void (*cancel)(void *cls));
-
-/* cJSON_PrintUnformatted's exact output, faster (malloc'ed, NULL on OOM). */
-char *mock_json_print(const cJSON *item, size_t *len);
-
-/* JSON string escaping that keeps NUL bytes and replaces invalid UTF-8. */
-void json_escape(sbx_strbuf *sb, const char *s, size_t len);
+/* After the types: these headers name mreq and mresp themselves. */
+#include "json_print.h"
+#include "resp.h"
+#include "workers.h"
 
 /* Control-plane dispatch (api.c) and admin dispatch (admin.c). */
 void api_dispatch(mreq *r, mresp *out);
@@ -170,13 +143,13 @@ void admin_dispatch(mreq *r, mresp *out);
 /* self.c: POST /self/pause and /self/delete from inside a guest. */
 void self_dispatch(mreq *r, mresp *out);
 
-/* chaos.c: host_dies and cp_restart, and the connection registry. */
+/* chaos.c: the registry of open connections (MHD_OPTION_NOTIFY_CONNECTION)
+ * and cp_restart's drop of every one but `keep` (shut down, MHD closes). */
 int chaos_init(sbx_mock *mock);
 void chaos_free(sbx_mock *mock);
 void chaos_on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
 			 enum MHD_ConnectionNotificationCode toe);
-/* Applies a fired host_dies/cp_restart; true when the answer was replaced. */
-bool chaos_apply(mreq *r, mresp *out);
+size_t chaos_drop_connections(sbx_mock *mock, int keep);
 
 /* record.c: NULL when neither record nor replay is configured (err unset). */
 mock_rec *mock_rec_new(const sbx_mock_config *cfg, sbx_err *err);
@@ -191,7 +164,8 @@ int mock_durable_start(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *err)
 int mock_durable_persist(sbx_mock *mock, mock_tenant *t, sbx_err *err);
 int mock_durable_reset(sbx_mock *mock, sbx_err *err);
 
-/* Guest hooks used by both. */
+/* Guest hooks used by the handlers, fault_apply.c and durable replay
+ * (server.c). */
 void mock_on_state_change(mock_sandbox *sb, mock_status from, void *arg);
 void mock_destroy_guest(mock_sandbox *sb);
 void mock_reset_all(sbx_mock *mock);

@@ -1,0 +1,390 @@
+/* http: the request pipeline of both listeners (the API port and the
+ * guests' self-signal port) — collecting the body under its limit, request
+ * ids, routing to the API, admin or self-signal handlers, the fault-rule
+ * evaluation and its actions (fault_apply.c), queueing the answer, and the
+ * journal record of every control-plane request.
+ *
+ * Threading: MHD's epoll thread pool (a few threads serve every connection,
+ * keep-alive GETs never wait for a thread switch). A pool thread must never
+ * block, so requests that may (exec, files, every mutation, the hang and
+ * latency faults; every request when mock->offload_all) are offloaded: the
+ * connection is suspended, a worker (workers.c) computes the answer and
+ * resumes it, and the pool thread queues the answer. Handlers never queue
+ * an answer themselves; this file is the only one that does. */
+#define _GNU_SOURCE
+#include "http.h"
+
+#include "fault_apply.h"
+#include "server.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- request facts: key, fault summary, journal ---- */
+
+static const char *auth_key(struct MHD_Connection *conn)
+{
+	static const char *const names[] = {"X-Auth-Token", "X-Access-Token", "X-Api-Key"};
+
+	for (size_t i = 0; i < 3; i++) {
+		const char *v = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, names[i]);
+
+		if (v != NULL && v[0] != '\0')
+			return v;
+	}
+	return NULL;
+}
+
+/* Fills the fault-matching summary: tenant request number and name. */
+static void fault_summary(mreq *r, mock_fault_req *q, char *name, size_t cap)
+{
+	sbx_mock *mock = r->mock;
+	char seg[64];
+
+	q->method = r->method;
+	q->path = r->path;
+	q->tenant = r->api_key != NULL ? r->api_key : "";
+	q->name = NULL;
+	q->is_exec = mock_path_match("/v1/sandboxes/{id}/exec", r->path);
+	pthread_mutex_lock(&mock->model->lock);
+	if (r->api_key != NULL) {
+		mock_tenant *t = mock_tenant_get(mock->model, r->api_key, false);
+
+		q->request_no = t != NULL ? ++t->requests : ++mock->anon_requests;
+	} else {
+		q->request_no = ++mock->anon_requests;
+	}
+	if (req_seg(r, 0, seg, sizeof(seg)) && strcmp(seg, "v1") == 0 &&
+	    req_seg(r, 1, seg, sizeof(seg)) && strcmp(seg, "sandboxes") == 0) {
+		if (req_seg(r, 2, seg, sizeof(seg))) {
+			mock_sandbox *sb = mock_sandbox_find_any(mock->model, seg);
+
+			if (sb != NULL && sb->name[0] != '\0') {
+				snprintf(name, cap, "%s", sb->name);
+				q->name = name;
+			}
+		} else if (r->json != NULL) {
+			const cJSON *n = cJSON_GetObjectItemCaseSensitive(r->json, "name");
+
+			if (cJSON_IsString(n)) {
+				snprintf(name, cap, "%s", n->valuestring);
+				q->name = name;
+			}
+		}
+	}
+	pthread_mutex_unlock(&mock->model->lock);
+}
+
+static void journal_record(mreq *r, int status)
+{
+	mock_journal_entry e;
+	sbx_strbuf q = SBX_STRBUF_INIT;
+
+	memset(&e, 0, sizeof(e));
+	pthread_mutex_lock(&r->mock->model->lock);
+	e.ts_ms = mock_now(r->mock->model);
+	pthread_mutex_unlock(&r->mock->model->lock);
+	snprintf(e.method, sizeof(e.method), "%s", r->method);
+	e.path = r->path;
+	/* MHD hands the path without query; rebuild it from the arguments. */
+	if (MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, NULL, NULL) > 0) {
+		const char *keys[] = {"limit", "offset", "status", "stream", "path", "mount_path",
+				      "follow", "attempt", "include", "reason"};
+
+		for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+			const char *v = req_query(r, keys[i]);
+
+			if (v != NULL)
+				sbx_strbuf_printf(&q, "%s%s=%s", q.len > 0 ? "&" : "", keys[i], v);
+		}
+	}
+	e.query = q.len > 0 ? q.data : NULL;
+	e.tenant = (char *)r->api_key; /* copied by mock_journal_add */
+	e.status = status;
+	snprintf(e.sandbox_id, sizeof(e.sandbox_id), "%s", r->sandbox_id);
+	e.duration_us = mono_us() - r->start_us;
+	{
+		const union MHD_ConnectionInfo *ci =
+			MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+
+		e.conn = ci != NULL ? (uint64_t)(uintptr_t)ci->socket_context : 0;
+	}
+	e.fault = r->fault_fired ? r->fault_label : NULL;
+	mock_journal_add(r->mock->journal, &e);
+	sbx_strbuf_free(&q);
+}
+
+static enum MHD_Result queue(mreq *r, mresp *out)
+{
+	struct MHD_Response *resp = out->custom;
+	enum MHD_Result rc;
+
+	if (resp == NULL) {
+		resp = MHD_create_response_from_buffer(out->len, out->body, MHD_RESPMEM_MUST_FREE);
+		if (resp == NULL)
+			return MHD_NO;
+		out->body = NULL;
+	}
+	out->custom = NULL;
+	if (out->ctype != NULL)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, out->ctype);
+	MHD_add_response_header(resp, "X-Request-Id", r->request_id);
+	for (size_t i = 0; i < out->nh; i++)
+		MHD_add_response_header(resp, out->hname[i], out->hvalue[i]);
+	rc = MHD_queue_response(r->conn, (unsigned)out->status, resp);
+	MHD_destroy_response(resp);
+	return rc;
+}
+
+
+static void parse_body(mreq *r)
+{
+	const char *ct = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
+						     MHD_HTTP_HEADER_CONTENT_TYPE);
+
+	if (r->body.len == 0)
+		return;
+	if (ct != NULL && strstr(ct, "octet-stream") != NULL)
+		return;
+	r->json = cJSON_ParseWithLength(r->body.data, r->body.len);
+	if (r->json == NULL)
+		r->json_bad = true;
+}
+
+static enum MHD_Result finish(mreq *r, mresp *out)
+{
+	enum MHD_Result rc;
+
+	if (out->close_reset || out->close_plain) {
+		if (out->close_reset)
+			fault_apply_reset_conn(r->conn);
+		mresp_release(out);
+		return MHD_NO;
+	}
+	rc = queue(r, out);
+	mresp_release(out);
+	return rc;
+}
+
+
+/* Everything after the prologue; may block (latency, hang, exec, I/O). */
+static void serve(mreq *r, mresp *out)
+{
+	if (r->admin) {
+		admin_dispatch(r, out);
+		return;
+	}
+	fault_apply_latency(r);
+	if (r->self) { /* fault rules are not evaluated for it (dispatch) */
+		self_dispatch(r, out);
+	} else if (!fault_apply_replace(r, out)) {
+		api_dispatch(r, out);
+		fault_apply_after(r, out);
+	}
+	journal_record(r, out->close_reset || out->close_plain ? 0 : out->status);
+}
+
+/* True when serving r may block, so it must not run on a pool thread:
+ * reads are served inline unless they touch a guest or a waiting fault
+ * fired; every mutation is offloaded (guests, file I/O, timing profiles). */
+static bool must_offload(const mreq *r)
+{
+	if (atomic_load(&r->mock->offload_all) || r->mock->rec != NULL)
+		return true; /* record/replay: GETs go upstream */
+	if (strcmp(r->method, "GET") != 0 && strcmp(r->method, "HEAD") != 0)
+		return true;
+	if (r->fault_fired) {
+		switch (r->fault.kind) {
+		case FK_HTTP:
+		case FK_RESET:
+		case FK_CLOSE:
+		case FK_EMPTY_200:
+		case FK_MALFORMED_JSON:
+		case FK_TRUNCATED:
+		case FK_GARBAGE:
+		case FK_DRIBBLE: /* the body comes through mock_blocking_response */
+			break;
+		default:
+			return true;
+		}
+	}
+	return mock_path_match("/v1/sandboxes/{id}/files", r->path) ||
+	       mock_path_match("/v1/sandboxes/{id}/exec", r->path);
+}
+
+/* Serves an offloaded request and hands it back to MHD. */
+static void offload_serve(mreq *r)
+{
+	sbx_mock *mock = r->mock;
+	struct MHD_Connection *conn = r->conn;
+
+	serve(r, r->pending);
+	r->offload = OFFLOAD_DONE;
+	/* r belongs to MHD again from here on (it may complete and free it) */
+	MHD_resume_connection(conn);
+	mock_worker_end(mock);
+}
+
+static void *offload_main(void *arg)
+{
+	offload_serve(arg);
+	return NULL;
+}
+
+/* Suspends the connection and serves r on a worker; false when that is not
+ * possible (the caller serves inline). */
+static bool offload(mreq *r)
+{
+	r->pending = calloc(1, sizeof(*r->pending));
+	if (r->pending == NULL)
+		return false;
+	if (!mock_worker_begin(r->mock)) {
+		free(r->pending);
+		r->pending = NULL;
+		return false;
+	}
+	r->offload = OFFLOAD_RUNNING;
+	MHD_suspend_connection(r->conn);
+	if (mock_worker_start(r->mock, offload_main, r) != 0)
+		offload_serve(r); /* resumes at once; the answer is queued on the next call */
+	return true;
+}
+
+static enum MHD_Result dispatch(mreq *r)
+{
+	sbx_mock *mock = r->mock;
+	mresp out;
+	mock_fault_req q;
+	char name[MOCK_NAME_MAX + 2];
+
+	snprintf(r->request_id, sizeof(r->request_id), "req_%08lx%012llx",
+		 (unsigned long)(mock->seed & 0xffffffff),
+		 (unsigned long long)atomic_fetch_add(&mock->req_counter, 1));
+	r->admin = !r->self && (strncmp(r->path, "/_mock/", 7) == 0 || strcmp(r->path, "/_mock") == 0);
+	if (r->too_large) {
+		char msg[128];
+
+		memset(&out, 0, sizeof(out));
+		snprintf(msg, sizeof(msg), "request body is over the %zu-byte limit", r->limit);
+		resp_fail(&out, 413, "body", "PAYLOAD_TOO_LARGE", msg);
+		if (!r->admin)
+			journal_record(r, 413);
+		return finish(r, &out);
+	}
+	parse_body(r);
+	if (!r->admin && !r->self) {
+		r->api_key = auth_key(r->conn);
+		if (mock_faults_count(mock->faults) > 0) {
+			fault_summary(r, &q, name, sizeof(name));
+			r->fault_fired = mock_faults_eval(mock->faults, &q, &r->fault, r->fault_label,
+							  sizeof(r->fault_label));
+		}
+	}
+	if (must_offload(r) && offload(r))
+		return MHD_YES;
+	memset(&out, 0, sizeof(out));
+	serve(r, &out);
+	return finish(r, &out);
+}
+
+static bool self_conn(const sbx_mock *mock, struct MHD_Connection *conn)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_DAEMON);
+
+	return ci != NULL && ci->daemon == mock->self_daemon;
+}
+
+static bool is_file_put(const char *method, const char *url)
+{
+	return strcmp(method, "PUT") == 0 && mock_path_match("/v1/sandboxes/{id}/files", url);
+}
+
+enum MHD_Result mock_http_on_request(void *cls, struct MHD_Connection *conn, const char *url,
+				     const char *method, const char *version,
+				     const char *upload_data, size_t *upload_data_size,
+				     void **con_cls)
+{
+	sbx_mock *mock = cls;
+	mreq *r = *con_cls;
+
+	(void)version;
+	if (r == NULL) {
+		const char *cl;
+
+		r = calloc(1, sizeof(*r));
+		if (r == NULL)
+			return MHD_NO;
+		r->mock = mock;
+		r->conn = conn;
+		r->self = mock->self_daemon != NULL && self_conn(mock, conn);
+		r->method = method;
+		r->path = strdup(url);
+		r->start_us = mono_us();
+		r->limit = is_file_put(method, url) ? mock->max_file : mock->max_json;
+		sbx_strbuf_init(&r->body);
+		*con_cls = r;
+		if (r->path == NULL)
+			return MHD_NO;
+		cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+		if (cl != NULL && strtoull(cl, NULL, 10) > r->limit)
+			r->too_large = true;
+		return MHD_YES;
+	}
+	if (*upload_data_size != 0) {
+		if (!r->too_large) {
+			if (r->body.len + *upload_data_size > r->limit) {
+				r->too_large = true;
+				sbx_strbuf_free(&r->body);
+			} else if (!sbx_strbuf_append(&r->body, upload_data, *upload_data_size)) {
+				return MHD_NO;
+			}
+		}
+		*upload_data_size = 0;
+		return MHD_YES;
+	}
+	if (r->offload == OFFLOAD_DONE) {
+		mresp *out = r->pending;
+		enum MHD_Result rc;
+
+		r->pending = NULL;
+		r->offload = OFFLOAD_NONE;
+		rc = finish(r, out);
+		free(out);
+		return rc;
+	}
+	if (r->offload == OFFLOAD_RUNNING)
+		return MHD_YES; /* not reached: the connection is suspended */
+	return dispatch(r);
+}
+
+void mock_http_on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+			    enum MHD_RequestTerminationCode toe)
+{
+	mreq *r = *con_cls;
+
+	(void)cls;
+	(void)conn;
+	(void)toe;
+	if (r == NULL)
+		return;
+	if (r->pending != NULL) {
+		mresp_release(r->pending);
+		free(r->pending);
+	}
+	cJSON_Delete(r->json);
+	sbx_strbuf_free(&r->body);
+	free(r->path);
+	free(r);
+	*con_cls = NULL;
+}
+
+void mock_http_on_log(void *cls, const char *fmt, va_list ap)
+{
+	sbx_mock *mock = cls;
+
+	if (mock->quiet)
+		return;
+	fputs("sbx-mock: mhd: ", stderr);
+	vfprintf(stderr, fmt, ap);
+}

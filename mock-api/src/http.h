@@ -1,0 +1,23 @@
+/* http: the request pipeline behind both listeners — MHD's callbacks.
+ * server.c hands these to MHD_start_daemon; nothing else calls them. */
+#ifndef SBX_MOCK_HTTP_H
+#define SBX_MOCK_HTTP_H
+
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <microhttpd.h>
+
+/* MHD_AccessHandlerCallback; cls is the sbx_mock. */
+enum MHD_Result mock_http_on_request(void *cls, struct MHD_Connection *conn, const char *url,
+				     const char *method, const char *version,
+				     const char *upload_data, size_t *upload_data_size,
+				     void **con_cls);
+/* MHD_OPTION_NOTIFY_COMPLETED: frees the request. */
+void mock_http_on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+			    enum MHD_RequestTerminationCode toe);
+/* MHD_OPTION_EXTERNAL_LOGGER: MHD's messages on stderr unless quiet. */
+void mock_http_on_log(void *cls, const char *fmt, va_list ap)
+	__attribute__((format(printf, 2, 0)));
+
+#endif

@@ -1,0 +1,18 @@
+/* scenario: named fault-and-settings bundles (see scenario.c). */
+#ifndef SBX_MOCK_SCENARIO_H
+#define SBX_MOCK_SCENARIO_H
+
+#include <cjson/cJSON.h>
+
+#include "sbx/err.h"
+#include "sbx/mock.h"
+
+/* A scenario by name (looked up on the search path: --scenario-dir,
+ * $SBX_SCENARIO_DIR, the source tree, the installed share dir) or by file
+ * path, parsed; NULL with err saying where it looked. */
+cJSON *mock_scenario_load(const sbx_mock *mock, const char *name_or_file, sbx_err *err);
+/* Applies {name?, description?, settings?, rules:[...]}: settings under the
+ * model lock (taken here), then the rules; the new rule ids go to ids. */
+int mock_scenario_apply(sbx_mock *mock, const cJSON *sc, cJSON *ids, sbx_err *err);
+
+#endif

@@ -1,0 +1,189 @@
+/* settings: the mock's run-time settings (mock_settings) in and out — from
+ * the start configuration, from a JSON object (PUT /_mock/settings and a
+ * scenario's "settings"), and as the JSON view GET /_mock/settings shows.
+ * Validates everything before it changes anything. Knows no HTTP; never
+ * takes the model lock itself (callers hold it where the functions say). */
+#define _GNU_SOURCE
+#include "settings.h"
+
+#include "server.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int sbx_mock_parse_timing(const char *timing, double *scale, sbx_err *err)
+{
+	char *end = NULL;
+	double v;
+
+	if (timing == NULL || strcmp(timing, "instant") == 0) {
+		*scale = 0;
+		return 0;
+	}
+	if (strcmp(timing, "realistic") == 0) {
+		*scale = 1;
+		return 0;
+	}
+	errno = 0;
+	v = strtod(timing, &end);
+	if (errno != 0 || end == timing || *end != '\0' || v < 0 || v > 1000) {
+		sbx_err_set(err, "timing \"%s\": expected instant, realistic or a scale factor 0-1000",
+			    timing);
+		return -1;
+	}
+	*scale = v;
+	return 0;
+}
+
+int mock_settings_from_config(const sbx_mock_config *cfg, mock_settings *set, sbx_err *err)
+{
+	memset(set, 0, sizeof(*set));
+	set->sandbox_cap = cfg->sandbox_cap;
+	set->cap_status = cfg->cap_status;
+	snprintf(set->cap_code, sizeof(set->cap_code), "%s", cfg->cap_code != NULL ? cfg->cap_code : "");
+	set->credit = true;
+	set->host_rule_mode = cfg->host_rule_mode;
+	set->accept_any_key = cfg->accept_any_key;
+	set->max_egress_rules = cfg->max_egress_rules;
+	set->ready = true;
+	snprintf(set->region, sizeof(set->region), "%s", cfg->region != NULL ? cfg->region : "local");
+	if (sbx_mock_parse_timing(cfg->timing, &set->timing_scale, err) != 0)
+		return -1;
+	if (cfg->cap_status < 400 || cfg->cap_status > 599) {
+		sbx_err_set(err, "cap status %u: expected an HTTP error status 400-599", cfg->cap_status);
+		return -1;
+	}
+	return 0;
+}
+
+cJSON *mock_settings_view(sbx_mock *mock)
+{
+	const mock_settings *s = &mock->model->set;
+	cJSON *o = cJSON_CreateObject();
+	char timing[32];
+
+	if (s->timing_scale == 0)
+		snprintf(timing, sizeof(timing), "instant");
+	else if (s->timing_scale == 1)
+		snprintf(timing, sizeof(timing), "realistic");
+	else
+		snprintf(timing, sizeof(timing), "%g", s->timing_scale);
+	cJSON_AddNumberToObject(o, "sandbox_cap", s->sandbox_cap);
+	cJSON_AddNumberToObject(o, "cap_status", s->cap_status);
+	cJSON_AddStringToObject(o, "cap_code", s->cap_code);
+	cJSON_AddBoolToObject(o, "credit", s->credit);
+	cJSON_AddStringToObject(o, "host_rule_mode",
+				s->host_rule_mode == SBX_HOST_RULES_DOCUMENTED ? "documented" : "observed");
+	cJSON_AddBoolToObject(o, "accept_any_key", s->accept_any_key);
+	cJSON_AddStringToObject(o, "timing", timing);
+	cJSON_AddNumberToObject(o, "max_egress_rules", (double)s->max_egress_rules);
+	cJSON_AddStringToObject(o, "region", s->region);
+	cJSON_AddBoolToObject(o, "ready", s->ready);
+	cJSON_AddNumberToObject(o, "exec_heartbeat_ms", atomic_load(&mock->hb_ms));
+	cJSON_AddStringToObject(o, "guest_mode", mock_guest_mode_name(mock->gmode));
+	cJSON_AddBoolToObject(o, "guest_pid_namespace", mock->pidns != NULL);
+	return o;
+}
+
+static int num_setting(const cJSON *b, const char *k, double lo, double hi, double *v, sbx_err *err)
+{
+	const cJSON *it = cJSON_GetObjectItemCaseSensitive(b, k);
+
+	if (it == NULL)
+		return 0;
+	if (!cJSON_IsNumber(it) || it->valuedouble < lo || it->valuedouble > hi) {
+		sbx_err_set(err, "%s must be a number in [%g, %g]", k, lo, hi);
+		return -1;
+	}
+	*v = it->valuedouble;
+	return 1;
+}
+
+static int bool_setting(const cJSON *b, const char *k, bool *v, sbx_err *err)
+{
+	const cJSON *it = cJSON_GetObjectItemCaseSensitive(b, k);
+
+	if (it == NULL)
+		return 0;
+	if (!cJSON_IsBool(it)) {
+		sbx_err_set(err, "%s must be a boolean", k);
+		return -1;
+	}
+	*v = cJSON_IsTrue(it);
+	return 1;
+}
+
+static int str_setting(const cJSON *b, const char *k, char *buf, size_t cap, sbx_err *err)
+{
+	const cJSON *it = cJSON_GetObjectItemCaseSensitive(b, k);
+
+	if (it == NULL)
+		return 0;
+	if (!cJSON_IsString(it) || strlen(it->valuestring) >= cap || it->valuestring[0] == '\0') {
+		sbx_err_set(err, "%s must be a non-empty string shorter than %zu bytes", k, cap);
+		return -1;
+	}
+	snprintf(buf, cap, "%s", it->valuestring);
+	return 1;
+}
+
+int mock_settings_apply(sbx_mock *mock, const cJSON *b, sbx_err *err)
+{
+	mock_settings s = mock->model->set;
+	double v = 0;
+	char mode[16] = "";
+	int hb = atomic_load(&mock->hb_ms);
+	const cJSON *timing = cJSON_GetObjectItemCaseSensitive(b, "timing");
+
+	if (num_setting(b, "sandbox_cap", 0, 1e6, &v, err) < 0)
+		return -1;
+	if (cJSON_GetObjectItemCaseSensitive(b, "sandbox_cap") != NULL)
+		s.sandbox_cap = (unsigned)v;
+	if (num_setting(b, "cap_status", 400, 599, &v, err) < 0)
+		return -1;
+	if (cJSON_GetObjectItemCaseSensitive(b, "cap_status") != NULL)
+		s.cap_status = (unsigned)v;
+	if (num_setting(b, "max_egress_rules", 1, 1e6, &v, err) < 0)
+		return -1;
+	if (cJSON_GetObjectItemCaseSensitive(b, "max_egress_rules") != NULL)
+		s.max_egress_rules = (size_t)v;
+	if (num_setting(b, "exec_heartbeat_ms", 10, 600000, &v, err) < 0)
+		return -1;
+	if (cJSON_GetObjectItemCaseSensitive(b, "exec_heartbeat_ms") != NULL)
+		hb = (int)v;
+	if (str_setting(b, "cap_code", s.cap_code, sizeof(s.cap_code), err) < 0 ||
+	    str_setting(b, "region", s.region, sizeof(s.region), err) < 0 ||
+	    bool_setting(b, "credit", &s.credit, err) < 0 ||
+	    bool_setting(b, "accept_any_key", &s.accept_any_key, err) < 0 ||
+	    bool_setting(b, "ready", &s.ready, err) < 0)
+		return -1;
+	if (str_setting(b, "host_rule_mode", mode, sizeof(mode), err) < 0)
+		return -1;
+	if (mode[0] != '\0') {
+		if (strcmp(mode, "documented") == 0) {
+			s.host_rule_mode = SBX_HOST_RULES_DOCUMENTED;
+		} else if (strcmp(mode, "observed") == 0) {
+			s.host_rule_mode = SBX_HOST_RULES_OBSERVED;
+		} else {
+			sbx_err_set(err, "host_rule_mode must be \"documented\" or \"observed\"");
+			return -1;
+		}
+	}
+	if (timing != NULL) {
+		char buf[32];
+
+		if (cJSON_IsNumber(timing))
+			snprintf(buf, sizeof(buf), "%g", timing->valuedouble);
+		else if (cJSON_IsString(timing))
+			snprintf(buf, sizeof(buf), "%s", timing->valuestring);
+		else
+			buf[0] = '\0';
+		if (sbx_mock_parse_timing(buf, &s.timing_scale, err) != 0)
+			return -1;
+	}
+	mock->model->set = s;
+	atomic_store(&mock->hb_ms, hb);
+	return 0;
+}

@@ -1,0 +1,21 @@
+/* settings: the mock's run-time settings in and out (see settings.c). */
+#ifndef SBX_MOCK_SETTINGS_H
+#define SBX_MOCK_SETTINGS_H
+
+#include <cjson/cJSON.h>
+
+#include "model.h"
+#include "sbx/err.h"
+#include "sbx/mock.h"
+
+/* The settings a start configuration asks for; -1 with err when the timing
+ * or the cap status is out of range. */
+int mock_settings_from_config(const sbx_mock_config *cfg, mock_settings *set, sbx_err *err);
+/* Applies a settings object (the model's settings and the exec heartbeat).
+ * Validates everything first, then applies: all or nothing. Model lock
+ * held. */
+int mock_settings_apply(sbx_mock *mock, const cJSON *b, sbx_err *err);
+/* The settings as GET /_mock/settings shows them. Model lock held. */
+cJSON *mock_settings_view(sbx_mock *mock);
+
+#endif
