@@ -5,7 +5,7 @@
  *
  * It knows nothing about HTTP or sockets: the HTTP layer describes the
  * request in a mock_fault_req and applies the returned action. Adding an
- * action means a new kind here plus its application in server.c.
+ * action means a new kind here plus its application in fault_apply.c.
  * Thread-safe: every call takes the engine's own mutex. */
 #ifndef SBX_MOCK_FAULTS_H
 #define SBX_MOCK_FAULTS_H

@@ -115,6 +115,8 @@ static void journal_record(mreq *r, int status)
 	sbx_strbuf_free(&q);
 }
 
+/* ---- answering ---- */
+
 static enum MHD_Result queue(mreq *r, mresp *out)
 {
 	struct MHD_Response *resp = out->custom;
@@ -136,7 +138,6 @@ static enum MHD_Result queue(mreq *r, mresp *out)
 	MHD_destroy_response(resp);
 	return rc;
 }
-
 
 static void parse_body(mreq *r)
 {
@@ -167,6 +168,7 @@ static enum MHD_Result finish(mreq *r, mresp *out)
 	return rc;
 }
 
+/* ---- serving, inline or on a worker ---- */
 
 /* Everything after the prologue; may block (latency, hang, exec, I/O). */
 static void serve(mreq *r, mresp *out)
@@ -251,6 +253,10 @@ static bool offload(mreq *r)
 	return true;
 }
 
+/* ---- the pipeline: MHD's callbacks ---- */
+
+/* The request is complete: id, body, key, fault rules; then serves it
+ * inline or offloads it. */
 static enum MHD_Result dispatch(mreq *r)
 {
 	sbx_mock *mock = r->mock;

@@ -176,7 +176,8 @@ static int start_daemon(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *err
 		sbx_err_set(err, "listen host \"%s\" is not an IPv4 address", cfg->listen_host);
 		return -1;
 	}
-	mock->daemon = MHD_start_daemon(flags, cfg->listen_port, NULL, NULL, mock_http_on_request, mock,
+	mock->daemon = MHD_start_daemon(flags, cfg->listen_port, NULL, NULL,
+					mock_http_on_request, mock,
 					MHD_OPTION_EXTERNAL_LOGGER, mock_http_on_log, mock,
 					MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
 					MHD_OPTION_NOTIFY_COMPLETED, mock_http_on_completed, mock,
@@ -228,10 +229,13 @@ static int start_self_daemon(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err
 	sa.sin_port = htons((uint16_t)port);
 	mock->self_daemon = MHD_start_daemon(
 		MHD_USE_AUTO_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, (uint16_t)port,
-		NULL, NULL, mock_http_on_request, mock, MHD_OPTION_EXTERNAL_LOGGER, mock_http_on_log, mock,
-		MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_NOTIFY_COMPLETED, mock_http_on_completed,
-		mock, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120, MHD_OPTION_CONNECTION_LIMIT,
-		(unsigned)256, MHD_OPTION_END);
+		NULL, NULL, mock_http_on_request, mock,
+		MHD_OPTION_EXTERNAL_LOGGER, mock_http_on_log, mock,
+		MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+		MHD_OPTION_NOTIFY_COMPLETED, mock_http_on_completed, mock,
+		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
+		MHD_OPTION_CONNECTION_LIMIT, (unsigned)256,
+		MHD_OPTION_END);
 	if (mock->self_daemon == NULL) {
 		sbx_err_set(&bind_err, "cannot listen on %s for the guests' self-signals: %s", arg,
 			    strerror(errno));

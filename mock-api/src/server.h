@@ -108,7 +108,7 @@ typedef struct mreq {
 	mock_fault_action fault;
 	bool admin;               /* under /_mock/ */
 	bool self;                /* came in on the self-signal listener */
-	/* Offloaded to a worker thread (server.c): the connection is suspended
+	/* Offloaded to a worker thread (http.c): the connection is suspended
 	 * until the worker has filled *pending. */
 	int offload;              /* OFFLOAD_NONE, _RUNNING, _DONE */
 	struct mresp *pending;

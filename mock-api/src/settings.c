@@ -42,17 +42,20 @@ int mock_settings_from_config(const sbx_mock_config *cfg, mock_settings *set, sb
 	memset(set, 0, sizeof(*set));
 	set->sandbox_cap = cfg->sandbox_cap;
 	set->cap_status = cfg->cap_status;
-	snprintf(set->cap_code, sizeof(set->cap_code), "%s", cfg->cap_code != NULL ? cfg->cap_code : "");
+	snprintf(set->cap_code, sizeof(set->cap_code), "%s",
+		 cfg->cap_code != NULL ? cfg->cap_code : "");
 	set->credit = true;
 	set->host_rule_mode = cfg->host_rule_mode;
 	set->accept_any_key = cfg->accept_any_key;
 	set->max_egress_rules = cfg->max_egress_rules;
 	set->ready = true;
-	snprintf(set->region, sizeof(set->region), "%s", cfg->region != NULL ? cfg->region : "local");
+	snprintf(set->region, sizeof(set->region), "%s",
+		 cfg->region != NULL ? cfg->region : "local");
 	if (sbx_mock_parse_timing(cfg->timing, &set->timing_scale, err) != 0)
 		return -1;
 	if (cfg->cap_status < 400 || cfg->cap_status > 599) {
-		sbx_err_set(err, "cap status %u: expected an HTTP error status 400-599", cfg->cap_status);
+		sbx_err_set(err, "cap status %u: expected an HTTP error status 400-599",
+			    cfg->cap_status);
 		return -1;
 	}
 	return 0;
