@@ -279,7 +279,8 @@ static struct curl_slist *build_headers(const sbx_http_client *c, const sbx_http
 	if (type == NULL && req->body != NULL)
 		type = "application/json";
 	if (type != NULL) {
-		sbx_strbuf_printf(&ct, "Content-Type: %s", type);
+		/* "": none at all ("Content-Type:" removes libcurl's own). */
+		sbx_strbuf_printf(&ct, "Content-Type:%s%s", type[0] != '\0' ? " " : "", type);
 		h = add_line(h, sbx_strbuf_str(&ct), oom);
 		*oom = *oom || ct.oom;
 	}

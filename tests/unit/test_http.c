@@ -268,6 +268,12 @@ static void post_bodies_and_empty_posts_carry_a_length(void **state)
 	assert_non_null(strstr(sbx_strbuf_str(&r.body), "\r\nContent-Length: 0\r\n"));
 	assert_non_null(strstr(sbx_strbuf_str(&r.body), "\r\nContent-Type: text/plain\r\n"));
 	sbx_http_resp_free(&r);
+
+	rq = (sbx_http_req){.method = "PUT", .path = "/echo", .body = "x", .body_len = 1, .content_type = ""};
+	assert_int_equal(sbx_http_request(c, &rq, &r, &err), 0);
+	assert_non_null(strstr(sbx_strbuf_str(&r.body), "PUT /echo HTTP/1.1\r\n"));
+	assert_null(strcasestr(sbx_strbuf_str(&r.body), "Content-Type"));
+	sbx_http_resp_free(&r);
 	sbx_http_client_free(c);
 }
 

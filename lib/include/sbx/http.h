@@ -59,7 +59,8 @@ typedef struct sbx_http_req {
 	const char *headers[SBX_HTTP_MAX_HEADERS]; /* extra lines for this request; NULL slots skipped */
 	const void *body;            /* NULL: no body (POST, PUT, PATCH then send an empty one) */
 	size_t body_len;
-	const char *content_type;    /* sent when set; NULL with a body: application/json */
+	const char *content_type;    /* sent when set; "": never any (a proxy); NULL with a body:
+				      * application/json */
 	long timeout_ms;             /* 0: the client's */
 	sbx_http_sink sink;          /* body goes here instead of resp->body */
 	void *sink_ud;
