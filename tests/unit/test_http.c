@@ -18,7 +18,6 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "sbx/http.h"
@@ -439,30 +438,45 @@ static void escape_and_retry_after_follow_the_rfcs(void **state)
 	assert_true(sbx_http_parse_retry_after(NULL) == -1.0);
 }
 
+typedef struct pipe_reader {
+	int fd;
+	char back[100000];
+	size_t got;
+} pipe_reader;
+
+static void *read_pipe(void *arg)
+{
+	pipe_reader *pr = arg;
+
+	while (pr->got < sizeof(pr->back)) {
+		ssize_t n = read(pr->fd, pr->back + pr->got, sizeof(pr->back) - pr->got);
+
+		if (n <= 0)
+			break;
+		pr->got += (size_t)n;
+	}
+	return NULL;
+}
+
 static void write_all_and_random_hex_deliver_everything(void **state)
 {
 	int fds[2];
-	char big[100000], back[100000], hex[41];
-	size_t got = 0;
-	int st = 0;
+	static char big[100000];
+	static pipe_reader pr;
+	char hex[41];
+	pthread_t t;
 
 	(void)state;
 	memset(big, 'x', sizeof(big));
 	assert_int_equal(pipe(fds), 0);
-	if (fork() == 0) {
-		close(fds[0]);
-		_exit(sbx_write_all(fds[1], big, sizeof(big)) == 0 ? 0 : 1);
-	}
-	close(fds[1]);
-	while (got < sizeof(back)) {
-		ssize_t n = read(fds[0], back + got, sizeof(back) - got);
-
-		assert_true(n > 0);
-		got += (size_t)n;
-	}
+	pr.fd = fds[0];
+	pthread_create(&t, NULL, read_pipe, &pr);
+	assert_int_equal(sbx_write_all(fds[1], big, sizeof(big)), 0);
+	pthread_join(t, NULL);
 	close(fds[0]);
-	assert_true(waitpid(-1, &st, 0) > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	assert_memory_equal(big, back, sizeof(big));
+	close(fds[1]);
+	assert_int_equal(pr.got, sizeof(big));
+	assert_memory_equal(big, pr.back, sizeof(big));
 	assert_int_equal(sbx_random_hex(hex, 39), 0);
 	assert_int_equal(strlen(hex), 39);
 	assert_int_equal(strspn(hex, "0123456789abcdef"), 39);
