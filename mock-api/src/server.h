@@ -101,6 +101,7 @@ typedef struct mreq {
 	mock_fault_action fault;
 	bool admin;               /* under /_mock/ */
 	bool self;                /* came in on the self-signal listener */
+	const struct mock_route *route; /* its row (route.h), once matched; NULL: none yet */
 	/* Offloaded to a worker thread (server.c): the connection is suspended
 	 * until the worker has filled *pending. */
 	int offload;              /* OFFLOAD_NONE, _RUNNING, _DONE */
@@ -161,11 +162,9 @@ char *mock_json_print(const cJSON *item, size_t *len);
 /* JSON string escaping that keeps NUL bytes and replaces invalid UTF-8. */
 void json_escape(sbx_strbuf *sb, const char *s, size_t len);
 
-/* Control-plane dispatch (api.c) and admin dispatch (admin.c). */
+/* Control-plane dispatch (api_routes.c) and admin dispatch (admin.c),
+ * both through route.c (which logs durable mutations). */
 void api_dispatch(mreq *r, mresp *out);
-/* Durable state (--state-dir only): logs an acknowledged (2xx) mutation of
- * t before the answer goes out, or turns the answer into a 500 (api.c). */
-void mock_persist_mutation(mreq *r, mresp *out, mock_tenant *t);
 void admin_dispatch(mreq *r, mresp *out);
 /* self.c: POST /self/pause and /self/delete from inside a guest. */
 void self_dispatch(mreq *r, mresp *out);
