@@ -15,7 +15,8 @@
 
 /* The running sandbox's guest, busy until mock_op_io_end(op->sb); NULL
  * with the answer set. */
-static mock_guest *files_guest(mreq *r, mresp *out, mock_tenant *t, mock_op *op, char *id, size_t cap)
+static mock_guest *files_guest(mreq *r, mresp *out, mock_tenant *t, mock_op *op, char *id,
+			       size_t cap)
 {
 	mock_guest *g;
 

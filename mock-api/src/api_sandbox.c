@@ -22,7 +22,8 @@ static bool parse_create(mreq *r, mresp *out, const cJSON *b, mock_create_req *q
 	    !api_get_str(b, "host_id", &q->host_id, out) ||
 	    !api_get_int(b, "disk_mib", 0, 16 * 1024 * 1024, &disk, NULL, out) ||
 	    !api_get_bool(b, "ingress_enabled", &q->ingress_enabled, NULL, out) ||
-	    !api_get_int(b, "auto_pause_after_seconds", INT32_MIN, INT32_MAX, &ap, &q->has_auto_pause, out) ||
+	    !api_get_int(b, "auto_pause_after_seconds", INT32_MIN, INT32_MAX, &ap, &q->has_auto_pause,
+			 out) ||
 	    !api_get_int(b, "bandwidth_quota_bytes", -1, INT64_MAX / 2, &bw, NULL, out) ||
 	    !api_get_kind(b, "envs", false, &q->envs, out) ||
 	    !api_get_kind(b, "ssh_pubkeys", true, &q->ssh_pubkeys, out) ||

@@ -67,7 +67,8 @@ static void no_route(mreq *r, mresp *out, const char *allow)
 	resp_fail(out, 404, "error", "NOT_FOUND", msg);
 }
 
-void mock_route_serve(const mock_route *rows, size_t n, mreq *r, mresp *out, mock_route_auth_fn auth)
+void mock_route_serve(const mock_route *rows, size_t n, mreq *r, mresp *out,
+		      mock_route_auth_fn auth)
 {
 	const mock_route *rt = r->route;
 	mock_tenant *t = NULL;

@@ -53,7 +53,8 @@ const mock_route *mock_route_find(const mock_route *rows, size_t n, const char *
  * a 405 with Allow for a known path and another method. For a ROUTE_AUTH
  * row auth runs first; a ROUTE_DURABLE row's 2xx answer is logged when the
  * mock has a state dir and the request has a tenant. */
-void mock_route_serve(const mock_route *rows, size_t n, mreq *r, mresp *out, mock_route_auth_fn auth);
+void mock_route_serve(const mock_route *rows, size_t n, mreq *r, mresp *out,
+		      mock_route_auth_fn auth);
 
 /* The row a request will be served by, for the server to look up once per
  * request: self (the self-signal listener), admin (a /_mock/ path) or the

@@ -1,5 +1,6 @@
 /* server: internal interface between the HTTP plumbing (server.c), the
- * control-plane handlers (api.c) and the admin handlers (admin.c).
+ * control-plane handlers (api_*.c, routed by route.c) and the admin
+ * handlers (admin.c).
  *
  * A handler reads the parsed request (mreq) and fills an mresp; it never
  * touches MHD directly except through the helpers declared here. */
