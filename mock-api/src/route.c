@@ -21,7 +21,7 @@ const mock_route *mock_route_find(const mock_route *rows, size_t n, const char *
 
 		if (!mock_path_match(rt->pattern, path))
 			continue;
-		if (method == NULL || strcmp(rt->method, method) == 0)
+		if (strcmp(rt->method, method) == 0)
 			return rt;
 		if (allow != NULL && strstr(allow, rt->method) == NULL &&
 		    alen + strlen(rt->method) + 3 < cap)
