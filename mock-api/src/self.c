@@ -1,5 +1,5 @@
 /* self: the guests' self-signal endpoint — POST /self/pause and
- * /self/delete with an optional ?reason=, answered 202, no auth. Inside a
+ * /self/delete with an optional ?reason=, answered 202, no API key. Inside a
  * real VM the agent on 127.0.0.1:1029 knows whose VM it is; the mock has one
  * listener for every guest, so it finds the caller the way `ss -p` does: the
  * connection's client port names a socket in /proc/net/tcp, the socket's
