@@ -5,6 +5,8 @@
  * settings.c's, finding and applying scenarios scenario.c's. Never calls
  * into the request pipeline (http.c): it only fills the answer. */
 #define _GNU_SOURCE
+#include "route.h"
+#include "ops.h"
 #include "server.h"
 
 #include "scenario.h"
@@ -514,51 +516,56 @@ static void a_reset(mreq *r, mresp *out)
 	ok_empty(out);
 }
 
-typedef struct admin_route {
-	const char *method; /* NULL: any (the handler checks) */
-	const char *pattern;
-	void (*fn)(mreq *r, mresp *out);
-} admin_route;
+/* The route table's handlers take the caller's tenant; admin requests
+ * have none (the admin token guards the whole table). */
+#define ADMIN_ROUTE(h)                                          \
+	static void h##_route(mreq *r, mresp *out, mock_tenant *t) \
+	{                                                           \
+		(void)t;                                            \
+		h(r, out);                                          \
+	}
+ADMIN_ROUTE(a_reset)
+ADMIN_ROUTE(a_state)
+ADMIN_ROUTE(a_sandboxes)
+ADMIN_ROUTE(a_sandbox_bandwidth)
+ADMIN_ROUTE(a_tenants)
+ADMIN_ROUTE(a_settings)
+ADMIN_ROUTE(a_clock)
+ADMIN_ROUTE(a_egress_check)
+ADMIN_ROUTE(a_faults)
+ADMIN_ROUTE(a_scenario)
+ADMIN_ROUTE(a_journal)
 
-static const admin_route admin_routes[] = {
-	{"POST", "/_mock/reset", a_reset},
-	{"GET", "/_mock/state", a_state},
-	{"GET", "/_mock/sandboxes", a_sandboxes},
-	{"POST", "/_mock/sandboxes/{id}/bandwidth", a_sandbox_bandwidth},
-	{"POST", "/_mock/tenants", a_tenants},
-	{"GET", "/_mock/settings", a_settings},
-	{"PUT", "/_mock/settings", a_settings},
-	{"POST", "/_mock/clock/advance", a_clock},
-	{"POST", "/_mock/egress/check", a_egress_check},
-	{NULL, "/_mock/faults", a_faults},
-	{NULL, "/_mock/faults/{id}", a_faults},
-	{"POST", "/_mock/scenario", a_scenario},
-	{NULL, "/_mock/journal", a_journal},
-	{NULL, "/_mock/journal/count", a_journal},
+/* Admin requests are never durable; the non-GET ones block (as every
+ * mutation does). */
+const mock_route mock_admin_routes[] = {
+	{"POST", "/_mock/reset", ROUTE_BLOCKS, a_reset_route},
+	{"GET", "/_mock/state", 0, a_state_route},
+	{"GET", "/_mock/sandboxes", 0, a_sandboxes_route},
+	{"POST", "/_mock/sandboxes/{id}/bandwidth", ROUTE_BLOCKS, a_sandbox_bandwidth_route},
+	{"POST", "/_mock/tenants", ROUTE_BLOCKS, a_tenants_route},
+	{"GET", "/_mock/settings", 0, a_settings_route},
+	{"PUT", "/_mock/settings", ROUTE_BLOCKS, a_settings_route},
+	{"POST", "/_mock/clock/advance", ROUTE_BLOCKS, a_clock_route},
+	{"POST", "/_mock/egress/check", ROUTE_BLOCKS, a_egress_check_route},
+	{"GET", "/_mock/faults", 0, a_faults_route},
+	{"POST", "/_mock/faults", ROUTE_BLOCKS, a_faults_route},
+	{"DELETE", "/_mock/faults", ROUTE_BLOCKS, a_faults_route},
+	{"DELETE", "/_mock/faults/{id}", ROUTE_BLOCKS, a_faults_route},
+	{"POST", "/_mock/scenario", ROUTE_BLOCKS, a_scenario_route},
+	{"GET", "/_mock/journal", 0, a_journal_route},
+	{"DELETE", "/_mock/journal", ROUTE_BLOCKS, a_journal_route},
+	{"GET", "/_mock/journal/count", 0, a_journal_route},
 };
+const size_t mock_admin_nroutes = sizeof(mock_admin_routes) / sizeof(mock_admin_routes[0]);
 
 void admin_dispatch(mreq *r, mresp *out)
 {
 	const char *tok = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "X-Mock-Admin-Token");
-	bool path_known = false;
 
 	if (tok == NULL || strcmp(tok, r->mock->admin_token) != 0) {
 		resp_fail(out, 401, "error", "UNAUTHORIZED", "admin API needs X-Mock-Admin-Token");
 		return;
 	}
-	for (size_t i = 0; i < sizeof(admin_routes) / sizeof(admin_routes[0]); i++) {
-		const admin_route *rt = &admin_routes[i];
-
-		if (!mock_path_match(rt->pattern, r->path))
-			continue;
-		path_known = true;
-		if (rt->method != NULL && strcmp(rt->method, r->method) != 0)
-			continue;
-		rt->fn(r, out);
-		return;
-	}
-	if (path_known)
-		resp_fail(out, 405, "error", "METHOD_NOT_ALLOWED", "method not allowed on this admin path");
-	else
-		resp_fail(out, 404, "error", "NOT_FOUND", "no such admin endpoint");
+	mock_route_serve(mock_admin_routes, mock_admin_nroutes, r, out, NULL);
 }

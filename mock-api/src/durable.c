@@ -15,6 +15,7 @@
  * the processes are gone, so live sandboxes come back `paused` (see
  * mock_model_after_restore). Never writes for GETs, exec or file uploads. */
 #define _GNU_SOURCE
+#include "ops.h"
 #include "server.h"
 
 #include <errno.h>

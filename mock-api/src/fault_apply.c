@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include "fault_apply.h"
 
+#include "ops.h"
 #include "server.h"
 
 #include <signal.h>

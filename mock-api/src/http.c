@@ -15,6 +15,7 @@
 #include "http.h"
 
 #include "fault_apply.h"
+#include "route.h"
 #include "server.h"
 
 #include <stdio.h>
@@ -46,7 +47,7 @@ static void fault_summary(mreq *r, mock_fault_req *q, char *name, size_t cap)
 	q->path = r->path;
 	q->tenant = r->api_key != NULL ? r->api_key : "";
 	q->name = NULL;
-	q->is_exec = mock_path_match("/v1/sandboxes/{id}/exec", r->path);
+	q->is_exec = r->route != NULL && (r->route->flags & ROUTE_EXEC) != 0;
 	pthread_mutex_lock(&mock->model->lock);
 	if (r->api_key != NULL) {
 		mock_tenant *t = mock_tenant_get(mock->model, r->api_key, false);
@@ -194,8 +195,6 @@ static bool must_offload(const mreq *r)
 {
 	if (atomic_load(&r->mock->offload_all) || r->mock->rec != NULL)
 		return true; /* record/replay: GETs go upstream */
-	if (strcmp(r->method, "GET") != 0 && strcmp(r->method, "HEAD") != 0)
-		return true;
 	if (r->fault_fired) {
 		switch (r->fault.kind) {
 		case FK_HTTP:
@@ -211,8 +210,9 @@ static bool must_offload(const mreq *r)
 			return true;
 		}
 	}
-	return mock_path_match("/v1/sandboxes/{id}/files", r->path) ||
-	       mock_path_match("/v1/sandboxes/{id}/exec", r->path);
+	if (r->route == NULL) /* a 404/405: only a mutation's may wait (faults) */
+		return strcmp(r->method, "GET") != 0 && strcmp(r->method, "HEAD") != 0;
+	return (r->route->flags & ROUTE_BLOCKS) != 0;
 }
 
 /* Serves an offloaded request and hands it back to MHD. */
@@ -267,7 +267,6 @@ static enum MHD_Result dispatch(mreq *r)
 	snprintf(r->request_id, sizeof(r->request_id), "req_%08lx%012llx",
 		 (unsigned long)(mock->seed & 0xffffffff),
 		 (unsigned long long)atomic_fetch_add(&mock->req_counter, 1));
-	r->admin = !r->self && (strncmp(r->path, "/_mock/", 7) == 0 || strcmp(r->path, "/_mock") == 0);
 	if (r->too_large) {
 		char msg[128];
 
@@ -301,11 +300,6 @@ static bool self_conn(const sbx_mock *mock, struct MHD_Connection *conn)
 	return ci != NULL && ci->daemon == mock->self_daemon;
 }
 
-static bool is_file_put(const char *method, const char *url)
-{
-	return strcmp(method, "PUT") == 0 && mock_path_match("/v1/sandboxes/{id}/files", url);
-}
-
 enum MHD_Result mock_http_on_request(void *cls, struct MHD_Connection *conn, const char *url,
 				     const char *method, const char *version,
 				     const char *upload_data, size_t *upload_data_size,
@@ -327,11 +321,16 @@ enum MHD_Result mock_http_on_request(void *cls, struct MHD_Connection *conn, con
 		r->method = method;
 		r->path = strdup(url);
 		r->start_us = mono_us();
-		r->limit = is_file_put(method, url) ? mock->max_file : mock->max_json;
 		sbx_strbuf_init(&r->body);
 		*con_cls = r;
 		if (r->path == NULL)
 			return MHD_NO;
+		/* The route is matched once; its flags decide the body limit,
+		 * offloading and the fault matcher's view of the request. */
+		r->admin = !r->self && (strncmp(url, "/_mock/", 7) == 0 || strcmp(url, "/_mock") == 0);
+		r->route = mock_route_lookup(r->self, r->admin, method, url);
+		r->limit = r->route != NULL && (r->route->flags & ROUTE_FILE_BODY) != 0 ? mock->max_file
+											  : mock->max_json;
 		cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
 		if (cl != NULL && strtoull(cl, NULL, 10) > r->limit)
 			r->too_large = true;

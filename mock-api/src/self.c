@@ -1,19 +1,24 @@
 /* self: the guests' self-signal endpoint — POST /self/pause and
- * /self/delete with an optional ?reason=, answered 202, no auth. Inside a
+ * /self/delete with an optional ?reason=, answered 202, no API key. Inside a
  * real VM the agent on 127.0.0.1:1029 knows whose VM it is; the mock has one
  * listener for every guest, so it finds the caller the way `ss -p` does: the
  * connection's client port names a socket in /proc/net/tcp, the socket's
  * inode an open descriptor of some process, and that process's group one a
  * guest started. A caller that left its process group (setsid) is not
  * recognised (403). The listener is a second MHD daemon sharing the main
- * one's request plumbing (server.c marks its requests r->self). */
+ * one's request plumbing (server.c marks its requests r->self); its two
+ * routes are rows of mock_self_routes, served by route.c, and finding the
+ * caller is their ROUTE_AUTH step.
+ *
+ * Never change a sandbox here: pausing and destroying are operations
+ * (ops.h), and an acknowledged signal is logged by route.c. */
 #define _GNU_SOURCE
-#include "server.h"
+#include "ops.h"
+#include "route.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,11 +28,6 @@
 
 #define SELF_REASON_MAX 256
 #define SELF_MAX_GROUPS 4096 /* process groups of live guests considered */
-
-typedef struct guest_group {
-	pid_t pgid;
-	char sandbox_id[MOCK_ID_MAX];
-} guest_group;
 
 /* The port of an "ADDR:PORT" field of /proc/net/tcp (hex), -1 if bad. */
 static long hex_port(const char *field)
@@ -71,30 +71,6 @@ static unsigned long client_socket_inode(uint16_t client_port, uint16_t listen_p
 	}
 	fclose(fp);
 	return found;
-}
-
-/* The process groups of every live guest, with their sandbox ids. */
-static size_t guest_groups(sbx_mock *mock, guest_group *out, size_t cap)
-{
-	size_t n = 0;
-
-	pthread_mutex_lock(&mock->model->lock);
-	for (size_t i = 0; i < mock->model->nlive && n < cap; i++) {
-		const mock_sandbox *sb = mock->model->live[i];
-		pid_t pg[64];
-		size_t k;
-
-		if (mock_status_terminal(sb->status) || sb->guest == NULL)
-			continue;
-		k = mock_guest_pgids(sb->guest, pg, sizeof(pg) / sizeof(pg[0]));
-		for (size_t j = 0; j < k && n < cap; j++) {
-			out[n].pgid = pg[j];
-			snprintf(out[n].sandbox_id, sizeof(out[n].sandbox_id), "%s", sb->id);
-			n++;
-		}
-	}
-	pthread_mutex_unlock(&mock->model->lock);
-	return n;
 }
 
 static pid_t process_group_of(const char *pid)
@@ -148,19 +124,20 @@ static bool holds_socket(const char *pid, unsigned long inode)
 	return found;
 }
 
-/* The id of the sandbox whose guest holds the socket, into id; false when
- * no guest process does. */
-static bool caller_sandbox(sbx_mock *mock, unsigned long inode, char *id, size_t cap)
+/* The id of the sandbox whose guest holds the socket, into id, and its
+ * tenant; NULL when no guest process does. */
+static mock_tenant *caller_sandbox(sbx_mock *mock, unsigned long inode, char *id, size_t cap)
 {
-	guest_group *groups = malloc(SELF_MAX_GROUPS * sizeof(*groups));
+	mock_guest_group *groups = malloc(SELF_MAX_GROUPS * sizeof(*groups));
+	mock_tenant *t = NULL;
 	size_t ng;
 	DIR *d;
 	struct dirent *de;
 	bool found = false;
 
 	if (groups == NULL)
-		return false;
-	ng = guest_groups(mock, groups, SELF_MAX_GROUPS);
+		return NULL;
+	ng = mock_op_guest_groups(mock, groups, SELF_MAX_GROUPS);
 	d = ng > 0 ? opendir("/proc") : NULL;
 	while (d != NULL && !found && (de = readdir(d)) != NULL) {
 		pid_t pg;
@@ -171,6 +148,7 @@ static bool caller_sandbox(sbx_mock *mock, unsigned long inode, char *id, size_t
 		for (size_t i = 0; pg > 0 && i < ng && !found; i++) {
 			if (groups[i].pgid == pg && holds_socket(de->d_name, inode)) {
 				snprintf(id, cap, "%s", groups[i].sandbox_id);
+				t = groups[i].tenant;
 				found = true;
 			}
 		}
@@ -178,81 +156,97 @@ static bool caller_sandbox(sbx_mock *mock, unsigned long inode, char *id, size_t
 	if (d != NULL)
 		closedir(d);
 	free(groups);
-	return found;
+	return t;
 }
 
-/* Pauses or destroys the caller's sandbox, as the API would. */
-static void self_signal(mreq *r, mresp *out, const char *id, bool pause, const char *reason)
-{
-	sbx_mock *mock = r->mock;
-	mock_sandbox *sb;
-	mock_tenant *t = NULL;
-	mock_err e;
-	int rc = 202;
-	bool now = false;
-	cJSON *d = NULL;
-
-	pthread_mutex_lock(&mock->model->lock);
-	mock_tick(mock->model, mock_on_state_change, mock);
-	sb = mock_sandbox_find_any(mock->model, id);
-	if (sb == NULL) {
-		resp_fail(out, 404, "error", "NOT_FOUND", "sandbox not found");
-	} else if (pause && (rc = mock_sandbox_pause(mock->model, sb, &e)) < 0) {
-		resp_mock_err(out, &e);
-	} else {
-		if (pause) {
-			mock_guest_signal(sb->guest, SIGSTOP);
-		} else {
-			mock_sandbox_destroy(mock->model, sb, &now, &e);
-			mock_guest_kill(sb->guest);
-		}
-		t = sb->tenant;
-		d = cJSON_CreateObject();
-		cJSON_AddStringToObject(d, "id", sb->id);
-		cJSON_AddStringToObject(d, "status", mock_status_name(sb->status));
-		if (reason != NULL)
-			cJSON_AddStringToObject(d, "reason", reason);
-	}
-	pthread_mutex_unlock(&mock->model->lock);
-	if (d == NULL)
-		return;
-	resp_success(out, 202, d);
-	if (mock->state != NULL)
-		mock_persist_mutation(r, out, t);
-}
-
-void self_dispatch(mreq *r, mresp *out)
+/* The self-signal listener's ROUTE_AUTH step: the caller must be a
+ * process of a live guest; its sandbox (r->sandbox_id) is the one to
+ * signal, and that sandbox's tenant is the request's. The reason is
+ * checked first, before the costly walk of /proc. */
+static mock_tenant *self_caller(mreq *r, mresp *out)
 {
 	const union MHD_ConnectionInfo *ci;
 	const struct sockaddr_in *peer;
 	const char *reason = req_query(r, "reason");
-	bool pause = strcmp(r->path, "/self/pause") == 0;
 	unsigned long inode;
+	mock_tenant *t = NULL;
 	char id[MOCK_ID_MAX];
 
-	if (!pause && strcmp(r->path, "/self/delete") != 0) {
-		resp_fail(out, 404, "error", "NOT_FOUND", "no such route (POST /self/pause or /self/delete)");
-		return;
-	}
-	if (strcmp(r->method, "POST") != 0) {
-		resp_header(out, "Allow", "POST");
-		resp_fail(out, 405, "method", "METHOD_NOT_ALLOWED", "use POST");
-		return;
-	}
 	if (reason != NULL && strlen(reason) > SELF_REASON_MAX) {
 		resp_fail(out, 400, "reason", "INVALID_REASON", "reason is over 256 bytes");
-		return;
+		return NULL;
 	}
 	ci = MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
 	peer = ci != NULL ? (const struct sockaddr_in *)(const void *)ci->client_addr : NULL;
 	inode = peer != NULL && peer->sin_family == AF_INET
 			? client_socket_inode(ntohs(peer->sin_port), r->mock->self_port)
 			: 0;
-	if (inode == 0 || !caller_sandbox(r->mock, inode, id, sizeof(id))) {
+	if (inode != 0)
+		t = caller_sandbox(r->mock, inode, id, sizeof(id));
+	if (t == NULL) {
 		resp_fail(out, 403, "caller", "NOT_A_GUEST",
 			  "the caller is not a process of a sandbox guest");
-		return;
+		return NULL;
 	}
 	snprintf(r->sandbox_id, sizeof(r->sandbox_id), "%s", id);
-	self_signal(r, out, id, pause, reason);
+	return t;
+}
+
+/* Answers 202 {id, status, reason?} for a signal done by op. */
+static void self_answer(mreq *r, mresp *out, const mock_op *op, cJSON *v)
+{
+	const char *reason = req_query(r, "reason");
+	cJSON *d;
+
+	if (v == NULL) {
+		resp_mock_err(out, &op->err);
+		return;
+	}
+	d = cJSON_CreateObject();
+	cJSON_AddStringToObject(d, "id", cJSON_GetObjectItem(v, "id")->valuestring);
+	cJSON_AddStringToObject(d, "status", cJSON_GetObjectItem(v, "status")->valuestring);
+	if (reason != NULL)
+		cJSON_AddStringToObject(d, "reason", reason);
+	cJSON_Delete(v);
+	resp_success(out, 202, d);
+}
+
+/* The caller's sandbox, whichever tenant's (t is the one self_caller found). */
+static void self_op(mock_op *op, mreq *r)
+{
+	memset(op, 0, sizeof(*op));
+	op->mock = r->mock;
+	op->id = r->sandbox_id;
+}
+
+static void self_pause(mreq *r, mresp *out, mock_tenant *t)
+{
+	mock_op op;
+	int status;
+
+	(void)t;
+	self_op(&op, r);
+	self_answer(r, out, &op, mock_op_pause(&op, &status));
+}
+
+static void self_delete(mreq *r, mresp *out, mock_tenant *t)
+{
+	mock_op op;
+
+	(void)t;
+	self_op(&op, r);
+	self_answer(r, out, &op, mock_op_destroy(&op));
+}
+
+/* Fault rules are not evaluated for these (server.c); a signal acknowledged
+ * is a durable mutation of the caller's tenant. */
+const mock_route mock_self_routes[] = {
+	{"POST", "/self/pause", ROUTE_AUTH | ROUTE_BLOCKS | ROUTE_DURABLE, self_pause},
+	{"POST", "/self/delete", ROUTE_AUTH | ROUTE_BLOCKS | ROUTE_DURABLE, self_delete},
+};
+const size_t mock_self_nroutes = sizeof(mock_self_routes) / sizeof(mock_self_routes[0]);
+
+void self_dispatch(mreq *r, mresp *out)
+{
+	mock_route_serve(mock_self_routes, mock_self_nroutes, r, out, self_caller);
 }

@@ -1,8 +1,6 @@
 /* server: the life of one sbx-mock — its configuration defaults, start
  * (settings, guests, model, durable replay, scenario, the two listeners)
- * and stop, the accessors of the embedding API (include/sbx/mock.h), and
- * for now the guest hooks the handlers share (mock_on_state_change and
- * friends, bound for an operations layer).
+ * and stop, and the accessors of the embedding API (include/sbx/mock.h).
  *
  * Serving a request is http.c's, blocking work workers.c's. sbx_mock_stop
  * sets mock->stopping first, so every blocking wait returns, and waits for
@@ -11,6 +9,7 @@
 #include "server.h"
 
 #include "http.h"
+#include "ops.h"
 #include "settings.h"
 
 #include <errno.h>
@@ -23,54 +22,6 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-/* ---- guests and lifecycle hooks ---- */
-
-void mock_on_state_change(mock_sandbox *sb, mock_status from, void *arg)
-{
-	(void)arg;
-	if (sb->status == ST_PAUSED && from == ST_RUNNING)
-		mock_guest_signal(sb->guest, SIGSTOP);
-	if (sb->status == ST_DESTROYED)
-		mock_destroy_guest(sb);
-}
-
-/* Kills the guest's processes and removes its tree; the struct itself lives
- * until the mock stops, because an exec may still hold it. */
-void mock_destroy_guest(mock_sandbox *sb)
-{
-	if (sb->guest == NULL)
-		return;
-	mock_guest_kill(sb->guest);
-}
-
-static void free_guests(sbx_mock *mock, bool remove)
-{
-	mock_model *m = mock->model;
-
-	for (size_t i = 0; i < m->nsbx; i++) {
-		mock_guest_free(m->sbx[i]->guest, remove);
-		m->sbx[i]->guest = NULL;
-	}
-	for (size_t i = 0; i < m->ngrave; i++) {
-		mock_guest_free(m->grave[i]->guest, remove);
-		m->grave[i]->guest = NULL;
-	}
-}
-
-void mock_reset_all(sbx_mock *mock)
-{
-	mock_model *m = mock->model;
-
-	pthread_mutex_lock(&m->lock);
-	for (size_t i = 0; i < m->nsbx; i++)
-		mock_guest_kill(m->sbx[i]->guest);
-	mock_model_reset(m);
-	pthread_mutex_unlock(&m->lock);
-	mock_faults_clear(mock->faults);
-	mock_faults_reseed(mock->faults, mock->seed);
-	mock_journal_clear(mock->journal);
-}
 
 /* ---- start and stop ---- */
 
@@ -394,7 +345,7 @@ void sbx_mock_stop(sbx_mock *mock)
 	if (mock->self_daemon != NULL)
 		MHD_stop_daemon(mock->self_daemon);
 	if (mock->model != NULL) {
-		free_guests(mock, mock->state == NULL); /* durable: trees survive */
+		mock_free_guests(mock, mock->state == NULL); /* durable: trees survive */
 		mock_model_free(mock->model);
 	}
 	mock_pidns_stop(mock->pidns); /* every guest process is gone after this */

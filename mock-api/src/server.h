@@ -1,10 +1,10 @@
 /* server: the mock's internal types and the calls between its parts —
  * struct sbx_mock (one running mock), mreq and mresp (a request and the
  * answer a handler fills), and the entry points the parts offer each
- * other: the API (api.c), admin (admin.c) and self-signal (self.c)
+ * other: the API (api_*.c, routed by route.c), admin (admin.c) and self-signal (self.c)
  * dispatchers that the request pipeline (http.c) calls, record/replay
- * (record.c), durable state (durable.c), the connection registry (chaos.c)
- * and the guest hooks (server.c).
+ * (record.c), durable state (durable.c) and the connection registry
+ * (chaos.c). The guest hooks are the operations layer's (ops.h).
  *
  * A handler reads the parsed request (mreq) and fills an mresp through the
  * helpers of resp.h (included here, with workers.h and json_print.h, so a
@@ -108,6 +108,7 @@ typedef struct mreq {
 	mock_fault_action fault;
 	bool admin;               /* under /_mock/ */
 	bool self;                /* came in on the self-signal listener */
+	const struct mock_route *route; /* its row (route.h), once matched; NULL: none */
 	/* Offloaded to a worker thread (http.c): the connection is suspended
 	 * until the worker has filled *pending. */
 	int offload;              /* OFFLOAD_NONE, _RUNNING, _DONE */
@@ -134,11 +135,9 @@ typedef struct mresp {
 #include "resp.h"
 #include "workers.h"
 
-/* Control-plane dispatch (api.c) and admin dispatch (admin.c). */
+/* Control-plane dispatch (api_routes.c) and admin dispatch (admin.c),
+ * both through route.c (which logs durable mutations). */
 void api_dispatch(mreq *r, mresp *out);
-/* Durable state (--state-dir only): logs an acknowledged (2xx) mutation of
- * t before the answer goes out, or turns the answer into a 500 (api.c). */
-void mock_persist_mutation(mreq *r, mresp *out, mock_tenant *t);
 void admin_dispatch(mreq *r, mresp *out);
 /* self.c: POST /self/pause and /self/delete from inside a guest. */
 void self_dispatch(mreq *r, mresp *out);
@@ -164,10 +163,5 @@ int mock_durable_start(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *err)
 int mock_durable_persist(sbx_mock *mock, mock_tenant *t, sbx_err *err);
 int mock_durable_reset(sbx_mock *mock, sbx_err *err);
 
-/* Guest hooks used by the handlers, fault_apply.c and durable replay
- * (server.c). */
-void mock_on_state_change(mock_sandbox *sb, mock_status from, void *arg);
-void mock_destroy_guest(mock_sandbox *sb);
-void mock_reset_all(sbx_mock *mock);
 
 #endif

@@ -1,0 +1,138 @@
+/* ops: the operations of the mock control plane, below HTTP — create,
+ * fork, pause, resume, destroy, exec and file setup, and every other read
+ * or change of the model a request makes. An operation takes the model
+ * lock, runs the clock (mock_tick), applies timing profiles and the effects
+ * of a fired fault rule, and drives the guest; it reports a refusal as a
+ * mock_err for the HTTP layer to render unchanged.
+ *
+ * It must never know HTTP: no microhttpd, no mreq/mresp, no status lines
+ * beyond the mock_err / return codes the model already speaks. Callers
+ * (api_*.c, self.c) never take model->lock themselves. */
+#ifndef SBX_MOCK_OPS_H
+#define SBX_MOCK_OPS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <cjson/cJSON.h>
+
+#include "faults.h"
+#include "guest.h"
+#include "model.h"
+#include "sbx/mock.h"
+
+/* One operation on a sandbox named by the request. The caller fills mock,
+ * t (NULL: any tenant's sandbox, for the self-signal listener), id and
+ * fault; the operation fills found and, when it fails, err. */
+typedef struct mock_op {
+	sbx_mock *mock;
+	mock_tenant *t;
+	const char *id;                 /* the sandbox id the request names; NULL: none (404) */
+	const mock_fault_action *fault; /* the fault rule that fired, NULL when none */
+	char found[MOCK_ID_MAX];        /* out: the id of the sandbox found, "" when none */
+	mock_sandbox *sb;               /* out: exec/files: the sandbox to pass to *_end */
+	int64_t poll_ms;                /* out: pause/resume: the transition's duration */
+	mock_err err;                   /* out: the refusal */
+} mock_op;
+
+/* ---- tenants, health, catalog (ops.c) ---- */
+mock_tenant *mock_op_tenant(sbx_mock *mock, const char *key);
+bool mock_op_ready(sbx_mock *mock);
+cJSON *mock_op_whoami(sbx_mock *mock, mock_tenant *t);
+/* Hosts that died (fault host_dies), and the live VMs on the active one. */
+unsigned mock_op_hosts(sbx_mock *mock, unsigned *active_vms);
+size_t mock_op_max_egress_rules(sbx_mock *mock);
+
+/* ---- sandbox lifecycle (ops.c): a view (owned by the caller) or NULL
+ * with op->err set ---- */
+cJSON *mock_op_create(mock_op *op, const mock_create_req *q);
+cJSON *mock_op_fork(mock_op *op, const mock_fork_req *q);
+/* *status: 200 or 202 (then op->poll_ms is the transition's duration). */
+cJSON *mock_op_pause(mock_op *op, int *status);
+cJSON *mock_op_resume(mock_op *op, int *status);
+/* {id, status}. */
+cJSON *mock_op_destroy(mock_op *op);
+cJSON *mock_op_get(mock_op *op);
+cJSON *mock_op_by_ip(mock_op *op, const char *ip);
+/* Views of t's sandboxes in status want (-1: every one not destroyed),
+ * items [offset, offset+limit) of them; *total counts them all. */
+cJSON *mock_op_list(sbx_mock *mock, mock_tenant *t, int want, size_t limit, size_t offset,
+		    size_t *total);
+
+typedef struct mock_patch_req {
+	bool has_ingress, ingress;
+	bool has_auto_pause;
+	int auto_pause_s;
+	bool disable_auto_pause;
+} mock_patch_req;
+cJSON *mock_op_patch(mock_op *op, const mock_patch_req *p);
+/* {id, disk_mib}. */
+cJSON *mock_op_resize(mock_op *op, unsigned disk_mib);
+/* Adds the (validated, non-empty string) keys not there yet: {count}. */
+cJSON *mock_op_add_ssh_keys(mock_op *op, const cJSON *keys);
+
+/* The process groups of every live guest, for the self-signal listener. */
+typedef struct mock_guest_group {
+	pid_t pgid;
+	char sandbox_id[MOCK_ID_MAX];
+	mock_tenant *tenant;
+} mock_guest_group;
+size_t mock_op_guest_groups(sbx_mock *mock, mock_guest_group *out, size_t cap);
+
+/* ---- exec and files (ops_res.c) ----
+ * begin: the running sandbox's guest, marked busy (op->sb set), or NULL
+ * with op->err set; every begin that succeeded is paired with one end. */
+typedef struct mock_exec_env {
+	char **kv;   /* "K=V": the sandbox envs overridden by the exec's */
+	size_t n;
+	bool isolate_net; /* egress is closed: run without a network */
+} mock_exec_env;
+mock_guest *mock_op_exec_begin(mock_op *op, const cJSON *env, mock_exec_env *xe);
+void mock_exec_env_free(mock_exec_env *xe);
+mock_guest *mock_op_files_begin(mock_op *op);
+void mock_op_io_end(sbx_mock *mock, mock_sandbox *sb);
+
+/* ---- egress, bandwidth, a sandbox's networks and disks (ops_res.c) ---- */
+cJSON *mock_op_egress_get(mock_op *op);
+/* Swaps *list in (the old rules come back in *list for the caller to free). */
+cJSON *mock_op_egress_put(mock_op *op, sbx_egress_list *list);
+cJSON *mock_op_bandwidth(mock_op *op);
+cJSON *mock_op_bandwidth_recharge(mock_op *op, int64_t add);
+int mock_op_network_attach(mock_op *op, const char *net);
+int mock_op_network_detach(mock_op *op, const char *net);
+/* A copy of the sandbox's disk attachments. */
+cJSON *mock_op_sandbox_disks(mock_op *op);
+int mock_op_disk_attach(mock_op *op, const char *disk_id, const char *mount, const char *sub_path);
+int mock_op_disk_detach(mock_op *op, const char *disk, const char *mount);
+
+/* ---- a tenant's networks, disks and templates (ops_res.c) ---- */
+typedef enum mock_coll { MOCK_NETWORKS, MOCK_DISKS, MOCK_TEMPLATES } mock_coll;
+/* Views of every item (templates without their dockerfile). */
+cJSON *mock_op_coll_list(sbx_mock *mock, mock_tenant *t, mock_coll c);
+/* The item's view, NULL when t has none by that id (or name). */
+cJSON *mock_op_coll_get(sbx_mock *mock, mock_tenant *t, mock_coll c, const char *id);
+/* Networks take {name} (validated by the caller), disks and templates the
+ * request body. */
+cJSON *mock_op_coll_create(sbx_mock *mock, mock_tenant *t, mock_coll c, const cJSON *body,
+			   mock_err *e);
+int mock_op_coll_delete(sbx_mock *mock, mock_tenant *t, mock_coll c, const char *id, mock_err *e);
+/* Replaces a disk's credentials: its view, NULL when there is no such disk. */
+cJSON *mock_op_disk_credentials(sbx_mock *mock, mock_tenant *t, const char *id, const cJSON *cred);
+
+/* ---- guest hooks (ops.c) ---- */
+
+/* mock_tick's callback: a sandbox that became paused is SIGSTOPped, one
+ * that became destroyed loses its guest. arg is the sbx_mock. */
+void mock_on_state_change(mock_sandbox *sb, mock_status from, void *arg);
+/* Kills the guest's processes; the struct lives until the mock stops,
+ * because an exec may still hold it. */
+void mock_destroy_guest(mock_sandbox *sb);
+/* Frees every guest (live and destroyed sandboxes), removing their trees
+ * when remove. At stop only. */
+void mock_free_guests(sbx_mock *mock, bool remove);
+/* /_mock/reset: kills every guest, empties the model, faults and journal. */
+void mock_reset_all(sbx_mock *mock);
+
+#endif
