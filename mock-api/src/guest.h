@@ -20,7 +20,11 @@
  * started in it, including background ones (unless they setsid away).
  *
  * This is a test double, not an isolation boundary: guests run as the user
- * running the mock. Never follows a symlink in the files API. */
+ * running the mock. Never follows a symlink in the files API.
+ *
+ * Files: guest.c (modes, trees, process groups), guest_pidns.c (the PID
+ * namespace and its init), guest_exec.c (spawning, mock_proc, exec),
+ * guest_files.c (mock_guest_open); guest_internal.h is what they share. */
 #ifndef SBX_MOCK_GUEST_H
 #define SBX_MOCK_GUEST_H
 
