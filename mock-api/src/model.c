@@ -454,6 +454,11 @@ unsigned mock_tenant_live_count(const mock_model *m, const mock_tenant *t)
 }
 
 /* ---- sandboxes ---- */
+void model_err_oom(mock_err *e)
+{
+	mock_err_set(e, 500, "", "error", "out of memory");
+}
+
 int model_need_credit(const mock_model *m, const mock_tenant *t, mock_err *e)
 {
 	if (mock_tenant_credit(m, t))
@@ -603,7 +608,7 @@ cJSON *model_resource_new(mock_model *m, const char *prefix, const char *name,
 	char id[MOCK_ID_MAX];
 
 	if (o == NULL) {
-		mock_err_set(e, 500, "", "error", "out of memory");
+		model_err_oom(e);
 		return NULL;
 	}
 	mock_new_id(m, prefix, id, sizeof(id));

@@ -35,6 +35,8 @@ void model_live_compact(mock_model *m);
 unsigned model_host_number(const char *host_id);
 bool model_rootfs_known(const char *name);
 
+/* A 500 "out of memory" in *e. */
+void model_err_oom(mock_err *e);
 /* 0 when the tenant may spend, else -1 with a 402 in *e. */
 int model_need_credit(const mock_model *m, const mock_tenant *t, mock_err *e);
 /* The string member k of o, NULL when absent or not a string. */

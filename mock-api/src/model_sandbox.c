@@ -209,13 +209,15 @@ static void auto_pause_arm(mock_model *m, mock_sandbox *sb)
 
 /* ---- create and fork ---- */
 
-static mock_sandbox *sandbox_alloc(mock_model *m, mock_tenant *t)
+/* A new sandbox of t with a fresh id, address and host, in no index yet;
+ * NULL with a 500 in *e when out of memory. */
+static mock_sandbox *sandbox_alloc(mock_model *m, mock_tenant *t, mock_err *e)
 {
 	mock_sandbox *sb = calloc(1, sizeof(*sb));
 	uint32_t n;
 
 	if (sb == NULL)
-		return NULL;
+		goto out_oom;
 	sb->tenant = t;
 	sb->due_ms = -1;
 	sb->egress.is_null = true;
@@ -232,11 +234,34 @@ static mock_sandbox *sandbox_alloc(mock_model *m, mock_tenant *t)
 	sb->disks = cJSON_CreateArray();
 	sb->envs = cJSON_CreateObject();
 	sb->ssh_pubkeys = cJSON_CreateArray();
-	if (sb->networks == NULL || sb->disks == NULL || sb->envs == NULL || sb->ssh_pubkeys == NULL) {
-		model_sandbox_free(sb);
-		return NULL;
-	}
+	if (sb->networks == NULL || sb->disks == NULL || sb->envs == NULL || sb->ssh_pubkeys == NULL)
+		goto out_free;
 	return sb;
+
+out_free:
+	model_sandbox_free(sb);
+out_oom:
+	model_err_oom(e);
+	return NULL;
+}
+
+/* *slot becomes a deep copy of src (the old value freed): -1 when out of
+ * memory, *slot then NULL. */
+static int replace_with_copy(cJSON **slot, const cJSON *src)
+{
+	cJSON_Delete(*slot);
+	*slot = cJSON_Duplicate(src, true);
+	return *slot == NULL ? -1 : 0;
+}
+
+/* Puts a finished sandbox into the model, or frees it when out of memory. */
+static mock_sandbox *sandbox_commit(mock_model *m, mock_sandbox *sb, mock_err *e)
+{
+	if (model_sandbox_add(m, sb))
+		return sb;
+	model_sandbox_free(sb);
+	model_err_oom(e);
+	return NULL;
 }
 
 mock_sandbox *mock_sandbox_create(mock_model *m, mock_tenant *t, const mock_create_req *req,
@@ -249,9 +274,9 @@ mock_sandbox *mock_sandbox_create(mock_model *m, mock_tenant *t, const mock_crea
 		return NULL;
 	if (check_cap_and_credit(m, t, e) != 0)
 		return NULL;
-	sb = sandbox_alloc(m, t);
+	sb = sandbox_alloc(m, t, e);
 	if (sb == NULL)
-		goto out_oom;
+		return NULL;
 	sb->shape = shape;
 	sb->vcpu = shape->vcpu;
 	sb->mem_mib = shape->mem_mib;
@@ -264,33 +289,59 @@ mock_sandbox *mock_sandbox_create(mock_model *m, mock_tenant *t, const mock_crea
 	sb->auto_pause_s = req->has_auto_pause ? req->auto_pause_s : 0;
 	sb->status = ST_CREATING;
 	if (sbx_egress_list_copy(&req->egress, &sb->egress) != 0)
-		goto out_free;
-	if (req->envs != NULL && cJSON_IsObject(req->envs)) {
-		cJSON_Delete(sb->envs);
-		sb->envs = cJSON_Duplicate(req->envs, true);
-		if (sb->envs == NULL)
-			goto out_free;
-	}
+		goto out_free_oom;
+	if (req->envs != NULL && cJSON_IsObject(req->envs) &&
+	    replace_with_copy(&sb->envs, req->envs) != 0)
+		goto out_free_oom;
 	if (copy_ssh_keys(sb->ssh_pubkeys, req->ssh_pubkeys, "ssh_pubkeys", e) != 0)
-		goto out_free_err;
-	if (req->disks != NULL && cJSON_IsArray(req->disks)) {
-		cJSON_Delete(sb->disks);
-		sb->disks = cJSON_Duplicate(req->disks, true);
-	}
-	if (model_network_join(sb, t, req->networks, e) != 0)
-		goto out_free_err;
-	if (!model_sandbox_add(m, sb))
 		goto out_free;
-	return sb;
+	if (req->disks != NULL && cJSON_IsArray(req->disks))
+		replace_with_copy(&sb->disks, req->disks);
+	if (model_network_join(sb, t, req->networks, e) != 0)
+		goto out_free;
+	return sandbox_commit(m, sb, e);
 
+out_free_oom:
+	model_err_oom(e);
 out_free:
 	model_sandbox_free(sb);
-out_oom:
-	mock_err_set(e, 500, "", "error", "out of memory");
 	return NULL;
-out_free_err:
-	model_sandbox_free(sb);
-	return NULL;
+}
+
+/* What a fork may be refused for, checked before anything is allocated. */
+static int fork_check(mock_model *m, const mock_sandbox *src, const mock_fork_req *req,
+		      mock_err *e)
+{
+	if (src->status != ST_PAUSED && src->status != ST_PAUSING) {
+		mock_err_set(e, 409, "INVALID_STATE", "status",
+			     "fork needs a paused sandbox; this one is %s (pause it first)",
+			     mock_status_name(src->status));
+		return -1;
+	}
+	if (mock_validate_envs(req->envs, e) != 0)
+		return -1;
+	if (req->bw_quota < 0 && req->bw_quota != -1) {
+		mock_err_set(e, 400, "INVALID_REQUEST", "bandwidth_quota_bytes",
+			     "bandwidth_quota_bytes must be -1 (unmetered) or positive");
+		return -1;
+	}
+	return check_cap_and_credit(m, src->tenant, e);
+}
+
+/* The fork's envs: src's, with the request's applied over them. */
+static int fork_envs(mock_sandbox *sb, const mock_sandbox *src, const cJSON *overlay)
+{
+	const cJSON *it;
+
+	if (replace_with_copy(&sb->envs, src->envs) != 0)
+		return -1;
+	if (overlay == NULL || !cJSON_IsObject(overlay))
+		return 0;
+	cJSON_ArrayForEach(it, overlay) {
+		cJSON_DeleteItemFromObjectCaseSensitive(sb->envs, it->string);
+		cJSON_AddItemToObject(sb->envs, it->string, cJSON_CreateString(it->valuestring));
+	}
+	return 0;
 }
 
 mock_sandbox *mock_sandbox_fork(mock_model *m, mock_sandbox *src, const mock_fork_req *req,
@@ -298,24 +349,11 @@ mock_sandbox *mock_sandbox_fork(mock_model *m, mock_sandbox *src, const mock_for
 {
 	mock_sandbox *sb;
 
-	if (src->status != ST_PAUSED && src->status != ST_PAUSING) {
-		mock_err_set(e, 409, "INVALID_STATE", "status",
-			     "fork needs a paused sandbox; this one is %s (pause it first)",
-			     mock_status_name(src->status));
+	if (fork_check(m, src, req, e) != 0)
 		return NULL;
-	}
-	if (mock_validate_envs(req->envs, e) != 0)
-		return NULL;
-	if (req->bw_quota < 0 && req->bw_quota != -1) {
-		mock_err_set(e, 400, "INVALID_REQUEST", "bandwidth_quota_bytes",
-			     "bandwidth_quota_bytes must be -1 (unmetered) or positive");
-		return NULL;
-	}
-	if (check_cap_and_credit(m, src->tenant, e) != 0)
-		return NULL;
-	sb = sandbox_alloc(m, src->tenant);
+	sb = sandbox_alloc(m, src->tenant, e);
 	if (sb == NULL)
-		goto out_oom;
+		return NULL;
 	sb->shape = src->shape;
 	sb->vcpu = src->vcpu;
 	sb->mem_mib = src->mem_mib;
@@ -327,27 +365,13 @@ mock_sandbox *mock_sandbox_fork(mock_model *m, mock_sandbox *src, const mock_for
 	if (req->bw_quota != 0)
 		sb->bw_quota = req->bw_quota;
 	if (sbx_egress_list_copy(req->has_egress ? &req->egress : &src->egress, &sb->egress) != 0)
+		goto out_free_oom;
+	if (fork_envs(sb, src, req->envs) != 0)
+		goto out_free_oom;
+	if (replace_with_copy(&sb->ssh_pubkeys, src->ssh_pubkeys) != 0)
+		goto out_free_oom;
+	if (copy_ssh_keys(sb->ssh_pubkeys, req->ssh_pubkeys, "ssh_pubkeys", e) != 0)
 		goto out_free;
-	cJSON_Delete(sb->envs);
-	sb->envs = cJSON_Duplicate(src->envs, true);
-	if (sb->envs == NULL)
-		goto out_free;
-	if (req->envs != NULL && cJSON_IsObject(req->envs)) {
-		const cJSON *it;
-
-		cJSON_ArrayForEach(it, req->envs) {
-			cJSON_DeleteItemFromObjectCaseSensitive(sb->envs, it->string);
-			cJSON_AddItemToObject(sb->envs, it->string, cJSON_CreateString(it->valuestring));
-		}
-	}
-	cJSON_Delete(sb->ssh_pubkeys);
-	sb->ssh_pubkeys = cJSON_Duplicate(src->ssh_pubkeys, true);
-	if (sb->ssh_pubkeys == NULL)
-		goto out_free;
-	if (copy_ssh_keys(sb->ssh_pubkeys, req->ssh_pubkeys, "ssh_pubkeys", e) != 0) {
-		model_sandbox_free(sb);
-		return NULL;
-	}
 	if (req->start_paused) {
 		sb->status = ST_PAUSED;
 		sb->paused_ms = mock_now(m);
@@ -356,14 +380,12 @@ mock_sandbox *mock_sandbox_fork(mock_model *m, mock_sandbox *src, const mock_for
 		sb->status = ST_FORKING;
 		schedule(m, sb, ST_RUNNING, mock_timing_ms(m, "fork"));
 	}
-	if (!model_sandbox_add(m, sb))
-		goto out_free;
-	return sb;
+	return sandbox_commit(m, sb, e);
 
+out_free_oom:
+	model_err_oom(e);
 out_free:
 	model_sandbox_free(sb);
-out_oom:
-	mock_err_set(e, 500, "", "error", "out of memory");
 	return NULL;
 }
 
