@@ -134,11 +134,6 @@ static int make_tree(const mock_guest *g, sbx_err *err)
 	return 0;
 }
 
-const char *mock_guest_fs_root(const mock_guest *g)
-{
-	return g->fs;
-}
-
 mock_guest *mock_guest_new(const char *work_dir, const char *id, mock_guest_mode mode,
 			   const mock_pidns *pidns, sbx_err *err)
 {

@@ -115,6 +115,4 @@ int mock_guest_exec(mock_guest *g, const mock_exec_spec *spec, int64_t timeout_m
  * err set. write creates parents and truncates. */
 int mock_guest_open(mock_guest *g, const char *path, bool write, int *status, sbx_err *err);
 
-const char *mock_guest_fs_root(const mock_guest *g);
-
 #endif

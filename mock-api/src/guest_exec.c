@@ -44,6 +44,9 @@
 
 /* ---- the plan ---- */
 
+/* Plain mode has no mount namespace to bind /workspace and /tmp: an
+ * argument under either is rewritten into the sandbox tree (buf), any other
+ * is returned as it is. */
 static const char *map_plain(const mock_guest *g, const char *arg, char *buf, size_t cap)
 {
 	static const struct {
@@ -95,6 +98,7 @@ static void plan_free(child_plan *cp)
 	free(cp->candidates);
 }
 
+/* Sets K=V in envp (n entries so far), replacing an entry with the same K. */
 static int env_add(char **envp, size_t *n, const char *kv)
 {
 	size_t klen = strcspn(kv, "=");

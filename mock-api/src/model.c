@@ -17,6 +17,8 @@
 #include <sys/random.h>
 #include <time.h>
 
+/* ---- catalog: shapes, rootfs, statuses, errors ---- */
+
 const mock_shape mock_shapes[] = {
 	{"s-0.25vcpu-512mb", 1, 512, 10240, 25},
 	{"s-0.5vcpu-1gb", 1, 1024, 10240, 50},
@@ -453,12 +455,6 @@ unsigned mock_tenant_live_count(const mock_model *m, const mock_tenant *t)
 	return n;
 }
 
-/* ---- sandboxes ---- */
-void model_err_oom(mock_err *e)
-{
-	mock_err_set(e, 500, "", "error", "out of memory");
-}
-
 int model_need_credit(const mock_model *m, const mock_tenant *t, mock_err *e)
 {
 	if (mock_tenant_credit(m, t))
@@ -553,6 +549,11 @@ bool mock_ready(const mock_model *m)
 }
 
 /* ---- shared by the resource files ---- */
+
+void model_err_oom(mock_err *e)
+{
+	mock_err_set(e, 500, "", "error", "out of memory");
+}
 
 int mock_validate_name(const char *name, mock_err *e)
 {
