@@ -20,7 +20,11 @@
  * started in it, including background ones (unless they setsid away).
  *
  * This is a test double, not an isolation boundary: guests run as the user
- * running the mock. Never follows a symlink in the files API. */
+ * running the mock. Never follows a symlink in the files API.
+ *
+ * Files: guest.c (modes, trees, process groups), guest_pidns.c (the PID
+ * namespace and its init), guest_exec.c (spawning, mock_proc, exec),
+ * guest_files.c (mock_guest_open); guest_internal.h is what they share. */
 #ifndef SBX_MOCK_GUEST_H
 #define SBX_MOCK_GUEST_H
 
@@ -110,7 +114,5 @@ int mock_guest_exec(mock_guest *g, const mock_exec_spec *spec, int64_t timeout_m
  * -1 with *status (400 bad path, 404 missing, 409 not a regular file) and
  * err set. write creates parents and truncates. */
 int mock_guest_open(mock_guest *g, const char *path, bool write, int *status, sbx_err *err);
-
-const char *mock_guest_fs_root(const mock_guest *g);
 
 #endif

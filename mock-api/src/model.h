@@ -2,6 +2,10 @@
  * lifecycle state machine, caps and quotas, networks, disks, templates, the
  * virtual clock and timing profiles.
  *
+ * Files: model.c (catalog, clock, ids, tenants, indexes, hosts),
+ * model_sandbox.c, model_network.c, model_disk.c, model_template.c,
+ * model_persist.c (dump and restore); model_internal.h is what they share.
+ *
  * It knows nothing of HTTP and never touches a socket or a guest process:
  * the HTTP layer parses requests into the structs below, calls a model
  * function under the model lock, and shapes the answer. Errors come back as a
@@ -95,7 +99,7 @@ typedef struct mock_tenant {
 	uint64_t requests;  /* control-plane requests seen (fault "request" match) */
 	uint32_t persist_crc; /* durable state: CRC of the last record written for it */
 	cJSON *networks;    /* array of {id,name,created_at,members:[...]} */
-	cJSON *disks;       /* array of disk views + "_secret" never shown */
+	cJSON *disks;       /* array of disk views + "_credentials" never shown */
 	cJSON *templates;   /* array of {id,name,status,...,"_logs":[...], "_created_ms"} */
 	struct mock_tenant *next;
 } mock_tenant;
@@ -190,9 +194,11 @@ int64_t mock_timing_ms(const mock_model *m, const char *what);
 /* Virtual clock: real time since start plus everything advanced. */
 int64_t mock_now(const mock_model *m);
 void mock_advance(mock_model *m, int64_t ms);
-/* Applies every transition due at mock_now (auto-pause, pausing->paused...).
- * Calls on_pause(sb) for each sandbox that becomes paused by auto-pause so
- * the guest layer can freeze it. */
+/* Applies every transition due at mock_now (auto-pause, pausing->paused...)
+ * and drops destroyed sandboxes from the live index. Calls on_change(sb,
+ * from, arg), when on_change is not NULL, for each sandbox whose status
+ * changed (a due transition or an auto-pause), so the caller can act on its
+ * guest: freeze it when paused, kill it when destroyed. */
 void mock_tick(mock_model *m, void (*on_change)(mock_sandbox *sb, mock_status from, void *arg),
 	       void *arg);
 
@@ -275,14 +281,15 @@ const char *mock_resume_timing(const mock_sandbox *sb);
 /* readyz: ready unless switched off or inside a cp_restart window. */
 bool mock_ready(const mock_model *m);
 
-/* Durable state (state.c frames and syncs, durable.c decides when): the
+/* Durable state, model_persist.c (state.c frames and syncs, durable.c decides when): the
  * persistent part of a tenant / sandbox as JSON, and the way back. Volatile
  * fields (idle timer, pending transitions, in-flight counters) are left out. */
 cJSON *mock_tenant_dump(const mock_tenant *t);
 cJSON *mock_sandbox_dump(const mock_sandbox *sb);
 int mock_tenant_restore(mock_model *m, const cJSON *o, char *why, size_t cap);
 int mock_sandbox_restore(mock_model *m, const cJSON *o, char *why, size_t cap);
-/* The log began at wall time start_wall_ms: keep the clock continuous. */
+/* The log began at wall time start_wall_ms: keep the clock continuous
+ * (in model.c, with the rest of the clock). */
 void mock_model_restore_clock(mock_model *m, int64_t start_wall_ms);
 /* After a restart: processes are gone, so live sandboxes come back
  * `paused` (files kept), `creating` ends `failed`, `destroying` ends
@@ -300,7 +307,8 @@ cJSON *mock_whoami_view(const mock_model *m, const mock_tenant *t);
 cJSON *mock_shape_view(const mock_shape *s);
 cJSON *mock_rootfs_view(void);
 
-/* Networks, disks, templates (stored as cJSON in the tenant). */
+/* Networks, disks, templates (stored as cJSON in the tenant):
+ * model_network.c, model_disk.c, model_template.c. */
 cJSON *mock_network_find(mock_tenant *t, const char *id_or_name);
 cJSON *mock_network_create(mock_model *m, mock_tenant *t, const char *name, mock_err *e);
 int mock_network_delete(mock_model *m, mock_tenant *t, const char *id_or_name, mock_err *e);

@@ -1,0 +1,317 @@
+/* model_persist: the durable part of the model as JSON — a tenant or a
+ * sandbox dumped into a record, and rebuilt from one at start (state.c
+ * frames and syncs the records, durable.c decides when); see model.h.
+ *
+ * Volatile fields (idle timer, pending transitions, in-flight counters,
+ * guests) are never stored. A record read back may be damaged or hostile:
+ * every field is checked or clamped, and a bad record is refused with a
+ * reason, never trusted. Never knows about HTTP or files. */
+#include "model_internal.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- dump ---- */
+
+cJSON *mock_tenant_dump(const mock_tenant *t)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(o, "key", t->key);
+	cJSON_AddStringToObject(o, "user_id", t->user_id);
+	cJSON_AddNumberToObject(o, "cap", t->cap);
+	cJSON_AddNumberToObject(o, "credit", t->credit);
+	cJSON_AddItemToObject(o, "networks", cJSON_Duplicate(t->networks, true));
+	cJSON_AddItemToObject(o, "disks", cJSON_Duplicate(t->disks, true));
+	cJSON_AddItemToObject(o, "templates", cJSON_Duplicate(t->templates, true));
+	return o;
+}
+
+cJSON *mock_sandbox_dump(const mock_sandbox *sb)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(o, "id", sb->id);
+	cJSON_AddStringToObject(o, "name", sb->name);
+	cJSON_AddStringToObject(o, "tenant", sb->tenant != NULL ? sb->tenant->key : "");
+	cJSON_AddStringToObject(o, "status", mock_status_name(sb->status));
+	cJSON_AddStringToObject(o, "shape", sb->shape->id);
+	cJSON_AddStringToObject(o, "rootfs", sb->rootfs);
+	cJSON_AddStringToObject(o, "region", sb->region);
+	cJSON_AddNumberToObject(o, "vcpu", sb->vcpu);
+	cJSON_AddNumberToObject(o, "mem_mib", sb->mem_mib);
+	cJSON_AddNumberToObject(o, "disk_mib", sb->disk_mib);
+	cJSON_AddStringToObject(o, "ip", sb->ip);
+	cJSON_AddNumberToObject(o, "created_ms", (double)sb->created_ms);
+	cJSON_AddNumberToObject(o, "running_ms", (double)sb->running_ms);
+	cJSON_AddNumberToObject(o, "paused_ms", (double)sb->paused_ms);
+	cJSON_AddNumberToObject(o, "resumed_ms", (double)sb->resumed_ms);
+	cJSON_AddNumberToObject(o, "destroyed_ms", (double)sb->destroyed_ms);
+	cJSON_AddNumberToObject(o, "spawn_ms", (double)sb->spawn_ms);
+	cJSON_AddNumberToObject(o, "auto_pause_s", sb->auto_pause_s);
+	cJSON_AddBoolToObject(o, "ingress_enabled", sb->ingress_enabled);
+	if (sb->egress.is_null)
+		cJSON_AddNullToObject(o, "egress");
+	else
+		cJSON_AddItemToObject(o, "egress", sbx_egress_list_to_json(&sb->egress));
+	cJSON_AddItemToObject(o, "envs", cJSON_Duplicate(sb->envs, true));
+	cJSON_AddItemToObject(o, "ssh_pubkeys", cJSON_Duplicate(sb->ssh_pubkeys, true));
+	cJSON_AddItemToObject(o, "disks", cJSON_Duplicate(sb->disks, true));
+	cJSON_AddItemToObject(o, "networks", cJSON_Duplicate(sb->networks, true));
+	cJSON_AddStringToObject(o, "forked_from", sb->forked_from);
+	cJSON_AddStringToObject(o, "host_id", sb->host_id);
+	cJSON_AddNumberToObject(o, "bw_quota", (double)sb->bw_quota);
+	cJSON_AddNumberToObject(o, "bw_used", (double)sb->bw_used);
+	cJSON_AddNumberToObject(o, "bw_ingress", (double)sb->bw_ingress);
+	cJSON_AddBoolToObject(o, "destroy_stuck", sb->destroy_stuck);
+	cJSON_AddBoolToObject(o, "cold_start", sb->cold_start);
+	return o;
+}
+
+/* ---- restore ---- */
+
+/* A number from a state record, clamped to [lo, hi] (NaN and absent: 0), so
+ * that a damaged or hostile record cannot make the conversions below
+ * undefined. */
+static double rn(const cJSON *o, const char *k, double lo, double hi)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+	double d = cJSON_IsNumber(v) ? v->valuedouble : 0;
+
+	if (!(d == d))
+		return 0;
+	return d < lo ? lo : d > hi ? hi : d;
+}
+
+#define RN_INT(o, k) ((int)rn((o), (k), INT_MIN, INT_MAX))
+#define RN_UINT(o, k) ((unsigned)rn((o), (k), 0, UINT_MAX))
+#define RN_I64(o, k) ((int64_t)rn((o), (k), -9.0e18, 9.0e18))
+
+static cJSON *rj(const cJSON *o, const char *k, bool array)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+
+	if (v == NULL || (array ? !cJSON_IsArray(v) : !cJSON_IsObject(v)))
+		return array ? cJSON_CreateArray() : cJSON_CreateObject();
+	return cJSON_Duplicate(v, true);
+}
+
+int mock_tenant_restore(mock_model *m, const cJSON *o, char *why, size_t cap)
+{
+	const char *key = model_str(o, "key"), *uid = model_str(o, "user_id");
+	mock_tenant *t;
+
+	if (key == NULL || key[0] == '\0') {
+		snprintf(why, cap, "tenant record without a key");
+		return -1;
+	}
+	t = mock_tenant_get(m, key, true);
+	if (t == NULL) {
+		snprintf(why, cap, "out of memory");
+		return -1;
+	}
+	if (uid != NULL)
+		snprintf(t->user_id, sizeof(t->user_id), "%s", uid);
+	t->cap = RN_INT(o, "cap");
+	t->credit = RN_INT(o, "credit");
+	cJSON_Delete(t->networks);
+	cJSON_Delete(t->disks);
+	cJSON_Delete(t->templates);
+	t->networks = rj(o, "networks", true);
+	t->disks = rj(o, "disks", true);
+	t->templates = rj(o, "templates", true);
+	return 0;
+}
+
+static void copy_str(char *dst, size_t cap, const char *src)
+{
+	snprintf(dst, cap, "%s", src != NULL ? src : "");
+}
+
+
+/* The fields of a sandbox record that need no allocation (copied into sb,
+ * clamped where numeric). */
+static void sandbox_fields_from(mock_sandbox *sb, const cJSON *o)
+{
+	copy_str(sb->name, sizeof(sb->name), model_str(o, "name"));
+	copy_str(sb->rootfs, sizeof(sb->rootfs), model_str(o, "rootfs"));
+	copy_str(sb->region, sizeof(sb->region), model_str(o, "region"));
+	sb->vcpu = RN_UINT(o, "vcpu");
+	sb->mem_mib = RN_UINT(o, "mem_mib");
+	sb->disk_mib = RN_UINT(o, "disk_mib");
+	copy_str(sb->ip, sizeof(sb->ip), model_str(o, "ip"));
+	sb->created_ms = RN_I64(o, "created_ms");
+	sb->running_ms = RN_I64(o, "running_ms");
+	sb->paused_ms = RN_I64(o, "paused_ms");
+	sb->resumed_ms = RN_I64(o, "resumed_ms");
+	sb->destroyed_ms = RN_I64(o, "destroyed_ms");
+	sb->spawn_ms = RN_I64(o, "spawn_ms");
+	sb->auto_pause_s = RN_INT(o, "auto_pause_s");
+	sb->ingress_enabled = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "ingress_enabled"));
+	copy_str(sb->forked_from, sizeof(sb->forked_from), model_str(o, "forked_from"));
+	copy_str(sb->host_id, sizeof(sb->host_id), model_str(o, "host_id"));
+	sb->bw_quota = RN_I64(o, "bw_quota");
+	sb->bw_used = RN_I64(o, "bw_used");
+	sb->bw_ingress = RN_I64(o, "bw_ingress");
+	sb->destroy_stuck = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "destroy_stuck"));
+	sb->cold_start = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "cold_start"));
+}
+
+/* A sandbox rebuilt from its record, not yet in the model; NULL with why
+ * set when the record is refused or memory runs out. */
+static mock_sandbox *sandbox_from_record(mock_model *m, const cJSON *o, char *why, size_t cap)
+{
+	const char *id = model_str(o, "id"), *tk = model_str(o, "tenant"), *st = model_str(o, "status");
+	const mock_shape *shape = model_str(o, "shape") != NULL ? mock_shape_find(model_str(o, "shape")) : NULL;
+	const cJSON *eg = cJSON_GetObjectItemCaseSensitive(o, "egress");
+	int status = st != NULL ? mock_status_parse(st) : -1;
+	sbx_egress_error ee;
+	mock_sandbox *sb;
+
+	if (id == NULL || tk == NULL || status < 0 || shape == NULL || strlen(id) >= MOCK_ID_MAX) {
+		snprintf(why, cap, "sandbox record needs id, tenant, a known status and shape");
+		return NULL;
+	}
+	sb = calloc(1, sizeof(*sb));
+	if (sb == NULL)
+		goto out_oom;
+	sb->tenant = mock_tenant_get(m, tk, true);
+	sb->due_ms = -1;
+	copy_str(sb->id, sizeof(sb->id), id);
+	sb->status = (mock_status)status;
+	sb->shape = shape;
+	sandbox_fields_from(sb, o);
+	sb->egress.is_null = true;
+	if (eg != NULL && !cJSON_IsNull(eg) &&
+	    sbx_egress_list_from_json(eg, 1u << 20, &sb->egress, &ee) != 0) {
+		snprintf(why, cap, "sandbox %s: stored egress list is invalid: %s", id, ee.message);
+		model_sandbox_free(sb);
+		return NULL;
+	}
+	sb->envs = rj(o, "envs", false);
+	sb->ssh_pubkeys = rj(o, "ssh_pubkeys", true);
+	sb->disks = rj(o, "disks", true);
+	sb->networks = rj(o, "networks", true);
+	if (sb->tenant == NULL || sb->envs == NULL || sb->ssh_pubkeys == NULL || sb->disks == NULL ||
+	    sb->networks == NULL)
+		goto out_free_sb;
+	return sb;
+
+out_free_sb:
+	model_sandbox_free(sb);
+out_oom:
+	snprintf(why, cap, "out of memory");
+	return NULL;
+}
+
+/* A later record of the same sandbox: sb takes old's place in every index
+ * and old is freed (at start nothing else holds it). */
+static int sandbox_replace(mock_model *m, mock_sandbox *old, mock_sandbox *sb)
+{
+	int rc = 0;
+
+	for (size_t i = 0; i < m->nsbx; i++) {
+		if (m->sbx[i] == old)
+			m->sbx[i] = sb;
+	}
+	for (size_t i = 0; i < m->nlive; i++) {
+		if (m->live[i] == old)
+			m->live[i] = sb;
+	}
+	model_by_id_put(m, sb); /* same id, same slot: cannot fail */
+	if (old->status == ST_DESTROYED && sb->status != ST_DESTROYED &&
+	    !model_sandbox_array_push(&m->live, &m->nlive, &m->caplive, sb))
+		rc = -1; /* sb is in sbx: the model frees it */
+	model_sandbox_free(old);
+	return rc;
+}
+
+int mock_sandbox_restore(mock_model *m, const cJSON *o, char *why, size_t cap)
+{
+	mock_sandbox *sb = sandbox_from_record(m, o, why, cap);
+	mock_sandbox *old;
+
+	if (sb == NULL)
+		return -1;
+	old = mock_sandbox_find_any(m, sb->id);
+	if (old != NULL) {
+		if (sandbox_replace(m, old, sb) != 0)
+			goto out_oom;
+		return 0;
+	}
+	if (!model_sandbox_add(m, sb)) {
+		model_sandbox_free(sb);
+		goto out_oom;
+	}
+	return 0;
+
+out_oom:
+	snprintf(why, cap, "out of memory");
+	return -1;
+}
+
+/* The ip_next count behind an address sandbox_alloc handed out
+ * (10.<200 + high>.<mid>.<low>), 0 for any other address. */
+static uint32_t ip_index(const char *ip)
+{
+	char *end = NULL;
+	const char *p = ip;
+	unsigned long part[4];
+
+	for (int i = 0; i < 4; i++) {
+		part[i] = strtoul(p, &end, 10);
+		if (end == p || (i < 3 && *end != '.'))
+			return 0;
+		p = end + 1;
+	}
+	if (part[1] < 200)
+		return 0;
+	return (uint32_t)(((part[1] - 200) << 16) | (part[2] << 8) | part[3]);
+}
+
+void mock_model_after_restore(mock_model *m)
+{
+	int64_t now = mock_now(m);
+
+	for (size_t i = 0; i < m->nsbx; i++) {
+		mock_sandbox *sb = m->sbx[i];
+		uint32_t n = ip_index(sb->ip);
+		unsigned host = model_host_number(sb->host_id);
+
+		if (n >= m->ip_next)
+			m->ip_next = n + 1;
+		/* the active host is the newest one any sandbox was on */
+		if (host > m->hosts_dead + 1)
+			m->hosts_dead = host - 1;
+		sb->due_ms = -1;
+		sb->last_active_ms = now;
+		switch (sb->status) {
+		case ST_RUNNING:
+		case ST_PAUSING:
+		case ST_RESUMING:
+		case ST_FORKING:
+			sb->status = ST_PAUSED;
+			sb->paused_ms = now;
+			break;
+		case ST_CREATING:
+			sb->status = ST_FAILED;
+			break;
+		case ST_DESTROYING:
+			if (!sb->destroy_stuck)
+				model_sandbox_set_destroyed(m, sb);
+			break;
+		default:
+			break;
+		}
+	}
+	for (mock_tenant *t = m->tenants; t != NULL; t = t->next) {
+		unsigned long k = strtoul(t->user_id + (strncmp(t->user_id, "usr_mock", 8) == 0 ? 8 : 0),
+					  NULL, 10);
+
+		if (k > m->tenant_counter)
+			m->tenant_counter = (unsigned)k;
+	}
+	m->next_due_ms = INT64_MIN;
+}
