@@ -35,9 +35,6 @@
 #define SBX_CONFORM_INSTALL_LIBEXEC "/usr/local/libexec/sbx-harness"
 #endif
 
-static const char *const ALL_PROFILES[] = {"langflow-backend", "createos-backend", "createos-component",
-					   "createos-executor", "host-gate"};
-
 static void usage(FILE *f)
 {
 	fputs("usage: sbx-conform [options]\n"
@@ -135,16 +132,6 @@ static bool parse_shard(const char *s, unsigned *i, unsigned *n)
 	return true;
 }
 
-static bool known_profile(const char *p)
-{
-	size_t i;
-
-	for (i = 0; i < sizeof(ALL_PROFILES) / sizeof(ALL_PROFILES[0]); i++)
-		if (strcmp(ALL_PROFILES[i], p) == 0)
-			return true;
-	return false;
-}
-
 static void add_str(char ***arr, size_t *n, const char *s)
 {
 	*arr = realloc(*arr, (*n + 1) * sizeof(char *));
@@ -169,17 +156,17 @@ static bool only_host_gate(const struct cf_config *cf)
 /* hello + capabilities from one driver, outside any check. */
 static int probe(struct cf_config *cf, const char *profile, sbx_err *err)
 {
-	static struct cf_check def = {"PROBE", NULL, "PROBE", "probe", 0, false, NULL};
+	static const struct cf_check def = {"PROBE", "PROBE", "probe", 0, false, NULL};
 	struct cf_case c;
 	struct cf_driver *d;
 	const char *et, *em;
 	cJSON *res, *f;
 	const cJSON *s;
 
-	def.profile = profile;
 	memset(&c, 0, sizeof(c));
 	c.cf = cf;
 	c.def = &def;
+	c.profile = profile;
 	snprintf(c.key, sizeof(c.key), "cf-%lu-probe-%s", cf->seed, profile);
 	snprintf(c.verdict, sizeof(c.verdict), "pass");
 	sbx_strbuf_init(&c.reason);
@@ -226,7 +213,7 @@ out:
  * must not turn into a green CI run. */
 static bool selection_empty(const struct cf_config *cf)
 {
-	const struct cf_check *sel[512];
+	struct cf_pick sel[512];
 
 	if (cf_selection(cf, sel, 512) > 0)
 		return false;
@@ -237,12 +224,12 @@ static bool selection_empty(const struct cf_config *cf)
 
 static void list_checks(const struct cf_config *cf)
 {
-	const struct cf_check *sel[512];
+	struct cf_pick sel[512];
 	size_t n = cf_selection(cf, sel, 512), i;
 
 	for (i = 0; i < n; i++)
-		printf("%-13s %-19s %s%s\n", sel[i]->id, sel[i]->profile, sel[i]->advisory ? "(advisory) " : "",
-		       sel[i]->title);
+		printf("%-13s %-19s %s%s\n", sel[i].check->id, sel[i].profile,
+		       sel[i].check->advisory ? "(advisory) " : "", sel[i].check->title);
 }
 
 static int write_reports(const struct cf_config *cf, const cJSON *report)
@@ -331,7 +318,7 @@ static int parse_args(struct cf_config *cf, int argc, char **argv, const char **
 			cf->host_cmd = strdup(optarg);
 			break;
 		case O_PROFILE:
-			if (!known_profile(optarg))
+			if (cf_profile_find(optarg) == NULL)
 				return bad_usage("unknown profile (see --help):", optarg);
 			add_str(&cf->profiles, &cf->profile_count, optarg);
 			break;
@@ -398,19 +385,17 @@ static int parse_args(struct cf_config *cf, int argc, char **argv, const char **
 	return -1;
 }
 
-static void default_profiles(struct cf_config *cf, bool bundled_backend)
+/* Without --profile: every profile whose default_on rule holds (all of them
+ * for --list). */
+static void default_profiles(struct cf_config *cf, bool all)
 {
+	const struct cf_profile *p;
+
 	if (cf->profile_count > 0)
 		return;
-	add_str(&cf->profiles, &cf->profile_count, "langflow-backend");
-	if (bundled_backend || strcmp(cf->driver_name, "createos") == 0)
-		add_str(&cf->profiles, &cf->profile_count, "createos-backend");
-	if (bundled_backend || cf_surface(cf, "component"))
-		add_str(&cf->profiles, &cf->profile_count, "createos-component");
-	if (bundled_backend || cf_surface(cf, "executor"))
-		add_str(&cf->profiles, &cf->profile_count, "createos-executor");
-	if (cf->host_cmd != NULL)
-		add_str(&cf->profiles, &cf->profile_count, "host-gate");
+	for (p = cf_profiles; p->name != NULL; p++)
+		if (all || p->default_on(cf))
+			add_str(&cf->profiles, &cf->profile_count, p->name);
 }
 
 static void free_config(struct cf_config *cf)
@@ -443,7 +428,6 @@ int main(int argc, char **argv)
 {
 	struct cf_config cf;
 	const char *mock_url = NULL, *api_url = NULL;
-	bool bundled_backend, bundled_host = false;
 	sbx_err err = {{0}};
 	cJSON *report = NULL;
 	int rc;
@@ -461,13 +445,13 @@ int main(int argc, char **argv)
 	if (rc >= 0)
 		goto out;
 	rc = 2;
-	bundled_backend = cf.backend_cmd == NULL;
+	cf.bundled_backend = cf.backend_cmd == NULL;
 	if (cf.fixtures_dir == NULL)
 		cf.fixtures_dir = strdup(getenv("SBX_FIXTURES_DIR") ? getenv("SBX_FIXTURES_DIR") : SBX_CONFORM_FIXTURES_DIR);
-	if (bundled_backend) {
+	if (cf.bundled_backend) {
 		cf.backend_cmd = bundled("sbx-ref-backend");
-		if (cf.host_cmd == NULL && (cf.host_cmd = bundled("sbx-ref-host")) != NULL)
-			bundled_host = true;
+		if (cf.host_cmd == NULL)
+			cf.host_cmd = bundled("sbx-ref-host");
 	} else if (cf.host_cmd == NULL && has_profile(&cf, "host-gate")) {
 		cf.host_cmd = strdup(cf.backend_cmd);
 	}
@@ -476,14 +460,8 @@ int main(int argc, char **argv)
 			"next to this program or in %s; pass --backend-cmd\n", SBX_CONFORM_INSTALL_LIBEXEC);
 		goto out;
 	}
-	(void)bundled_host;
 	if (cf.list) {
-		if (cf.profile_count == 0) {
-			size_t i;
-
-			for (i = 0; i < sizeof(ALL_PROFILES) / sizeof(ALL_PROFILES[0]); i++)
-				add_str(&cf.profiles, &cf.profile_count, ALL_PROFILES[i]);
-		}
+		default_profiles(&cf, true);
 		if (selection_empty(&cf))
 			goto out;
 		list_checks(&cf);
@@ -545,7 +523,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "sbx-conform: harness error: %s\n", err.msg);
 		goto out_mock;
 	}
-	default_profiles(&cf, bundled_backend);
+	default_profiles(&cf, false);
 	if (has_profile(&cf, "host-gate") && cf.host_cmd != NULL && probe(&cf, "host-gate", &err) != 0) {
 		fprintf(stderr, "sbx-conform: harness error (host driver): %s\n", err.msg);
 		goto out_mock;

@@ -138,7 +138,7 @@ struct cf_driver *cf_driver_start(struct cf_case *c, const char *const *env)
 	}
 	envp = build_env(c, env);
 	sbx_strbuf_printf(&cmd, "exec %s",
-			  strcmp(c->def->profile, "host-gate") == 0 && c->cf->host_cmd != NULL
+			  strcmp(c->profile, "host-gate") == 0 && c->cf->host_cmd != NULL
 				  ? c->cf->host_cmd : c->cf->backend_cmd);
 	pid = fork();
 	if (pid == 0) {
