@@ -1,0 +1,57 @@
+/* ref_util: small helpers of the reference backend: random hex names,
+ * tolerant cJSON field access, the monotonic clock, sleeping. A leaf: calls
+ * nothing else in conformance/ref. */
+#include <errno.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "ref.h"
+
+void random_hex(char *out, size_t digits)
+{
+	unsigned char raw[32];
+	char hex[65];
+	size_t got = 0;
+
+	while (got < sizeof(raw)) {
+		ssize_t n = getrandom(raw + got, sizeof(raw) - got, 0);
+
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	sbxd_hex(raw, sizeof(raw), hex);
+	memcpy(out, hex, digits);
+	out[digits] = '\0';
+}
+
+const char *str_field(const cJSON *o, const char *k)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+bool bool_field(const cJSON *o, const char *k, bool dflt)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+
+	return cJSON_IsBool(v) ? cJSON_IsTrue(v) : dflt;
+}
+
+double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
+}
+
+void sleep_ms(long ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
