@@ -279,6 +279,25 @@ static int bad_usage(const char *what, const char *arg)
 	return 2;
 }
 
+/* --python-backend M:F: the adapter runs the Python backend object. */
+static void python_backend(struct cf_config *cf, const char *factory)
+{
+	const char *dir = getenv("SBX_CONFORM_ADAPTERS") ? getenv("SBX_CONFORM_ADAPTERS")
+							 : SBX_CONFORM_ADAPTERS_DIR;
+	sbx_strbuf b = SBX_STRBUF_INIT;
+	char *q1, *q2;
+
+	sbx_strbuf_printf(&b, "%s/langflow_backend.py", dir);
+	q1 = shell_quote(sbx_strbuf_str(&b));
+	q2 = shell_quote(factory);
+	sbx_strbuf_reset(&b);
+	sbx_strbuf_printf(&b, "python3 %s %s", q1, q2);
+	free(q1);
+	free(q2);
+	free(cf->backend_cmd);
+	cf->backend_cmd = sbx_strbuf_detach(&b, NULL);
+}
+
 /* Parses argv into cf; returns -1 to continue, else an exit code. */
 static int parse_args(struct cf_config *cf, int argc, char **argv, const char **mock_url, const char **api_url)
 {
@@ -295,25 +314,11 @@ static int parse_args(struct cf_config *cf, int argc, char **argv, const char **
 			free(cf->backend_cmd); /* the last --backend-cmd wins */
 			cf->backend_cmd = strdup(optarg);
 			break;
-		case O_PYTHON: {
-			const char *dir = getenv("SBX_CONFORM_ADAPTERS") ? getenv("SBX_CONFORM_ADAPTERS")
-									 : SBX_CONFORM_ADAPTERS_DIR;
-			sbx_strbuf b = SBX_STRBUF_INIT;
-			char *q1, *q2;
-
+		case O_PYTHON:
 			if (strchr(optarg, ':') == NULL)
 				return bad_usage("--python-backend wants module:factory, got", optarg);
-			sbx_strbuf_printf(&b, "%s/langflow_backend.py", dir);
-			q1 = shell_quote(sbx_strbuf_str(&b));
-			q2 = shell_quote(optarg);
-			sbx_strbuf_reset(&b);
-			sbx_strbuf_printf(&b, "python3 %s %s", q1, q2);
-			free(q1);
-			free(q2);
-			free(cf->backend_cmd);
-			cf->backend_cmd = sbx_strbuf_detach(&b, NULL);
+			python_backend(cf, optarg);
 			break;
-		}
 		case O_HOST:
 			cf->host_cmd = strdup(optarg);
 			break;
@@ -424,16 +429,157 @@ static void rm_tmpdir(const char *dir)
 		rmdir(dir); /* cases unlink their own files */
 }
 
+/* The drivers: the bundled reference backend and host unless --backend-cmd
+ * was given (then --backend-cmd also serves host-gate). false when none. */
+static bool resolve_drivers(struct cf_config *cf)
+{
+	cf->bundled_backend = cf->backend_cmd == NULL;
+	if (cf->fixtures_dir == NULL)
+		cf->fixtures_dir = strdup(getenv("SBX_FIXTURES_DIR") ? getenv("SBX_FIXTURES_DIR") : SBX_CONFORM_FIXTURES_DIR);
+	if (cf->bundled_backend) {
+		cf->backend_cmd = bundled("sbx-ref-backend");
+		if (cf->host_cmd == NULL)
+			cf->host_cmd = bundled("sbx-ref-host");
+	} else if (cf->host_cmd == NULL && has_profile(cf, "host-gate")) {
+		cf->host_cmd = strdup(cf->backend_cmd);
+	}
+	if (cf->backend_cmd == NULL) {
+		fprintf(stderr, "sbx-conform: the bundled reference backend (sbx-ref-backend) was not found "
+			"next to this program or in %s; pass --backend-cmd\n", SBX_CONFORM_INSTALL_LIBEXEC);
+		return false;
+	}
+	return true;
+}
+
+/* --list: prints the selection; returns the exit code. */
+static int list_only(struct cf_config *cf)
+{
+	default_profiles(cf, true);
+	if (selection_empty(cf))
+		return 2;
+	list_checks(cf);
+	return 0;
+}
+
+static bool use_api_url(struct cf_config *cf, const char *api_url)
+{
+	const char *k = getenv("CREATEOS_SANDBOX_API_KEY");
+
+	if (k == NULL || *k == '\0')
+		k = getenv("CREATEOS_API_KEY");
+	if (k == NULL || *k == '\0') {
+		fprintf(stderr, "sbx-conform: --api-url needs CREATEOS_SANDBOX_API_KEY (or CREATEOS_API_KEY)\n");
+		return false;
+	}
+	cf->kind = CF_REAL;
+	snprintf(cf->url, sizeof(cf->url), "%s", api_url);
+	snprintf(cf->real_key, sizeof(cf->real_key), "%s", k);
+	return true;
+}
+
+static bool use_mock_url(struct cf_config *cf, const char *mock_url)
+{
+	cf->kind = CF_EXTERNAL_MOCK;
+	snprintf(cf->url, sizeof(cf->url), "%s", mock_url);
+	if (cf->admin_token[0] == '\0' && getenv("SBX_MOCK_ADMIN_TOKEN") != NULL)
+		snprintf(cf->admin_token, sizeof(cf->admin_token), "%s", getenv("SBX_MOCK_ADMIN_TOKEN"));
+	if (cf->admin_token[0] == '\0') {
+		fprintf(stderr, "sbx-conform: --mock-url needs --admin-token or SBX_MOCK_ADMIN_TOKEN\n");
+		return false;
+	}
+	return true;
+}
+
+/* The embedded mock on an ephemeral loopback port; *mock is stopped by the
+ * caller (sbx_mock_stop). */
+static bool start_embedded_mock(struct cf_config *cf, void **mock)
+{
+#ifdef SBX_HAVE_MOCK
+	sbx_err err = {{0}};
+	sbx_mock_config mc;
+	sbx_mock *m;
+
+	sbx_mock_config_init(&mc);
+	mc.quiet = true;
+	mc.host_rule_mode = SBX_HOST_RULES_OBSERVED;
+	mc.seed = cf->seed;
+	m = sbx_mock_start(&mc, &err);
+	if (m == NULL) {
+		fprintf(stderr, "sbx-conform: cannot start the embedded mock: %s\n", err.msg);
+		return false;
+	}
+	*mock = m;
+	cf->kind = CF_EMBEDDED_MOCK;
+	snprintf(cf->url, sizeof(cf->url), "%s", sbx_mock_url(m));
+	snprintf(cf->admin_token, sizeof(cf->admin_token), "%s", sbx_mock_admin_token(m));
+	return true;
+#else
+	(void)cf;
+	(void)mock;
+	fprintf(stderr, "sbx-conform: built without the embedded mock; pass --mock-url or --api-url\n");
+	return false;
+#endif
+}
+
+static void stop_embedded_mock(void *mock)
+{
+#ifdef SBX_HAVE_MOCK
+	sbx_mock_stop(mock);
+#else
+	(void)mock;
+#endif
+}
+
+/* 0 all passed, 1 a check or its cleanup failed, 2 an error verdict or a
+ * report that cannot be counted. */
+static int exit_code(const cJSON *report)
+{
+	struct sbx_report_totals t;
+	sbx_err err = {{0}};
+	const cJSON *k;
+
+	cJSON_ArrayForEach(k, cJSON_GetObjectItemCaseSensitive(report, "checks"))
+		if (strcmp(cf_str(k, "verdict"), "error") == 0)
+			return 2;
+	if (!sbx_report_count(report, &t, &err))
+		return 2;
+	return sbx_report_totals_ok(&t) ? 0 : 1;
+}
+
+/* Probes the drivers, settles the profiles, runs and reports; returns the
+ * exit code. */
+static int probe_and_run(struct cf_config *cf)
+{
+	sbx_err err = {{0}};
+	cJSON *report = NULL;
+	int rc = 2;
+
+	if (!only_host_gate(cf) && probe(cf, "langflow-backend", &err) != 0) {
+		fprintf(stderr, "sbx-conform: harness error: %s\n", err.msg);
+		return 2;
+	}
+	default_profiles(cf, false);
+	if (has_profile(cf, "host-gate") && cf->host_cmd != NULL && probe(cf, "host-gate", &err) != 0) {
+		fprintf(stderr, "sbx-conform: harness error (host driver): %s\n", err.msg);
+		return 2;
+	}
+	if (selection_empty(cf))
+		return 2;
+	if (cf_run_all(cf, &report, &err) != 0)
+		fprintf(stderr, "sbx-conform: harness error: %s\n", err.msg);
+	else if (write_reports(cf, report) == 0)
+		rc = exit_code(report);
+	cJSON_Delete(report);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	struct cf_config cf;
 	const char *mock_url = NULL, *api_url = NULL;
-	sbx_err err = {{0}};
-	cJSON *report = NULL;
+	void *mock = NULL;
+	bool connected;
 	int rc;
-#ifdef SBX_HAVE_MOCK
-	sbx_mock *mock = NULL;
-#endif
 
 	memset(&cf, 0, sizeof(cf));
 	pthread_mutex_init(&cf.lock, NULL);
@@ -445,27 +591,10 @@ int main(int argc, char **argv)
 	if (rc >= 0)
 		goto out;
 	rc = 2;
-	cf.bundled_backend = cf.backend_cmd == NULL;
-	if (cf.fixtures_dir == NULL)
-		cf.fixtures_dir = strdup(getenv("SBX_FIXTURES_DIR") ? getenv("SBX_FIXTURES_DIR") : SBX_CONFORM_FIXTURES_DIR);
-	if (cf.bundled_backend) {
-		cf.backend_cmd = bundled("sbx-ref-backend");
-		if (cf.host_cmd == NULL)
-			cf.host_cmd = bundled("sbx-ref-host");
-	} else if (cf.host_cmd == NULL && has_profile(&cf, "host-gate")) {
-		cf.host_cmd = strdup(cf.backend_cmd);
-	}
-	if (cf.backend_cmd == NULL) {
-		fprintf(stderr, "sbx-conform: the bundled reference backend (sbx-ref-backend) was not found "
-			"next to this program or in %s; pass --backend-cmd\n", SBX_CONFORM_INSTALL_LIBEXEC);
+	if (!resolve_drivers(&cf))
 		goto out;
-	}
 	if (cf.list) {
-		default_profiles(&cf, true);
-		if (selection_empty(&cf))
-			goto out;
-		list_checks(&cf);
-		rc = 0;
+		rc = list_only(&cf);
 		goto out;
 	}
 	cf.progress = isatty(2) != 0;
@@ -477,85 +606,15 @@ int main(int argc, char **argv)
 		cf.tmpdir[0] = '\0';
 		goto out_curl;
 	}
-	if (api_url != NULL) {
-		const char *k = getenv("CREATEOS_SANDBOX_API_KEY");
-
-		if (k == NULL || *k == '\0')
-			k = getenv("CREATEOS_API_KEY");
-		if (k == NULL || *k == '\0') {
-			fprintf(stderr, "sbx-conform: --api-url needs CREATEOS_SANDBOX_API_KEY (or CREATEOS_API_KEY)\n");
-			goto out_curl;
-		}
-		cf.kind = CF_REAL;
-		snprintf(cf.url, sizeof(cf.url), "%s", api_url);
-		snprintf(cf.real_key, sizeof(cf.real_key), "%s", k);
-	} else if (mock_url != NULL) {
-		cf.kind = CF_EXTERNAL_MOCK;
-		snprintf(cf.url, sizeof(cf.url), "%s", mock_url);
-		if (cf.admin_token[0] == '\0' && getenv("SBX_MOCK_ADMIN_TOKEN") != NULL)
-			snprintf(cf.admin_token, sizeof(cf.admin_token), "%s", getenv("SBX_MOCK_ADMIN_TOKEN"));
-		if (cf.admin_token[0] == '\0') {
-			fprintf(stderr, "sbx-conform: --mock-url needs --admin-token or SBX_MOCK_ADMIN_TOKEN\n");
-			goto out_curl;
-		}
-	} else {
-#ifdef SBX_HAVE_MOCK
-		sbx_mock_config mc;
-
-		sbx_mock_config_init(&mc);
-		mc.quiet = true;
-		mc.host_rule_mode = SBX_HOST_RULES_OBSERVED;
-		mc.seed = cf.seed;
-		mock = sbx_mock_start(&mc, &err);
-		if (mock == NULL) {
-			fprintf(stderr, "sbx-conform: cannot start the embedded mock: %s\n", err.msg);
-			goto out_curl;
-		}
-		cf.kind = CF_EMBEDDED_MOCK;
-		snprintf(cf.url, sizeof(cf.url), "%s", sbx_mock_url(mock));
-		snprintf(cf.admin_token, sizeof(cf.admin_token), "%s", sbx_mock_admin_token(mock));
-#else
-		fprintf(stderr, "sbx-conform: built without the embedded mock; pass --mock-url or --api-url\n");
-		goto out_curl;
-#endif
-	}
-	if (!only_host_gate(&cf) && probe(&cf, "langflow-backend", &err) != 0) {
-		fprintf(stderr, "sbx-conform: harness error: %s\n", err.msg);
-		goto out_mock;
-	}
-	default_profiles(&cf, false);
-	if (has_profile(&cf, "host-gate") && cf.host_cmd != NULL && probe(&cf, "host-gate", &err) != 0) {
-		fprintf(stderr, "sbx-conform: harness error (host driver): %s\n", err.msg);
-		goto out_mock;
-	}
-	if (selection_empty(&cf))
-		goto out_mock;
-	if (cf_run_all(&cf, &report, &err) != 0) {
-		fprintf(stderr, "sbx-conform: harness error: %s\n", err.msg);
-		goto out_report;
-	}
-	rc = write_reports(&cf, report) == 0 ? 0 : 2;
-	if (rc == 0) {
-		struct sbx_report_totals t;
-		const cJSON *k;
-		bool errors = false;
-
-		cJSON_ArrayForEach(k, cJSON_GetObjectItemCaseSensitive(report, "checks"))
-			if (strcmp(cf_str(k, "verdict"), "error") == 0)
-				errors = true;
-		if (!sbx_report_count(report, &t, &err))
-			rc = 2;
-		else if (!sbx_report_totals_ok(&t))
-			rc = 1;
-		if (errors)
-			rc = 2;
-	}
-out_report:
-	cJSON_Delete(report);
-out_mock:
-#ifdef SBX_HAVE_MOCK
-	sbx_mock_stop(mock);
-#endif
+	if (api_url != NULL)
+		connected = use_api_url(&cf, api_url);
+	else if (mock_url != NULL)
+		connected = use_mock_url(&cf, mock_url);
+	else
+		connected = start_embedded_mock(&cf, &mock);
+	if (connected)
+		rc = probe_and_run(&cf);
+	stop_embedded_mock(mock);
 out_curl:
 	rm_tmpdir(cf.tmpdir);
 	curl_global_cleanup();
