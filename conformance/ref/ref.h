@@ -5,7 +5,9 @@
  * Layering, one way only: ref_backend.c (the driver's ops and main) ->
  * ref_job.c (one run in a guest) -> ref_guest.c (guest calls) and
  * ref_preflight.c (refusals, whoami, shape) -> ref_http.c; ref_util.c,
- * ref_settings.c and ref_quirks.c are leaves. Internal to conformance/ref. */
+ * ref_settings.c and ref_quirks.c are leaves. Internal to conformance/ref:
+ * never included by the runner, whose only view of a backend is the line
+ * protocol. */
 #ifndef REF_H
 #define REF_H
 

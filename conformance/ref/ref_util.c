@@ -1,6 +1,6 @@
 /* ref_util: small helpers of the reference backend: random hex names,
- * tolerant cJSON field access, the monotonic clock, sleeping. A leaf: calls
- * nothing else in conformance/ref. */
+ * tolerant cJSON field access, the monotonic clock, sleeping. A leaf: never
+ * calls anything else in conformance/ref and never does network I/O. */
 #include <errno.h>
 #include <string.h>
 #include <sys/random.h>
