@@ -1,16 +1,17 @@
 /* bench-mock_cycle: create -> exec(`true`) -> delete cycles per second
- * against a running sbx-mock, over keep-alive connections.
+ * against a running sbx-mock, over keep-alive connections (one libsbx HTTP
+ * client per thread).
  *
  * usage: bench-mock_cycle URL [seconds=5] [threads=2] [api-key=bench]
  * Prints cycles/s and latency percentiles of a whole cycle. A benchmark,
  * never a test: it asserts nothing about speed. */
-#include <curl/curl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "sbx/http.h"
 #include "sbx/strbuf.h"
 
 typedef struct worker {
@@ -32,31 +33,18 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static size_t on_body(char *p, size_t s, size_t n, void *ud)
+/* One exchange on the worker's keep-alive client; the status or -1. */
+static long call(sbx_http_client *c, const char *method, const char *path, const char *body,
+		 sbx_http_resp *out)
 {
-	sbx_strbuf_append(ud, p, s * n);
-	return s * n;
-}
+	sbx_http_req rq = {.method = method, .path = path, .body = body,
+			   .body_len = body != NULL ? strlen(body) : 0};
+	sbx_err err;
 
-static long call(CURL *c, const char *method, const char *url, const char *body, sbx_strbuf *out)
-{
-	long status = 0;
-
-	sbx_strbuf_reset(out);
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-	if (body != NULL) {
-		curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
-	} else {
-		curl_easy_setopt(c, CURLOPT_POSTFIELDS, NULL);
-		curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
-		curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-	}
-	if (curl_easy_perform(c) != CURLE_OK)
+	sbx_http_resp_free(out);
+	if (sbx_http_request(c, &rq, out, &err) != 0)
 		return -1;
-	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-	return status;
+	return out->status;
 }
 
 /* Extracts "id":"..." from a create answer. */
@@ -79,34 +67,31 @@ static int extract_id(const char *json, char *id, size_t cap)
 static void *run(void *arg)
 {
 	worker *w = arg;
-	CURL *c = curl_easy_init();
-	struct curl_slist *h = NULL;
-	sbx_strbuf out = SBX_STRBUF_INIT;
-	char hdr[256], url[512], id[64];
+	char hdr[256], path[512], id[64];
+	sbx_http_opts o = {.base_url = w->url, .headers = {hdr}};
+	sbx_http_client *c;
+	sbx_http_resp out = {0};
 	double end = now_s() + w->seconds;
 
 	snprintf(hdr, sizeof(hdr), "X-Api-Key: %s", w->key);
-	h = curl_slist_append(h, hdr);
-	h = curl_slist_append(h, "Content-Type: application/json");
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, &out);
-	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c, CURLOPT_TCP_NODELAY, 1L);
+	c = sbx_http_client_new(&o, NULL);
+	if (c == NULL) {
+		w->failures++;
+		return NULL;
+	}
 	while (now_s() < end) {
 		double t0 = now_s();
 
-		snprintf(url, sizeof(url), "%s/v1/sandboxes", w->url);
-		if (call(c, "POST", url, "{\"shape\":\"s-1vcpu-256mb\"}", &out) != 200 ||
-		    extract_id(sbx_strbuf_str(&out), id, sizeof(id)) != 0) {
+		if (call(c, "POST", "/v1/sandboxes", "{\"shape\":\"s-1vcpu-256mb\"}", &out) != 200 ||
+		    extract_id(sbx_strbuf_str(&out.body), id, sizeof(id)) != 0) {
 			w->failures++;
 			continue;
 		}
-		snprintf(url, sizeof(url), "%s/v1/sandboxes/%s/exec", w->url, id);
-		if (call(c, "POST", url, "{\"cmd\":\"true\"}", &out) != 200)
+		snprintf(path, sizeof(path), "/v1/sandboxes/%s/exec", id);
+		if (call(c, "POST", path, "{\"cmd\":\"true\"}", &out) != 200)
 			w->failures++;
-		snprintf(url, sizeof(url), "%s/v1/sandboxes/%s", w->url, id);
-		if (call(c, "DELETE", url, NULL, &out) != 200)
+		snprintf(path, sizeof(path), "/v1/sandboxes/%s", id);
+		if (call(c, "DELETE", path, NULL, &out) != 200)
 			w->failures++;
 		w->cycles++;
 		if (w->nlat == w->caplat) {
@@ -120,9 +105,8 @@ static void *run(void *arg)
 		}
 		w->lat[w->nlat++] = (now_s() - t0) * 1000.0;
 	}
-	sbx_strbuf_free(&out);
-	curl_slist_free_all(h);
-	curl_easy_cleanup(c);
+	sbx_http_resp_free(&out);
+	sbx_http_client_free(c);
 	return NULL;
 }
 
@@ -157,7 +141,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: bench-mock_cycle URL [seconds=5] [threads=2] [api-key=bench]\n");
 		return 2;
 	}
-	curl_global_init(CURL_GLOBAL_ALL);
+	if (sbx_http_global_init() != 0)
+		return 2;
 	w = calloc((size_t)nthreads, sizeof(*w));
 	if (w == NULL)
 		return 2;
@@ -190,6 +175,6 @@ int main(int argc, char **argv)
 		       pct(all, n, 90), pct(all, n, 99), n > 0 ? all[n - 1] : 0.0);
 	free(all);
 	free(w);
-	curl_global_cleanup();
+	sbx_http_global_cleanup();
 	return fails == 0 ? 0 : 1;
 }

@@ -2,7 +2,8 @@
  *
  * Record (`--record-upstream URL --record-to FILE`): the mock becomes a proxy
  * in front of any control plane (the real one or another mock). Every
- * control-plane request is forwarded with libcurl, answered with the
+ * control-plane request is forwarded with libsbx's HTTP client (a new
+ * connection for each, never retried), answered with the
  * upstream's status, body and relevant headers, and written to FILE as one
  * JSON line per exchange. Credentials never reach the file: the value of
  * X-Api-Key / X-Auth-Token / X-Access-Token becomes "redacted-N", stable per
@@ -20,13 +21,14 @@
 #define _GNU_SOURCE
 #include "server.h"
 
-#include <curl/curl.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+
+#include "sbx/http.h"
 
 #define REC_MAX_KEYS 256
 
@@ -49,6 +51,7 @@ struct mock_rec {
 	pthread_mutex_t lock;
 	/* record */
 	char *upstream;
+	sbx_http_client *http; /* threaded, a new connection per request */
 	FILE *out;
 	uint64_t seq;
 	/* key redaction (both modes): keys[i] ↔ "redacted-(i+1)" */
@@ -233,23 +236,19 @@ static void redact(mock_rec *rc, const char *key, char *buf, size_t cap)
 	snprintf(buf, cap, "redacted-%zu", i + 1);
 }
 
-typedef struct qctx {
-	sbx_strbuf *sb;
-	CURL *c;
-} qctx;
-
 static enum MHD_Result add_arg(void *cls, enum MHD_ValueKind kind, const char *key,
 			       const char *value)
 {
-	qctx *q = cls;
-	char *k = curl_easy_escape(q->c, key, 0);
-	char *v = value != NULL ? curl_easy_escape(q->c, value, 0) : NULL;
+	sbx_strbuf *sb = cls;
 
 	(void)kind;
-	sbx_strbuf_printf(q->sb, "%s%s%s%s", q->sb->len > 0 ? "&" : "", k != NULL ? k : "",
-			  v != NULL ? "=" : "", v != NULL ? v : "");
-	curl_free(k);
-	curl_free(v);
+	if (sb->len > 0)
+		sbx_strbuf_puts(sb, "&");
+	sbx_http_escape(sb, key);
+	if (value != NULL) {
+		sbx_strbuf_puts(sb, "=");
+		sbx_http_escape(sb, value);
+	}
 	return MHD_YES;
 }
 
@@ -257,11 +256,8 @@ static enum MHD_Result add_arg(void *cls, enum MHD_ValueKind kind, const char *k
 static char *raw_query(const mreq *r)
 {
 	sbx_strbuf sb = SBX_STRBUF_INIT;
-	qctx q = {&sb, curl_easy_init()};
 
-	if (q.c != NULL)
-		MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, add_arg, &q);
-	curl_easy_cleanup(q.c);
+	MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, add_arg, &sb);
 	return sbx_strbuf_detach(&sb, NULL);
 }
 
@@ -294,104 +290,58 @@ typedef struct upstream_resp {
 	size_t max;
 } upstream_resp;
 
-static size_t on_body(char *p, size_t size, size_t n, void *ud)
+/* Content-Type, X-Request-Id and the kept headers of the upstream's answer. */
+static void take_headers(const sbx_http_resp *hr, upstream_resp *u)
 {
-	upstream_resp *u = ud;
+	char value[300];
 
-	if (u->body.len + size * n > u->max)
-		return 0; /* over the file limit: abort */
-	sbx_strbuf_append(&u->body, p, size * n);
-	return size * n;
-}
-
-static size_t on_header(char *p, size_t size, size_t n, void *ud)
-{
-	upstream_resp *u = ud;
-	size_t len = size * n, vlen;
-	const char *colon = memchr(p, ':', len);
-	const char *v;
-	char name[64], value[300];
-
-	if (colon == NULL || (size_t)(colon - p) >= sizeof(name))
-		return len;
-	snprintf(name, sizeof(name), "%.*s", (int)(colon - p), p);
-	v = colon + 1;
-	while (v < p + len && *v == ' ')
-		v++;
-	vlen = (size_t)(p + len - v);
-	while (vlen > 0 && (v[vlen - 1] == '\r' || v[vlen - 1] == '\n'))
-		vlen--;
-	snprintf(value, sizeof(value), "%.*s", (int)vlen, v);
-	if (strcasecmp(name, "Content-Type") == 0) {
+	if (sbx_http_header(hr, "Content-Type", value, sizeof(value)))
 		scopy(u->ctype, sizeof(u->ctype), value);
-		return len;
-	}
-	if (strcasecmp(name, "X-Request-Id") == 0) {
+	if (sbx_http_header(hr, "X-Request-Id", value, sizeof(value)))
 		scopy(u->request_id, sizeof(u->request_id), value);
-		return len;
-	}
 	for (size_t i = 0; i < sizeof(kept_headers) / sizeof(kept_headers[0]); i++) {
-		if (strcasecmp(name, kept_headers[i]) == 0) {
-			cJSON_DeleteItemFromObjectCaseSensitive(u->headers, kept_headers[i]);
+		if (sbx_http_header(hr, kept_headers[i], value, sizeof(value)))
 			cJSON_AddStringToObject(u->headers, kept_headers[i], value);
-		}
 	}
-	return len;
 }
 
 /* Forwards r upstream; fills u and returns the status, or -1 with err. */
 static long forward(mock_rec *rc, mreq *r, const char *query, upstream_resp *u, sbx_err *err)
 {
-	CURL *c = curl_easy_init();
-	struct curl_slist *h = NULL;
-	sbx_strbuf url = SBX_STRBUF_INIT;
-	char line[600];
+	char lines[3][600];
+	const char *ctype = header_in(r, "Content-Type");
+	sbx_http_req hq = {
+		.method = r->method,
+		.path = r->path,
+		.query = query,
+		.body = r->body.len > 0 ? r->body.data : NULL,
+		.body_len = r->body.len,
+		.content_type = ctype != NULL ? ctype : "", /* a proxy adds none */
+		.max_body = u->max,
+	};
+	sbx_http_resp hr;
+	sbx_err herr;
 	long status = -1;
-	CURLcode cc;
 
-	if (c == NULL) {
-		sbx_err_set(err, "out of memory");
-		return -1;
-	}
-	sbx_strbuf_printf(&url, "%s%s%s%s", rc->upstream, r->path, query[0] != '\0' ? "?" : "", query);
 	for (size_t i = 0; i < 3; i++) {
 		const char *v = header_in(r, auth_headers[i]);
 
 		if (v != NULL) {
-			snprintf(line, sizeof(line), "%s: %s", auth_headers[i], v);
-			h = curl_slist_append(h, line);
+			snprintf(lines[i], sizeof(lines[i]), "%s: %s", auth_headers[i], v);
+			hq.headers[i] = lines[i];
 		}
 	}
-	if (header_in(r, "Content-Type") != NULL) {
-		snprintf(line, sizeof(line), "Content-Type: %s", header_in(r, "Content-Type"));
-		h = curl_slist_append(h, line);
+	if (sbx_http_request(rc->http, &hq, &hr, &herr) != 0) {
+		/* libcurl's short words, as the recording proxy always said. */
+		sbx_err_set(err, "upstream %s: %s", rc->upstream, sbx_http_code_str(hr.curl_code));
+		goto out_free_resp;
 	}
-	h = curl_slist_append(h, "Expect:");
-	curl_easy_setopt(c, CURLOPT_URL, sbx_strbuf_str(&url));
-	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, r->method);
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 900000L);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, u);
-	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
-	curl_easy_setopt(c, CURLOPT_HEADERDATA, u);
-	if (r->body.len > 0) {
-		curl_easy_setopt(c, CURLOPT_POSTFIELDS, r->body.data);
-		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->body.len);
-	} else if (strcmp(r->method, "POST") == 0 || strcmp(r->method, "PUT") == 0 ||
-		   strcmp(r->method, "PATCH") == 0) {
-		curl_easy_setopt(c, CURLOPT_POSTFIELDS, "");
-		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)0);
-	}
-	cc = curl_easy_perform(c);
-	if (cc != CURLE_OK)
-		sbx_err_set(err, "upstream %s: %s", rc->upstream, curl_easy_strerror(cc));
-	else
-		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-	curl_slist_free_all(h);
-	curl_easy_cleanup(c);
-	sbx_strbuf_free(&url);
+	status = hr.status;
+	take_headers(&hr, u);
+	u->body = hr.body;
+	sbx_strbuf_init(&hr.body);
+out_free_resp:
+	sbx_http_resp_free(&hr);
 	return status;
 }
 
@@ -684,6 +634,18 @@ static void replay_answer(mock_rec *rc, mreq *r, mresp *out)
 
 /* ---- lifecycle ---- */
 
+static sbx_http_client *new_upstream_client(const char *upstream, sbx_err *err)
+{
+	sbx_http_opts o = {
+		.base_url = upstream,
+		.timeout_ms = 900000,
+		.threaded = true,  /* every MHD worker forwards at once */
+		.no_reuse = true,  /* a dead reused connection would make libcurl resend */
+	};
+
+	return sbx_http_client_new(&o, err);
+}
+
 mock_rec *mock_rec_new(const sbx_mock_config *cfg, sbx_err *err)
 {
 	mock_rec *rc;
@@ -716,6 +678,13 @@ mock_rec *mock_rec_new(const sbx_mock_config *cfg, sbx_err *err)
 		}
 		rc->upstream = strndup(cfg->record_upstream,
 				       len > 0 && cfg->record_upstream[len - 1] == '/' ? len - 1 : len);
+		if (rc->upstream == NULL) {
+			sbx_err_set(err, "out of memory");
+			goto out_free;
+		}
+		rc->http = new_upstream_client(rc->upstream, err);
+		if (rc->http == NULL)
+			goto out_free;
 		rc->out = fopen(cfg->record_to, "w");
 		if (rc->out == NULL) {
 			sbx_err_set(err, "record to %s: %s", cfg->record_to, strerror(errno));
@@ -738,6 +707,7 @@ void mock_rec_free(mock_rec *rc)
 		return;
 	if (rc->out != NULL)
 		fclose(rc->out);
+	sbx_http_client_free(rc->http);
 	free(rc->upstream);
 	for (size_t i = 0; i < rc->nkeys; i++)
 		free(rc->keys[i]);

@@ -1,61 +1,43 @@
-/* mock_http: libcurl helper for the mock's integration tests; see mock_http.h. */
+/* mock_http: the mock's integration-test client on libsbx's HTTP client;
+ * see mock_http.h. */
 #include "mock_http.h"
 
 #include <stdio.h>
 #include <string.h>
-#include <strings.h>
 
-static size_t on_body(char *ptr, size_t size, size_t nmemb, void *ud)
-{
-	sbx_strbuf_append(ud, ptr, size * nmemb);
-	return size * nmemb;
-}
+#include "sbx/http.h"
 
 void th_do(const th_req *rq, th_resp *out)
 {
-	CURL *c = curl_easy_init();
-	struct curl_slist *h = NULL;
-	char url[2048], buf[512];
+	char key[512], admin[512];
+	sbx_http_opts o = {.base_url = rq->url, .timeout_ms = rq->timeout_ms > 0 ? rq->timeout_ms : 30000L};
+	sbx_http_req hq = {
+		.method = rq->method,
+		.path = rq->path,
+		.headers = {rq->key != NULL ? key : NULL, rq->admin != NULL ? admin : NULL, rq->extra_header},
+		.body = rq->body,
+		.body_len = rq->body == NULL ? 0 : rq->body_len != 0 ? rq->body_len : strlen(rq->body),
+		.content_type = rq->body != NULL ? rq->ctype : NULL,
+	};
+	sbx_http_client *c = sbx_http_client_new(&o, NULL);
+	sbx_http_resp r;
 
 	memset(out, 0, sizeof(*out));
-	sbx_strbuf_init(&out->body);
-	sbx_strbuf_init(&out->headers);
-	snprintf(url, sizeof(url), "%s%s", rq->url, rq->path != NULL ? rq->path : "");
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, rq->method != NULL ? rq->method : "GET");
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, &out->body);
-	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_body);
-	curl_easy_setopt(c, CURLOPT_HEADERDATA, &out->headers);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, rq->timeout_ms > 0 ? rq->timeout_ms : 30000L);
-	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	if (rq->key != NULL) {
-		snprintf(buf, sizeof(buf), "X-Api-Key: %s", rq->key);
-		h = curl_slist_append(h, buf);
+	snprintf(key, sizeof(key), "X-Api-Key: %s", rq->key != NULL ? rq->key : "");
+	snprintf(admin, sizeof(admin), "X-Mock-Admin-Token: %s", rq->admin != NULL ? rq->admin : "");
+	if (c == NULL) {
+		out->curl_rc = CURLE_OUT_OF_MEMORY;
+		return;
 	}
-	if (rq->admin != NULL) {
-		snprintf(buf, sizeof(buf), "X-Mock-Admin-Token: %s", rq->admin);
-		h = curl_slist_append(h, buf);
-	}
-	if (rq->extra_header != NULL)
-		h = curl_slist_append(h, rq->extra_header);
-	if (rq->body != NULL) {
-		snprintf(buf, sizeof(buf), "Content-Type: %s",
-			 rq->ctype != NULL ? rq->ctype : "application/json");
-		h = curl_slist_append(h, buf);
-		curl_easy_setopt(c, CURLOPT_POSTFIELDS, rq->body);
-		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE,
-				 (curl_off_t)(rq->body_len != 0 ? rq->body_len : strlen(rq->body)));
-	}
-	h = curl_slist_append(h, "Expect:");
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-	out->curl_rc = curl_easy_perform(c);
-	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &out->status);
-	curl_easy_getinfo(c, CURLINFO_TOTAL_TIME, &out->seconds);
+	(void)sbx_http_request(c, &hq, &r, NULL);
+	out->curl_rc = (CURLcode)r.curl_code;
+	out->status = r.status;
+	out->seconds = r.seconds;
+	out->body = r.body;
+	out->headers = r.headers;
 	if (out->body.len > 0)
 		out->json = cJSON_ParseWithLength(out->body.data, out->body.len);
-	curl_slist_free_all(h);
-	curl_easy_cleanup(c);
+	sbx_http_client_free(c);
 }
 
 void th_resp_free(th_resp *r)
@@ -68,28 +50,9 @@ void th_resp_free(th_resp *r)
 
 bool th_header(const th_resp *r, const char *name, char *buf, size_t cap)
 {
-	const char *p = sbx_strbuf_str(&r->headers);
-	size_t nlen = strlen(name);
+	sbx_http_resp hr = {.headers = r->headers};
 
-	while (*p != '\0') {
-		const char *eol = strstr(p, "\r\n");
-		size_t len = eol != NULL ? (size_t)(eol - p) : strlen(p);
-
-		if (len > nlen && strncasecmp(p, name, nlen) == 0 && p[nlen] == ':') {
-			const char *v = p + nlen + 1;
-			size_t vlen;
-
-			while (*v == ' ')
-				v++;
-			vlen = len - (size_t)(v - p);
-			snprintf(buf, cap, "%.*s", (int)vlen, v);
-			return true;
-		}
-		if (eol == NULL)
-			break;
-		p = eol + 2;
-	}
-	return false;
+	return sbx_http_header(&hr, name, buf, cap);
 }
 
 const char *th_data_str(const th_resp *r, const char *key)

@@ -1,5 +1,5 @@
-/* client: libcurl requests, JSend parsing and error mapping; see client.h.
- * Never prints, never retries, never exits. */
+/* client: requests through libsbx's HTTP client (sbx/http.h), JSend parsing
+ * and error mapping; see client.h. Never prints, never retries, never exits. */
 #include "client.h"
 
 #include <ctype.h>
@@ -7,9 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <time.h>
 
-#include <curl/curl.h>
+#include "sbx/http.h"
 
 #define CTL_USER_AGENT "sbxctl/0.1"
 
@@ -73,8 +72,14 @@ int ctl_client_init(ctl_client *c, const char *base_url, const char *api_key, co
 		goto out_fail;
 	if (admin_token != NULL && (c->admin_token = dup_str(admin_token)) == NULL)
 		goto out_fail;
-	c->curl = curl_easy_init();
-	if (c->curl == NULL)
+	sbx_http_opts o = {
+		.base_url = c->base_url,
+		.headers = {"Accept: application/json, application/x-ndjson"},
+		.user_agent = CTL_USER_AGENT,
+		.connect_timeout_ms = 10000,
+	};
+	c->http = sbx_http_client_new(&o, NULL);
+	if (c->http == NULL)
 		goto out_fail;
 	return 0;
 out_fail:
@@ -84,8 +89,7 @@ out_fail:
 
 void ctl_client_free(ctl_client *c)
 {
-	if (c->curl != NULL)
-		curl_easy_cleanup(c->curl);
+	sbx_http_client_free(c->http);
 	free(c->base_url);
 	free(c->api_key);
 	free(c->admin_token);
@@ -101,31 +105,12 @@ void ctl_response_free(ctl_response *resp)
 
 bool ctl_escape(sbx_strbuf *sb, const char *s)
 {
-	static const char hex[] = "0123456789ABCDEF";
-	for (const unsigned char *p = (const unsigned char *)s; *p != '\0'; p++) {
-		if (isalnum(*p) || *p == '-' || *p == '_' || *p == '.' || *p == '~') {
-			sbx_strbuf_append(sb, p, 1);
-		} else {
-			char e[3] = {'%', hex[*p >> 4], hex[*p & 15]};
-			sbx_strbuf_append(sb, e, 3);
-		}
-	}
-	return !sb->oom;
+	return sbx_http_escape(sb, s);
 }
 
 double ctl_parse_retry_after(const char *v)
 {
-	if (v == NULL || *v == '\0')
-		return -1;
-	char *end = NULL;
-	double secs = strtod(v, &end);
-	if (end != v && *end == '\0')
-		return secs < 0 ? 0 : secs;
-	time_t when = curl_getdate(v, NULL);
-	if (when == -1)
-		return -1;
-	double d = difftime(when, time(NULL));
-	return d < 0 ? 0 : d;
+	return sbx_http_parse_retry_after(v);
 }
 
 long ctl_parse_poll_after_ms(const char *v)
@@ -145,78 +130,40 @@ long ctl_parse_poll_after_ms(const char *v)
 	return -1;
 }
 
-/* Per-transfer state for the curl callbacks. */
-typedef struct xfer {
-	CURL *curl;
+/* The 2xx body of a streaming request goes to the caller's on_chunk. */
+typedef struct chunk_ctx {
 	const ctl_request *req;
-	ctl_response *resp;
 	bool aborted; /* on_chunk asked to stop */
-} xfer;
+} chunk_ctx;
 
-static void copy_trimmed(char *dst, size_t cap, const char *s, size_t len)
+static bool on_chunk(void *ud, const void *data, size_t len)
 {
-	while (len > 0 && isspace((unsigned char)*s)) {
-		s++;
-		len--;
-	}
-	while (len > 0 && isspace((unsigned char)s[len - 1]))
-		len--;
-	if (len >= cap)
-		len = cap - 1;
-	memcpy(dst, s, len);
-	dst[len] = '\0';
+	chunk_ctx *cc = ud;
+
+	if (cc->req->on_chunk(cc->req->ud, data, len))
+		return true;
+	cc->aborted = true;
+	return false;
 }
 
-static bool header_is(const char *line, size_t len, const char *name, const char **val, size_t *vlen)
+static void header_copy(const sbx_http_resp *hr, const char *name, char *dst, size_t cap)
 {
-	size_t n = strlen(name);
-	if (len <= n || line[n] != ':' || strncasecmp(line, name, n) != 0)
-		return false;
-	*val = line + n + 1;
-	*vlen = len - n - 1;
-	return true;
+	if (!sbx_http_header(hr, name, dst, cap))
+		dst[0] = '\0';
 }
 
-static size_t on_header(char *data, size_t size, size_t nmemb, void *ud)
+/* Takes the body and the headers sbxctl cares about from the exchange. */
+static void take_answer(ctl_response *resp, sbx_http_resp *hr)
 {
-	xfer *x = ud;
-	size_t len = size * nmemb;
-	ctl_response *r = x->resp;
-	const char *v = NULL;
-	size_t vlen = 0;
-	if (len >= 5 && memcmp(data, "HTTP/", 5) == 0) {
-		/* A new status line (after 100 Continue): forget earlier headers. */
-		r->request_id[0] = r->retry_after[0] = r->poll_after[0] = r->content_type[0] = '\0';
-	} else if (header_is(data, len, "x-request-id", &v, &vlen)) {
-		copy_trimmed(r->request_id, sizeof r->request_id, v, vlen);
-	} else if (header_is(data, len, "x-fc-request-id", &v, &vlen) && r->request_id[0] == '\0') {
-		copy_trimmed(r->request_id, sizeof r->request_id, v, vlen);
-	} else if (header_is(data, len, "retry-after", &v, &vlen)) {
-		copy_trimmed(r->retry_after, sizeof r->retry_after, v, vlen);
-	} else if (header_is(data, len, "x-poll-after", &v, &vlen)) {
-		copy_trimmed(r->poll_after, sizeof r->poll_after, v, vlen);
-	} else if (header_is(data, len, "content-type", &v, &vlen)) {
-		copy_trimmed(r->content_type, sizeof r->content_type, v, vlen);
-	}
-	return len;
-}
-
-static size_t on_body(char *data, size_t size, size_t nmemb, void *ud)
-{
-	xfer *x = ud;
-	size_t len = size * nmemb;
-	long status = 0;
-	curl_easy_getinfo(x->curl, CURLINFO_RESPONSE_CODE, &status);
-	if (status >= 200 && status < 300 && x->req->on_chunk != NULL) {
-		if (!x->req->on_chunk(x->req->ud, data, len)) {
-			x->aborted = true;
-			return 0;
-		}
-		return len;
-	}
-	if (!sbx_strbuf_append(&x->resp->body, data, len))
-		return 0;
-	return len;
+	resp->status = hr->status;
+	resp->body = hr->body;
+	sbx_strbuf_init(&hr->body);
+	header_copy(hr, "x-request-id", resp->request_id, sizeof resp->request_id);
+	if (resp->request_id[0] == '\0')
+		header_copy(hr, "x-fc-request-id", resp->request_id, sizeof resp->request_id);
+	header_copy(hr, "retry-after", resp->retry_after, sizeof resp->retry_after);
+	header_copy(hr, "x-poll-after", resp->poll_after, sizeof resp->poll_after);
+	header_copy(hr, "content-type", resp->content_type, sizeof resp->content_type);
 }
 
 static void err_init(ctl_error *err, const ctl_request *req)
@@ -343,120 +290,89 @@ static int parse_success(ctl_response *resp, ctl_error *err)
 	return 0;
 }
 
-static void map_curl_error(ctl_error *err, CURLcode rc, const char *detail, long status)
+static void map_transport_error(ctl_error *err, const sbx_http_resp *hr, const char *what)
 {
-	const char *what = detail[0] != '\0' ? detail : curl_easy_strerror(rc);
-	err->status = status;
-	if (rc == CURLE_OPERATION_TIMEDOUT) {
+	err->status = hr->status;
+	if (hr->fail == SBX_HTTP_FAIL_LOCAL) {
+		err->cls = CTL_E_LOCAL;
+		snprintf(err->message, sizeof err->message, "%s", what);
+		return;
+	}
+	if (hr->fail == SBX_HTTP_FAIL_TIMEOUT) {
 		err->cls = CTL_E_TIMEOUT;
 		snprintf(err->message, sizeof err->message, "no complete answer before the deadline: %s", what);
 		return;
 	}
 	err->cls = CTL_E_CONNECTION;
-	if (status > 0)
+	if (hr->status > 0)
 		snprintf(err->message, sizeof err->message, "connection broke during the HTTP %ld answer: %s",
-			 status, what);
+			 hr->status, what);
 	else
 		snprintf(err->message, sizeof err->message, "%s", what);
 }
 
-static struct curl_slist *build_headers(ctl_client *c, const ctl_request *req, sbx_strbuf *tmp)
+/* Sends one request; 0 when a complete answer came (any status). */
+static int send_request(ctl_client *c, const ctl_request *req, ctl_response *resp, ctl_error *err)
 {
-	struct curl_slist *h = curl_slist_append(NULL, "Accept: application/json, application/x-ndjson");
-	h = curl_slist_append(h, "Expect:");
+	sbx_strbuf key = SBX_STRBUF_INIT;
+	chunk_ctx cc = {.req = req};
 	const char *secret = req->admin ? c->admin_token : c->api_key;
-	const char *name = req->admin ? "X-Mock-Admin-Token" : "X-Api-Key";
-	if (secret != NULL) {
-		sbx_strbuf_reset(tmp);
-		sbx_strbuf_printf(tmp, "%s: %s", name, secret);
-		h = curl_slist_append(h, sbx_strbuf_str(tmp));
-	}
-	if (req->body != NULL) {
-		sbx_strbuf_reset(tmp);
-		sbx_strbuf_printf(tmp, "Content-Type: %s",
-				  req->content_type != NULL ? req->content_type : "application/json");
-		h = curl_slist_append(h, sbx_strbuf_str(tmp));
-	}
-	return h;
-}
+	sbx_http_req hq = {
+		.method = req->method,
+		.path = req->path,
+		.query = req->query,
+		.body = req->body,
+		.body_len = req->body_len,
+		.content_type = req->body != NULL ? req->content_type : NULL,
+		.timeout_ms = c->timeout_ms,
+		.sink = req->on_chunk != NULL ? on_chunk : NULL,
+		.sink_ud = &cc,
+		.sink_2xx_only = true,
+	};
+	sbx_http_resp hr;
+	sbx_err herr = {{0}};
+	int ret = -1;
 
-static void setup_easy(ctl_client *c, const ctl_request *req, const char *url, struct curl_slist *h,
-		       xfer *x, char *errbuf)
-{
-	CURL *cu = c->curl;
-	curl_easy_reset(cu);
-	curl_easy_setopt(cu, CURLOPT_URL, url);
-	curl_easy_setopt(cu, CURLOPT_HTTPHEADER, h);
-	curl_easy_setopt(cu, CURLOPT_USERAGENT, CTL_USER_AGENT);
-	curl_easy_setopt(cu, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(cu, CURLOPT_ERRORBUFFER, errbuf);
-	curl_easy_setopt(cu, CURLOPT_HEADERFUNCTION, on_header);
-	curl_easy_setopt(cu, CURLOPT_HEADERDATA, x);
-	curl_easy_setopt(cu, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(cu, CURLOPT_WRITEDATA, x);
-	curl_easy_setopt(cu, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
-#if LIBCURL_VERSION_NUM >= 0x075500
-	curl_easy_setopt(cu, CURLOPT_PROTOCOLS_STR, "http,https");
-#endif
-	if (c->timeout_ms > 0)
-		curl_easy_setopt(cu, CURLOPT_TIMEOUT_MS, c->timeout_ms);
-	if (req->body != NULL) {
-		curl_easy_setopt(cu, CURLOPT_POSTFIELDS, req->body);
-		curl_easy_setopt(cu, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->body_len);
-	} else if (strcmp(req->method, "POST") == 0) {
-		curl_easy_setopt(cu, CURLOPT_POSTFIELDS, "");
-		curl_easy_setopt(cu, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)0);
+	if (secret != NULL) {
+		sbx_strbuf_printf(&key, "%s: %s", req->admin ? "X-Mock-Admin-Token" : "X-Api-Key", secret);
+		hq.headers[0] = sbx_strbuf_str(&key);
 	}
-	if (strcmp(req->method, "GET") != 0)
-		curl_easy_setopt(cu, CURLOPT_CUSTOMREQUEST, req->method);
+	if (key.oom) {
+		err->cls = CTL_E_LOCAL;
+		snprintf(err->message, sizeof err->message, "out of memory");
+		goto out_free_key;
+	}
+	ret = sbx_http_request(c->http, &hq, &hr, &herr);
+	take_answer(resp, &hr);
+	if (cc.aborted) {
+		err->cls = CTL_E_LOCAL;
+		err->status = resp->status;
+		snprintf(err->message, sizeof err->message, "could not write the received data");
+		ret = -1;
+	} else if (ret != 0) {
+		map_transport_error(err, &hr, herr.msg);
+		err_from_headers(err, resp);
+	} else {
+		err_from_headers(err, resp);
+	}
+	sbx_http_resp_free(&hr);
+out_free_key:
+	sbx_strbuf_free(&key);
+	return ret;
 }
 
 int ctl_request_do(ctl_client *c, const ctl_request *req, ctl_response *resp, ctl_error *err)
 {
-	int ret = -1;
-	char errbuf[CURL_ERROR_SIZE] = "";
-	sbx_strbuf url = SBX_STRBUF_INIT;
-	sbx_strbuf tmp = SBX_STRBUF_INIT;
 	memset(resp, 0, sizeof *resp);
 	err_init(err, req);
-	sbx_strbuf_printf(&url, "%s%s", c->base_url, req->path);
-	if (req->query != NULL && req->query[0] != '\0')
-		sbx_strbuf_printf(&url, "?%s", req->query);
-	struct curl_slist *h = build_headers(c, req, &tmp);
-	if (url.oom || tmp.oom || h == NULL) {
-		err->cls = CTL_E_LOCAL;
-		snprintf(err->message, sizeof err->message, "out of memory");
-		goto out_free_headers;
-	}
-	xfer x = {.curl = c->curl, .req = req, .resp = resp};
-	setup_easy(c, req, sbx_strbuf_str(&url), h, &x, errbuf);
-	CURLcode rc = curl_easy_perform(c->curl);
-	curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &resp->status);
-	if (x.aborted) {
-		err->cls = CTL_E_LOCAL;
-		err->status = resp->status;
-		snprintf(err->message, sizeof err->message, "could not write the received data");
-		goto out_free_headers;
-	}
-	if (rc != CURLE_OK) {
-		map_curl_error(err, rc, errbuf, resp->status);
-		err_from_headers(err, resp);
-		goto out_free_headers;
-	}
+	if (send_request(c, req, resp, err) != 0)
+		return -1;
 	err->status = resp->status;
-	err_from_headers(err, resp);
 	if (resp->status < 200 || resp->status >= 300) {
 		map_http_error(err, resp);
-		goto out_free_headers;
+		return -1;
 	}
-	if (req->raw || req->on_chunk != NULL) {
-		ret = 0;
-		goto out_free_headers;
-	}
-	ret = parse_success(resp, err);
-out_free_headers:
-	curl_slist_free_all(h);
-	sbx_strbuf_free(&tmp);
-	sbx_strbuf_free(&url);
-	return ret;
+	if (req->raw || req->on_chunk != NULL)
+		return 0;
+	return parse_success(resp, err);
 }

@@ -1,5 +1,5 @@
 /* client: the one place where sbxctl talks HTTP. It sends requests with
- * libcurl, parses the JSend envelope, and maps failures to the SDK's error
+ * libsbx's HTTP client (sbx/http.h), parses the JSend envelope, and maps failures to the SDK's error
  * classes (AuthError, NotFoundError, ...) with the status, the server's
  * message and the request id.
  *
@@ -13,6 +13,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "sbx/http.h"
 #include "sbx/strbuf.h"
 
 typedef enum ctl_errclass {
@@ -52,7 +53,7 @@ typedef struct ctl_client {
 	char *api_key;       /* owned or NULL */
 	char *admin_token;   /* owned or NULL */
 	long timeout_ms;     /* whole-request deadline; 0 = none */
-	void *curl;          /* CURL *, reused across requests (keeps the connection) */
+	sbx_http_client *http; /* owned; one reused handle (keeps the connection) */
 } ctl_client;
 
 /* Called with each body chunk of a 2xx answer as it arrives (streams and

@@ -1,0 +1,24 @@
+/* sys: small system-call helpers every program of sbx-harness needs, so that
+ * none keeps its own copy: a full write that survives EINTR and short
+ * writes, and random bytes from the kernel.
+ *
+ * Never falls back silently: a failure is returned with errno set, and the
+ * caller decides (a seed may fall back to the clock, a token must not). */
+#ifndef SBX_SYS_H
+#define SBX_SYS_H
+
+#include <stddef.h>
+
+/* Writes all len bytes to fd, retrying on EINTR and short writes. Returns 0,
+ * or -1 with errno set (a write that returns 0 counts as EIO). */
+int sbx_write_all(int fd, const void *buf, size_t len);
+
+/* Fills buf with len bytes from getrandom(2), retrying on EINTR and short
+ * reads. Returns 0, or -1 with errno set. */
+int sbx_random_bytes(void *buf, size_t len);
+
+/* Writes `digits` random lower-case hex digits and a NUL into out (which
+ * holds digits + 1 bytes). Returns 0, or -1 with errno set (out is then ""). */
+int sbx_random_hex(char *out, size_t digits);
+
+#endif
