@@ -110,7 +110,6 @@ void ref_quirks_list(FILE *out);
 void settings_load(struct settings *s);
 
 /* ---- ref_util.c ---- */
-void random_hex(char *out, size_t digits);
 const char *str_field(const cJSON *o, const char *k);
 bool bool_field(const cJSON *o, const char *k, bool dflt);
 double now_ms(void);

@@ -18,9 +18,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <curl/curl.h>
-
 #include "ref.h"
+#include "sbx/sys.h"
+#include "sbx/http.h"
 #include "sbx/strbuf.h"
 
 /* ---- capabilities ---- */
@@ -143,7 +143,7 @@ static cJSON *ref_run(void *be, const char *code, const cJSON *env, sbxd_error *
 
 	if (refuse_early(r, r->s.allow_network, true, err) != 0)
 		return NULL;
-	random_hex(hex, 19);
+	(void)sbx_random_hex(hex, 19);
 	snprintf(name, sizeof(name), "lf-%.19s", hex);
 	j.name = name;
 	j.env = env;
@@ -194,7 +194,7 @@ static cJSON *ref_component_run(void *be, const cJSON *req, sbxd_error *err)
 		snprintf(name, sizeof(name), "lf-c-%.17s", hex);
 		j.reuse = true;
 	} else {
-		random_hex(hex, 19);
+		(void)sbx_random_hex(hex, 19);
 		snprintf(name, sizeof(name), "lf-%.19s", hex);
 	}
 	j.name = name;
@@ -210,7 +210,7 @@ static cJSON *ref_executor_run(void *be, const cJSON *req, sbxd_error *err)
 
 	if (refuse_early(r, true, false, err) != 0)
 		return NULL;
-	random_hex(hex, 17);
+	(void)sbx_random_hex(hex, 17);
 	snprintf(name, sizeof(name), "lf-x-%.17s", hex);
 	j.name = name;
 	j.code = str_field(req, "code");
@@ -296,7 +296,7 @@ int main(int argc, char **argv)
 	if (rc >= 0)
 		return rc;
 	snprintf(driver, sizeof(driver), "sbx-ref-backend 0.1.0 (%s)", variant);
-	curl_global_init(CURL_GLOBAL_DEFAULT);
+	sbx_http_global_init();
 	settings_load(&r.s);
 	r.http = ref_http_new(r.s.base_url, r.s.api_key);
 	r.lock = malloc(sizeof(*r.lock));
@@ -312,6 +312,6 @@ int main(int argc, char **argv)
 	pthread_mutex_destroy(r.lock);
 	free(r.lock);
 	ref_http_free(r.http);
-	curl_global_cleanup();
+	sbx_http_global_cleanup();
 	return rc;
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "ref.h"
+#include "sbx/sys.h"
 
 static bool should_delete(const struct ref *r, const struct job *j, bool ok, long exit_code)
 {
@@ -69,7 +70,7 @@ static int job_argv(struct ref *r, const struct job *j, const char *id, const ch
 		memcpy(argv, a, sizeof(a));
 		return 0;
 	}
-	random_hex(hex, 12);
+	(void)sbx_random_hex(hex, 12);
 	snprintf(fname, 80, "/workspace/%s_%s.py", j->file_prefix, hex);
 	if (upload(r, id, fname, j->code, err) != 0)
 		return -1;

@@ -1,30 +1,11 @@
-/* ref_util: small helpers of the reference backend: random hex names,
- * tolerant cJSON field access, the monotonic clock, sleeping. A leaf: never
- * calls anything else in conformance/ref and never does network I/O. */
+/* ref_util: small helpers of the reference backend: tolerant cJSON field
+ * access, the monotonic clock, sleeping. A leaf: never calls anything else
+ * in conformance/ref and never does network I/O. */
 #include <errno.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 
 #include "ref.h"
-
-void random_hex(char *out, size_t digits)
-{
-	unsigned char raw[32];
-	char hex[65];
-	size_t got = 0;
-
-	while (got < sizeof(raw)) {
-		ssize_t n = getrandom(raw + got, sizeof(raw) - got, 0);
-
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-	}
-	sbxd_hex(raw, sizeof(raw), hex);
-	memcpy(out, hex, digits);
-	out[digits] = '\0';
-}
 
 const char *str_field(const cJSON *o, const char *k)
 {

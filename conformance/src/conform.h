@@ -21,6 +21,7 @@
 #include <cjson/cJSON.h>
 
 #include "sbx/err.h"
+#include "sbx/http.h"
 #include "sbx/strbuf.h"
 
 #ifndef SBX_CONFORM_VERSION
@@ -57,6 +58,7 @@ struct cf_config {
 	char url[512];
 	char admin_token[256];
 	char real_key[256];       /* --api-url: the key from the environment */
+	sbx_http_client *http;    /* cf_control_plane_open .. _close */
 	/* run state */
 	char tmpdir[256];         /* owned scratch dir (trip-wires, stderr logs) */
 	char driver_name[128];
@@ -162,6 +164,9 @@ pid_t cf_driver_pid(const struct cf_driver *d);
 void cf_driver_free(struct cf_driver *d);
 
 /* ---- the mock's admin API and the control plane (control_plane.c) ---- */
+/* The HTTP client of every call below (cf->url must be set): 0 or -1. */
+int cf_control_plane_open(struct cf_config *cf, sbx_err *err);
+void cf_control_plane_close(struct cf_config *cf);
 /* Admin call: returns `data` (caller frees) or NULL with *err set. */
 cJSON *cf_admin(struct cf_config *cf, const char *method, const char *path, const cJSON *body,
 		sbx_err *err);

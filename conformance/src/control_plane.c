@@ -3,59 +3,61 @@
  * with the case-level helpers built on it (fault rules scoped to the case,
  * journal counts, the tenant's sandboxes and live guests).
  *
- * The only file of the runner that speaks HTTP. Never uses another case's
+ * The only file of the runner that speaks HTTP (through libsbx's client,
+ * sbx/http.h). Never uses another case's
  * key, never retries, and never decides a verdict except marking a harness
  * error when the control plane cannot be read. */
 #define _GNU_SOURCE
 #include <stdlib.h>
 #include <string.h>
 
-#include <curl/curl.h>
-
 #include "conform.h"
+#include "sbx/http.h"
 
-static size_t on_body(char *p, size_t size, size_t n, void *u)
+int cf_control_plane_open(struct cf_config *cf, sbx_err *err)
 {
-	sbx_strbuf_append(u, p, size * n);
-	return size * n;
+	/* A new connection per request, as each case's requests are its own;
+	 * many workers call at once. */
+	sbx_http_opts o = {.timeout_ms = 15000, .threaded = true, .no_reuse = true};
+
+	cf->http = sbx_http_client_new(&o, err);
+	return cf->http != NULL ? 0 : -1;
+}
+
+void cf_control_plane_close(struct cf_config *cf)
+{
+	sbx_http_client_free(cf->http);
+	cf->http = NULL;
 }
 
 /* One exchange; returns the parsed JSON body (caller frees) or NULL. */
-static cJSON *http_json(const char *url, const char *method, const char *hdr, const cJSON *body,
-			long *status, sbx_err *err)
+static cJSON *http_json(struct cf_config *cf, const char *url, const char *method, const char *hdr,
+			const cJSON *body, long *status, sbx_err *err)
 {
-	struct curl_slist *h = NULL;
-	sbx_strbuf resp = SBX_STRBUF_INIT;
 	char *text = body ? cJSON_PrintUnformatted(body) : NULL;
-	CURL *c = curl_easy_init();
-	CURLcode rc;
+	sbx_http_req req = {
+		.method = method,
+		.path = url,
+		.headers = {hdr},
+		.body = text,
+		.body_len = text ? strlen(text) : 0,
+		.content_type = "application/json",
+	};
+	sbx_http_resp resp;
+	sbx_err herr = {{0}};
 	cJSON *j = NULL;
 
 	*status = 0;
-	h = curl_slist_append(h, hdr);
-	h = curl_slist_append(h, "Content-Type: application/json");
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 15000L);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, &resp);
-	if (text != NULL)
-		curl_easy_setopt(c, CURLOPT_POSTFIELDS, text);
-	rc = curl_easy_perform(c);
-	if (rc != CURLE_OK) {
-		sbx_err_set(err, "%s %s: %s", method, url, curl_easy_strerror(rc));
+	if (sbx_http_request(cf->http, &req, &resp, &herr) != 0) {
+		sbx_err_set(err, "%s %s: %s", method, url, resp.curl_code != 0 ? sbx_http_code_str(resp.curl_code) : herr.msg);
 		goto out;
 	}
-	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
-	j = cJSON_ParseWithLength(resp.data ? resp.data : "", resp.len);
+	*status = resp.status;
+	j = cJSON_ParseWithLength(resp.body.data ? resp.body.data : "", resp.body.len);
 	if (j == NULL)
 		sbx_err_set(err, "%s %s: answer %ld is not JSON", method, url, *status);
 out:
-	curl_easy_cleanup(c);
-	curl_slist_free_all(h);
-	sbx_strbuf_free(&resp);
+	sbx_http_resp_free(&resp);
 	free(text);
 	return j;
 }
@@ -90,7 +92,7 @@ cJSON *cf_admin(struct cf_config *cf, const char *method, const char *path, cons
 	cJSON *j;
 
 	snprintf(hdr, sizeof(hdr), "X-Mock-Admin-Token: %s", cf->admin_token);
-	j = http_json(url, method, hdr, body, &status, err);
+	j = http_json(cf, url, method, hdr, body, &status, err);
 	return unwrap(j, status, method, path, err);
 }
 
@@ -106,7 +108,7 @@ cJSON *cf_api(struct cf_case *c, const char *method, const char *path, const cJS
 
 	if (status == NULL)
 		status = &st;
-	j = http_json(url, method, hdr, body, status, err);
+	j = http_json(c->cf, url, method, hdr, body, status, err);
 	return unwrap(j, *status, method, path, err);
 }
 

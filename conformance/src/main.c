@@ -17,8 +17,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <curl/curl.h>
-
 #include "conform.h"
 #include "report.h"
 #ifdef SBX_HAVE_MOCK
@@ -578,6 +576,7 @@ int main(int argc, char **argv)
 	struct cf_config cf;
 	const char *mock_url = NULL, *api_url = NULL;
 	void *mock = NULL;
+	sbx_err err = {{0}};
 	bool connected;
 	int rc;
 
@@ -599,12 +598,12 @@ int main(int argc, char **argv)
 	}
 	cf.progress = isatty(2) != 0;
 	cf.color = sbx_report_color_auto(2);
-	curl_global_init(CURL_GLOBAL_DEFAULT);
+	sbx_http_global_init();
 	snprintf(cf.tmpdir, sizeof(cf.tmpdir), "%s/sbx-conform-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
 	if (mkdtemp(cf.tmpdir) == NULL) {
 		fprintf(stderr, "sbx-conform: cannot create a scratch dir: %s\n", strerror(errno));
 		cf.tmpdir[0] = '\0';
-		goto out_curl;
+		goto out_http;
 	}
 	if (api_url != NULL)
 		connected = use_api_url(&cf, api_url);
@@ -612,12 +611,15 @@ int main(int argc, char **argv)
 		connected = use_mock_url(&cf, mock_url);
 	else
 		connected = start_embedded_mock(&cf, &mock);
-	if (connected)
+	if (connected && cf_control_plane_open(&cf, &err) != 0)
+		fprintf(stderr, "sbx-conform: %s\n", err.msg);
+	else if (connected)
 		rc = probe_and_run(&cf);
+	cf_control_plane_close(&cf);
 	stop_embedded_mock(mock);
-out_curl:
+out_http:
 	rm_tmpdir(cf.tmpdir);
-	curl_global_cleanup();
+	sbx_http_global_cleanup();
 out:
 	free_config(&cf);
 	return rc;
