@@ -3,9 +3,11 @@
  * `sbx-conform --profile host-gate` can check another host implementation
  * against the same decision tables.
  *
- * Built with MUT_HOST_CAP_GE it becomes the mutant host that checks the
- * timeout cap with `>=` (refusing a timeout equal to the cap), which the
- * host-gate profile must catch. Never executes any code it is given. */
+ * `--quirk host-cap-ge` makes it the mutant host that checks the timeout cap
+ * with `>=` (refusing a timeout equal to the cap), which the host-gate
+ * profile must catch. Never executes any code it is given. */
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,8 +29,7 @@ static cJSON *answer(const cJSON *req, const char *op, sbxd_error *err)
 	return res;
 }
 
-#ifdef MUT_HOST_CAP_GE
-/* The bug: a timeout equal to the cap is refused as if it exceeded it. */
+/* The host-cap-ge quirk's bug: a timeout equal to the cap is refused as if it exceeded it. */
 static void cap_ge(const cJSON *req, cJSON *res)
 {
 	const cJSON *caps = cJSON_GetObjectItemCaseSensitive(req, "capabilities");
@@ -46,16 +47,14 @@ static void cap_ge(const cJSON *req, cJSON *res)
 	cJSON_ReplaceItemInObjectCaseSensitive(res, "rule", cJSON_CreateString("timeout_cap"));
 	cJSON_ReplaceItemInObjectCaseSensitive(res, "error_type", cJSON_CreateString("SandboxUnavailableError"));
 }
-#endif
 
 static cJSON *host_gate(void *be, const cJSON *req, sbxd_error *err)
 {
+	const bool *quirk_cap_ge = be;
 	cJSON *res = answer(req, "gate", err);
 
-#ifdef MUT_HOST_CAP_GE
-	if (res != NULL)
+	if (res != NULL && *quirk_cap_ge)
 		cap_ge(req, res);
-#endif
 	return res;
 }
 
@@ -64,18 +63,22 @@ static cJSON *host_plugins(void *be, const cJSON *req, sbxd_error *err)
 	return answer(req, "load_plugins", err);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
-	static const sbxd_vtable vt = {
+	static sbxd_vtable vt = {
 		.name = "langflow-host",
-#ifdef MUT_HOST_CAP_GE
-		.driver = "sbx-ref-host 0.1.0 (mutant host-cap-ge)",
-#else
 		.driver = "sbx-ref-host 0.1.0",
-#endif
 		.gate = host_gate,
 		.load_plugins = host_plugins,
 	};
+	bool quirk_cap_ge = false;
 
-	return sbxd_serve(&vt, NULL, stdin, stdout);
+	if (argc == 3 && strcmp(argv[1], "--quirk") == 0 && strcmp(argv[2], "host-cap-ge") == 0) {
+		quirk_cap_ge = true;
+		vt.driver = "sbx-ref-host 0.1.0 (mutant host-cap-ge)";
+	} else if (argc != 1) {
+		fputs("usage: sbx-ref-host [--quirk host-cap-ge]\n", stderr);
+		return 2;
+	}
+	return sbxd_serve(&vt, &quirk_cap_ge, stdin, stdout);
 }

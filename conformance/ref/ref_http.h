@@ -1,8 +1,7 @@
-/* ref_http: the reference backend's control-plane client (libcurl).
- *
- * One CURLSH share (connections, DNS) guarded by a mutex, recreated by
- * ref_http_reset_after_fork so a forked child never touches the parent's
- * sockets or locks. Every call maps the answer to the CreateOS integration's
+/* ref_http: the reference backend's control-plane client, on libsbx's HTTP
+ * client (threaded: one locked pool of connections and DNS answers, a fresh
+ * connection for POST/PATCH), recreated by ref_http_reset_after_fork so a
+ * forked child never touches the parent's sockets or locks. Every call maps the answer to the CreateOS integration's
  * error classes: transport failure, 429 and 5xx -> SandboxExecutionError,
  * any other non-success -> SandboxUnavailableError. Never retries. */
 #ifndef REF_HTTP_H
@@ -26,8 +25,8 @@ void ref_http_set_timeout_ms(ref_http *h, long ms);
 
 typedef struct ref_resp {
 	long status;      /* 0 when the transport failed */
-	int curl_code;    /* CURLE_OK when an answer came */
-	char curl_msg[256];
+	int curl_code;    /* 0 (CURLE_OK) when an answer came */
+	char curl_msg[256]; /* libcurl's words when it did not */
 	sbx_strbuf body;
 } ref_resp;
 

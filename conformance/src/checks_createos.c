@@ -9,13 +9,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "conform.h"
+#include "checks.h"
 #include "sbx/driver.h"
-
-static const char *s0(const char *s)
-{
-	return s != NULL ? s : "";
-}
 
 static bool name_like(const char *name, const char *re)
 {
@@ -71,7 +66,7 @@ static void egress_case(struct cf_case *c, const char *net, const char *const *w
 	cf_driver_stop(d);
 }
 
-static void cos_001(struct cf_case *c)
+void ck_cos_001(struct cf_case *c)
 {
 	static const char *const off[] = {"240.0.0.0/4"};
 	static const char *const on[] = {"*"};
@@ -80,7 +75,7 @@ static void cos_001(struct cf_case *c)
 	egress_case(c, "true", on, 1);
 }
 
-static void cos_002(struct cf_case *c)
+void ck_cos_002(struct cf_case *c)
 {
 	static const char *const env[] = {"LANGFLOW_SANDBOX_ALLOWED_DOMAINS=pypi.org",
 					  "LANGFLOW_SANDBOX_ALLOW_NETWORK=true", NULL};
@@ -103,7 +98,7 @@ static void cos_002(struct cf_case *c)
 	cJSON_Delete(res);
 }
 
-static void cos_003(struct cf_case *c)
+void ck_cos_003(struct cf_case *c)
 {
 	static const struct {
 		const char *value; /* NULL = unset */
@@ -146,7 +141,7 @@ static void cos_003(struct cf_case *c)
 	}
 }
 
-static void cos_004(struct cf_case *c)
+void ck_cos_004(struct cf_case *c)
 {
 	cJSON *rule = cJSON_Parse("{\"name\":\"CREATEOS-004 503 once\",\"match\":{\"method\":\"POST\","
 				  "\"path\":\"/v1/sandboxes\"},\"fire\":{\"times\":1},"
@@ -172,7 +167,7 @@ static void cos_004(struct cf_case *c)
 	cJSON_Delete(res);
 }
 
-static void cos_005(struct cf_case *c)
+void ck_cos_005(struct cf_case *c)
 {
 	cJSON *body = cJSON_CreateObject();
 	cJSON *t, *hold;
@@ -236,7 +231,7 @@ static void expected_shape(struct cf_case *c, long need, char *out, size_t cap)
 		if (out[0] == '\0' || m < best || (m == best && v < bcpu)) {
 			best = m;
 			bcpu = v;
-			snprintf(out, cap, "%s", s0(cf_str(sh, "id")));
+			snprintf(out, cap, "%s", cf_s0(cf_str(sh, "id")));
 		}
 	}
 	cJSON_Delete(d);
@@ -301,9 +296,9 @@ static void shape_case(struct cf_case *c, const char *timeout, const char *memor
 		if (cf_num(sb, "auto_pause_after_seconds", -1) != (double)pause)
 			cf_fail(c, "timeout %s: auto_pause_after_seconds %g, expected max(60, %ld+120) = %ld", timeout,
 				cf_num(sb, "auto_pause_after_seconds", -1), t, pause);
-		if (strcmp(s0(cf_str(sb, "shape")), want) != 0)
+		if (strcmp(cf_s0(cf_str(sb, "shape")), want) != 0)
 			cf_fail(c, "memory %s: shape %s, expected %s (smallest with >= %ld MiB)", memory ? memory : "default",
-				s0(cf_str(sb, "shape")), want, need);
+				cf_s0(cf_str(sb, "shape")), want, need);
 	}
 	cJSON_Delete(sbs);
 out:
@@ -311,7 +306,7 @@ out:
 	cf_driver_stop(d);
 }
 
-static void cos_006(struct cf_case *c)
+void ck_cos_006(struct cf_case *c)
 {
 	shape_case(c, "5", NULL, NULL, 4096, false);
 	shape_case(c, "1", "6000", NULL, 6000, false);
@@ -319,7 +314,7 @@ static void cos_006(struct cf_case *c)
 	shape_case(c, "2", NULL, "s-1vcpu-1gb", 4096, true);
 }
 
-static void cos_007(struct cf_case *c)
+void ck_cos_007(struct cf_case *c)
 {
 	struct cf_driver *d = cf_start(c, NULL);
 	cJSON *j;
@@ -370,7 +365,7 @@ static cJSON *comp(struct cf_case *c, struct cf_driver *d, const char *mode, con
 	return res;
 }
 
-static void comp_001(struct cf_case *c)
+void ck_comp_001(struct cf_case *c)
 {
 	static const struct {
 		const char *mode, *code, *want;
@@ -393,9 +388,9 @@ static void comp_001(struct cf_case *c)
 			if (!cf_driver_broken(d))
 				cf_fail(c, "%s run %zu raised %s: %s", runs[i].mode, i, et, em);
 		} else {
-			if (strcmp(s0(cf_str(res, "stdout")), runs[i].want) != 0 || cf_num(res, "exit_code", -99) != runs[i].exit)
+			if (strcmp(cf_s0(cf_str(res, "stdout")), runs[i].want) != 0 || cf_num(res, "exit_code", -99) != runs[i].exit)
 				cf_fail(c, "%s run %zu: stdout \"%.60s\" exit %g, expected \"%s\" exit %d", runs[i].mode, i,
-					s0(cf_str(res, "stdout")), cf_num(res, "exit_code", -99), runs[i].want, runs[i].exit);
+					cf_s0(cf_str(res, "stdout")), cf_num(res, "exit_code", -99), runs[i].want, runs[i].exit);
 		}
 		cJSON_Delete(res);
 		if (cf_live_count(c, runs[i].mode) > 0)
@@ -405,10 +400,10 @@ static void comp_001(struct cf_case *c)
 
 static const char *guest_of(const cJSON *res)
 {
-	return s0(cf_str(res, "guest_name"));
+	return cf_s0(cf_str(res, "guest_name"));
 }
 
-static void comp_002(struct cf_case *c)
+void ck_comp_002(struct cf_case *c)
 {
 	struct cf_driver *d;
 	const char *et, *em;
@@ -428,8 +423,8 @@ static void comp_002(struct cf_case *c)
 		cf_fail(c, "reuse guest name \"%s\" is not lf-c- + 17 hex", guest_of(r1));
 	if (strcmp(guest_of(r1), guest_of(r2)) != 0)
 		cf_fail(c, "two runs of the same flow and component used guests %s and %s", guest_of(r1), guest_of(r2));
-	if (strcmp(s0(cf_str(r2, "stdout")), "two\n") != 0)
-		cf_fail(c, "second reuse run printed \"%.60s\"", s0(cf_str(r2, "stdout")));
+	if (strcmp(cf_s0(cf_str(r2, "stdout")), "two\n") != 0)
+		cf_fail(c, "second reuse run printed \"%.60s\"", cf_s0(cf_str(r2, "stdout")));
 	r3 = comp(c, d, "python", "print('three')\n", "flow", "flow-A", "comp-B", false, false, &et, &em);
 	if (r3 == NULL)
 		cf_fail(c, "a run of another component raised %s: %s", et, em);
@@ -464,7 +459,7 @@ static bool wait_status(struct cf_case *c, const char *id, const char *want)
 	while (cf_now_ms() < until) {
 		sbx_err err = {{0}};
 		cJSON *v = cf_api(c, "GET", path, NULL, NULL, &err);
-		bool ok = v != NULL && strcmp(s0(cf_str(v, "status")), want) == 0;
+		bool ok = v != NULL && strcmp(cf_s0(cf_str(v, "status")), want) == 0;
 		struct timespec ts = {0, 50000000};
 
 		cJSON_Delete(v);
@@ -475,7 +470,7 @@ static bool wait_status(struct cf_case *c, const char *id, const char *want)
 	return false;
 }
 
-static void comp_003(struct cf_case *c)
+void ck_comp_003(struct cf_case *c)
 {
 	struct cf_driver *d;
 	const char *et, *em;
@@ -510,8 +505,8 @@ static void comp_003(struct cf_case *c)
 		cf_fail(c, "the run on a paused reuse guest raised %s: %s (not resumed?)", et, em);
 		goto out;
 	}
-	if (strcmp(s0(cf_str(r2, "stdout")), "after pause\n") != 0)
-		cf_fail(c, "the run on the resumed guest printed \"%.60s\"", s0(cf_str(r2, "stdout")));
+	if (strcmp(cf_s0(cf_str(r2, "stdout")), "after pause\n") != 0)
+		cf_fail(c, "the run on the resumed guest printed \"%.60s\"", cf_s0(cf_str(r2, "stdout")));
 	if (strcmp(guest_of(r2), guest_of(r1)) != 0)
 		cf_fail(c, "a new guest %s was used instead of resuming %s", guest_of(r2), guest_of(r1));
 	j = cf_journal(c);
@@ -527,7 +522,7 @@ out:
 	cJSON_Delete(r2);
 }
 
-static void comp_004(struct cf_case *c)
+void ck_comp_004(struct cf_case *c)
 {
 	struct cf_driver *d;
 	const char *et, *em;
@@ -591,12 +586,12 @@ static const cJSON *file_named(const cJSON *files, const char *path)
 	const cJSON *f;
 
 	cJSON_ArrayForEach(f, files)
-		if (strcmp(s0(cf_str(f, "path")), path) == 0)
+		if (strcmp(cf_s0(cf_str(f, "path")), path) == 0)
 			return f;
 	return NULL;
 }
 
-static void comp_005(struct cf_case *c)
+void ck_comp_005(struct cf_case *c)
 {
 	static const char code[] =
 		"import os\n"
@@ -626,9 +621,9 @@ static void comp_005(struct cf_case *c)
 	files = cJSON_GetObjectItemCaseSensitive(res, "files");
 	fa = file_named(files, "artifacts/a.txt");
 	fb = file_named(files, "artifacts/sub/b.bin");
-	if (fa == NULL || cf_num(fa, "size", -1) != 16 || strcmp(s0(cf_str(fa, "sha256")), ha) != 0)
+	if (fa == NULL || cf_num(fa, "size", -1) != 16 || strcmp(cf_s0(cf_str(fa, "sha256")), ha) != 0)
 		cf_fail(c, "artifacts/a.txt missing or wrong (expected 16 bytes, sha256 %s)", ha);
-	if (fb == NULL || cf_num(fb, "size", -1) != 1024 || strcmp(s0(cf_str(fb, "sha256")), hb) != 0)
+	if (fb == NULL || cf_num(fb, "size", -1) != 1024 || strcmp(cf_s0(cf_str(fb, "sha256")), hb) != 0)
 		cf_fail(c, "artifacts/sub/b.bin missing or wrong (expected 1024 bytes, sha256 %s)", hb);
 	if (cJSON_GetArraySize(files) != 2)
 		cf_fail(c, "%d files returned, expected 2", cJSON_GetArraySize(files));
@@ -637,7 +632,7 @@ static void comp_005(struct cf_case *c)
 		cf_fail(c, "the Return Files run's guest was not deleted");
 }
 
-static void comp_006(struct cf_case *c)
+void ck_comp_006(struct cf_case *c)
 {
 	static const char many[] =
 		"import os\nos.makedirs('artifacts', exist_ok=True)\n"
@@ -686,7 +681,7 @@ static cJSON *exec_run(struct cf_driver *d, const char *code, const char **et, c
 	return res;
 }
 
-static void exec_001(struct cf_case *c)
+void ck_exec_001(struct cf_case *c)
 {
 	struct cf_driver *d;
 	const char *et, *em;
@@ -700,8 +695,8 @@ static void exec_001(struct cf_case *c)
 		cf_fail(c, "executor run raised %s: %s", et, em);
 		return;
 	}
-	if (strcmp(s0(cf_str(res, "stdout")), "flow ran\n") != 0)
-		cf_fail(c, "executor stdout \"%.60s\"", s0(cf_str(res, "stdout")));
+	if (strcmp(cf_s0(cf_str(res, "stdout")), "flow ran\n") != 0)
+		cf_fail(c, "executor stdout \"%.60s\"", cf_s0(cf_str(res, "stdout")));
 	if (!name_like(guest_of(res), "^lf-x-[0-9a-f]+$"))
 		cf_fail(c, "executor guest name \"%s\" is not lf-x-<hex>", guest_of(res));
 	sbs = cf_sandboxes(c);
@@ -714,7 +709,7 @@ static void exec_001(struct cf_case *c)
 	cJSON_Delete(res);
 }
 
-static void exec_002(struct cf_case *c)
+void ck_exec_002(struct cf_case *c)
 {
 	cJSON *rule;
 	struct cf_driver *d;
@@ -742,7 +737,7 @@ static void exec_002(struct cf_case *c)
 		cf_fail(c, "after an infrastructure fault the executor guest was not deleted");
 }
 
-static void exec_003(struct cf_case *c)
+void ck_exec_003(struct cf_case *c)
 {
 	struct cf_driver *d;
 	const char *et, *em;
@@ -778,23 +773,3 @@ out:
 	cJSON_Delete(sbs);
 	cJSON_Delete(res);
 }
-
-const struct cf_check cf_checks_createos[] = {
-	{"CREATEOS-001", "createos-backend", "CREATEOS", "network off sends [\"240.0.0.0/4\"]; on sends [\"*\"]", CK_ADMIN, false, cos_001},
-	{"CREATEOS-002", "createos-backend", "CREATEOS", "allowed domains refused with no create", CK_ADMIN, false, cos_002},
-	{"CREATEOS-003", "createos-backend", "CREATEOS", "network off without the accept variable refused; with it, runs", CK_ADMIN, false, cos_003},
-	{"CREATEOS-004", "createos-backend", "CREATEOS", "no retries: one 503 on create = one attempt and a failed run", CK_FAULTS, false, cos_004},
-	{"CREATEOS-005", "createos-backend", "CREATEOS", "over the account cap fails at once", CK_ADMIN, false, cos_005},
-	{"CREATEOS-006", "createos-backend", "CREATEOS", "auto_pause_after_seconds = max(60, timeout+120); shape per the memory rule", CK_ADMIN, false, cos_006},
-	{"CREATEOS-007", "createos-backend", "CREATEOS", "whoami preflight once per process", CK_ADMIN, false, cos_007},
-	{"COMP-001", "createos-component", "COMP", "Guest Reuse off deletes the guest after every run (python, shell, failing)", CK_ADMIN, false, comp_001},
-	{"COMP-002", "createos-component", "COMP", "Guest Reuse flow reuses one lf-c- guest per flow and component", CK_ADMIN, false, comp_002},
-	{"COMP-003", "createos-component", "COMP", "a paused reuse guest is resumed", CK_ADMIN, false, comp_003},
-	{"COMP-004", "createos-component", "COMP", "a reuse guest whose egress drifted is refused, never deleted", CK_ADMIN, false, comp_004},
-	{"COMP-005", "createos-component", "COMP", "Return Files brings back /workspace/artifacts byte-exact", CK_ADMIN, false, comp_005},
-	{"COMP-006", "createos-component", "COMP", "Return Files capped at 256 files and 5 MiB", CK_ADMIN, false, comp_006},
-	{"EXEC-001", "createos-executor", "EXEC", "the flow runs in an lf-x- guest that is deleted afterwards", CK_ADMIN, false, exec_001},
-	{"EXEC-002", "createos-executor", "EXEC", "the executor guest is deleted in a finally (failing flow, fault)", CK_FAULTS, false, exec_002},
-	{"EXEC-003", "createos-executor", "EXEC", "executor egress is open unless configured", CK_ADMIN, false, exec_003},
-};
-const size_t cf_checks_createos_count = sizeof(cf_checks_createos) / sizeof(cf_checks_createos[0]);

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "conform.h"
+#include "checks.h"
 
 static cJSON *load_table(struct cf_case *c, const char *file)
 {
@@ -125,30 +125,22 @@ out:
 	cJSON_Delete(table);
 }
 
-static void gate_001(struct cf_case *c)
+void ck_gate_001(struct cf_case *c)
 {
 	replay(c, "gate_rules.json", "gate", ROWS_NOT_BLANK);
 }
 
-static void gate_002(struct cf_case *c)
+void ck_gate_002(struct cf_case *c)
 {
 	replay(c, "gate_rules.json", "gate", ROWS_BLANK);
 }
 
-static void gate_003(struct cf_case *c)
+void ck_gate_003(struct cf_case *c)
 {
 	replay(c, "settings.json", "gate", ROWS_ALL);
 }
 
-static void gate_004(struct cf_case *c)
+void ck_gate_004(struct cf_case *c)
 {
 	replay(c, "plugins.json", "load_plugins", ROWS_ALL);
 }
-
-const struct cf_check cf_checks_gate[] = {
-	{"GATE-001", "host-gate", "GATE", "the four gate rules in order, with their messages", 0, false, gate_001},
-	{"GATE-002", "host-gate", "GATE", "blank code returns an empty success before the gate", 0, false, gate_002},
-	{"GATE-003", "host-gate", "GATE", "settings parsing and ranges", 0, false, gate_003},
-	{"GATE-004", "host-gate", "GATE", "plugin allow-list, duplicate names, built-in and reserved names", 0, false, gate_004},
-};
-const size_t cf_checks_gate_count = sizeof(cf_checks_gate) / sizeof(cf_checks_gate[0]);

@@ -1,6 +1,8 @@
 /* sbx-conform internals: the runner's configuration, the per-case context the
- * checks work with, and the helpers they call (driver process, mock admin
- * API, control plane, verdicts).
+ * checks work with, the profile table, and the helpers checks call (verdicts
+ * in verdict.c, the driver process in runner_driver.c, the mock's admin API
+ * and the control plane in control_plane.c, small helpers in util.c,
+ * shared check helpers in checks_common.c).
  *
  * A check never talks to another case's tenant, never leaves a process or a
  * guest behind (the case teardown destroys what the tenant still holds), and
@@ -19,6 +21,7 @@
 #include <cjson/cJSON.h>
 
 #include "sbx/err.h"
+#include "sbx/http.h"
 #include "sbx/strbuf.h"
 
 #ifndef SBX_CONFORM_VERSION
@@ -55,6 +58,7 @@ struct cf_config {
 	char url[512];
 	char admin_token[256];
 	char real_key[256];       /* --api-url: the key from the environment */
+	sbx_http_client *http;    /* cf_control_plane_open .. _close */
 	/* run state */
 	char tmpdir[256];         /* owned scratch dir (trip-wires, stderr logs) */
 	char driver_name[128];
@@ -62,6 +66,7 @@ struct cf_config {
 	cJSON *capabilities;      /* from the first case's driver (owned) */
 	char **surfaces;
 	size_t surface_count;
+	bool bundled_backend;     /* no --backend-cmd: the bundled reference runs */
 	pthread_mutex_t lock;     /* guards the counters below and progress output */
 	unsigned next_tenant;
 	unsigned done;
@@ -74,6 +79,7 @@ struct cf_check;
 struct cf_case {
 	struct cf_config *cf;
 	const struct cf_check *def;
+	const char *profile;      /* the profile the check runs under */
 	char key[64];             /* fresh API key = fresh mock tenant */
 	char trip[400];           /* trip-wire path (host side) */
 	char verdict[8];          /* pass, fail, skip, error */
@@ -96,7 +102,6 @@ struct cf_case {
 
 struct cf_check {
 	const char *id;
-	const char *profile;
 	const char *area;
 	const char *title;
 	unsigned flags;
@@ -104,17 +109,27 @@ struct cf_check {
 	void (*fn)(struct cf_case *c);
 };
 
-/* The catalogue (checks.c and friends). */
-extern const struct cf_check cf_checks_backend[];
-extern const size_t cf_checks_backend_count;
-extern const struct cf_check cf_checks_createos[];
-extern const size_t cf_checks_createos_count;
-extern const struct cf_check cf_checks_gate[];
-extern const size_t cf_checks_gate_count;
-/* All checks in catalogue order; returns the count. */
-size_t cf_all_checks(const struct cf_check **out, size_t cap);
+/* The catalogue (profiles.c): one row per profile, in catalogue order. */
+struct cf_profile {
+	const char *name;
+	const struct cf_check *checks; /* ends with a row whose id is NULL */
+	/* true when a run without --profile selects this profile (called after
+	 * the probe, so the driver's name and surfaces are known) */
+	bool (*default_on)(const struct cf_config *cf);
+};
+extern const struct cf_profile cf_profiles[]; /* ends with a row whose name is NULL */
+const struct cf_profile *cf_profile_find(const char *name);
 
-/* ---- verdicts ---- */
+/* One selected check and the profile it runs under. */
+struct cf_pick {
+	const struct cf_check *check;
+	const char *profile;
+};
+/* The selected checks (profiles, filters, then the shard: round robin over
+ * the selected list in catalogue order), in catalogue order; returns the count. */
+size_t cf_selection(const struct cf_config *cf, struct cf_pick *out, size_t cap);
+
+/* ---- verdicts (verdict.c) ---- */
 void cf_fail(struct cf_case *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void cf_skip(struct cf_case *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void cf_error(struct cf_case *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -122,7 +137,7 @@ void cf_detail(struct cf_case *c, const char *fmt, ...) __attribute__((format(pr
 bool cf_failed(const struct cf_case *c); /* verdict is no longer pass */
 void cf_allow_leftover(struct cf_case *c, const char *id_or_prefix);
 
-/* ---- the driver process ---- */
+/* ---- the driver process (runner_driver.c) ---- */
 struct cf_driver;
 /* Environment overrides: NULL-terminated "NAME=value" or "NAME" (= unset)
  * entries applied over the case's default environment. */
@@ -148,7 +163,10 @@ pid_t cf_driver_pid(const struct cf_driver *d);
 /* Frees a driver after cf_driver_stop (the case teardown does this). */
 void cf_driver_free(struct cf_driver *d);
 
-/* ---- the mock's admin API and the control plane ---- */
+/* ---- the mock's admin API and the control plane (control_plane.c) ---- */
+/* The HTTP client of every call below (cf->url must be set): 0 or -1. */
+int cf_control_plane_open(struct cf_config *cf, sbx_err *err);
+void cf_control_plane_close(struct cf_config *cf);
 /* Admin call: returns `data` (caller frees) or NULL with *err set. */
 cJSON *cf_admin(struct cf_config *cf, const char *method, const char *path, const cJSON *body,
 		sbx_err *err);
@@ -160,6 +178,8 @@ cJSON *cf_api(struct cf_case *c, const char *method, const char *path, const cJS
 int cf_fault(struct cf_case *c, cJSON *rule);
 /* The tenant's journal entries (caller frees), NULL on error. */
 cJSON *cf_journal(struct cf_case *c);
+/* True when the check allowed this sandbox view to stay (cf_allow_leftover). */
+bool cf_leftover_allowed(const struct cf_case *c, const cJSON *sb);
 /* Count journal entries of method + path pattern ({id} = one segment, a
  * trailing * = any rest) with status in [lo, hi] (0,999 = any). */
 int cf_journal_count(const cJSON *entries, const char *method, const char *pattern, int lo, int hi);
@@ -173,7 +193,7 @@ int cf_egress_allowed(struct cf_case *c, const char *sandbox_id, const char *des
 /* Remembers the journal as evidence (takes ownership). */
 void cf_keep_journal(struct cf_case *c, cJSON *entries);
 
-/* ---- small helpers for checks ---- */
+/* ---- small helpers (util.c) ---- */
 const char *cf_str(const cJSON *o, const char *k);
 double cf_num(const cJSON *o, const char *k, double dflt);
 double cf_now_ms(void);
@@ -181,16 +201,12 @@ void cf_random_token(struct cf_case *c, char *out, size_t cap); /* "tok-<hex>" *
 bool cf_surface(const struct cf_config *cf, const char *surface);
 bool cf_cap_bool(const struct cf_config *cf, const char *k);
 const char *cf_cap_str(const struct cf_config *cf, const char *k);
+bool cf_glob(const char *pat, const char *s);
 
-/* ---- running ---- */
+/* ---- running (runner.c) ---- */
 /* Runs the selected checks; fills the report (caller frees). Returns 0, or
  * -1 on a harness error with *err set. */
 int cf_run_all(struct cf_config *cf, cJSON **report, sbx_err *err);
-bool cf_selected(const struct cf_config *cf, const struct cf_check *k, size_t ordinal);
-/* The selected checks (profiles, filters, then the shard: round robin over
- * the selected list in catalogue order), in catalogue order; returns the count. */
-size_t cf_selection(const struct cf_config *cf, const struct cf_check **out, size_t cap);
-bool cf_glob(const char *pat, const char *s);
 
 /* ---- shared by the check files (checks_common.c) ---- */
 /* Starts a driver and says hello (protocol 1); NULL when that failed. */
@@ -205,8 +221,5 @@ const cJSON *cf_find_sandbox(const cJSON *sbs, const char *name);
 void cf_canary_code(const struct cf_case *c, const char *canary, char *out, size_t cap);
 bool cf_json_str_array_is(const cJSON *arr, const char *const *want, size_t n);
 #define CF_RUN_T 60.0 /* default seconds to wait for a run answer (scaled) */
-
-/* Minimal human summary (until the reporters land). */
-void cf_print_summary(const cJSON *report, FILE *out, bool color);
 
 #endif

@@ -17,8 +17,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <curl/curl.h>
-
 #include "conform.h"
 #include "report.h"
 #ifdef SBX_HAVE_MOCK
@@ -34,9 +32,6 @@
 #ifndef SBX_CONFORM_INSTALL_LIBEXEC
 #define SBX_CONFORM_INSTALL_LIBEXEC "/usr/local/libexec/sbx-harness"
 #endif
-
-static const char *const ALL_PROFILES[] = {"langflow-backend", "createos-backend", "createos-component",
-					   "createos-executor", "host-gate"};
 
 static void usage(FILE *f)
 {
@@ -135,16 +130,6 @@ static bool parse_shard(const char *s, unsigned *i, unsigned *n)
 	return true;
 }
 
-static bool known_profile(const char *p)
-{
-	size_t i;
-
-	for (i = 0; i < sizeof(ALL_PROFILES) / sizeof(ALL_PROFILES[0]); i++)
-		if (strcmp(ALL_PROFILES[i], p) == 0)
-			return true;
-	return false;
-}
-
 static void add_str(char ***arr, size_t *n, const char *s)
 {
 	*arr = realloc(*arr, (*n + 1) * sizeof(char *));
@@ -169,17 +154,17 @@ static bool only_host_gate(const struct cf_config *cf)
 /* hello + capabilities from one driver, outside any check. */
 static int probe(struct cf_config *cf, const char *profile, sbx_err *err)
 {
-	static struct cf_check def = {"PROBE", NULL, "PROBE", "probe", 0, false, NULL};
+	static const struct cf_check def = {"PROBE", "PROBE", "probe", 0, false, NULL};
 	struct cf_case c;
 	struct cf_driver *d;
 	const char *et, *em;
 	cJSON *res, *f;
 	const cJSON *s;
 
-	def.profile = profile;
 	memset(&c, 0, sizeof(c));
 	c.cf = cf;
 	c.def = &def;
+	c.profile = profile;
 	snprintf(c.key, sizeof(c.key), "cf-%lu-probe-%s", cf->seed, profile);
 	snprintf(c.verdict, sizeof(c.verdict), "pass");
 	sbx_strbuf_init(&c.reason);
@@ -226,7 +211,7 @@ out:
  * must not turn into a green CI run. */
 static bool selection_empty(const struct cf_config *cf)
 {
-	const struct cf_check *sel[512];
+	struct cf_pick sel[512];
 
 	if (cf_selection(cf, sel, 512) > 0)
 		return false;
@@ -237,12 +222,12 @@ static bool selection_empty(const struct cf_config *cf)
 
 static void list_checks(const struct cf_config *cf)
 {
-	const struct cf_check *sel[512];
+	struct cf_pick sel[512];
 	size_t n = cf_selection(cf, sel, 512), i;
 
 	for (i = 0; i < n; i++)
-		printf("%-13s %-19s %s%s\n", sel[i]->id, sel[i]->profile, sel[i]->advisory ? "(advisory) " : "",
-		       sel[i]->title);
+		printf("%-13s %-19s %s%s\n", sel[i].check->id, sel[i].profile,
+		       sel[i].check->advisory ? "(advisory) " : "", sel[i].check->title);
 }
 
 static int write_reports(const struct cf_config *cf, const cJSON *report)
@@ -292,6 +277,25 @@ static int bad_usage(const char *what, const char *arg)
 	return 2;
 }
 
+/* --python-backend M:F: the adapter runs the Python backend object. */
+static void python_backend(struct cf_config *cf, const char *factory)
+{
+	const char *dir = getenv("SBX_CONFORM_ADAPTERS") ? getenv("SBX_CONFORM_ADAPTERS")
+							 : SBX_CONFORM_ADAPTERS_DIR;
+	sbx_strbuf b = SBX_STRBUF_INIT;
+	char *q1, *q2;
+
+	sbx_strbuf_printf(&b, "%s/langflow_backend.py", dir);
+	q1 = shell_quote(sbx_strbuf_str(&b));
+	q2 = shell_quote(factory);
+	sbx_strbuf_reset(&b);
+	sbx_strbuf_printf(&b, "python3 %s %s", q1, q2);
+	free(q1);
+	free(q2);
+	free(cf->backend_cmd);
+	cf->backend_cmd = sbx_strbuf_detach(&b, NULL);
+}
+
 /* Parses argv into cf; returns -1 to continue, else an exit code. */
 static int parse_args(struct cf_config *cf, int argc, char **argv, const char **mock_url, const char **api_url)
 {
@@ -308,30 +312,16 @@ static int parse_args(struct cf_config *cf, int argc, char **argv, const char **
 			free(cf->backend_cmd); /* the last --backend-cmd wins */
 			cf->backend_cmd = strdup(optarg);
 			break;
-		case O_PYTHON: {
-			const char *dir = getenv("SBX_CONFORM_ADAPTERS") ? getenv("SBX_CONFORM_ADAPTERS")
-									 : SBX_CONFORM_ADAPTERS_DIR;
-			sbx_strbuf b = SBX_STRBUF_INIT;
-			char *q1, *q2;
-
+		case O_PYTHON:
 			if (strchr(optarg, ':') == NULL)
 				return bad_usage("--python-backend wants module:factory, got", optarg);
-			sbx_strbuf_printf(&b, "%s/langflow_backend.py", dir);
-			q1 = shell_quote(sbx_strbuf_str(&b));
-			q2 = shell_quote(optarg);
-			sbx_strbuf_reset(&b);
-			sbx_strbuf_printf(&b, "python3 %s %s", q1, q2);
-			free(q1);
-			free(q2);
-			free(cf->backend_cmd);
-			cf->backend_cmd = sbx_strbuf_detach(&b, NULL);
+			python_backend(cf, optarg);
 			break;
-		}
 		case O_HOST:
 			cf->host_cmd = strdup(optarg);
 			break;
 		case O_PROFILE:
-			if (!known_profile(optarg))
+			if (cf_profile_find(optarg) == NULL)
 				return bad_usage("unknown profile (see --help):", optarg);
 			add_str(&cf->profiles, &cf->profile_count, optarg);
 			break;
@@ -398,19 +388,17 @@ static int parse_args(struct cf_config *cf, int argc, char **argv, const char **
 	return -1;
 }
 
-static void default_profiles(struct cf_config *cf, bool bundled_backend)
+/* Without --profile: every profile whose default_on rule holds (all of them
+ * for --list). */
+static void default_profiles(struct cf_config *cf, bool all)
 {
+	const struct cf_profile *p;
+
 	if (cf->profile_count > 0)
 		return;
-	add_str(&cf->profiles, &cf->profile_count, "langflow-backend");
-	if (bundled_backend || strcmp(cf->driver_name, "createos") == 0)
-		add_str(&cf->profiles, &cf->profile_count, "createos-backend");
-	if (bundled_backend || cf_surface(cf, "component"))
-		add_str(&cf->profiles, &cf->profile_count, "createos-component");
-	if (bundled_backend || cf_surface(cf, "executor"))
-		add_str(&cf->profiles, &cf->profile_count, "createos-executor");
-	if (cf->host_cmd != NULL)
-		add_str(&cf->profiles, &cf->profile_count, "host-gate");
+	for (p = cf_profiles; p->name != NULL; p++)
+		if (all || p->default_on(cf))
+			add_str(&cf->profiles, &cf->profile_count, p->name);
 }
 
 static void free_config(struct cf_config *cf)
@@ -439,17 +427,158 @@ static void rm_tmpdir(const char *dir)
 		rmdir(dir); /* cases unlink their own files */
 }
 
+/* The drivers: the bundled reference backend and host unless --backend-cmd
+ * was given (then --backend-cmd also serves host-gate). false when none. */
+static bool resolve_drivers(struct cf_config *cf)
+{
+	cf->bundled_backend = cf->backend_cmd == NULL;
+	if (cf->fixtures_dir == NULL)
+		cf->fixtures_dir = strdup(getenv("SBX_FIXTURES_DIR") ? getenv("SBX_FIXTURES_DIR") : SBX_CONFORM_FIXTURES_DIR);
+	if (cf->bundled_backend) {
+		cf->backend_cmd = bundled("sbx-ref-backend");
+		if (cf->host_cmd == NULL)
+			cf->host_cmd = bundled("sbx-ref-host");
+	} else if (cf->host_cmd == NULL && has_profile(cf, "host-gate")) {
+		cf->host_cmd = strdup(cf->backend_cmd);
+	}
+	if (cf->backend_cmd == NULL) {
+		fprintf(stderr, "sbx-conform: the bundled reference backend (sbx-ref-backend) was not found "
+			"next to this program or in %s; pass --backend-cmd\n", SBX_CONFORM_INSTALL_LIBEXEC);
+		return false;
+	}
+	return true;
+}
+
+/* --list: prints the selection; returns the exit code. */
+static int list_only(struct cf_config *cf)
+{
+	default_profiles(cf, true);
+	if (selection_empty(cf))
+		return 2;
+	list_checks(cf);
+	return 0;
+}
+
+static bool use_api_url(struct cf_config *cf, const char *api_url)
+{
+	const char *k = getenv("CREATEOS_SANDBOX_API_KEY");
+
+	if (k == NULL || *k == '\0')
+		k = getenv("CREATEOS_API_KEY");
+	if (k == NULL || *k == '\0') {
+		fprintf(stderr, "sbx-conform: --api-url needs CREATEOS_SANDBOX_API_KEY (or CREATEOS_API_KEY)\n");
+		return false;
+	}
+	cf->kind = CF_REAL;
+	snprintf(cf->url, sizeof(cf->url), "%s", api_url);
+	snprintf(cf->real_key, sizeof(cf->real_key), "%s", k);
+	return true;
+}
+
+static bool use_mock_url(struct cf_config *cf, const char *mock_url)
+{
+	cf->kind = CF_EXTERNAL_MOCK;
+	snprintf(cf->url, sizeof(cf->url), "%s", mock_url);
+	if (cf->admin_token[0] == '\0' && getenv("SBX_MOCK_ADMIN_TOKEN") != NULL)
+		snprintf(cf->admin_token, sizeof(cf->admin_token), "%s", getenv("SBX_MOCK_ADMIN_TOKEN"));
+	if (cf->admin_token[0] == '\0') {
+		fprintf(stderr, "sbx-conform: --mock-url needs --admin-token or SBX_MOCK_ADMIN_TOKEN\n");
+		return false;
+	}
+	return true;
+}
+
+/* The embedded mock on an ephemeral loopback port; *mock is stopped by the
+ * caller (sbx_mock_stop). */
+static bool start_embedded_mock(struct cf_config *cf, void **mock)
+{
+#ifdef SBX_HAVE_MOCK
+	sbx_err err = {{0}};
+	sbx_mock_config mc;
+	sbx_mock *m;
+
+	sbx_mock_config_init(&mc);
+	mc.quiet = true;
+	mc.host_rule_mode = SBX_HOST_RULES_OBSERVED;
+	mc.seed = cf->seed;
+	m = sbx_mock_start(&mc, &err);
+	if (m == NULL) {
+		fprintf(stderr, "sbx-conform: cannot start the embedded mock: %s\n", err.msg);
+		return false;
+	}
+	*mock = m;
+	cf->kind = CF_EMBEDDED_MOCK;
+	snprintf(cf->url, sizeof(cf->url), "%s", sbx_mock_url(m));
+	snprintf(cf->admin_token, sizeof(cf->admin_token), "%s", sbx_mock_admin_token(m));
+	return true;
+#else
+	(void)cf;
+	(void)mock;
+	fprintf(stderr, "sbx-conform: built without the embedded mock; pass --mock-url or --api-url\n");
+	return false;
+#endif
+}
+
+static void stop_embedded_mock(void *mock)
+{
+#ifdef SBX_HAVE_MOCK
+	sbx_mock_stop(mock);
+#else
+	(void)mock;
+#endif
+}
+
+/* 0 all passed, 1 a check or its cleanup failed, 2 an error verdict or a
+ * report that cannot be counted. */
+static int exit_code(const cJSON *report)
+{
+	struct sbx_report_totals t;
+	sbx_err err = {{0}};
+	const cJSON *k;
+
+	cJSON_ArrayForEach(k, cJSON_GetObjectItemCaseSensitive(report, "checks"))
+		if (strcmp(cf_str(k, "verdict"), "error") == 0)
+			return 2;
+	if (!sbx_report_count(report, &t, &err))
+		return 2;
+	return sbx_report_totals_ok(&t) ? 0 : 1;
+}
+
+/* Probes the drivers, settles the profiles, runs and reports; returns the
+ * exit code. */
+static int probe_and_run(struct cf_config *cf)
+{
+	sbx_err err = {{0}};
+	cJSON *report = NULL;
+	int rc = 2;
+
+	if (!only_host_gate(cf) && probe(cf, "langflow-backend", &err) != 0) {
+		fprintf(stderr, "sbx-conform: harness error: %s\n", err.msg);
+		return 2;
+	}
+	default_profiles(cf, false);
+	if (has_profile(cf, "host-gate") && cf->host_cmd != NULL && probe(cf, "host-gate", &err) != 0) {
+		fprintf(stderr, "sbx-conform: harness error (host driver): %s\n", err.msg);
+		return 2;
+	}
+	if (selection_empty(cf))
+		return 2;
+	if (cf_run_all(cf, &report, &err) != 0)
+		fprintf(stderr, "sbx-conform: harness error: %s\n", err.msg);
+	else if (write_reports(cf, report) == 0)
+		rc = exit_code(report);
+	cJSON_Delete(report);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	struct cf_config cf;
 	const char *mock_url = NULL, *api_url = NULL;
-	bool bundled_backend, bundled_host = false;
+	void *mock = NULL;
 	sbx_err err = {{0}};
-	cJSON *report = NULL;
+	bool connected;
 	int rc;
-#ifdef SBX_HAVE_MOCK
-	sbx_mock *mock = NULL;
-#endif
 
 	memset(&cf, 0, sizeof(cf));
 	pthread_mutex_init(&cf.lock, NULL);
@@ -461,126 +590,36 @@ int main(int argc, char **argv)
 	if (rc >= 0)
 		goto out;
 	rc = 2;
-	bundled_backend = cf.backend_cmd == NULL;
-	if (cf.fixtures_dir == NULL)
-		cf.fixtures_dir = strdup(getenv("SBX_FIXTURES_DIR") ? getenv("SBX_FIXTURES_DIR") : SBX_CONFORM_FIXTURES_DIR);
-	if (bundled_backend) {
-		cf.backend_cmd = bundled("sbx-ref-backend");
-		if (cf.host_cmd == NULL && (cf.host_cmd = bundled("sbx-ref-host")) != NULL)
-			bundled_host = true;
-	} else if (cf.host_cmd == NULL && has_profile(&cf, "host-gate")) {
-		cf.host_cmd = strdup(cf.backend_cmd);
-	}
-	if (cf.backend_cmd == NULL) {
-		fprintf(stderr, "sbx-conform: the bundled reference backend (sbx-ref-backend) was not found "
-			"next to this program or in %s; pass --backend-cmd\n", SBX_CONFORM_INSTALL_LIBEXEC);
+	if (!resolve_drivers(&cf))
 		goto out;
-	}
-	(void)bundled_host;
 	if (cf.list) {
-		if (cf.profile_count == 0) {
-			size_t i;
-
-			for (i = 0; i < sizeof(ALL_PROFILES) / sizeof(ALL_PROFILES[0]); i++)
-				add_str(&cf.profiles, &cf.profile_count, ALL_PROFILES[i]);
-		}
-		if (selection_empty(&cf))
-			goto out;
-		list_checks(&cf);
-		rc = 0;
+		rc = list_only(&cf);
 		goto out;
 	}
 	cf.progress = isatty(2) != 0;
 	cf.color = sbx_report_color_auto(2);
-	curl_global_init(CURL_GLOBAL_DEFAULT);
+	sbx_http_global_init();
 	snprintf(cf.tmpdir, sizeof(cf.tmpdir), "%s/sbx-conform-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
 	if (mkdtemp(cf.tmpdir) == NULL) {
 		fprintf(stderr, "sbx-conform: cannot create a scratch dir: %s\n", strerror(errno));
 		cf.tmpdir[0] = '\0';
-		goto out_curl;
+		goto out_http;
 	}
-	if (api_url != NULL) {
-		const char *k = getenv("CREATEOS_SANDBOX_API_KEY");
-
-		if (k == NULL || *k == '\0')
-			k = getenv("CREATEOS_API_KEY");
-		if (k == NULL || *k == '\0') {
-			fprintf(stderr, "sbx-conform: --api-url needs CREATEOS_SANDBOX_API_KEY (or CREATEOS_API_KEY)\n");
-			goto out_curl;
-		}
-		cf.kind = CF_REAL;
-		snprintf(cf.url, sizeof(cf.url), "%s", api_url);
-		snprintf(cf.real_key, sizeof(cf.real_key), "%s", k);
-	} else if (mock_url != NULL) {
-		cf.kind = CF_EXTERNAL_MOCK;
-		snprintf(cf.url, sizeof(cf.url), "%s", mock_url);
-		if (cf.admin_token[0] == '\0' && getenv("SBX_MOCK_ADMIN_TOKEN") != NULL)
-			snprintf(cf.admin_token, sizeof(cf.admin_token), "%s", getenv("SBX_MOCK_ADMIN_TOKEN"));
-		if (cf.admin_token[0] == '\0') {
-			fprintf(stderr, "sbx-conform: --mock-url needs --admin-token or SBX_MOCK_ADMIN_TOKEN\n");
-			goto out_curl;
-		}
-	} else {
-#ifdef SBX_HAVE_MOCK
-		sbx_mock_config mc;
-
-		sbx_mock_config_init(&mc);
-		mc.quiet = true;
-		mc.host_rule_mode = SBX_HOST_RULES_OBSERVED;
-		mc.seed = cf.seed;
-		mock = sbx_mock_start(&mc, &err);
-		if (mock == NULL) {
-			fprintf(stderr, "sbx-conform: cannot start the embedded mock: %s\n", err.msg);
-			goto out_curl;
-		}
-		cf.kind = CF_EMBEDDED_MOCK;
-		snprintf(cf.url, sizeof(cf.url), "%s", sbx_mock_url(mock));
-		snprintf(cf.admin_token, sizeof(cf.admin_token), "%s", sbx_mock_admin_token(mock));
-#else
-		fprintf(stderr, "sbx-conform: built without the embedded mock; pass --mock-url or --api-url\n");
-		goto out_curl;
-#endif
-	}
-	if (!only_host_gate(&cf) && probe(&cf, "langflow-backend", &err) != 0) {
-		fprintf(stderr, "sbx-conform: harness error: %s\n", err.msg);
-		goto out_mock;
-	}
-	default_profiles(&cf, bundled_backend);
-	if (has_profile(&cf, "host-gate") && cf.host_cmd != NULL && probe(&cf, "host-gate", &err) != 0) {
-		fprintf(stderr, "sbx-conform: harness error (host driver): %s\n", err.msg);
-		goto out_mock;
-	}
-	if (selection_empty(&cf))
-		goto out_mock;
-	if (cf_run_all(&cf, &report, &err) != 0) {
-		fprintf(stderr, "sbx-conform: harness error: %s\n", err.msg);
-		goto out_report;
-	}
-	rc = write_reports(&cf, report) == 0 ? 0 : 2;
-	if (rc == 0) {
-		struct sbx_report_totals t;
-		const cJSON *k;
-		bool errors = false;
-
-		cJSON_ArrayForEach(k, cJSON_GetObjectItemCaseSensitive(report, "checks"))
-			if (strcmp(cf_str(k, "verdict"), "error") == 0)
-				errors = true;
-		if (!sbx_report_count(report, &t, &err))
-			rc = 2;
-		else if (!sbx_report_totals_ok(&t))
-			rc = 1;
-		if (errors)
-			rc = 2;
-	}
-out_report:
-	cJSON_Delete(report);
-out_mock:
-#ifdef SBX_HAVE_MOCK
-	sbx_mock_stop(mock);
-#endif
-out_curl:
+	if (api_url != NULL)
+		connected = use_api_url(&cf, api_url);
+	else if (mock_url != NULL)
+		connected = use_mock_url(&cf, mock_url);
+	else
+		connected = start_embedded_mock(&cf, &mock);
+	if (connected && cf_control_plane_open(&cf, &err) != 0)
+		fprintf(stderr, "sbx-conform: %s\n", err.msg);
+	else if (connected)
+		rc = probe_and_run(&cf);
+	cf_control_plane_close(&cf);
+	stop_embedded_mock(mock);
+out_http:
 	rm_tmpdir(cf.tmpdir);
-	curl_global_cleanup();
+	sbx_http_global_cleanup();
 out:
 	free_config(&cf);
 	return rc;

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "conform.h"
+#include "sbx/sys.h"
 
 extern char **environ;
 
@@ -138,7 +139,7 @@ struct cf_driver *cf_driver_start(struct cf_case *c, const char *const *env)
 	}
 	envp = build_env(c, env);
 	sbx_strbuf_printf(&cmd, "exec %s",
-			  strcmp(c->def->profile, "host-gate") == 0 && c->cf->host_cmd != NULL
+			  strcmp(c->profile, "host-gate") == 0 && c->cf->host_cmd != NULL
 				  ? c->cf->host_cmd : c->cf->backend_cmd);
 	pid = fork();
 	if (pid == 0) {
@@ -227,21 +228,6 @@ static char *read_line(struct cf_driver *d, double deadline_ms, const char **why
 	}
 }
 
-static int write_all(int fd, const char *p, size_t n)
-{
-	while (n > 0) {
-		ssize_t w = write(fd, p, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 cJSON *cf_call(struct cf_driver *d, const char *op, const cJSON *fields, double timeout_s)
 {
 	cJSON *req = fields ? cJSON_Duplicate(fields, true) : cJSON_CreateObject();
@@ -259,7 +245,7 @@ cJSON *cf_call(struct cf_driver *d, const char *op, const cJSON *fields, double 
 	cJSON_AddStringToObject(req, "op", op);
 	text = cJSON_PrintUnformatted(req);
 	cJSON_Delete(req);
-	if (write_all(d->in_fd, text, strlen(text)) != 0 || write_all(d->in_fd, "\n", 1) != 0) {
+	if (sbx_write_all(d->in_fd, text, strlen(text)) != 0 || sbx_write_all(d->in_fd, "\n", 1) != 0) {
 		free(text);
 		d->broken = true;
 		cf_fail(d->c, "driver: cannot send `%s` (driver gone: %s)", op, strerror(errno));
@@ -383,7 +369,7 @@ void cf_driver_stop(struct cf_driver *d)
 	if (!d->broken) {
 		char line[] = "{\"id\":999999,\"op\":\"exit\"}\n";
 
-		(void)write_all(d->in_fd, line, strlen(line));
+		(void)sbx_write_all(d->in_fd, line, strlen(line));
 	}
 	close(d->in_fd);
 	deadline = cf_now_ms() + 2000;

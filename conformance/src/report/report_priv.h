@@ -1,7 +1,7 @@
 /* report_priv: what the report writers (report_*.c) share: a flat view of
- * one check, grouping by profile and area, and escaping for each output
- * syntax. Internal to the writers; never included outside
- * conformance/src/report*.c and their tests. */
+ * one check, grouping by profile and area (report_view.c), and escaping for
+ * each output syntax (report_escape.c). Internal to the library; never
+ * included outside conformance/src/report/ and its tests. */
 #ifndef SBX_CONFORM_REPORT_PRIV_H
 #define SBX_CONFORM_REPORT_PRIV_H
 
@@ -60,6 +60,7 @@ struct rp_view {
 	struct sbx_report_totals totals;
 };
 
+/* ---- report_view.c ---- */
 bool rp_view_init(struct rp_view *v, const cJSON *report, sbx_err *err);
 void rp_view_free(struct rp_view *v);
 
@@ -69,6 +70,7 @@ const char *rp_str_or_null(const cJSON *obj, const char *key);
 double rp_num(const cJSON *obj, const char *key, double dflt);
 const char *rp_verdict_name(enum rp_verdict v);
 
+/* ---- report_escape.c ---- */
 /* Decodes one UTF-8 sequence from s[0..n): returns its length (>= 1) and the
  * code point, or length 1 and U+FFFD for an invalid or overlong byte. */
 size_t rp_utf8_next(const unsigned char *s, size_t n, uint32_t *cp);

@@ -1,10 +1,10 @@
 # The report writers of sbx-conform (human, TAP, JUnit, JSON, HTML) as the
 # static library `sbxreport`, plus their tests. Included by
-# conformance/CMakeLists.txt: include(${CMAKE_CURRENT_SOURCE_DIR}/src/report.cmake).
+# conformance/CMakeLists.txt: include(${CMAKE_CURRENT_SOURCE_DIR}/src/report/report.cmake).
 # Also includable from any project that has already defined the `sbx` target,
 # the PkgConfig::CJSON/CMOCKA imported targets and sbx_add_test().
 set(SBX_REPORT_DIR ${CMAKE_CURRENT_LIST_DIR})
-get_filename_component(SBX_CONFORM_DIR ${SBX_REPORT_DIR} DIRECTORY)
+get_filename_component(SBX_CONFORM_DIR ${SBX_REPORT_DIR}/../.. ABSOLUTE)
 
 file(GLOB SBX_REPORT_SOURCES CONFIGURE_DEPENDS ${SBX_REPORT_DIR}/report*.c)
 add_library(sbxreport STATIC ${SBX_REPORT_SOURCES})

@@ -9,7 +9,8 @@
  * attributes whose values this file chooses, so a report cannot inject
  * markup or script. Filtering: the URL hash "#filter=fail" (pass, fail,
  * skip, error, cleanup, advisory, problems, all) hides the other rows and
- * opens the evidence of the rows shown when the filter selects problems. */
+ * opens the evidence of the rows shown when the filter selects problems.
+ * Never loads anything from outside the page. */
 #include "report.h"
 #include "report_priv.h"
 
