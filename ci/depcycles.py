@@ -194,6 +194,10 @@ def output_of(entry):
     return os.path.normpath(os.path.join(entry["directory"], out))
 
 
+class NotBuilt(Exception):
+    pass
+
+
 def load_units(build, srcdir, roots):
     """Link units from the build dir: [(name, [objects], {object: display name})]."""
     db = json.load(open(os.path.join(build, "compile_commands.json")))
@@ -238,7 +242,7 @@ def load_units(build, srcdir, roots):
                 unit_objs.update(targets[lib])
         missing = [o for o in unit_objs if not os.path.exists(o)]
         if missing:
-            raise SystemExit("depcycles: %s not built (e.g. %s); build first" % (name, missing[0]))
+            raise NotBuilt("depcycles: %s not built (e.g. %s); build first" % (name, missing[0]))
         units.append((name, sorted(unit_objs), unit_objs))
     return units
 
@@ -264,8 +268,12 @@ def main(argv):
             print("depcycles: no %s/compile_commands.json; configure and build first" % args.build,
                   file=sys.stderr)
             return 2
-        units = load_units(os.path.abspath(args.build), os.path.abspath(args.src),
-                           [r.strip() for r in args.roots.split(",") if r.strip()])
+        try:
+            units = load_units(os.path.abspath(args.build), os.path.abspath(args.src),
+                               [r.strip() for r in args.roots.split(",") if r.strip()])
+        except NotBuilt as e:
+            print(e, file=sys.stderr)
+            return 2
         if not units:
             print("depcycles: no production objects in %s" % args.build, file=sys.stderr)
             return 2
