@@ -289,8 +289,11 @@ static void check_ids(const cJSON *ids, int expect, unsigned first)
 	}
 }
 
-/* Removes every "id", "matched" and "fired" member from each listed rule
- * (the listing adds them; a client re-posting a listing drops them). */
+/* Removes every "id", "matched" and "fired" member from each listed rule.
+ * A listing can be posted back as it is (the listing replaces one posted
+ * copy of each with the engine's own values), but a rule posted with one of
+ * these keys twice keeps the other copy, so the two engines' listings are
+ * compared without them. */
 static void strip_counters(cJSON *listed)
 {
 	static const char *const keys[] = {"id", "matched", "fired"};

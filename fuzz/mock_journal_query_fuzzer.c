@@ -2,8 +2,10 @@
  * ring and its filters, against a plain reference list.
  *
  * The query-string parsing of GET /_mock/journal is a static function of
- * admin.c and not reachable without a daemon; this target drives what it
- * feeds: mock_journal_filter over a ring of fuzzer-chosen size and entries.
+ * the admin handlers (journal_filter in admin.c) and not reachable without a
+ * daemon; this target drives what it feeds: mock_journal_query and
+ * mock_journal_count with a mock_journal_filter, over a ring of
+ * fuzzer-chosen size and entries.
  * The input is a little program: the first byte sizes the ring (0..8, 0 =
  * disabled), then each step adds an entry, runs a query or clears, its
  * fields taken from small pools or from the input bytes (paths, patterns).

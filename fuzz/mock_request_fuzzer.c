@@ -14,16 +14,18 @@
  *   is a 409 NAME_TAKEN; dump -> restore -> dump is a fixed point;
  * - create refused: a 4xx status with a field and a message, and the model
  *   is unchanged (no sandbox added, tenant networks and their members as
- *   before; see KNOWN BUG below for the one exception left unchecked);
+ *   before), for every refusal: also when the networks list names a good
+ *   network before a bad item, since attach_networks (model.c) checks every
+ *   item before it adds a member (once a bug, fixed and checked here);
  * - mock_validate_envs / mock_validate_name agree with the rules above;
  * - disk/template/network creates accept only valid names; a disk view never
  *   shows credentials;
  * - restore of an arbitrary record never crashes, and a restored sandbox
- *   dumps to a record that restores to the same dump. Numbers outside
- *   +-2^31 (and negative vcpu/mem_mib/disk_mib) are replaced by 0 before
- *   restore: restore casts doubles to unsigned/int without a range check
- *   (undefined behaviour, reported separately), so the target keeps to the
- *   range where it is defined. */
+ *   dumps to a record that restores to the same dump. Records reach restore
+ *   as the fuzzer wrote them, numbers of any size and sign included: restore
+ *   clamps every number to its field's range before converting it (rn() in
+ *   model.c), so under UBSan this also checks that no conversion is
+ *   undefined. */
 #include <ctype.h>
 #include <math.h>
 #include <stdint.h>

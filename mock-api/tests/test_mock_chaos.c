@@ -15,57 +15,25 @@
 #include <string.h>
 #include <time.h>
 
-#include "mock_http.h"
-#include "sbx/mock.h"
-
-static sbx_mock *g_mock;
-static const char *U;
-static const char *TOK;
+#include "mock_fixture.h"
 
 static sbx_mock *start(const char *timing)
 {
 	sbx_mock_config cfg;
-	sbx_err err = {{0}};
-	sbx_mock *m;
 
-	sbx_mock_config_init(&cfg);
-	cfg.quiet = true;
+	mf_config_init(&cfg);
 	cfg.timing = timing;
-	m = sbx_mock_start(&cfg, &err);
-	if (m == NULL)
-		fprintf(stderr, "mock start: %s\n", err.msg);
-	return m;
+	return mf_start(&cfg);
 }
 
 static int group_setup(void **state)
 {
-	(void)state;
-	curl_global_init(CURL_GLOBAL_ALL);
-	g_mock = start("instant");
-	if (g_mock == NULL)
-		return -1;
-	U = sbx_mock_url(g_mock);
-	TOK = sbx_mock_admin_token(g_mock);
-	return 0;
-}
-
-static int group_teardown(void **state)
-{
-	(void)state;
-	sbx_mock_stop(g_mock);
-	curl_global_cleanup();
-	return 0;
-}
-
-static int reset(void **state)
-{
-	th_resp r;
+	sbx_mock_config cfg;
 
 	(void)state;
-	th_admin(U, TOK, "POST", "/_mock/reset", NULL, &r);
-	assert_int_equal(r.status, 200);
-	th_resp_free(&r);
-	return 0;
+	mf_config_init(&cfg);
+	cfg.timing = "instant";
+	return mf_setup(&cfg);
 }
 
 static void admin_ok(const char *url, const char *tok, const char *method, const char *path,
@@ -493,17 +461,17 @@ static void cp_restart_drops_connections_keeps_state(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup(dribble_sends_the_normal_answer_slowly, reset),
-		cmocka_unit_test_setup(exec_stream_cut_drops_after_n_frames, reset),
-		cmocka_unit_test_setup(exec_heartbeats_only_never_ends, reset),
-		cmocka_unit_test_setup(create_failed_ends_failed_and_frees_the_cap, reset),
-		cmocka_unit_test_setup(pause_error_ends_error_and_resume_recovers, reset),
-		cmocka_unit_test_setup(resume_polls_takes_n_polls, reset),
-		cmocka_unit_test_setup(destroy_stuck_stays_destroying_and_counts, reset),
-		cmocka_unit_test_setup(fire_after_and_times_combined, reset),
-		cmocka_unit_test_setup(host_dies_fails_sandboxes_and_resume_is_a_cold_start, reset),
-		cmocka_unit_test_setup(cp_restart_drops_connections_keeps_state, reset),
+		cmocka_unit_test_setup(dribble_sends_the_normal_answer_slowly, mf_reset),
+		cmocka_unit_test_setup(exec_stream_cut_drops_after_n_frames, mf_reset),
+		cmocka_unit_test_setup(exec_heartbeats_only_never_ends, mf_reset),
+		cmocka_unit_test_setup(create_failed_ends_failed_and_frees_the_cap, mf_reset),
+		cmocka_unit_test_setup(pause_error_ends_error_and_resume_recovers, mf_reset),
+		cmocka_unit_test_setup(resume_polls_takes_n_polls, mf_reset),
+		cmocka_unit_test_setup(destroy_stuck_stays_destroying_and_counts, mf_reset),
+		cmocka_unit_test_setup(fire_after_and_times_combined, mf_reset),
+		cmocka_unit_test_setup(host_dies_fails_sandboxes_and_resume_is_a_cold_start, mf_reset),
+		cmocka_unit_test_setup(cp_restart_drops_connections_keeps_state, mf_reset),
 	};
 
-	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+	return cmocka_run_group_tests(tests, group_setup, mf_group_teardown);
 }

@@ -10,57 +10,25 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mock_http.h"
-#include "sbx/mock.h"
-
-static sbx_mock *g_mock;
-static const char *U;
-static const char *TOK;
+#include "mock_fixture.h"
 
 static sbx_mock *start(uint64_t seed)
 {
 	sbx_mock_config cfg;
-	sbx_err err = {{0}};
-	sbx_mock *m;
 
-	sbx_mock_config_init(&cfg);
-	cfg.quiet = true;
+	mf_config_init(&cfg);
 	cfg.seed = seed;
-	m = sbx_mock_start(&cfg, &err);
-	if (m == NULL)
-		fprintf(stderr, "mock start: %s\n", err.msg);
-	return m;
+	return mf_start(&cfg);
 }
 
 static int group_setup(void **state)
 {
-	(void)state;
-	curl_global_init(CURL_GLOBAL_ALL);
-	g_mock = start(1);
-	if (g_mock == NULL)
-		return -1;
-	U = sbx_mock_url(g_mock);
-	TOK = sbx_mock_admin_token(g_mock);
-	return 0;
-}
-
-static int group_teardown(void **state)
-{
-	(void)state;
-	sbx_mock_stop(g_mock);
-	curl_global_cleanup();
-	return 0;
-}
-
-static int reset(void **state)
-{
-	th_resp r;
+	sbx_mock_config cfg;
 
 	(void)state;
-	th_admin(U, TOK, "POST", "/_mock/reset", NULL, &r);
-	assert_int_equal(r.status, 200);
-	th_resp_free(&r);
-	return 0;
+	mf_config_init(&cfg);
+	cfg.seed = 1;
+	return mf_setup(&cfg);
 }
 
 static void add_rule(const char *rule)
@@ -320,15 +288,15 @@ static void after_and_request_and_tenant_matching(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup(http_fault_with_retry_after_and_code, reset),
-		cmocka_unit_test_setup(transport_faults, reset),
-		cmocka_unit_test_setup(hang_until_client_gives_up_or_max, reset),
-		cmocka_unit_test_setup(latency_fixed_delays_answer, reset),
-		cmocka_unit_test_setup(commit_then_fail_leaves_an_orphan, reset),
-		cmocka_unit_test_setup(exec_faults, reset),
-		cmocka_unit_test_setup(seeded_probability_is_deterministic, reset),
-		cmocka_unit_test_setup(after_and_request_and_tenant_matching, reset),
+		cmocka_unit_test_setup(http_fault_with_retry_after_and_code, mf_reset),
+		cmocka_unit_test_setup(transport_faults, mf_reset),
+		cmocka_unit_test_setup(hang_until_client_gives_up_or_max, mf_reset),
+		cmocka_unit_test_setup(latency_fixed_delays_answer, mf_reset),
+		cmocka_unit_test_setup(commit_then_fail_leaves_an_orphan, mf_reset),
+		cmocka_unit_test_setup(exec_faults, mf_reset),
+		cmocka_unit_test_setup(seeded_probability_is_deterministic, mf_reset),
+		cmocka_unit_test_setup(after_and_request_and_tenant_matching, mf_reset),
 	};
 
-	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+	return cmocka_run_group_tests(tests, group_setup, mf_group_teardown);
 }

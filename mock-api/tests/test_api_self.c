@@ -1,0 +1,129 @@
+/* Integration over loopback (the shared fixture: an embedded mock on port 0,
+ * driven with libcurl): the guests' self-signal listener — a guest's own
+ * POST pauses or destroys its sandbox; any other caller, route or method is
+ * refused. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mock_fixture.h"
+
+/* The sandbox's status, polled until it is want (or 5 s pass). */
+static bool wait_status(const char *id, const char *want)
+{
+	char path[128];
+	bool ok = false;
+
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s", id);
+	for (int i = 0; i < 250 && !ok; i++) {
+		th_resp r;
+		const char *st;
+
+		th_json(U, "k1", "GET", path, NULL, &r);
+		st = th_data_str(&r, "status");
+		ok = st != NULL && strcmp(st, want) == 0;
+		th_resp_free(&r);
+		if (!ok)
+			usleep(20000);
+	}
+	return ok;
+}
+/* A guest's own POST to the self-signal endpoint pauses or destroys its
+ * sandbox (202); the mock finds the caller's sandbox from its socket. A
+ * process that is not a guest is refused. */
+static void self_signal_pauses_and_deletes_the_callers_sandbox(void **state)
+{
+	static const char script[] = "import sys, urllib.request as u\n"
+				     "r = u.urlopen(u.Request(sys.argv[1], method='POST'))\n"
+				     "print(r.status, r.read().decode())\n";
+	const char *self = sbx_mock_self_url(g_mock);
+	char id[64], other[64], path[256], body[512];
+	th_req rq = {0};
+	th_resp r;
+	const cJSON *res;
+
+	(void)state;
+	assert_non_null(self);
+	create("k1", "{\"shape\":\"s-1vcpu-1gb\"}", id, sizeof(id));
+	create("k1", "{\"shape\":\"s-1vcpu-1gb\"}", other, sizeof(other));
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/files?path=/workspace/self.py", id);
+	rq.method = "PUT";
+	rq.url = U;
+	rq.path = path;
+	rq.key = "k1";
+	rq.body = script;
+	rq.ctype = "application/octet-stream";
+	th_do(&rq, &r);
+	expect_status(&r, 200, "upload self.py");
+	th_resp_free(&r);
+
+	/* pause: the caller freezes with its guest and finishes after resume */
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/exec", id);
+	snprintf(body, sizeof(body),
+		 "{\"cmd\":\"sh\",\"args\":[\"-c\",\"python3 self.py '%s/self/pause?reason=idle' "
+		 ">out 2>&1 &\"]}", self); /* cwd: the workspace, in either guest mode */
+	th_json(U, "k1", "POST", path, body, &r);
+	expect_status(&r, 200, "exec self pause");
+	th_resp_free(&r);
+	assert_true(wait_status(id, "paused"));
+	assert_true(wait_status(other, "running")); /* only the caller's sandbox */
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/resume", id);
+	th_json(U, "k1", "POST", path, NULL, &r);
+	th_resp_free(&r);
+	assert_true(wait_status(id, "running"));
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/files?path=/workspace/out", id);
+	for (int i = 0; i < 250; i++) {
+		th_json(U, "k1", "GET", path, NULL, &r);
+		if (r.status == 200 && r.body.len > 0)
+			break;
+		th_resp_free(&r);
+		usleep(20000);
+	}
+	expect_status(&r, 200, "the caller's output");
+	assert_non_null(strstr(sbx_strbuf_str(&r.body), "202 "));
+	assert_non_null(strstr(sbx_strbuf_str(&r.body), "\"reason\":\"idle\""));
+	th_resp_free(&r);
+
+	/* delete: the caller dies with its guest */
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/exec", id);
+	snprintf(body, sizeof(body),
+		 "{\"cmd\":\"python3\",\"args\":[\"/workspace/self.py\",\"%s/self/delete\"]}", self);
+	th_json(U, "k1", "POST", path, body, &r);
+	expect_status(&r, 200, "exec self delete");
+	res = cJSON_GetObjectItem(cJSON_GetObjectItem(r.json, "data"), "result");
+	assert_int_not_equal(cJSON_GetObjectItem(res, "exit_code")->valueint, 0);
+	th_resp_free(&r);
+	assert_true(wait_status(id, "destroyed"));
+	assert_true(wait_status(other, "running"));
+
+	/* not from a guest, not a route, not POST */
+	th_json(self, NULL, "POST", "/self/pause", NULL, &r);
+	expect_status(&r, 403, "self pause from the test");
+	assert_non_null(fail_field(&r, "caller"));
+	th_resp_free(&r);
+	th_json(self, NULL, "POST", "/self/reboot", NULL, &r);
+	expect_status(&r, 404, "unknown self route");
+	th_resp_free(&r);
+	th_json(self, NULL, "GET", "/self/pause", NULL, &r);
+	expect_status(&r, 405, "GET self pause");
+	th_resp_free(&r);
+	/* the control plane's routes are not on the guests' listener */
+	th_json(self, "k1", "GET", "/v1/whoami", NULL, &r);
+	expect_status(&r, 404, "whoami on the self listener");
+	th_resp_free(&r);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup(self_signal_pauses_and_deletes_the_callers_sandbox, mf_reset),
+	};
+
+	return cmocka_run_group_tests(tests, mf_group_setup, mf_group_teardown);
+}
