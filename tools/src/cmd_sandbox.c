@@ -87,37 +87,6 @@ out_free_body:
 	return rc;
 }
 
-cJSON *ctl_fetch_all(ctl_ctx *ctx, const char *path, const char *filter, long page_size)
-{
-	cJSON *all = cJSON_CreateArray();
-	long offset = 0;
-	for (int pages = 0; pages < 100000; pages++) {
-		char query[512];
-		snprintf(query, sizeof query, "limit=%ld&offset=%ld%s%s", page_size, offset,
-			 filter != NULL ? "&" : "", filter != NULL ? filter : "");
-		ctl_response resp;
-		if (ctl_call_json(ctx, "GET", path, query, NULL, false, &resp) != 0) {
-			ctl_response_free(&resp);
-			cJSON_Delete(all);
-			return NULL;
-		}
-		const cJSON *items = cJSON_GetObjectItemCaseSensitive(resp.data, "data");
-		const cJSON *pg = cJSON_GetObjectItemCaseSensitive(resp.data, "pagination");
-		const cJSON *total = cJSON_GetObjectItemCaseSensitive(pg, "total");
-		int count = cJSON_GetArraySize(items);
-		const cJSON *it = NULL;
-		cJSON_ArrayForEach(it, items) {
-			cJSON_AddItemToArray(all, cJSON_Duplicate(it, true));
-		}
-		bool more = count > 0 && cJSON_IsNumber(total) && (double)(offset + count) < total->valuedouble;
-		ctl_response_free(&resp);
-		if (!more)
-			break;
-		offset += count;
-	}
-	return all;
-}
-
 int ctl_cmd_ls(ctl_ctx *ctx)
 {
 	long page = 100;
