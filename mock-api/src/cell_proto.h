@@ -1,0 +1,65 @@
+/* cell_proto: the wire format between sbx-mock (cell.c) and one sandbox's
+ * cell process (sbx-cell, mock-api/cell/). Design: mock-api/CONTAINMENT.md.
+ *
+ * Transport: a SOCK_SEQPACKET socketpair, fd 3 in the cell; one message per
+ * request, file descriptors as SCM_RIGHTS. Both ends are on one machine and
+ * one build, so structs go as they are (native endianness); the cell still
+ * checks every length and count, because a message it misreads would let a
+ * guest-controlled string run off its buffer.
+ *
+ * Includes libc headers only: it is compiled into both programs and must
+ * never depend on the mock's internals. */
+#ifndef SBX_CELL_PROTO_H
+#define SBX_CELL_PROTO_H
+
+#include <stdint.h>
+
+#define CELL_CTL_FD 3
+#define CELL_MSG_MAX 65536      /* one request: header + strings */
+#define CELL_MAX_ARGS 1024
+#define CELL_MAX_ENV 1024
+#define CELL_ERR_MAX 256
+
+/* cell -> mock, once, first message. READY carries one SCM_RIGHTS fd: the
+ * self-signal listening socket (127.0.0.1:<self port> in the cell's network
+ * namespace). FAIL carries a NUL-terminated message of what failed. */
+enum cell_hello_kind { CELL_READY = 1, CELL_FAIL = 2 };
+struct cell_hello {
+	uint32_t kind;
+	char msg[CELL_ERR_MAX];
+};
+
+/* mock -> cell. */
+enum cell_op { CELL_OP_EXEC = 1, CELL_OP_SIGNAL = 2 };
+
+/* EXEC: followed in the same message by `len` bytes of NUL-terminated
+ * strings: cwd, cmd (a path, or a name searched in PATH inside the cell),
+ * argc args, envc "K=V" entries. SCM_RIGHTS: exactly 4 fds in this order:
+ * stdin (read end), stdout (write end), stderr (write end), status (write
+ * end of a pipe the cell answers on, see cell_status). */
+struct cell_exec_req {
+	uint32_t op;            /* CELL_OP_EXEC */
+	uint32_t argc;          /* args after cmd */
+	uint32_t envc;
+	uint32_t len;           /* bytes of strings after this header */
+};
+
+/* SIGNAL: kill(-pgid, sig); pgid 0 = every process of the cell but PID 1. */
+struct cell_signal_req {
+	uint32_t op;            /* CELL_OP_SIGNAL */
+	int32_t pgid;           /* as the cell sees it (cell_status.pid) */
+	int32_t sig;
+};
+
+/* cell -> mock on an exec's status pipe: first STARTED (pid >= 1, err 0;
+ * or pid -1 and err = the errno of a failed execve/fork), then, when it
+ * started, EXITED with the wait status; then the cell closes the pipe. */
+enum cell_status_kind { CELL_STARTED = 1, CELL_EXITED = 2 };
+struct cell_status {
+	int32_t kind;
+	int32_t pid;            /* the exec's pid = its pgid, in the cell's PID namespace */
+	int32_t err;            /* STARTED: errno when pid == -1 */
+	int32_t wstatus;        /* EXITED: as waitpid reports it */
+};
+
+#endif
