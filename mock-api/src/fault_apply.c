@@ -41,9 +41,9 @@ void fault_apply_reset_conn(struct MHD_Connection *conn)
 
 static void hang(mreq *r, int64_t max_ms)
 {
-	int64_t end = mono_us() + max_ms * 1000;
+	int64_t end = sbx_mono_us() + max_ms * 1000;
 
-	while (mono_us() < end) {
+	while (sbx_mono_us() < end) {
 		if (req_client_gone(r))
 			return;
 		mock_sleep_ms(r->mock, 50);
@@ -200,36 +200,20 @@ static void commit_then_fail(mreq *r, mresp *out)
 
 /* ---- chaos: faults that reach beyond one request ---- */
 
-/* The host died: its VMs are gone, so their processes die too (the tree,
- * the "disk", survives for the cold start elsewhere). */
-static void on_host_death(mock_sandbox *sb, mock_status from, void *arg)
-{
-	(void)from;
-	(void)arg;
-	mock_guest_signal(sb->guest, SIGKILL);
-	mock_guest_signal(sb->guest, SIGCONT);
-}
-
 /* host_dies (every sandbox on a host fails; the next resume is a cross-host
  * cold start) and cp_restart (every open connection drops, state survives,
- * readyz answers 503 for a while on the virtual clock). The lifecycle rules
- * are the model's; true when the answer was replaced. */
+ * readyz answers 503 for a while on the virtual clock). The model effects
+ * are the operations' (ops_admin.c); true when the answer was replaced. */
 static bool chaos_apply(mreq *r, mresp *out)
 {
 	sbx_mock *mock = r->mock;
-	mock_model *m = mock->model;
 
 	switch (r->fault.kind) {
 	case FK_HOST_DIES:
-		pthread_mutex_lock(&m->lock);
-		mock_tick(m, mock_on_state_change, mock);
-		mock_host_die(m, r->fault.host_id, on_host_death, mock);
-		pthread_mutex_unlock(&m->lock);
+		mock_op_host_dies(mock, r->fault.host_id);
 		return false; /* the request itself is then served normally */
 	case FK_CP_RESTART:
-		pthread_mutex_lock(&m->lock);
-		m->not_ready_until_ms = mock_now(m) + r->fault.not_ready_ms;
-		pthread_mutex_unlock(&m->lock);
+		mock_op_cp_restart(mock, r->fault.not_ready_ms);
 		chaos_drop_connections(mock, req_conn_fd(r));
 		out->close_reset = true;
 		return true;

@@ -17,6 +17,7 @@
 
 #include "model.h"
 #include "sbx/mock.h"
+#include "sbx/sys.h" /* sbx_mono_us: durations and deadlines */
 
 /* Defined in server.h; repeated typedefs are valid C11. */
 typedef struct mreq mreq;
@@ -47,6 +48,5 @@ bool mock_fd_gone(int fd);
 
 /* Sleeps up to ms, returns early when the mock stops. */
 void mock_sleep_ms(sbx_mock *mock, int64_t ms);
-int64_t mono_us(void);
 
 #endif
