@@ -350,7 +350,21 @@ static void check_view_id(const cJSON *view, const char *id, const char *what)
 	check(vid != NULL && strcmp(vid, id) == 0, what);
 }
 
-/* Forks the sandbox op created; then destroys both. */
+static void destroy(sbx_mock *mk, mock_tenant *t, const char *id, const char *what)
+{
+	mock_op op;
+	cJSON *view;
+
+	memset(&op, 0, sizeof(op));
+	op.mock = mk;
+	op.t = t;
+	op.id = id;
+	view = mock_op_destroy(&op);
+	check(view != NULL, what);
+	cJSON_Delete(view);
+}
+
+/* Forks the sandbox op created, then destroys the fork. */
 static void fuzz_fork(sbx_mock *mk, mock_tenant *t, const cJSON *b, const mock_create_req *q,
 		      const char *src_id)
 {
@@ -381,13 +395,7 @@ static void fuzz_fork(sbx_mock *mk, mock_tenant *t, const cJSON *b, const mock_c
 	      "a new fork is neither forking nor (start_paused) paused");
 	check(envs_ok(child->envs), "a fork accepted envs over the limits");
 	cJSON_Delete(view);
-	memset(&op, 0, sizeof(op));
-	op.mock = mk;
-	op.t = t;
-	op.id = child->id;
-	view = mock_op_destroy(&op);
-	check(view != NULL, "the fork does not destroy");
-	cJSON_Delete(view);
+	destroy(mk, t, child->id, "the fork does not destroy");
 }
 
 /* Create through the operations layer agrees with the model's create
@@ -424,13 +432,7 @@ static void fuzz_ops(const cJSON *b, int refused_status)
 	check(sb->status == ST_RUNNING && sb->guest != NULL, "an op-created sandbox does not run");
 	cJSON_Delete(view);
 	fuzz_fork(mk, t, b, &q, sb->id);
-	memset(&op, 0, sizeof(op));
-	op.mock = mk;
-	op.t = t;
-	op.id = sb->id;
-	view = mock_op_destroy(&op);
-	check(view != NULL, "the sandbox does not destroy");
-	cJSON_Delete(view);
+	destroy(mk, t, sb->id, "the sandbox does not destroy");
 out:
 	sbx_egress_list_free(&q.egress);
 	free_mock(mk);

@@ -1,7 +1,7 @@
 /* fault_apply: the fault actions, applied to one request (see
- * fault_apply.h). The engine in faults.c decides, this file acts; the
- * model's lifecycle rules stay the model's (host_dies goes through
- * mock_host_die). Never closes a socket itself: a reset or close is a flag
+ * fault_apply.h). The engine in faults.c decides, this file acts; what a
+ * fault does to the model goes through an operation (host_dies and
+ * cp_restart: ops_admin.c), never the model lock here. Never closes a socket itself: a reset or close is a flag
  * on the answer that http.c carries out, and cp_restart only shuts the
  * other connections down (chaos.c), MHD closes them. */
 #define _GNU_SOURCE
@@ -10,7 +10,6 @@
 #include "ops.h"
 #include "server.h"
 
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -81,14 +81,12 @@ static void journal_record(mreq *r, int status)
 	e.path = r->path;
 	/* MHD hands the path without query; rebuild it from the arguments. */
 	if (MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, NULL, NULL) > 0) {
-		const char *keys[] = {"limit", "offset", "status", "stream", "path", "mount_path",
-				      "follow", "attempt", "include", "reason"};
-
-		for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
-			const char *v = req_query(r, keys[i]);
+		for (size_t i = 0; i < mock_journal_nquery_keys; i++) {
+			const char *k = mock_journal_query_keys[i];
+			const char *v = req_query(r, k);
 
 			if (v != NULL)
-				sbx_strbuf_printf(&q, "%s%s=%s", q.len > 0 ? "&" : "", keys[i], v);
+				sbx_strbuf_printf(&q, "%s%s=%s", q.len > 0 ? "&" : "", k, v);
 		}
 	}
 	e.query = q.len > 0 ? q.data : NULL;

@@ -1,6 +1,6 @@
 /* resp: request and response helpers for the handlers (see resp.h) and the
- * stop-aware sleep. Never queues an answer on a
- * connection (http.c does) and never takes the model lock. */
+ * stop-aware sleep. Never queues an answer on a connection (http.c does)
+ * and never takes the model lock. */
 #define _GNU_SOURCE
 #include "server.h"
 
