@@ -7,7 +7,8 @@
  *
  * It must never know HTTP: no microhttpd, no mreq/mresp, no status lines
  * beyond the mock_err / return codes the model already speaks. Callers
- * (api_*.c, self.c) never take model->lock themselves. */
+ * (api_*.c, admin.c, self.c, http.c, fault_apply.c, scenario.c, server.c)
+ * never take model->lock themselves. */
 #ifndef SBX_MOCK_OPS_H
 #define SBX_MOCK_OPS_H
 

@@ -203,6 +203,7 @@ static sbx_http_client *client_for(server *s, sbx_http_opts *o)
 	snprintf(base, sizeof(base), "http://127.0.0.1:%d/", s->port);
 	o->base_url = base;
 	c = sbx_http_client_new(o, &err);
+	o->base_url = NULL; /* the client keeps its own copy; base dies here */
 	assert_non_null(c);
 	return c;
 }
