@@ -52,7 +52,7 @@ static void fault_summary(mreq *r, mock_fault_req *q, char *name, size_t cap)
 	if (req_seg(r, 0, seg, sizeof(seg)) && strcmp(seg, "v1") == 0 &&
 	    req_seg(r, 1, seg, sizeof(seg)) && strcmp(seg, "sandboxes") == 0) {
 		if (req_seg(r, 2, seg, sizeof(seg))) {
-			/* the sandbox's name, read with the request count below */
+			/* one op counts the request and reads the sandbox's name */
 			q->request_no = mock_op_count_request(mock, r->api_key, seg, name, cap);
 			if (name[0] != '\0')
 				q->name = name;
@@ -67,6 +67,7 @@ static void fault_summary(mreq *r, mock_fault_req *q, char *name, size_t cap)
 			}
 		}
 	}
+	/* no sandbox named: seg is only the (unused) name buffer */
 	q->request_no = mock_op_count_request(mock, r->api_key, NULL, seg, sizeof(seg));
 }
 
