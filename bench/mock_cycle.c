@@ -13,6 +13,7 @@
 
 #include "sbx/http.h"
 #include "sbx/strbuf.h"
+#include "sbx/sys.h"
 
 typedef struct worker {
 	const char *url;
@@ -27,10 +28,7 @@ typedef struct worker {
 
 static double now_s(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	return (double)sbx_mono_us() / 1e6;
 }
 
 /* One exchange on the worker's keep-alive client; the status or -1. */

@@ -5,6 +5,11 @@
  * a disk, a template and a network create, and a durable-state record for
  * mock_sandbox_restore / mock_tenant_restore.
  *
+ * The same body then goes through the operations layer (ops.h) on a mock
+ * with no listener, as the handlers call it: mock_op_create, mock_op_fork
+ * of the new sandbox (the body's start_paused, ingress, envs, keys, egress
+ * and quota as the fork request) and mock_op_destroy of both.
+ *
  * Properties, each abort()s when broken:
  * - create accepted: the name is 1..22 of [A-Za-z0-9._-], the envs have at
  *   most 64 keys matching ^[A-Za-z_][A-Za-z0-9_]*$ with string values of at
@@ -17,6 +22,10 @@
  *   before), for every refusal: also when the networks list names a good
  *   network before a bad item, since attach_networks (model.c) checks every
  *   item before it adds a member (once a bug, fixed and checked here);
+ * - op create refuses exactly what the model refuses, with the same status,
+ *   adding nothing; an accepted one is running with a guest; a fork is a
+ *   new sandbox of the same tenant, forking (or paused when asked), with
+ *   a guest and envs within the limits, or a 4xx refusal adding nothing;
  * - mock_validate_envs / mock_validate_name agree with the rules above;
  * - disk/template/network creates accept only valid names; a disk view never
  *   shows credentials;
@@ -35,7 +44,11 @@
 
 #include <cjson/cJSON.h>
 
+#include <unistd.h>
+
 #include "../mock-api/src/model.h"
+#include "../mock-api/src/ops.h"
+#include "../mock-api/src/server.h"
 #include "sbx/egress.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -198,40 +211,51 @@ static void check_dump_fixed_point(const mock_sandbox *sb)
 	mock_model_free(m2);
 }
 
-static void fuzz_create(mock_model *m, mock_tenant *t, const cJSON *b)
+/* The create request the body maps to (q->egress is the caller's to
+ * free). */
+static void create_req(const mock_model *m, const cJSON *b, mock_create_req *q)
 {
-	mock_create_req q;
-	mock_err e;
 	int64_t disk = 0, ap = 0, bw = 0;
 	const cJSON *egress = cJSON_GetObjectItemCaseSensitive(b, "egress");
 	sbx_egress_error ee;
+
+	memset(q, 0, sizeof(*q));
+	q->egress.is_null = true;
+	q->shape = str(b, "shape");
+	if (q->shape == NULL)
+		q->shape = "s-1vcpu-1gb";
+	q->rootfs = str(b, "rootfs");
+	q->name = str(b, "name");
+	q->region = str(b, "region");
+	q->host_id = str(b, "host_id");
+	if (integer(b, "disk_mib", 0, 16 * 1024 * 1024, &disk))
+		q->disk_mib = (unsigned)disk;
+	q->ingress_enabled = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(b, "ingress_enabled"));
+	q->has_auto_pause = integer(b, "auto_pause_after_seconds", INT32_MIN, INT32_MAX, &ap);
+	q->auto_pause_s = (int)ap;
+	if (integer(b, "bandwidth_quota_bytes", -1, 1e15, &bw))
+		q->bw_quota = bw;
+	q->envs = kind(b, "envs", false);
+	q->ssh_pubkeys = kind(b, "ssh_pubkeys", true);
+	q->networks = kind(b, "networks", true);
+	q->disks = kind(b, "disks", true);
+	if (egress != NULL &&
+	    sbx_egress_list_from_json(egress, m->set.max_egress_rules, &q->egress, &ee) != 0)
+		q->egress.is_null = true;
+}
+
+/* Returns the refusal's status, 0 when the create was accepted. */
+static int fuzz_create(mock_model *m, mock_tenant *t, const cJSON *b)
+{
+	mock_create_req q;
+	mock_err e;
 	size_t before = m->nsbx;
 	char *nets_before = print(t->networks);
 	mock_sandbox *sb;
+	int refused = 0;
 
-	memset(&q, 0, sizeof(q));
 	memset(&e, 0, sizeof(e));
-	q.egress.is_null = true;
-	q.shape = str(b, "shape");
-	if (q.shape == NULL)
-		q.shape = "s-1vcpu-1gb";
-	q.rootfs = str(b, "rootfs");
-	q.name = str(b, "name");
-	q.region = str(b, "region");
-	q.host_id = str(b, "host_id");
-	if (integer(b, "disk_mib", 0, 16 * 1024 * 1024, &disk))
-		q.disk_mib = (unsigned)disk;
-	q.ingress_enabled = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(b, "ingress_enabled"));
-	q.has_auto_pause = integer(b, "auto_pause_after_seconds", INT32_MIN, INT32_MAX, &ap);
-	q.auto_pause_s = (int)ap;
-	if (integer(b, "bandwidth_quota_bytes", -1, 1e15, &bw))
-		q.bw_quota = bw;
-	q.envs = kind(b, "envs", false);
-	q.ssh_pubkeys = kind(b, "ssh_pubkeys", true);
-	q.networks = kind(b, "networks", true);
-	q.disks = kind(b, "disks", true);
-	if (egress != NULL && sbx_egress_list_from_json(egress, m->set.max_egress_rules, &q.egress, &ee) != 0)
-		q.egress.is_null = true;
+	create_req(m, b, &q);
 	sb = mock_sandbox_create(m, t, &q, &e);
 	if (sb == NULL) {
 		char *nets_after = print(t->networks);
@@ -241,6 +265,7 @@ static void fuzz_create(mock_model *m, mock_tenant *t, const cJSON *b)
 		check(strcmp(nets_before, nets_after) == 0,
 		      "a refused create changed the tenant's networks");
 		free(nets_after);
+		refused = e.status;
 		goto out;
 	}
 	check(m->nsbx == before + 1, "an accepted create did not add one sandbox");
@@ -257,6 +282,160 @@ static void fuzz_create(mock_model *m, mock_tenant *t, const cJSON *b)
 out:
 	free(nets_before);
 	sbx_egress_list_free(&q.egress);
+	return refused;
+}
+
+/* ---- the operations layer: create and fork as the handlers call them ---- */
+
+static char g_work[64];
+
+static void remove_work_dir(void)
+{
+	if (g_work[0] != '\0')
+		rmdir(g_work);
+}
+
+/* A mock with no listener: the model, plain guests in a scratch work dir
+ * (one for the whole run; every iteration removes its trees). */
+static sbx_mock *new_mock(void)
+{
+	sbx_mock *mk;
+
+	if (g_work[0] == '\0') {
+		const char *tmp = getenv("TMPDIR");
+
+		snprintf(g_work, sizeof(g_work), "%.40s/sbx-fuzz-XXXXXX",
+			 tmp != NULL && tmp[0] != '\0' ? tmp : "/tmp");
+		check(mkdtemp(g_work) != NULL, "cannot make the work dir");
+		atexit(remove_work_dir);
+	}
+	mk = calloc(1, sizeof(*mk));
+	check(mk != NULL, "out of memory");
+	mk->model = new_model();
+	check(mk->model != NULL, "out of memory");
+	mk->gmode = GUEST_PLAIN;
+	snprintf(mk->work_dir, sizeof(mk->work_dir), "%s", g_work);
+	return mk;
+}
+
+static void free_mock(sbx_mock *mk)
+{
+	mock_free_guests(mk, true);
+	mock_model_free(mk->model);
+	free(mk);
+}
+
+/* The fork request the body maps to (egress borrowed from the create's). */
+static void fork_req(const cJSON *b, const mock_create_req *q, mock_fork_req *f)
+{
+	const cJSON *ing = cJSON_GetObjectItemCaseSensitive(b, "ingress_enabled");
+	int64_t bw = 0;
+
+	memset(f, 0, sizeof(*f));
+	f->start_paused = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(b, "start_paused"));
+	f->has_ingress = cJSON_IsBool(ing);
+	f->ingress_enabled = cJSON_IsTrue(ing);
+	f->has_egress = !q->egress.is_null;
+	f->egress = q->egress;
+	f->envs = kind(b, "envs", false);
+	f->ssh_pubkeys = kind(b, "ssh_pubkeys", true);
+	if (integer(b, "bandwidth_quota_bytes", -1, 1e15, &bw))
+		f->bw_quota = bw;
+}
+
+static void check_view_id(const cJSON *view, const char *id, const char *what)
+{
+	const char *vid = str(view, "id");
+
+	check(vid != NULL && strcmp(vid, id) == 0, what);
+}
+
+static void destroy(sbx_mock *mk, mock_tenant *t, const char *id, const char *what)
+{
+	mock_op op;
+	cJSON *view;
+
+	memset(&op, 0, sizeof(op));
+	op.mock = mk;
+	op.t = t;
+	op.id = id;
+	view = mock_op_destroy(&op);
+	check(view != NULL, what);
+	cJSON_Delete(view);
+}
+
+/* Forks the sandbox op created, then destroys the fork. */
+static void fuzz_fork(sbx_mock *mk, mock_tenant *t, const cJSON *b, const mock_create_req *q,
+		      const char *src_id)
+{
+	mock_fork_req f;
+	mock_op op;
+	size_t before = mk->model->nsbx;
+	cJSON *view;
+	const mock_sandbox *child;
+
+	fork_req(b, q, &f);
+	memset(&op, 0, sizeof(op));
+	op.mock = mk;
+	op.t = t;
+	op.id = src_id;
+	view = mock_op_fork(&op, &f);
+	if (view == NULL) {
+		check_err(&op.err, "fork refused with a status outside 4xx");
+		check(mk->model->nsbx == before, "a refused fork added a sandbox");
+		return;
+	}
+	check(mk->model->nsbx == before + 1, "an accepted fork did not add one sandbox");
+	child = mk->model->sbx[before];
+	check(strcmp(child->id, src_id) != 0, "the fork has its source's id");
+	check_view_id(view, child->id, "the fork's view is another sandbox's");
+	check(child->tenant == t, "the fork belongs to another tenant");
+	check(child->guest != NULL, "the fork has no guest");
+	check(child->status == (f.start_paused ? ST_PAUSED : ST_FORKING),
+	      "a new fork is neither forking nor (start_paused) paused");
+	check(envs_ok(child->envs), "a fork accepted envs over the limits");
+	cJSON_Delete(view);
+	destroy(mk, t, child->id, "the fork does not destroy");
+}
+
+/* Create through the operations layer agrees with the model's create
+ * (refused_status: fuzz_create's answer for the same body); an accepted
+ * one runs, has a guest, and forks. */
+static void fuzz_ops(const cJSON *b, int refused_status)
+{
+	sbx_mock *mk = new_mock();
+	mock_tenant *t = mock_tenant_get(mk->model, "fuzz-key", true);
+	mock_create_req q;
+	mock_op op;
+	mock_err e;
+	cJSON *view;
+	const mock_sandbox *sb;
+
+	check(t != NULL, "out of memory");
+	memset(&e, 0, sizeof(e));
+	check(mock_network_create(mk->model, t, "net1", &e) != NULL, "cannot create the fixture network");
+	create_req(mk->model, b, &q);
+	memset(&op, 0, sizeof(op));
+	op.mock = mk;
+	op.t = t;
+	view = mock_op_create(&op, &q);
+	if (view == NULL) {
+		check_err(&op.err, "op create refused with a status outside 4xx");
+		check(op.err.status == refused_status, "op create and model create disagree");
+		check(mk->model->nsbx == 0, "a refused op create added a sandbox");
+		goto out;
+	}
+	check(refused_status == 0, "op create accepted what the model refused");
+	sb = mock_sandbox_find(mk->model, t, op.found);
+	check(sb != NULL, "the created sandbox cannot be found");
+	check_view_id(view, sb->id, "the create's view is another sandbox's");
+	check(sb->status == ST_RUNNING && sb->guest != NULL, "an op-created sandbox does not run");
+	cJSON_Delete(view);
+	fuzz_fork(mk, t, b, &q, sb->id);
+	destroy(mk, t, sb->id, "the sandbox does not destroy");
+out:
+	sbx_egress_list_free(&q.egress);
+	free_mock(mk);
 }
 
 static void fuzz_validators(const cJSON *b)
@@ -344,6 +523,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	mock_model *m;
 	mock_tenant *t;
 	mock_err e;
+	int refused;
 
 	if (b == NULL)
 		return 0;
@@ -354,7 +534,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memset(&e, 0, sizeof(e));
 	check(mock_network_create(m, t, "net1", &e) != NULL, "cannot create the fixture network");
 	fuzz_validators(b);
-	fuzz_create(m, t, b);
+	refused = fuzz_create(m, t, b);
+	fuzz_ops(b, refused);
 	fuzz_others(m, t, b);
 	if (cJSON_IsObject(b))
 		fuzz_restore(b);

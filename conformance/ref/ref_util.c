@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "ref.h"
+#include "sbx/sys.h"
 
 const char *str_field(const cJSON *o, const char *k)
 {
@@ -23,10 +24,7 @@ bool bool_field(const cJSON *o, const char *k, bool dflt)
 
 double now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
+	return (double)sbx_mono_us() / 1000.0;
 }
 
 void sleep_ms(long ms)

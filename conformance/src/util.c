@@ -14,10 +14,7 @@
 
 double cf_now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
+	return (double)sbx_mono_us() / 1000.0;
 }
 
 const char *cf_str(const cJSON *o, const char *k)

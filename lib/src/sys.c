@@ -1,8 +1,10 @@
-/* sys: full writes and kernel random bytes; see sbx/sys.h. */
+/* sys: full writes, kernel random bytes, the monotonic clock; see
+ * sbx/sys.h. */
 #include "sbx/sys.h"
 
 #include <errno.h>
 #include <sys/random.h>
+#include <time.h>
 #include <unistd.h>
 
 int sbx_write_all(int fd, const void *buf, size_t len)
@@ -70,4 +72,17 @@ int sbx_random_hex(char *out, size_t digits)
 	}
 	out[o] = '\0';
 	return 0;
+}
+
+int64_t sbx_mono_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+int64_t sbx_mono_ms(void)
+{
+	return sbx_mono_us() / 1000;
 }

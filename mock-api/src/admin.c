@@ -1,8 +1,9 @@
 /* admin: the /_mock/ admin API (ADMIN.md) — reset, state, settings, clock,
  * egress oracle, fault rules, scenarios and the journal. Protected by the
  * admin token; never journaled and never subject to fault rules. The
- * handlers parse and render: validating and applying settings is
- * settings.c's, finding and applying scenarios scenario.c's. Never calls
+ * handlers parse and render: the model work is ops_admin.c's (which
+ * validates and applies settings through settings.c), finding and applying
+ * scenarios scenario.c's; no handler takes the model lock. Never calls
  * into the request pipeline (http.c): it only fills the answer. */
 #define _GNU_SOURCE
 #include "route.h"
@@ -10,7 +11,6 @@
 #include "server.h"
 
 #include "scenario.h"
-#include "settings.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -51,104 +51,45 @@ static void a_settings(mreq *r, mresp *out)
 				resp_fail(out, 400, "body", "INVALID_REQUEST", "settings body is required");
 			return;
 		}
-		pthread_mutex_lock(&mock->model->lock);
-		rc = mock_settings_apply(mock, b, &err);
-		pthread_mutex_unlock(&mock->model->lock);
+		rc = mock_op_settings_apply(mock, b, &err);
 		if (rc != 0) {
 			resp_fail(out, 400, "settings", "INVALID_SETTING", err.msg);
 			return;
 		}
 	}
-	pthread_mutex_lock(&mock->model->lock);
-	v = mock_settings_view(mock);
-	pthread_mutex_unlock(&mock->model->lock);
+	v = mock_op_settings_view(mock);
 	resp_success(out, 200, v);
 }
 
 /* ---- state ---- */
 
-static cJSON *admin_sandbox_view(mock_model *m, const mock_sandbox *sb)
-{
-	cJSON *v = mock_sandbox_view(m, sb);
-
-	cJSON_AddStringToObject(v, "tenant", sb->tenant != NULL ? sb->tenant->key : "");
-	cJSON_AddBoolToObject(v, "egress_is_null", sb->egress.is_null);
-	if (!cJSON_HasObjectItem(v, "egress"))
-		cJSON_AddItemToObject(v, "egress", sbx_egress_list_to_json(&sb->egress));
-	return v;
-}
-
 static void a_state(mreq *r, mresp *out)
 {
-	mock_model *m = r->mock->model;
-	const char *want = req_query(r, "tenant");
-	cJSON *d = cJSON_CreateObject();
-	cJSON *tenants;
-
-	pthread_mutex_lock(&m->lock);
-	mock_tick(m, mock_on_state_change, r->mock);
-	cJSON_AddNumberToObject(d, "clock_ms", (double)mock_now(m));
-	tenants = cJSON_AddArrayToObject(d, "tenants");
-	for (mock_tenant *t = m->tenants; t != NULL; t = t->next) {
-		cJSON *to, *arr;
-
-		if (want != NULL && strcmp(want, t->key) != 0)
-			continue;
-		to = cJSON_CreateObject();
-		cJSON_AddStringToObject(to, "key", t->key);
-		cJSON_AddStringToObject(to, "user_id", t->user_id);
-		cJSON_AddNumberToObject(to, "cap", mock_tenant_cap(m, t));
-		cJSON_AddBoolToObject(to, "credit", mock_tenant_credit(m, t));
-		arr = cJSON_AddArrayToObject(to, "sandboxes");
-		for (size_t i = 0; i < m->nsbx; i++) {
-			if (m->sbx[i]->tenant == t)
-				cJSON_AddItemToArray(arr, admin_sandbox_view(m, m->sbx[i]));
-		}
-		cJSON_AddItemToArray(tenants, to);
-	}
-	pthread_mutex_unlock(&m->lock);
-	resp_success(out, 200, d);
+	resp_success(out, 200, mock_op_admin_state(r->mock, req_query(r, "tenant")));
 }
 
 static void a_sandboxes(mreq *r, mresp *out)
 {
-	mock_model *m = r->mock->model;
 	const char *want = req_query(r, "tenant");
 	const char *st = req_query(r, "status");
 	int want_st = st != NULL ? mock_status_parse(st) : -1;
-	cJSON *d, *arr;
 
 	if (st != NULL && want_st < 0) {
 		resp_fail(out, 400, "status", "INVALID_REQUEST", "status is not a sandbox status");
 		return;
 	}
-	d = cJSON_CreateObject();
-	arr = cJSON_AddArrayToObject(d, "sandboxes");
-	pthread_mutex_lock(&m->lock);
-	mock_tick(m, mock_on_state_change, r->mock);
-	for (size_t i = 0; i < m->nsbx; i++) {
-		mock_sandbox *sb = m->sbx[i];
-
-		if (want != NULL && (sb->tenant == NULL || strcmp(sb->tenant->key, want) != 0))
-			continue;
-		if (want_st >= 0 && (int)sb->status != want_st)
-			continue;
-		cJSON_AddItemToArray(arr, admin_sandbox_view(m, sb));
-	}
-	pthread_mutex_unlock(&m->lock);
-	resp_success(out, 200, d);
+	resp_success(out, 200, mock_op_admin_sandboxes(r->mock, want, want_st));
 }
 
 /* POST /_mock/sandboxes/{id}/bandwidth {used_bytes?, ingress_bytes?}: lets
  * tests drive the bandwidth quota (the mock moves no real traffic). */
 static void a_sandbox_bandwidth(mreq *r, mresp *out)
 {
-	mock_model *m = r->mock->model;
 	cJSON *b = admin_body(r, out);
 	char id[64];
-	mock_sandbox *sb;
-	cJSON *v = NULL;
+	cJSON *v;
 	const cJSON *used, *ing;
+	int64_t used_v = 0, ing_v = 0;
 
 	if (b == NULL) {
 		if (out->body == NULL)
@@ -163,16 +104,12 @@ static void a_sandbox_bandwidth(mreq *r, mresp *out)
 			  "used_bytes and ingress_bytes must be non-negative numbers");
 		return;
 	}
-	pthread_mutex_lock(&m->lock);
-	sb = req_seg(r, 2, id, sizeof(id)) ? mock_sandbox_find_any(m, id) : NULL;
-	if (sb != NULL) {
-		if (used != NULL)
-			sb->bw_used = (int64_t)used->valuedouble;
-		if (ing != NULL)
-			sb->bw_ingress = (int64_t)ing->valuedouble;
-		v = mock_bandwidth_view(sb);
-	}
-	pthread_mutex_unlock(&m->lock);
+	if (used != NULL)
+		used_v = (int64_t)used->valuedouble;
+	if (ing != NULL)
+		ing_v = (int64_t)ing->valuedouble;
+	v = mock_op_admin_bandwidth(r->mock, req_seg(r, 2, id, sizeof(id)) ? id : NULL,
+				    used != NULL ? &used_v : NULL, ing != NULL ? &ing_v : NULL);
 	if (v == NULL)
 		resp_fail(out, 404, "error", "NOT_FOUND", "sandbox not found");
 	else
@@ -181,10 +118,9 @@ static void a_sandbox_bandwidth(mreq *r, mresp *out)
 
 static void a_tenants(mreq *r, mresp *out)
 {
-	mock_model *m = r->mock->model;
 	cJSON *b = admin_body(r, out);
 	const cJSON *key, *cap, *credit;
-	mock_tenant *t;
+	int cap_v = 0, credit_v = 0;
 	cJSON *v;
 
 	if (b == NULL) {
@@ -207,22 +143,12 @@ static void a_tenants(mreq *r, mresp *out)
 		resp_fail(out, 400, "credit", "INVALID_REQUEST", "credit must be a boolean");
 		return;
 	}
-	pthread_mutex_lock(&m->lock);
-	t = mock_tenant_get(m, key->valuestring, true);
-	if (t != NULL) {
-		if (cap != NULL)
-			t->cap = (int)cap->valuedouble;
-		if (credit != NULL)
-			t->credit = cJSON_IsTrue(credit) ? 1 : 0;
-		v = cJSON_CreateObject();
-		cJSON_AddStringToObject(v, "key", t->key);
-		cJSON_AddStringToObject(v, "user_id", t->user_id);
-		cJSON_AddNumberToObject(v, "cap", mock_tenant_cap(m, t));
-		cJSON_AddBoolToObject(v, "credit", mock_tenant_credit(m, t));
-	} else {
-		v = NULL;
-	}
-	pthread_mutex_unlock(&m->lock);
+	if (cap != NULL)
+		cap_v = (int)cap->valuedouble;
+	if (credit != NULL)
+		credit_v = cJSON_IsTrue(credit) ? 1 : 0;
+	v = mock_op_admin_tenant(r->mock, key->valuestring, cap != NULL ? &cap_v : NULL,
+				 credit != NULL ? &credit_v : NULL);
 	if (v == NULL)
 		resp_error(out, 500, "out of memory");
 	else
@@ -231,36 +157,25 @@ static void a_tenants(mreq *r, mresp *out)
 
 static void a_clock(mreq *r, mresp *out)
 {
-	mock_model *m = r->mock->model;
 	cJSON *b = admin_body(r, out);
 	const cJSON *ms = b != NULL ? cJSON_GetObjectItemCaseSensitive(b, "ms") : NULL;
-	cJSON *d;
 
 	if (!cJSON_IsNumber(ms) || ms->valuedouble < 0 || ms->valuedouble > 1e13) {
 		if (out->body == NULL)
 			resp_fail(out, 400, "ms", "INVALID_REQUEST", "ms must be a non-negative number");
 		return;
 	}
-	pthread_mutex_lock(&m->lock);
-	mock_advance(m, (int64_t)ms->valuedouble);
-	m->next_due_ms = INT64_MIN; /* re-scan: idle timers may be due now */
-	mock_tick(m, mock_on_state_change, r->mock);
-	d = cJSON_CreateObject();
-	cJSON_AddNumberToObject(d, "clock_ms", (double)mock_now(m));
-	pthread_mutex_unlock(&m->lock);
-	resp_success(out, 200, d);
+	resp_success(out, 200, mock_op_clock_advance(r->mock, (int64_t)ms->valuedouble));
 }
 
 static void a_egress_check(mreq *r, mresp *out)
 {
-	mock_model *m = r->mock->model;
 	cJSON *b = admin_body(r, out);
 	const cJSON *sid, *dest, *mode;
 	sbx_egress_dest d;
 	sbx_egress_error ee;
 	char host[SBX_EGRESS_HOST_MAX + 1];
 	sbx_host_rule_mode hm;
-	mock_sandbox *sb;
 	sbx_egress_list list = {true, 0, NULL};
 	sbx_egress_policy *pol;
 	sbx_egress_decision dec;
@@ -290,15 +205,7 @@ static void a_egress_check(mreq *r, mresp *out)
 		resp_fail(out, 400, "dest", "INVALID_DEST", ee.message);
 		return;
 	}
-	pthread_mutex_lock(&m->lock);
-	hm = m->set.host_rule_mode;
-	sb = mock_sandbox_find_any(m, sid->valuestring);
-	if (sb != NULL) {
-		sbx_egress_list_copy(&sb->egress, &list);
-		capped = sb->bw_quota >= 0 && sb->bw_used >= sb->bw_quota;
-	}
-	pthread_mutex_unlock(&m->lock);
-	if (sb == NULL) {
+	if (mock_op_egress_facts(r->mock, sid->valuestring, &list, &capped, &hm) != 0) {
 		resp_fail(out, 404, "sandbox_id", "NOT_FOUND", "sandbox not found");
 		return;
 	}
@@ -343,57 +250,59 @@ static void a_egress_check(mreq *r, mresp *out)
 
 /* ---- faults and scenarios ---- */
 
-static void a_faults(mreq *r, mresp *out)
+/* The route table matches the methods: each handler serves one. */
+static void a_faults_list(mreq *r, mresp *out)
 {
-	mock_faults *f = r->mock->faults;
-	char id[32];
-
-	if (req_seg(r, 2, id, sizeof(id))) {
-		uint64_t n = 0;
-		char *end = NULL;
-
-		if (strcmp(r->method, "DELETE") != 0) {
-			resp_fail(out, 405, "error", "METHOD_NOT_ALLOWED", "use DELETE /_mock/faults/{id}");
-			return;
-		}
-		errno = 0;
-		n = strtoull(id, &end, 10);
-		if (errno != 0 || *end != '\0' || n > UINT32_MAX || mock_faults_delete(f, (unsigned)n) != 0) {
-			resp_fail(out, 404, "error", "NOT_FOUND", "no fault rule with that id");
-			return;
-		}
-		ok_empty(out);
-		return;
-	}
-	if (strcmp(r->method, "GET") == 0) {
-		resp_success(out, 200, mock_faults_list_json(f));
-	} else if (strcmp(r->method, "DELETE") == 0) {
-		mock_faults_clear(f);
-		ok_empty(out);
-	} else if (strcmp(r->method, "POST") == 0) {
-		cJSON *b = admin_body(r, out);
-		cJSON *ids, *d;
-		sbx_err err = {{0}};
-
-		if (b == NULL) {
-			if (out->body == NULL)
-				resp_fail(out, 400, "body", "INVALID_REQUEST", "a rule or {rules:[...]} is required");
-			return;
-		}
-		ids = cJSON_CreateArray();
-		if (mock_faults_add_json(f, b, ids, &err) != 0) {
-			cJSON_Delete(ids);
-			resp_fail(out, 400, "rule", "INVALID_RULE", err.msg);
-			return;
-		}
-		d = cJSON_CreateObject();
-		cJSON_AddItemToObject(d, "ids", ids);
-		resp_success(out, 200, d);
-	} else {
-		resp_fail(out, 405, "error", "METHOD_NOT_ALLOWED", "use GET, POST or DELETE");
-	}
+	resp_success(out, 200, mock_faults_list_json(r->mock->faults));
 }
 
+static void a_faults_clear(mreq *r, mresp *out)
+{
+	mock_faults_clear(r->mock->faults);
+	ok_empty(out);
+}
+
+static void a_fault_delete(mreq *r, mresp *out)
+{
+	char id[32];
+	uint64_t n = 0;
+	char *end = NULL;
+
+	if (!req_seg(r, 2, id, sizeof(id))) {
+		resp_fail(out, 404, "error", "NOT_FOUND", "no fault rule with that id");
+		return;
+	}
+	errno = 0;
+	n = strtoull(id, &end, 10);
+	if (errno != 0 || *end != '\0' || n > UINT32_MAX ||
+	    mock_faults_delete(r->mock->faults, (unsigned)n) != 0) {
+		resp_fail(out, 404, "error", "NOT_FOUND", "no fault rule with that id");
+		return;
+	}
+	ok_empty(out);
+}
+
+static void a_faults_add(mreq *r, mresp *out)
+{
+	cJSON *b = admin_body(r, out);
+	cJSON *ids, *d;
+	sbx_err err = {{0}};
+
+	if (b == NULL) {
+		if (out->body == NULL)
+			resp_fail(out, 400, "body", "INVALID_REQUEST", "a rule or {rules:[...]} is required");
+		return;
+	}
+	ids = cJSON_CreateArray();
+	if (mock_faults_add_json(r->mock->faults, b, ids, &err) != 0) {
+		cJSON_Delete(ids);
+		resp_fail(out, 400, "rule", "INVALID_RULE", err.msg);
+		return;
+	}
+	d = cJSON_CreateObject();
+	cJSON_AddItemToObject(d, "ids", ids);
+	resp_success(out, 200, d);
+}
 
 static void a_scenario(mreq *r, mresp *out)
 {
@@ -474,32 +383,27 @@ static bool journal_filter(mreq *r, mresp *out, mock_journal_filter *f)
 static void a_journal(mreq *r, mresp *out)
 {
 	mock_journal_filter f;
-	char sub[16];
-	bool count = req_seg(r, 2, sub, sizeof(sub));
 
-	if (count && strcmp(sub, "count") != 0) {
-		resp_fail(out, 404, "error", "NOT_FOUND", "no such journal endpoint");
-		return;
-	}
-	if (strcmp(r->method, "DELETE") == 0 && !count) {
-		mock_journal_clear(r->mock->journal);
-		ok_empty(out);
-		return;
-	}
-	if (strcmp(r->method, "GET") != 0) {
-		resp_fail(out, 405, "error", "METHOD_NOT_ALLOWED", "use GET or DELETE");
-		return;
-	}
+	if (journal_filter(r, out, &f))
+		resp_success(out, 200, mock_journal_query(r->mock->journal, &f));
+}
+
+static void a_journal_count(mreq *r, mresp *out)
+{
+	mock_journal_filter f;
+	cJSON *d;
+
 	if (!journal_filter(r, out, &f))
 		return;
-	if (count) {
-		cJSON *d = cJSON_CreateObject();
+	d = cJSON_CreateObject();
+	cJSON_AddNumberToObject(d, "count", (double)mock_journal_count(r->mock->journal, &f));
+	resp_success(out, 200, d);
+}
 
-		cJSON_AddNumberToObject(d, "count", (double)mock_journal_count(r->mock->journal, &f));
-		resp_success(out, 200, d);
-		return;
-	}
-	resp_success(out, 200, mock_journal_query(r->mock->journal, &f));
+static void a_journal_clear(mreq *r, mresp *out)
+{
+	mock_journal_clear(r->mock->journal);
+	ok_empty(out);
 }
 
 /* ---- dispatch ---- */
@@ -532,9 +436,14 @@ ADMIN_ROUTE(a_tenants)
 ADMIN_ROUTE(a_settings)
 ADMIN_ROUTE(a_clock)
 ADMIN_ROUTE(a_egress_check)
-ADMIN_ROUTE(a_faults)
+ADMIN_ROUTE(a_faults_list)
+ADMIN_ROUTE(a_faults_add)
+ADMIN_ROUTE(a_faults_clear)
+ADMIN_ROUTE(a_fault_delete)
 ADMIN_ROUTE(a_scenario)
 ADMIN_ROUTE(a_journal)
+ADMIN_ROUTE(a_journal_count)
+ADMIN_ROUTE(a_journal_clear)
 
 /* Admin requests are never durable; the non-GET ones block (as every
  * mutation does). */
@@ -548,14 +457,14 @@ const mock_route mock_admin_routes[] = {
 	{"PUT", "/_mock/settings", ROUTE_BLOCKS, a_settings_route},
 	{"POST", "/_mock/clock/advance", ROUTE_BLOCKS, a_clock_route},
 	{"POST", "/_mock/egress/check", ROUTE_BLOCKS, a_egress_check_route},
-	{"GET", "/_mock/faults", 0, a_faults_route},
-	{"POST", "/_mock/faults", ROUTE_BLOCKS, a_faults_route},
-	{"DELETE", "/_mock/faults", ROUTE_BLOCKS, a_faults_route},
-	{"DELETE", "/_mock/faults/{id}", ROUTE_BLOCKS, a_faults_route},
+	{"GET", "/_mock/faults", 0, a_faults_list_route},
+	{"POST", "/_mock/faults", ROUTE_BLOCKS, a_faults_add_route},
+	{"DELETE", "/_mock/faults", ROUTE_BLOCKS, a_faults_clear_route},
+	{"DELETE", "/_mock/faults/{id}", ROUTE_BLOCKS, a_fault_delete_route},
 	{"POST", "/_mock/scenario", ROUTE_BLOCKS, a_scenario_route},
 	{"GET", "/_mock/journal", 0, a_journal_route},
-	{"DELETE", "/_mock/journal", ROUTE_BLOCKS, a_journal_route},
-	{"GET", "/_mock/journal/count", 0, a_journal_route},
+	{"DELETE", "/_mock/journal", ROUTE_BLOCKS, a_journal_clear_route},
+	{"GET", "/_mock/journal/count", 0, a_journal_count_route},
 };
 const size_t mock_admin_nroutes = sizeof(mock_admin_routes) / sizeof(mock_admin_routes[0]);
 

@@ -280,7 +280,7 @@ static void exec_once(mreq *r, mresp *out, mock_guest *g, const mock_exec_spec *
 {
 	mock_exec_result res;
 	sbx_err err = {{0}};
-	int64_t t0 = mono_us();
+	int64_t t0 = sbx_mono_us();
 	char *body;
 	size_t len = 0;
 
@@ -289,7 +289,7 @@ static void exec_once(mreq *r, mresp *out, mock_guest *g, const mock_exec_spec *
 	} else if (api_fault_is(r, FK_EXEC_OOM)) {
 		body = exec_result_json("", 0, "Killed\n", 7, 137, NULL, 0, &len);
 	} else if (mock_guest_exec(g, spec, timeout_ms, EXEC_OUTPUT_CAP, gone_cb, r, &res, &err) != 0) {
-		body = exec_result_json("", 0, "", 0, -1, err.msg, (mono_us() - t0) / 1000, &len);
+		body = exec_result_json("", 0, "", 0, -1, err.msg, (sbx_mono_us() - t0) / 1000, &len);
 	} else {
 		char msg[96];
 		const char *error = NULL;
@@ -300,7 +300,7 @@ static void exec_once(mreq *r, mresp *out, mock_guest *g, const mock_exec_spec *
 			res.exit_code = 124;
 		}
 		body = exec_result_json(sbx_strbuf_str(&res.out), res.out.len, sbx_strbuf_str(&res.err),
-					res.err.len, res.exit_code, error, (mono_us() - t0) / 1000, &len);
+					res.err.len, res.exit_code, error, (sbx_mono_us() - t0) / 1000, &len);
 		sbx_strbuf_free(&res.out);
 		sbx_strbuf_free(&res.err);
 	}

@@ -36,8 +36,7 @@ void api_files_put(mreq *r, mresp *out, mock_tenant *t)
 	char id[64];
 	mock_guest *g;
 	sbx_err err = {{0}};
-	int status = 0, fd;
-	size_t off = 0;
+	int status = 0, fd, wrc;
 
 	if (path == NULL || path[0] == '\0') {
 		resp_fail(out, 400, "path", "INVALID_REQUEST", "query parameter path is required (absolute)");
@@ -51,17 +50,9 @@ void api_files_put(mreq *r, mresp *out, mock_tenant *t)
 		resp_fail(out, status, "path", status == 404 ? "NOT_FOUND" : "INVALID_PATH", err.msg);
 		goto out_done;
 	}
-	while (off < r->body.len) {
-		ssize_t w = write(fd, r->body.data + off, r->body.len - off);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			break;
-		off += (size_t)w;
-	}
+	wrc = sbx_write_all(fd, r->body.data, r->body.len);
 	close(fd);
-	if (off < r->body.len)
+	if (wrc != 0)
 		resp_error(out, 500, "short write into the sandbox tree");
 	else
 		resp_success(out, 200, cJSON_CreateObject());

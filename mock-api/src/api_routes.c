@@ -65,6 +65,14 @@ const mock_route mock_api_routes[] = {
 };
 const size_t mock_api_nroutes = sizeof(mock_api_routes) / sizeof(mock_api_routes[0]);
 
+/* The query parameters of the routes above, as the journal rebuilds a
+ * request's query (ADMIN.md lists them): a route taking a new one adds it
+ * here. */
+const char *const mock_journal_query_keys[] = {"limit", "offset", "status", "stream", "path",
+					       "mount_path", "follow", "attempt", "include", "reason"};
+const size_t mock_journal_nquery_keys =
+	sizeof(mock_journal_query_keys) / sizeof(mock_journal_query_keys[0]);
+
 /* X-Api-Key only: a Bearer token is refused by name, so a client sending
  * the wrong header learns why. */
 static mock_tenant *authenticate(mreq *r, mresp *out)

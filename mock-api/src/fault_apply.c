@@ -1,7 +1,7 @@
 /* fault_apply: the fault actions, applied to one request (see
- * fault_apply.h). The engine in faults.c decides, this file acts; the
- * model's lifecycle rules stay the model's (host_dies goes through
- * mock_host_die). Never closes a socket itself: a reset or close is a flag
+ * fault_apply.h). The engine in faults.c decides, this file acts; what a
+ * fault does to the model goes through an operation (host_dies and
+ * cp_restart: ops_admin.c), never the model lock here. Never closes a socket itself: a reset or close is a flag
  * on the answer that http.c carries out, and cp_restart only shuts the
  * other connections down (chaos.c), MHD closes them. */
 #define _GNU_SOURCE
@@ -10,7 +10,6 @@
 #include "ops.h"
 #include "server.h"
 
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,9 +40,9 @@ void fault_apply_reset_conn(struct MHD_Connection *conn)
 
 static void hang(mreq *r, int64_t max_ms)
 {
-	int64_t end = mono_us() + max_ms * 1000;
+	int64_t end = sbx_mono_us() + max_ms * 1000;
 
-	while (mono_us() < end) {
+	while (sbx_mono_us() < end) {
 		if (req_client_gone(r))
 			return;
 		mock_sleep_ms(r->mock, 50);
@@ -200,36 +199,20 @@ static void commit_then_fail(mreq *r, mresp *out)
 
 /* ---- chaos: faults that reach beyond one request ---- */
 
-/* The host died: its VMs are gone, so their processes die too (the tree,
- * the "disk", survives for the cold start elsewhere). */
-static void on_host_death(mock_sandbox *sb, mock_status from, void *arg)
-{
-	(void)from;
-	(void)arg;
-	mock_guest_signal(sb->guest, SIGKILL);
-	mock_guest_signal(sb->guest, SIGCONT);
-}
-
 /* host_dies (every sandbox on a host fails; the next resume is a cross-host
  * cold start) and cp_restart (every open connection drops, state survives,
- * readyz answers 503 for a while on the virtual clock). The lifecycle rules
- * are the model's; true when the answer was replaced. */
+ * readyz answers 503 for a while on the virtual clock). The model effects
+ * are the operations' (ops_admin.c); true when the answer was replaced. */
 static bool chaos_apply(mreq *r, mresp *out)
 {
 	sbx_mock *mock = r->mock;
-	mock_model *m = mock->model;
 
 	switch (r->fault.kind) {
 	case FK_HOST_DIES:
-		pthread_mutex_lock(&m->lock);
-		mock_tick(m, mock_on_state_change, mock);
-		mock_host_die(m, r->fault.host_id, on_host_death, mock);
-		pthread_mutex_unlock(&m->lock);
+		mock_op_host_dies(mock, r->fault.host_id);
 		return false; /* the request itself is then served normally */
 	case FK_CP_RESTART:
-		pthread_mutex_lock(&m->lock);
-		m->not_ready_until_ms = mock_now(m) + r->fault.not_ready_ms;
-		pthread_mutex_unlock(&m->lock);
+		mock_op_cp_restart(mock, r->fault.not_ready_ms);
 		chaos_drop_connections(mock, req_conn_fd(r));
 		out->close_reset = true;
 		return true;

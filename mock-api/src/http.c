@@ -15,6 +15,7 @@
 #include "http.h"
 
 #include "fault_apply.h"
+#include "ops.h"
 #include "route.h"
 #include "server.h"
 
@@ -48,24 +49,16 @@ static void fault_summary(mreq *r, mock_fault_req *q, char *name, size_t cap)
 	q->tenant = r->api_key != NULL ? r->api_key : "";
 	q->name = NULL;
 	q->is_exec = r->route != NULL && (r->route->flags & ROUTE_EXEC) != 0;
-	pthread_mutex_lock(&mock->model->lock);
-	if (r->api_key != NULL) {
-		mock_tenant *t = mock_tenant_get(mock->model, r->api_key, false);
-
-		q->request_no = t != NULL ? ++t->requests : ++mock->anon_requests;
-	} else {
-		q->request_no = ++mock->anon_requests;
-	}
 	if (req_seg(r, 0, seg, sizeof(seg)) && strcmp(seg, "v1") == 0 &&
 	    req_seg(r, 1, seg, sizeof(seg)) && strcmp(seg, "sandboxes") == 0) {
 		if (req_seg(r, 2, seg, sizeof(seg))) {
-			mock_sandbox *sb = mock_sandbox_find_any(mock->model, seg);
-
-			if (sb != NULL && sb->name[0] != '\0') {
-				snprintf(name, cap, "%s", sb->name);
+			/* one op counts the request and reads the sandbox's name */
+			q->request_no = mock_op_count_request(mock, r->api_key, seg, name, cap);
+			if (name[0] != '\0')
 				q->name = name;
-			}
-		} else if (r->json != NULL) {
+			return;
+		}
+		if (r->json != NULL) {
 			const cJSON *n = cJSON_GetObjectItemCaseSensitive(r->json, "name");
 
 			if (cJSON_IsString(n)) {
@@ -74,7 +67,8 @@ static void fault_summary(mreq *r, mock_fault_req *q, char *name, size_t cap)
 			}
 		}
 	}
-	pthread_mutex_unlock(&mock->model->lock);
+	/* no sandbox named: seg is only the (unused) name buffer */
+	q->request_no = mock_op_count_request(mock, r->api_key, NULL, seg, sizeof(seg));
 }
 
 static void journal_record(mreq *r, int status)
@@ -83,28 +77,24 @@ static void journal_record(mreq *r, int status)
 	sbx_strbuf q = SBX_STRBUF_INIT;
 
 	memset(&e, 0, sizeof(e));
-	pthread_mutex_lock(&r->mock->model->lock);
-	e.ts_ms = mock_now(r->mock->model);
-	pthread_mutex_unlock(&r->mock->model->lock);
+	e.ts_ms = mock_op_now(r->mock);
 	snprintf(e.method, sizeof(e.method), "%s", r->method);
 	e.path = r->path;
 	/* MHD hands the path without query; rebuild it from the arguments. */
 	if (MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, NULL, NULL) > 0) {
-		const char *keys[] = {"limit", "offset", "status", "stream", "path", "mount_path",
-				      "follow", "attempt", "include", "reason"};
-
-		for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
-			const char *v = req_query(r, keys[i]);
+		for (size_t i = 0; i < mock_journal_nquery_keys; i++) {
+			const char *k = mock_journal_query_keys[i];
+			const char *v = req_query(r, k);
 
 			if (v != NULL)
-				sbx_strbuf_printf(&q, "%s%s=%s", q.len > 0 ? "&" : "", keys[i], v);
+				sbx_strbuf_printf(&q, "%s%s=%s", q.len > 0 ? "&" : "", k, v);
 		}
 	}
 	e.query = q.len > 0 ? q.data : NULL;
 	e.tenant = (char *)r->api_key; /* copied by mock_journal_add */
 	e.status = status;
 	snprintf(e.sandbox_id, sizeof(e.sandbox_id), "%s", r->sandbox_id);
-	e.duration_us = mono_us() - r->start_us;
+	e.duration_us = sbx_mono_us() - r->start_us;
 	{
 		const union MHD_ConnectionInfo *ci =
 			MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
@@ -320,7 +310,7 @@ enum MHD_Result mock_http_on_request(void *cls, struct MHD_Connection *conn, con
 		r->self = mock->self_daemon != NULL && self_conn(mock, conn);
 		r->method = method;
 		r->path = strdup(url);
-		r->start_us = mono_us();
+		r->start_us = sbx_mono_us();
 		sbx_strbuf_init(&r->body);
 		*con_cls = r;
 		if (r->path == NULL)

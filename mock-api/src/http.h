@@ -1,5 +1,6 @@
 /* http: the request pipeline behind both listeners — MHD's callbacks.
- * server.c hands these to MHD_start_daemon; nothing else calls them. */
+ * server.c hands these to MHD_start_daemon (both listeners); nothing else
+ * calls them. */
 #ifndef SBX_MOCK_HTTP_H
 #define SBX_MOCK_HTTP_H
 

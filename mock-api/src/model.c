@@ -8,13 +8,13 @@
  * Never does I/O beyond reading the clock and the id seed, never knows
  * about HTTP, and never calls up into a resource file (they call it). */
 #include "model_internal.h"
+#include "sbx/sys.h"
 
 #include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 
 /* ---- catalog: shapes, rootfs, statuses, errors ---- */
@@ -104,14 +104,6 @@ bool model_rootfs_known(const char *name)
 
 /* ---- clock and ids ---- */
 
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static int64_t wall_ms(void)
 {
 	struct timespec ts;
@@ -122,7 +114,7 @@ static int64_t wall_ms(void)
 
 int64_t mock_now(const mock_model *m)
 {
-	return mono_ms() - m->start_mono_ms + m->clock_offset_ms;
+	return sbx_mono_ms() - m->start_mono_ms + m->clock_offset_ms;
 }
 
 void mock_advance(mock_model *m, int64_t ms)
@@ -135,7 +127,7 @@ void mock_model_restore_clock(mock_model *m, int64_t start_wall_ms)
 {
 	if (start_wall_ms <= 0 || start_wall_ms > m->start_wall_ms)
 		return;
-	m->clock_offset_ms = (wall_ms() - start_wall_ms) - (mono_ms() - m->start_mono_ms);
+	m->clock_offset_ms = (wall_ms() - start_wall_ms) - (sbx_mono_ms() - m->start_mono_ms);
 	m->start_wall_ms = start_wall_ms;
 }
 
@@ -218,12 +210,12 @@ mock_model *mock_model_new(const mock_settings *set)
 		return NULL;
 	}
 	m->set = *set;
-	m->start_mono_ms = mono_ms();
+	m->start_mono_ms = sbx_mono_ms();
 	m->start_wall_ms = wall_ms();
 	m->next_due_ms = INT64_MAX;
 	m->ip_next = 2;
-	if (getrandom(&seed, sizeof(seed), 0) != (ssize_t)sizeof(seed))
-		seed = (uint64_t)m->start_wall_ms;
+	if (sbx_random_bytes(&seed, sizeof(seed)) != 0)
+		seed = (uint64_t)m->start_wall_ms; /* ids need not be secret */
 	m->id_counter = seed;
 	return m;
 }

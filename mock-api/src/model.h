@@ -281,7 +281,7 @@ const char *mock_resume_timing(const mock_sandbox *sb);
 /* readyz: ready unless switched off or inside a cp_restart window. */
 bool mock_ready(const mock_model *m);
 
-/* Durable state, model_persist.c (state.c frames and syncs, durable.c decides when): the
+/* Durable state, model_persist.c (mutation_log.c frames and syncs, durable.c decides when): the
  * persistent part of a tenant / sandbox as JSON, and the way back. Volatile
  * fields (idle timer, pending transitions, in-flight counters) are left out. */
 cJSON *mock_tenant_dump(const mock_tenant *t);

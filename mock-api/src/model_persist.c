@@ -1,6 +1,7 @@
 /* model_persist: the durable part of the model as JSON — a tenant or a
- * sandbox dumped into a record, and rebuilt from one at start (state.c
- * frames and syncs the records, durable.c decides when); see model.h.
+ * sandbox dumped into a record, and rebuilt from one at start
+ * (mutation_log.c frames and syncs the records, durable.c decides when);
+ * see model.h.
  *
  * Volatile fields (idle timer, pending transitions, in-flight counters,
  * guests) are never stored. A record read back may be damaged or hostile:

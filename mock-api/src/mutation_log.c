@@ -2,6 +2,7 @@
  * Never interprets a payload. */
 #define _GNU_SOURCE
 #include "mutation_log.h"
+#include "sbx/sys.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -191,7 +192,6 @@ out_free:
 int mock_mutlog_append(mock_mutlog *st, const char *payload, size_t len, sbx_err *err)
 {
 	unsigned char *rec;
-	size_t off = 0;
 	off_t start;
 	int rc = 0;
 
@@ -209,17 +209,9 @@ int mock_mutlog_append(mock_mutlog *st, const char *payload, size_t len, sbx_err
 	memcpy(rec + 8, payload, len);
 	pthread_mutex_lock(&st->lock);
 	start = lseek(st->fd, 0, SEEK_END);
-	while (off < len + 8) {
-		ssize_t n = write(st->fd, rec + off, len + 8 - off);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			sbx_err_set(err, "state log write: %s", n < 0 ? strerror(errno) : "short write");
-			rc = -1;
-			break;
-		}
-		off += (size_t)n;
+	if (sbx_write_all(st->fd, rec, len + 8) != 0) {
+		sbx_err_set(err, "state log write: %s", strerror(errno));
+		rc = -1;
 	}
 	if (rc == 0 && fdatasync(st->fd) != 0) {
 		sbx_err_set(err, "state log fdatasync: %s", strerror(errno));

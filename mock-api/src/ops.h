@@ -7,7 +7,8 @@
  *
  * It must never know HTTP: no microhttpd, no mreq/mresp, no status lines
  * beyond the mock_err / return codes the model already speaks. Callers
- * (api_*.c, self.c) never take model->lock themselves. */
+ * (api_*.c, admin.c, self.c, http.c, fault_apply.c, scenario.c, server.c)
+ * never take model->lock themselves. */
 #ifndef SBX_MOCK_OPS_H
 #define SBX_MOCK_OPS_H
 
@@ -21,6 +22,7 @@
 #include "faults.h"
 #include "guest.h"
 #include "model.h"
+#include "sbx/err.h"
 #include "sbx/mock.h"
 
 /* One operation on a sandbox named by the request. The caller fills mock,
@@ -120,6 +122,49 @@ cJSON *mock_op_coll_create(sbx_mock *mock, mock_tenant *t, mock_coll c, const cJ
 int mock_op_coll_delete(sbx_mock *mock, mock_tenant *t, mock_coll c, const char *id, mock_err *e);
 /* Replaces a disk's credentials: its view, NULL when there is no such disk. */
 cJSON *mock_op_disk_credentials(sbx_mock *mock, mock_tenant *t, const char *id, const cJSON *cred);
+
+/* ---- the admin API's model work (ops_admin.c) ---- */
+/* mock_settings_apply / mock_settings_view (settings.h) under the lock. */
+int mock_op_settings_apply(sbx_mock *mock, const cJSON *b, sbx_err *err);
+cJSON *mock_op_settings_view(sbx_mock *mock);
+/* GET /_mock/state: {clock_ms, tenants:[{key, user_id, cap, credit,
+ * sandboxes}]}, only the tenant keyed tenant when it is not NULL. */
+cJSON *mock_op_admin_state(sbx_mock *mock, const char *tenant);
+/* GET /_mock/sandboxes: {sandboxes:[...]} of tenant (NULL: every tenant) in
+ * status want (-1: any). */
+cJSON *mock_op_admin_sandboxes(sbx_mock *mock, const char *tenant, int want);
+/* Sets a sandbox's bandwidth counters (NULL: unchanged): its bandwidth
+ * view, NULL when id is NULL or names no sandbox. */
+cJSON *mock_op_admin_bandwidth(sbx_mock *mock, const char *id, const int64_t *used,
+			       const int64_t *ingress);
+/* Creates or edits a tenant (NULL: unchanged): {key, user_id, cap, credit},
+ * NULL when out of memory. */
+cJSON *mock_op_admin_tenant(sbx_mock *mock, const char *key, const int *cap, const int *credit);
+/* Advances the virtual clock and runs it: {clock_ms}. */
+cJSON *mock_op_clock_advance(sbx_mock *mock, int64_t ms);
+/* The egress oracle's inputs: the host rule mode, and a copy of the
+ * sandbox's rules (the caller frees it) and whether its bandwidth is used
+ * up; -1 when id names no sandbox. */
+int mock_op_egress_facts(sbx_mock *mock, const char *id, sbx_egress_list *list, bool *capped,
+			 sbx_host_rule_mode *hm);
+
+/* ---- the request pipeline's facts (ops_admin.c) ---- */
+/* Counts a request for the fault matcher: the tenant's request number (the
+ * anonymous counter's when api_key is NULL or no tenant). name gets the
+ * name of the sandbox sandbox_id ("" when NULL, unknown or unnamed). */
+uint64_t mock_op_count_request(sbx_mock *mock, const char *api_key, const char *sandbox_id,
+			       char *name, size_t cap);
+/* The virtual clock, for the journal. */
+int64_t mock_op_now(sbx_mock *mock);
+
+/* ---- fault effects and stop (ops_admin.c) ---- */
+/* host_dies: every live sandbox on host_id ("" = every host) fails and its
+ * processes die; the next resume is a cross-host cold start. */
+void mock_op_host_dies(sbx_mock *mock, const char *host_id);
+/* cp_restart: readyz answers 503 for not_ready_ms on the virtual clock. */
+void mock_op_cp_restart(sbx_mock *mock, int64_t not_ready_ms);
+/* Kills every guest's processes (the mock is stopping). */
+void mock_op_kill_guests(sbx_mock *mock);
 
 /* ---- guest hooks (ops.c) ---- */
 

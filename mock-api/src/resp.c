@@ -1,6 +1,6 @@
-/* resp: request and response helpers for the handlers (see resp.h), the
- * monotonic clock and the stop-aware sleep. Never queues an answer on a
- * connection (http.c does) and never takes the model lock. */
+/* resp: request and response helpers for the handlers (see resp.h) and the
+ * stop-aware sleep. Never queues an answer on a connection (http.c does)
+ * and never takes the model lock. */
 #define _GNU_SOURCE
 #include "server.h"
 
@@ -11,22 +11,14 @@
 #include <sys/socket.h>
 #include <time.h>
 
-/* ---- time ---- */
-
-int64_t mono_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
+/* ---- sleeping ---- */
 
 void mock_sleep_ms(sbx_mock *mock, int64_t ms)
 {
-	int64_t end = mono_us() + ms * 1000;
+	int64_t end = sbx_mono_us() + ms * 1000;
 
 	while (!atomic_load(&mock->stopping)) {
-		int64_t left = end - mono_us();
+		int64_t left = end - sbx_mono_us();
 		struct timespec ts;
 
 		if (left <= 0)

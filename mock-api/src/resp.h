@@ -1,8 +1,9 @@
 /* resp: what a handler needs to read a request and shape its answer —
  * JSend envelopes, headers, query and path segments, whether the client is
- * still there — plus the mock's monotonic clock and its stop-aware sleep.
+ * still there — plus the mock's stop-aware sleep (the monotonic clock is
+ * lib's sbx_mono_us, sbx/sys.h).
  *
- * Handlers (api.c, admin.c, self.c, record.c) fill an mresp through these
+ * Handlers (api_*.c, admin.c, self.c, record.c) fill an mresp through these
  * helpers and never call MHD to answer; queueing the answer is http.c's
  * job. Nothing here blocks except mock_sleep_ms, and that one returns when
  * the mock stops. */
@@ -17,6 +18,7 @@
 
 #include "model.h"
 #include "sbx/mock.h"
+#include "sbx/sys.h" /* sbx_mono_us: durations and deadlines */
 
 /* Defined in server.h; repeated typedefs are valid C11. */
 typedef struct mreq mreq;
@@ -47,6 +49,5 @@ bool mock_fd_gone(int fd);
 
 /* Sleeps up to ms, returns early when the mock stops. */
 void mock_sleep_ms(sbx_mock *mock, int64_t ms);
-int64_t mono_us(void);
 
 #endif

@@ -62,6 +62,12 @@ void mock_route_serve(const mock_route *rows, size_t n, mreq *r, mresp *out,
  * Defined in api_routes.c, next to the API table. */
 const mock_route *mock_route_lookup(bool self, bool admin, const char *method, const char *path);
 
+/* The query parameters the journal shows (ADMIN.md), in this order; kept
+ * next to the API table (api_routes.c): a route that takes a new parameter
+ * adds its name there. */
+extern const char *const mock_journal_query_keys[];
+extern const size_t mock_journal_nquery_keys;
+
 /* The tables, for mock_route_lookup. */
 extern const mock_route mock_api_routes[];
 extern const size_t mock_api_nroutes;

@@ -4,8 +4,8 @@
 #define _GNU_SOURCE
 #include "scenario.h"
 
+#include "ops.h"
 #include "server.h"
-#include "settings.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -31,9 +31,7 @@ int mock_scenario_apply(sbx_mock *mock, const cJSON *sc, cJSON *ids, sbx_err *er
 		return -1;
 	}
 	if (settings != NULL) {
-		pthread_mutex_lock(&mock->model->lock);
-		rc = mock_settings_apply(mock, settings, err);
-		pthread_mutex_unlock(&mock->model->lock);
+		rc = mock_op_settings_apply(mock, settings, err);
 		if (rc != 0) {
 			sbx_err_prefix(err, "scenario settings");
 			return -1;

@@ -12,7 +12,7 @@
  * path, parsed; NULL with err saying where it looked. */
 cJSON *mock_scenario_load(const sbx_mock *mock, const char *name_or_file, sbx_err *err);
 /* Applies {name?, description?, settings?, rules:[...]}: settings under the
- * model lock (taken here), then the rules; the new rule ids go to ids. */
+ * model lock (mock_op_settings_apply), then the rules; the new rule ids go to ids. */
 int mock_scenario_apply(sbx_mock *mock, const cJSON *sc, cJSON *ids, sbx_err *err);
 
 #endif

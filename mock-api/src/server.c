@@ -11,6 +11,7 @@
 #include "http.h"
 #include "ops.h"
 #include "settings.h"
+#include "sbx/sys.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -19,7 +20,6 @@
 #include <string.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -67,25 +67,6 @@ static int make_work_dir(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *er
 	}
 	mock->own_work_dir = true;
 	return 0;
-}
-
-static void random_token(char *buf, size_t cap)
-{
-	unsigned char raw[24];
-	static const char hex[] = "0123456789abcdef";
-	size_t n = 0;
-
-	if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw)) {
-		uint64_t t = (uint64_t)mono_us() ^ (uint64_t)getpid();
-
-		for (size_t i = 0; i < sizeof(raw); i++)
-			raw[i] = (unsigned char)(t >> ((i % 8) * 8)) ^ (unsigned char)i;
-	}
-	for (size_t i = 0; i < sizeof(raw) && n + 2 < cap; i++) {
-		buf[n++] = hex[raw[i] >> 4];
-		buf[n++] = hex[raw[i] & 15];
-	}
-	buf[n] = '\0';
 }
 
 static int copy_keys(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *err)
@@ -203,8 +184,9 @@ static int start_self_daemon(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err
 	return 0;
 }
 
-/* The scalars the mock keeps from its configuration, and its admin token. */
-static void copy_config(sbx_mock *mock, const sbx_mock_config *cfg)
+/* The scalars the mock keeps from its configuration, and its admin token
+ * (48 random hex digits unless configured; no guessable fallback). */
+static int copy_config(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *err)
 {
 	mock->quiet = cfg->quiet;
 	mock->seed = cfg->seed;
@@ -214,10 +196,13 @@ static void copy_config(sbx_mock *mock, const sbx_mock_config *cfg)
 	if (cfg->scenario_dir != NULL)
 		snprintf(mock->scenario_dir, sizeof(mock->scenario_dir), "%s", cfg->scenario_dir);
 	atomic_store(&mock->hb_ms, 5000);
-	if (cfg->admin_token != NULL)
+	if (cfg->admin_token != NULL) {
 		snprintf(mock->admin_token, sizeof(mock->admin_token), "%s", cfg->admin_token);
-	else
-		random_token(mock->admin_token, sizeof(mock->admin_token));
+	} else if (sbx_random_hex(mock->admin_token, 48) != 0) {
+		sbx_err_set(err, "admin token: getrandom: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
 }
 
 /* How guests run; in ns mode also their PID namespace, whose absence is a
@@ -275,7 +260,8 @@ sbx_mock *sbx_mock_start(const sbx_mock_config *cfg, sbx_err *err)
 	mock_workers_init(mock);
 	if (mock_settings_from_config(cfg, &set, err) != 0)
 		goto out_stop;
-	copy_config(mock, cfg);
+	if (copy_config(mock, cfg, err) != 0)
+		goto out_stop;
 	if (copy_keys(mock, cfg, err) != 0 || chaos_init(mock) != 0)
 		goto out_stop;
 	if (start_guests(mock, cfg, err) != 0)
@@ -331,12 +317,8 @@ void sbx_mock_stop(sbx_mock *mock)
 	if (mock == NULL)
 		return;
 	atomic_store(&mock->stopping, true);
-	if (mock->model != NULL) {
-		pthread_mutex_lock(&mock->model->lock);
-		for (size_t i = 0; i < mock->model->nsbx; i++)
-			mock_guest_kill(mock->model->sbx[i]->guest);
-		pthread_mutex_unlock(&mock->model->lock);
-	}
+	if (mock->model != NULL)
+		mock_op_kill_guests(mock);
 	/* workers resume their connections before they end: none stays
 	 * suspended when the daemon stops */
 	mock_workers_wait(mock);

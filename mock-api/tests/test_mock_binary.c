@@ -120,7 +120,13 @@ static void serves_and_stops_cleanly(void **state)
 	res = cJSON_GetObjectItem(cJSON_GetObjectItem(r.json, "data"), "result");
 	assert_int_equal(cJSON_GetObjectItem(res, "exit_code")->valueint, 0);
 	th_resp_free(&r);
+	/* the exec answers once the shell exits; its background child may not
+	 * have exec'd sleep yet (under load): poll for it, up to 10 s */
 	guest_pid = find_sleep(token);
+	for (int i = 0; i < 500 && guest_pid <= 1; i++) {
+		usleep(20000);
+		guest_pid = find_sleep(token);
+	}
 	assert_true(guest_pid > 1);
 	assert_true(pid_alive((pid_t)guest_pid));
 	kill(pid, SIGTERM);

@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "mock_fixture.h"
+#include "sbx/sys.h"
 
 static sbx_mock *start(const char *timing)
 {
@@ -381,10 +382,7 @@ typedef struct bg_req {
 
 static double now_s(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	return (double)sbx_mono_us() / 1e6;
 }
 
 static void *bg_stream(void *arg)

@@ -9,6 +9,7 @@
 
 #include "ctl.h"
 #include "output.h"
+#include "sbx/sys.h"
 
 const ctl_opt ctl_opts_create[] = {
 	{"shape", "SHAPE", false, "machine shape, e.g. s-1vcpu-1gb (see 'sbxctl shapes')"},
@@ -174,13 +175,6 @@ static void sleep_ms(long ms)
 		;
 }
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static bool is_terminal_other(const char *st, const char *target)
 {
 	static const char *const bad[] = {"error", "failed", "destroying", "destroyed"};
@@ -215,7 +209,7 @@ static int wait_for(ctl_ctx *ctx, const char *id, const char *target, ctl_respon
 		return ctl_usage_error(ctx, "%s", e.msg);
 	sbx_strbuf path = SBX_STRBUF_INIT;
 	ctl_sandbox_path(&path, id, "");
-	int64_t start = now_ms();
+	int64_t start = sbx_mono_ms();
 	long backoff = 250;
 	int rc = CTL_EXIT_FAIL;
 	for (;;) {
@@ -228,7 +222,7 @@ static int wait_for(ctl_ctx *ctx, const char *id, const char *target, ctl_respon
 			ctl_fail(ctx, "sandbox %s is '%s' while waiting for '%s'", id, st, target);
 			break;
 		}
-		int64_t waited = now_ms() - start;
+		int64_t waited = sbx_mono_ms() - start;
 		if (waited >= limit) {
 			ctl_fail(ctx, "TimeoutError: sandbox %s still '%s' after %lld ms waiting for '%s'", id,
 				 st != NULL ? st : "?", (long long)waited, target);

@@ -1,6 +1,7 @@
 /* ctl_harness: real sbx-mock and sbxctl processes for the integration
  * tests; see ctl_harness.h. Cleans up every process it starts. */
 #include "ctl_harness.h"
+#include "sbx/sys.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -24,9 +25,7 @@ static void sleep_ms(long ms)
 
 static long now_ms(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return (long)sbx_mono_ms();
 }
 
 static char *slurp(const char *path, size_t *len)

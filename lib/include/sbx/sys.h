@@ -1,6 +1,6 @@
 /* sys: small system-call helpers every program of sbx-harness needs, so that
  * none keeps its own copy: a full write that survives EINTR and short
- * writes, and random bytes from the kernel.
+ * writes, random bytes from the kernel, and the monotonic clock.
  *
  * Never falls back silently: a failure is returned with errno set, and the
  * caller decides (a seed may fall back to the clock, a token must not). */
@@ -8,6 +8,7 @@
 #define SBX_SYS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* Writes all len bytes to fd, retrying on EINTR and short writes. Returns 0,
  * or -1 with errno set (a write that returns 0 counts as EIO). */
@@ -20,5 +21,10 @@ int sbx_random_bytes(void *buf, size_t len);
 /* Writes `digits` random lower-case hex digits and a NUL into out (which
  * holds digits + 1 bytes). Returns 0, or -1 with errno set (out is then ""). */
 int sbx_random_hex(char *out, size_t digits);
+
+/* CLOCK_MONOTONIC in milliseconds and in microseconds (for deadlines and
+ * durations; never a wall-clock time). */
+int64_t sbx_mono_ms(void);
+int64_t sbx_mono_us(void);
 
 #endif
