@@ -88,7 +88,7 @@ static char *exec_stdout(const char *id, const char *cmd, const char *args_json)
  * background process started by an earlier exec does not. */
 static void guests_have_their_own_pid_namespace(void **state)
 {
-	char id[64], probe[96], *out;
+	char id[64], probe[192], *out;
 	long bg;
 	th_resp r;
 	const cJSON *on;
@@ -118,6 +118,11 @@ static void guests_have_their_own_pid_namespace(void **state)
 	out = exec_stdout(id, "sh", "[\"-c\",\"kill -9 -1; echo survived\"]");
 	assert_string_equal(out, "survived\n"); /* kill(-1) spares its caller */
 	free(out);
+	/* A killed process stays visible to kill -0 until the namespace's
+	 * init has reaped it: give that a bounded moment. */
+	snprintf(probe, sizeof(probe),
+		 "[\"-c\",\"for i in $(seq 100); do kill -0 %ld 2>/dev/null || exit 0; sleep 0.02; done; echo alive\"]",
+		 bg);
 	out = exec_stdout(id, "sh", probe);
 	assert_string_equal(out, ""); /* the sleep is gone */
 	free(out);
