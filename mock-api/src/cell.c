@@ -460,6 +460,15 @@ void mock_cell_kill(mock_cell *c)
 		kill(c->pid, SIGKILL);
 }
 
+void mock_cell_reap(mock_cell *c)
+{
+	if (c == NULL || c->pid <= 0)
+		return;
+	while (waitpid(c->pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	c->pid = -1; /* a reaped pid may be anyone's by now: never signal it */
+}
+
 void mock_cell_stop(mock_cell *c)
 {
 	if (c == NULL)
@@ -481,6 +490,7 @@ pid_t mock_cell_pid(const mock_cell *c)
 {
 	return c != NULL ? c->pid : -1;
 }
+
 
 int mock_cell_self_fd(const mock_cell *c)
 {
