@@ -457,6 +457,24 @@ size_t mock_op_guest_groups(sbx_mock *mock, mock_guest_group *out, size_t cap)
 	return n;
 }
 
+mock_tenant *mock_op_sandbox_tenant(sbx_mock *mock, const char *id, mock_err *e)
+{
+	const mock_sandbox *sb;
+	mock_tenant *t = NULL;
+
+	pthread_mutex_lock(&mock->model->lock);
+	sb = mock_sandbox_find_any(mock->model, id);
+	if (sb == NULL)
+		mock_err_set(e, 404, "NOT_FOUND", "caller", "the caller's sandbox no longer exists");
+	else if (mock_status_terminal(sb->status))
+		mock_err_set(e, 410, "GONE", "caller", "the caller's sandbox %s is %s", sb->id,
+			     mock_status_name(sb->status));
+	else
+		t = sb->tenant;
+	pthread_mutex_unlock(&mock->model->lock);
+	return t;
+}
+
 /* ---- guests and lifecycle hooks ---- */
 
 void mock_on_state_change(mock_sandbox *sb, mock_status from, void *arg)

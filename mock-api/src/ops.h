@@ -80,6 +80,10 @@ typedef struct mock_guest_group {
 	mock_tenant *tenant;
 } mock_guest_group;
 size_t mock_op_guest_groups(sbx_mock *mock, mock_guest_group *out, size_t cap);
+/* The tenant owning sandbox id, for the self-signal listener of contained
+ * mode; NULL with *e set: 404 when the model has no such sandbox, 410 when
+ * it is destroyed. */
+mock_tenant *mock_op_sandbox_tenant(sbx_mock *mock, const char *id, mock_err *e);
 
 /* ---- exec and files (ops_res.c) ----
  * begin: the running sandbox's guest, marked busy (op->sb set), or NULL
