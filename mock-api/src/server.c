@@ -321,9 +321,17 @@ sbx_mock *sbx_mock_start(const sbx_mock_config *cfg, sbx_err *err)
 		goto out_stop;
 	if (start_guests(mock, cfg, err) != 0)
 		goto out_stop;
+	/* contained: before the state, so that the sandboxes a durable replay
+	 * or a scenario starts find the port and registry for their listeners
+	 * (no connection comes before a listener is registered); plain: after
+	 * it, since its host listener serves at once */
+	if (mock->gmode != GUEST_PLAIN && start_self_daemon(mock, cfg, err) != 0)
+		goto out_stop;
 	if (start_state(mock, cfg, &set, err) != 0)
 		goto out_stop;
-	if (start_daemon(mock, cfg, err) != 0 || start_self_daemon(mock, cfg, err) != 0)
+	if (start_daemon(mock, cfg, err) != 0)
+		goto out_stop;
+	if (mock->gmode == GUEST_PLAIN && start_self_daemon(mock, cfg, err) != 0)
 		goto out_stop;
 	return mock;
 
