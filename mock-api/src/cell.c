@@ -226,7 +226,10 @@ static pid_t clone_cell(cell_child *cc, int sync_w, int err_r, const mock_cell_c
 
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old); /* no handler on the child's stack */
-	pid = clone(cell_child_main, stack + CELL_STACK_SIZE, (int)(vm | CELL_NS_FLAGS | SIGCHLD), cc);
+	/* no exit signal: a cell's death must not interrupt the mock's
+	 * threads (valgrind turns even an ignored SIGCHLD into EINTR), and
+	 * nothing waits for SIGCHLD; waitpid then needs __WALL */
+	pid = clone(cell_child_main, stack + CELL_STACK_SIZE, (int)(vm | CELL_NS_FLAGS), cc);
 	code = errno;
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	/* the child has its own copies; cc itself is the child's to read
@@ -257,7 +260,7 @@ static pid_t clone_cell(cell_child *cc, int sync_w, int err_r, const mock_cell_c
 		sbx_err_set(err, "cell: starting %s: %s", cc->argv[0], strerror(code));
 	if (r != 0 || code == -1) {
 		kill(pid, SIGKILL);
-		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		while (waitpid(pid, NULL, __WALL) < 0 && errno == EINTR)
 			;
 		return -1;
 	}
@@ -474,7 +477,7 @@ void mock_cell_reap(mock_cell *c)
 {
 	if (c == NULL || c->pid <= 0)
 		return;
-	while (waitpid(c->pid, NULL, 0) < 0 && errno == EINTR)
+	while (waitpid(c->pid, NULL, __WALL) < 0 && errno == EINTR)
 		;
 	c->pid = -1; /* a reaped pid may be anyone's by now: never signal it */
 }
@@ -488,7 +491,7 @@ void mock_cell_stop(mock_cell *c)
 	pthread_mutex_unlock(&c->lock);
 	if (c->pid > 0) {
 		kill(c->pid, SIGKILL);
-		while (waitpid(c->pid, NULL, 0) < 0 && errno == EINTR)
+		while (waitpid(c->pid, NULL, __WALL) < 0 && errno == EINTR)
 			;
 	}
 	close_fd(&c->self_fd);

@@ -263,6 +263,18 @@ int mock_guest_pause(mock_guest *g, bool paused, sbx_err *err)
 	return rc;
 }
 
+bool mock_guest_dead(mock_guest *g)
+{
+	bool dead;
+
+	if (g == NULL)
+		return false;
+	pthread_mutex_lock(&g->lock);
+	dead = g->dead;
+	pthread_mutex_unlock(&g->lock);
+	return dead;
+}
+
 void mock_guest_kill(mock_guest *g)
 {
 	if (g == NULL)

@@ -70,6 +70,8 @@ void mock_guest_signal(mock_guest *g, int sig);
  * frozen or thawed (waited for); otherwise SIGSTOP/SIGCONT to every process
  * the guest started. 0, or -1 with err set. */
 int mock_guest_pause(mock_guest *g, bool paused, sbx_err *err);
+/* Whether mock_guest_kill ran (NULL: false). */
+bool mock_guest_dead(mock_guest *g);
 /* SIGKILLs everything and refuses new execs. */
 void mock_guest_kill(mock_guest *g);
 /* Kills, removes the tree when remove_tree, frees. NULL is fine. */

@@ -516,6 +516,10 @@ mock_guest *mock_guest_start(sbx_mock *mock, const mock_sandbox *sb, sbx_err *er
  * until the mock stops, because an exec may still hold it. */
 void mock_destroy_guest(sbx_mock *mock, mock_sandbox *sb)
 {
+	/* a guest already killed had its listener removed then, or deleted
+	 * itself and keeps it until reset (mock_op_destroy) */
+	if (mock_guest_dead(sb->guest))
+		return;
 	mock_self_listen_remove(mock, sb->id);
 	if (sb->guest == NULL)
 		return;
@@ -541,8 +545,10 @@ void mock_reset_all(sbx_mock *mock)
 	mock_model *m = mock->model;
 
 	pthread_mutex_lock(&m->lock);
-	for (size_t i = 0; i < m->nsbx; i++)
-		mock_destroy_guest(mock, m->sbx[i]);
+	for (size_t i = 0; i < m->nsbx; i++) {
+		mock_self_listen_remove(mock, m->sbx[i]->id);
+		mock_guest_kill(m->sbx[i]->guest);
+	}
 	mock_model_reset(m);
 	pthread_mutex_unlock(&m->lock);
 	mock_faults_clear(mock->faults);

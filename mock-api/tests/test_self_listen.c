@@ -97,6 +97,10 @@ static size_t raw_post_fd(int fd, const char *path, const char *extra, char *buf
 	while (got + 1 < cap) {
 		ssize_t r = read(fd, buf + got, cap - 1 - got);
 
+		/* under valgrind a sandbox cell's death (SIGCHLD, ignored)
+		 * still interrupts a blocking read */
+		if (r < 0 && errno == EINTR)
+			continue;
 		if (r <= 0)
 			break;
 		got += (size_t)r;
