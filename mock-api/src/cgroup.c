@@ -416,9 +416,11 @@ static int v2_base(const char *mnt, const char *own, char **base, char *why, siz
 		*slash = '\0';
 	}
 	say(why, wcap,
-	    "no group from %s up to %s enables memory and pids for its "
-	    "children (the mock's group holds processes, so it cannot)",
-	    own, mnt);
+	    "no group from %s up to %s enables memory and pids for its children "
+	    "(the mock's own group holds processes, so it cannot): enable them in "
+	    "%s/cgroup.subtree_control, or run the mock in a delegated group "
+	    "(systemd-run --scope -p Delegate=yes)",
+	    own, mnt, mnt);
 	free(dir);
 	return 0;
 }
