@@ -219,8 +219,10 @@ static int check_id(const char *id, sbx_err *err)
 			  (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
 
 		if (!ok) {
-			sbx_err_set(err, "cgroup name \"%s\": character %zu is not one of "
-					 "[A-Za-z0-9._-]", id, i + 1);
+			sbx_err_set(err,
+				    "cgroup name \"%s\": character %zu is not one of "
+				    "[A-Za-z0-9._-]",
+				    id, i + 1);
 			return -1;
 		}
 	}
@@ -362,9 +364,10 @@ static int make_parent(const char *base, const char *name, char **out, char *why
 		e = errno;
 		if (e == EACCES || e == EPERM) {
 			if (geteuid() != 0)
-				say(why, wcap, "cannot create %s: %s; not root (uid %u) and "
-						    "nothing delegated", *out, strerror(e),
-					 (unsigned)geteuid());
+				say(why, wcap,
+				    "cannot create %s: %s; not root (uid %u) and "
+				    "nothing delegated",
+				    *out, strerror(e), (unsigned)geteuid());
 			else
 				say(why, wcap, "cannot create %s: %s", *out, strerror(e));
 		} else if (e == EROFS) {
@@ -412,8 +415,12 @@ static int v2_base(const char *mnt, const char *own, char **base, char *why, siz
 			break;
 		*slash = '\0';
 	}
-	say(why, wcap, "no group from %s up to %s enables memory and pids for its "
-			    "children (the mock's group holds processes, so it cannot)", own, mnt);
+	say(why, wcap,
+	    "no group from %s up to %s enables memory and pids for its children "
+	    "(the mock's own group holds processes, so it cannot): enable them in "
+	    "%s/cgroup.subtree_control, or run the mock in a delegated group "
+	    "(systemd-run --scope -p Delegate=yes)",
+	    own, mnt, mnt);
 	free(dir);
 	return 0;
 }
@@ -436,8 +443,10 @@ static int v2_open(mock_cgroups *cgs, const char *name, char *why, size_t wcap, 
 	buf[strcspn(buf, "\n")] = '\0';
 	rc = 0;
 	if (!has_word(buf, "memory") || !has_word(buf, "pids")) {
-		say(why, wcap, "the cgroup2 hierarchy at %s has no memory and pids "
-				    "controllers (it has: %s)", mnt, buf[0] ? buf : "none");
+		say(why, wcap,
+		    "the cgroup2 hierarchy at %s has no memory and pids "
+		    "controllers (it has: %s)",
+		    mnt, buf[0] ? buf : "none");
 		goto out_free;
 	}
 	rc = own_dir("", mnt, root, &own, why, wcap, err);
@@ -568,11 +577,15 @@ mock_cgroups *mock_cgroups_open(const char *tag, char *note, size_t cap, sbx_err
 	}
 	snprintf(name, sizeof name, "sbx-%s-%ld", tag, (long)getpid());
 	rc = v2_open(cgs, name, why2, sizeof why2, err);
-	if (rc == 0)
+	if (rc < 0 && err != NULL) { /* a hybrid host's v1 may still do */
+		say(why2, sizeof why2, "%s", err->msg);
+		sbx_err_clear(err);
+	}
+	if (rc <= 0)
 		rc = v1_open(cgs, name, why1, sizeof why1, err);
 	if (rc > 0 && note != NULL)
 		say(note, cap, "cgroups: v%d (memory, pids, %s) in %s", cgs->version,
-			 cgs->version == 1 ? "freezer" : "freeze", cgs->parent[0]);
+		    cgs->version == 1 ? "freezer" : "freeze", cgs->parent[0]);
 	else if (rc == 0 && note != NULL)
 		say(note, cap, "cgroups: none (v2: %s; v1: %s)", why2, why1);
 	if (rc <= 0) {
@@ -622,7 +635,8 @@ static int set_limits(mock_cgroup *cg, uint64_t mem_bytes, uint64_t pids_max, sb
 	/* v1: the memory+swap limit may never be below the memory limit, so
 	 * memory first; with memsw = memory, going over is an OOM kill, not swap. */
 	if (mem_bytes > 0) {
-		if (write_u64(mem, v1 ? "memory.limit_in_bytes" : "memory.max", mem_bytes, err) != 0)
+		if (write_u64(mem, v1 ? "memory.limit_in_bytes" : "memory.max", mem_bytes, err) !=
+		    0)
 			return -1;
 		if (v1 && cg_exists(mem, "memory.memsw.limit_in_bytes") &&
 		    write_u64(mem, "memory.memsw.limit_in_bytes", mem_bytes, err) != 0)
@@ -759,8 +773,8 @@ int mock_cgroup_oom_kills(mock_cgroup *cg, uint64_t *out, sbx_err *err)
 	if (cg_read(cg_dir(cg, CG_MEM), file, buf, sizeof buf, err) != 0)
 		return -1;
 	if (keyed_u64(buf, "oom_kill", out) != 0) {
-		sbx_err_set(err, "no \"oom_kill\" in %s/%s (kernel before 4.13)", cg_dir(cg, CG_MEM),
-			    file);
+		sbx_err_set(err, "no \"oom_kill\" in %s/%s (kernel before 4.13)",
+			    cg_dir(cg, CG_MEM), file);
 		return -1;
 	}
 	return 0;

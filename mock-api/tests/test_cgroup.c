@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -204,6 +205,7 @@ static void test_memory_over_limit_is_oom_killed(void **state)
 	need_cgroups();
 	cg = mk("oom", 64 * MIB, 16);
 	assert_int_equal(mock_cgroup_oom_kills(cg, &before, &err), 0);
+	assert_int_equal(before, 0);
 	st = wait_child(spawn_in(cg, touch_128mib, 0), 20000);
 	if (!WIFSIGNALED(st) || WTERMSIG(st) != SIGKILL)
 		fail_msg("expected SIGKILL (exit 137), got status 0x%x", st);
@@ -260,7 +262,8 @@ static void test_fork_bomb_stops_at_pids_limit(void **state)
 	/* 16 tasks: the bomb and 15 children; the 16th fork fails */
 	if (out[1] != EAGAIN || out[0] > 15)
 		fail_msg("expected fork to fail with EAGAIN after at most 15 children, got %d "
-			 "children, errno %d", out[0], out[1]);
+			 "children, errno %d",
+			 out[0], out[1]);
 	remove_ok(cg, "pids"); /* kills the 15 orphans */
 }
 
@@ -291,7 +294,8 @@ static int ticks_within(int fd, int ms)
 		ssize_t r;
 
 		clock_gettime(CLOCK_MONOTONIC, &now);
-		spent = (now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000;
+		spent = (now.tv_sec - start.tv_sec) * 1000 +
+			(now.tv_nsec - start.tv_nsec) / 1000000;
 		if (spent >= ms)
 			return n;
 		if (poll(&pf, 1, (int)(ms - spent)) <= 0)
@@ -397,12 +401,52 @@ static void test_remove_leaves_no_directory_and_no_process(void **state)
 		fail_msg("grandchild %ld still running after remove", (long)g);
 }
 
+/* ---- distinct groups from several threads at once ---- */
+
+static void *churn(void *arg)
+{
+	long t = (long)(intptr_t)arg;
+	static const char *failed = "failed";
+
+	for (int i = 0; i < 25; i++) {
+		char id[64];
+		sbx_err err = {""};
+		mock_cgroup *cg;
+
+		snprintf(id, sizeof id, "t-thr%ld-%d-%ld", t, i, (long)getpid());
+		cg = mock_cgroup_create(cgs, id, 16 * MIB, 8, &err);
+		if (cg == NULL || mock_cgroup_freeze(cg, true, &err) != 0 ||
+		    mock_cgroup_freeze(cg, false, &err) != 0 || mock_cgroup_remove(cg, &err) != 0) {
+			fprintf(stderr, "thread %ld, %s: %s\n", t, id, err.msg);
+			return (void *)failed;
+		}
+	}
+	return NULL;
+}
+
+static void test_distinct_groups_from_four_threads(void **state)
+{
+	pthread_t th[4];
+	void *res[4];
+
+	(void)state;
+	need_cgroups();
+	for (long i = 0; i < 4; i++)
+		assert_int_equal(pthread_create(&th[i], NULL, churn, (void *)(intptr_t)i), 0);
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(pthread_join(th[i], &res[i]), 0);
+	for (int i = 0; i < 4; i++)
+		assert_null(res[i]);
+}
+
 /* ---- what the API refuses ---- */
 
 static void test_bad_ids_are_refused_before_any_path(void **state)
 {
-	static const char *const bad[] = {"", ".", "..", "../x", "a/b", ".hidden", "a b",
-					  "x\n", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"};
+	static const char *const bad[] = {
+		"",	".",   "..",
+		"../x", "a/b", ".hidden",
+		"a b",	"x\n", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"};
 	sbx_err err = {""};
 
 	(void)state;
@@ -518,6 +562,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_fork_bomb_stops_at_pids_limit),
 		cmocka_unit_test(test_freeze_stops_progress_and_thaw_resumes),
 		cmocka_unit_test(test_remove_leaves_no_directory_and_no_process),
+		cmocka_unit_test(test_distinct_groups_from_four_threads),
 		cmocka_unit_test(test_bad_ids_are_refused_before_any_path),
 		cmocka_unit_test(test_existing_group_is_not_reused),
 		cmocka_unit_test(test_second_open_gets_its_own_parent),
