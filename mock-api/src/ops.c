@@ -11,7 +11,9 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "self.h"
 #include "server.h" /* struct sbx_mock, mock_sleep_ms */
 
 static void tick(sbx_mock *mock)
@@ -135,7 +137,7 @@ cJSON *mock_op_create(mock_op *op, const mock_create_req *q)
 	pthread_mutex_unlock(&mock->model->lock);
 	if (sb == NULL)
 		return NULL;
-	g = mock_guest_new(mock->work_dir, sb->id, mock->gmode, mock->pidns, &gerr);
+	g = mock_guest_start(mock, sb, &gerr);
 	ms = timing_ms(mock, "create");
 	if (ms > 0)
 		mock_sleep_ms(mock, ms);
@@ -148,7 +150,7 @@ cJSON *mock_op_create(mock_op *op, const mock_create_req *q)
 		mock_sandbox_set_running(mock->model, sb);
 		view = mock_sandbox_create_view(mock->model, sb);
 	} else {
-		mock_guest_kill(g); /* destroyed while booting */
+		mock_destroy_guest(mock, sb); /* destroyed while booting */
 	}
 	pthread_mutex_unlock(&mock->model->lock);
 	if (g == NULL)
@@ -183,7 +185,7 @@ cJSON *mock_op_fork(mock_op *op, const mock_fork_req *q)
 	pthread_mutex_unlock(&mock->model->lock);
 	if (sb == NULL)
 		return NULL;
-	g = mock_guest_new(mock->work_dir, sb->id, mock->gmode, mock->pidns, &gerr);
+	g = mock_guest_start(mock, sb, &gerr);
 	if (g != NULL && src->guest != NULL && mock_guest_copy(g, src->guest, &gerr) != 0) {
 		mock_guest_free(g, true);
 		g = NULL;
@@ -217,7 +219,7 @@ cJSON *mock_op_pause(mock_op *op, int *status)
 		if (rc >= 0) {
 			if (rc == 202 && fault_is(op, FK_PAUSE_ERROR))
 				sb->due_status = ST_ERROR;
-			mock_guest_signal(sb->guest, SIGSTOP);
+			mock_guest_pause(sb->guest, true, NULL);
 			v = mock_sandbox_view(m, sb);
 			op->poll_ms = mock_timing_ms(m, "pause");
 			*status = rc;
@@ -244,7 +246,7 @@ cJSON *mock_op_resume(mock_op *op, int *status)
 		if (rc >= 0) {
 			if (rc == 202 && fault_is(op, FK_RESUME_POLLS))
 				sb->resume_polls = op->fault->polls;
-			mock_guest_signal(sb->guest, SIGCONT);
+			mock_guest_pause(sb->guest, false, NULL);
 			v = mock_sandbox_view(m, sb);
 			op->poll_ms = mock_timing_ms(m, timing);
 			*status = rc;
@@ -269,7 +271,13 @@ cJSON *mock_op_destroy(mock_op *op)
 		if (fault_is(op, FK_DESTROY_STUCK))
 			sb->destroy_stuck = true;
 		mock_sandbox_destroy(m, sb, &now, &e);
-		mock_guest_kill(sb->guest);
+		/* a guest's own /self/delete (no tenant: self.c) keeps its
+		 * listener until reset or stop: removing it now would drop the
+		 * very connection that carries the answer */
+		if (op->t != NULL)
+			mock_destroy_guest(op->mock, sb);
+		else
+			mock_guest_kill(sb->guest);
 		d = cJSON_CreateObject();
 		cJSON_AddStringToObject(d, "id", sb->id);
 		cJSON_AddStringToObject(d, "status", mock_status_name(sb->status));
@@ -457,21 +465,62 @@ size_t mock_op_guest_groups(sbx_mock *mock, mock_guest_group *out, size_t cap)
 	return n;
 }
 
+mock_tenant *mock_op_sandbox_tenant(sbx_mock *mock, const char *id, mock_err *e)
+{
+	const mock_sandbox *sb;
+	mock_tenant *t = NULL;
+
+	pthread_mutex_lock(&mock->model->lock);
+	sb = mock_sandbox_find_any(mock->model, id);
+	if (sb == NULL)
+		mock_err_set(e, 404, "NOT_FOUND", "caller", "the caller's sandbox no longer exists");
+	else if (mock_status_terminal(sb->status))
+		mock_err_set(e, 410, "GONE", "caller", "the caller's sandbox %s is %s", sb->id,
+			     mock_status_name(sb->status));
+	else
+		t = sb->tenant;
+	pthread_mutex_unlock(&mock->model->lock);
+	return t;
+}
+
 /* ---- guests and lifecycle hooks ---- */
 
 void mock_on_state_change(mock_sandbox *sb, mock_status from, void *arg)
 {
 	(void)arg;
 	if (sb->status == ST_PAUSED && from == ST_RUNNING)
-		mock_guest_signal(sb->guest, SIGSTOP);
+		mock_guest_pause(sb->guest, true, NULL);
 	if (sb->status == ST_DESTROYED)
-		mock_destroy_guest(sb);
+		mock_destroy_guest(arg, sb);
+}
+
+mock_guest *mock_guest_start(sbx_mock *mock, const mock_sandbox *sb, sbx_err *err)
+{
+	mock_guest_opts o = {.self_port = mock_self_guest_port(mock),
+			     .cgroups = mock->cgroups,
+			     .mem_bytes = (uint64_t)sb->mem_mib * 1024 * 1024,
+			     .pids_max = MOCK_GUEST_PIDS_MAX};
+	mock_guest *g = mock_guest_new(mock->work_dir, sb->id, mock->gmode, &o, err);
+	int fd = mock_guest_take_self_fd(g);
+
+	/* the cell's self-signal listener: the mock accepts on it, and which
+	 * listener accepted names the caller's sandbox (self.h). Without an
+	 * endpoint it is closed (add closes it), so a guest's connection is
+	 * refused at once */
+	if (fd >= 0)
+		mock_self_listen_add(mock, fd, sb->id);
+	return g;
 }
 
 /* Kills the guest's processes and removes its tree; the struct itself lives
  * until the mock stops, because an exec may still hold it. */
-void mock_destroy_guest(mock_sandbox *sb)
+void mock_destroy_guest(sbx_mock *mock, mock_sandbox *sb)
 {
+	/* a guest already killed had its listener removed then, or deleted
+	 * itself and keeps it until reset (mock_op_destroy) */
+	if (mock_guest_dead(sb->guest))
+		return;
+	mock_self_listen_remove(mock, sb->id);
 	if (sb->guest == NULL)
 		return;
 	mock_guest_kill(sb->guest);
@@ -496,8 +545,10 @@ void mock_reset_all(sbx_mock *mock)
 	mock_model *m = mock->model;
 
 	pthread_mutex_lock(&m->lock);
-	for (size_t i = 0; i < m->nsbx; i++)
+	for (size_t i = 0; i < m->nsbx; i++) {
+		mock_self_listen_remove(mock, m->sbx[i]->id);
 		mock_guest_kill(m->sbx[i]->guest);
+	}
 	mock_model_reset(m);
 	pthread_mutex_unlock(&m->lock);
 	mock_faults_clear(mock->faults);

@@ -40,12 +40,16 @@ struct sbx_mock {
 	mock_faults *faults;
 	mock_journal *journal;
 	mock_guest_mode gmode;
+	struct mock_cgroups *cgroups; /* contained: the sandboxes' parent groups, or NULL */
+	char cgroups_note[512];       /* what cgroups are used, or why none */
 	struct MHD_Daemon *self_daemon; /* the guests' self-signal listener (self.c), or NULL */
 	char self_url[96];
 	uint16_t self_port;
 	char self_note[sizeof(((sbx_err *)0)->msg)];
-	mock_pidns *pidns;           /* ns mode: the guests' PID namespace, or NULL */
-	char pidns_note[sizeof(((sbx_err *)0)->msg)]; /* why there is none in ns mode */
+	/* contained mode: the per-sandbox listeners feeding self_daemon
+	 * (self_listen.c), NULL otherwise; self_port is then the port they
+	 * listen on inside each sandbox */
+	struct mock_self_listen *selfl;
 	char work_dir[PATH_MAX];
 	bool own_work_dir;
 	char **keys;
