@@ -142,7 +142,7 @@ int mock_durable_start(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *err)
 
 		if (mock_status_terminal(sb->status))
 			continue;
-		sb->guest = mock_guest_new(mock->work_dir, sb->id, mock->gmode, mock->pidns, &gerr);
+		sb->guest = mock_guest_start(mock, sb, &gerr);
 		if (sb->guest == NULL) {
 			if (!cfg->quiet)
 				fprintf(stderr, "sbx-mock: warning: sandbox %s: %s; marked error\n", sb->id,

@@ -1,7 +1,7 @@
 /* guest: the "VM" behind a mock sandbox — its private directory tree, the
- * guest mode (ns or plain), and the process groups its execs started, which
- * pause, resume and destroy signal; see guest.h. Spawning is in
- * guest_exec.c, the PID namespace in guest_pidns.c, the files API in
+ * guest mode (contained or plain), its cell (contained) or the process
+ * groups its execs started (plain), which pause, resume and destroy
+ * signal; see guest.h. Spawning is in guest_exec.c, the files API in
  * guest_files.c.
  *
  * Must never follow a symlink when removing a tree and never leave a
@@ -25,68 +25,25 @@
 
 const char *mock_guest_mode_name(mock_guest_mode mode)
 {
-	return mode == GUEST_NS ? "ns" : "plain";
-}
-
-/* Tries a mount namespace with a bind mount in a throwaway child. The
- * child reports through a pipe, not its exit status: under valgrind a
- * forked child's exit runs a leak check whose --error-exitcode replaces the
- * status. */
-static bool ns_works(void)
-{
-	int fds[2];
-	char step = 0;
-	pid_t pid;
-	ssize_t r;
-
-	if (mkdir("/workspace", 0755) != 0 && errno != EEXIST)
-		return false;
-	if (pipe2(fds, O_CLOEXEC) != 0)
-		return false;
-	pid = fork();
-	if (pid < 0) {
-		close(fds[0]);
-		close(fds[1]);
-		return false;
-	}
-	if (pid == 0) {
-		if (unshare(CLONE_NEWNS) == 0 && mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL) == 0 &&
-		    mount("/tmp", "/workspace", "none", MS_BIND, NULL) == 0)
-			step = 1;
-		r = write(fds[1], &step, 1);
-		_exit(r == 1 ? 0 : 1);
-	}
-	close(fds[1]);
-	do {
-		r = read(fds[0], &step, 1);
-	} while (r < 0 && errno == EINTR);
-	close(fds[0]);
-	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-		;
-	return r == 1 && step == 1;
+	return mode == GUEST_CONTAINED ? "contained" : "plain";
 }
 
 int mock_guest_mode_detect(const char *requested, mock_guest_mode *out, sbx_err *err)
 {
-	if (requested == NULL || strcmp(requested, "auto") == 0) {
-		*out = geteuid() == 0 && ns_works() ? GUEST_NS : GUEST_PLAIN;
-		return 0;
-	}
-	if (strcmp(requested, "plain") == 0) {
+	if (requested != NULL && strcmp(requested, "plain") == 0) {
 		*out = GUEST_PLAIN;
 		return 0;
 	}
-	if (strcmp(requested, "ns") == 0) {
-		if (!ns_works()) {
-			sbx_err_set(err, "guest mode ns: mount namespaces are not available here "
-				    "(need root or CAP_SYS_ADMIN); use --guest-mode plain");
-			return -1;
-		}
-		*out = GUEST_NS;
-		return 0;
+	if (requested != NULL && strcmp(requested, "contained") != 0 && strcmp(requested, "ns") != 0 &&
+	    strcmp(requested, "auto") != 0) {
+		sbx_err_set(err, "guest mode \"%s\": expected contained or plain", requested);
+		return -1;
 	}
-	sbx_err_set(err, "guest mode \"%s\": expected auto, plain or ns", requested);
-	return -1;
+	/* never a silent fallback to plain: guests run model-written code */
+	if (mock_cell_probe(err) != 0)
+		return -1;
+	*out = GUEST_CONTAINED;
+	return 0;
 }
 
 static int mkdir_p(const char *path, sbx_err *err)
@@ -134,8 +91,30 @@ static int make_tree(const mock_guest *g, sbx_err *err)
 	return 0;
 }
 
+/* Contained: root inside owns workspace and tmp (as root the mock maps
+ * root inside to the uid base; unprivileged, it is the mock's own uid),
+ * then the cell starts on them. */
+static int start_cell(mock_guest *g, const char *id, const mock_guest_opts *o, sbx_err *err)
+{
+	mock_cell_conf conf = {.id = id, .ws = g->ws, .tmp = g->tmp};
+
+	if (o != NULL) {
+		conf.self_port = o->self_port;
+		conf.place = o->place;
+		conf.place_arg = o->place_arg;
+	}
+	g->owner = mock_cell_owner();
+	if (g->owner != (uid_t)-1 &&
+	    (chown(g->ws, g->owner, g->owner) != 0 || chown(g->tmp, g->owner, g->owner) != 0)) {
+		sbx_err_set(err, "chown the sandbox tree to %u: %s", (unsigned)g->owner, strerror(errno));
+		return -1;
+	}
+	g->cell = mock_cell_start(&conf, err);
+	return g->cell != NULL ? 0 : -1;
+}
+
 mock_guest *mock_guest_new(const char *work_dir, const char *id, mock_guest_mode mode,
-			   const mock_pidns *pidns, sbx_err *err)
+			   const mock_guest_opts *opts, sbx_err *err)
 {
 	mock_guest *g = calloc(1, sizeof(*g));
 
@@ -145,7 +124,7 @@ mock_guest *mock_guest_new(const char *work_dir, const char *id, mock_guest_mode
 	}
 	pthread_mutex_init(&g->lock, NULL);
 	g->mode = mode;
-	g->pidns = mode == GUEST_NS ? pidns : NULL;
+	g->owner = (uid_t)-1;
 	if ((size_t)snprintf(g->fs, sizeof(g->fs), "%s/%s", work_dir, id) >= sizeof(g->fs) ||
 	    (size_t)snprintf(g->ws, sizeof(g->ws), "%s/workspace", g->fs) >= sizeof(g->ws) ||
 	    (size_t)snprintf(g->tmp, sizeof(g->tmp), "%s/tmp", g->fs) >= sizeof(g->tmp)) {
@@ -155,6 +134,8 @@ mock_guest *mock_guest_new(const char *work_dir, const char *id, mock_guest_mode
 	if (make_tree(g, err) != 0)
 		goto out_free;
 	chmod(g->tmp, 01777);
+	if (mode == GUEST_CONTAINED && start_cell(g, id, opts, err) != 0)
+		goto out_free;
 	return g;
 
 out_free:
@@ -230,10 +211,24 @@ size_t mock_guest_pgids(mock_guest *g, pid_t *out, size_t cap)
 	return n;
 }
 
+int mock_guest_self_fd(const mock_guest *g)
+{
+	return g != NULL ? mock_cell_self_fd(g->cell) : -1;
+}
+
+int mock_guest_take_self_fd(mock_guest *g)
+{
+	return g != NULL ? mock_cell_take_self_fd(g->cell) : -1;
+}
+
 void mock_guest_signal(mock_guest *g, int sig)
 {
 	if (g == NULL)
 		return;
+	if (g->cell != NULL) {
+		mock_cell_signal(g->cell, 0, sig);
+		return;
+	}
 	pthread_mutex_lock(&g->lock);
 	for (size_t i = 0; i < g->npg; i++)
 		kill(-g->pgids[i], sig);
@@ -246,6 +241,7 @@ void mock_guest_kill(mock_guest *g)
 		return;
 	pthread_mutex_lock(&g->lock);
 	g->dead = true;
+	mock_cell_kill(g->cell); /* the kernel kills everything inside with it */
 	for (size_t i = 0; i < g->npg; i++) {
 		kill(-g->pgids[i], SIGKILL);
 		kill(-g->pgids[i], SIGCONT);
@@ -331,6 +327,7 @@ void mock_guest_free(mock_guest *g, bool remove_tree)
 	if (g == NULL)
 		return;
 	mock_guest_kill(g);
+	mock_cell_stop(g->cell); /* reaped: every guest process is gone */
 	if (remove_tree)
 		remove_tree_at(AT_FDCWD, g->fs);
 	free(g->pgids);

@@ -4,27 +4,23 @@
  * Layout: <work_dir>/<sandbox id>/ is the guest's file system as the files
  * API sees it; its workspace/ and tmp/ are the guest's /workspace and /tmp.
  * Two modes:
- *  - ns: (root, or CAP_SYS_ADMIN) each exec runs in its own mount namespace
- *    with workspace/ bound on /workspace, tmp/ on /tmp and a proc of the
- *    guests' PID namespace on /proc, and in an empty network namespace
- *    (loopback only) when the sandbox's egress is the "network off" idiom.
- *    Every guest of a mock shares one PID namespace (mock_pidns): guests see
- *    and signal only guests, background processes outlive their exec as in
- *    a VM, and the namespace's init dies with the mock, taking every guest
- *    with it. A namespace per sandbox would need a resident init process per
- *    sandbox: one more process start per sandbox, as dear as the exec itself;
- *  - plain: cwd = workspace/, TMPDIR = tmp/, and cmd/args that start with
- *    /workspace or /tmp are rewritten to the sandbox tree.
- * Every exec is its own process group; the guest remembers the groups so
- * pause (SIGSTOP), resume (SIGCONT) and destroy (SIGKILL) reach every process
- * started in it, including background ones (unless they setsid away).
+ *  - contained (the default; "ns" and "auto" are its old names): each
+ *    sandbox is a cell (cell.h, CONTAINMENT.md) — its own user, mount, PID,
+ *    network, IPC and UTS namespaces, a root of read-only system binds plus
+ *    its workspace and tmp, a seccomp filter, and PID 1 sbx-cell, started
+ *    at mock_guest_new and kept for the sandbox's life. Every exec runs in
+ *    it; background processes outlive their exec as in a VM and die with
+ *    the cell (destroy, or the mock itself dying);
+ *  - plain: explicit opt-in, no isolation at all: cwd = workspace/, TMPDIR
+ *    = tmp/, cmd/args that start with /workspace or /tmp are rewritten to
+ *    the sandbox tree, and the guest runs as the mock's user. Every exec is
+ *    its own process group, remembered for pause/resume/destroy.
  *
- * This is a test double, not an isolation boundary: guests run as the user
- * running the mock. Never follows a symlink in the files API.
+ * Never follows a symlink in the files API.
  *
- * Files: guest.c (modes, trees, process groups), guest_pidns.c (the PID
- * namespace and its init), guest_exec.c (spawning, mock_proc, exec),
- * guest_files.c (mock_guest_open); guest_internal.h is what they share. */
+ * Files: guest.c (modes, trees, process groups), guest_exec.c (spawning,
+ * mock_proc, exec), guest_files.c (mock_guest_open); guest_internal.h is
+ * what they share. */
 #ifndef SBX_MOCK_GUEST_H
 #define SBX_MOCK_GUEST_H
 
@@ -36,29 +32,37 @@
 #include "sbx/err.h"
 #include "sbx/strbuf.h"
 
-typedef enum mock_guest_mode { GUEST_PLAIN, GUEST_NS } mock_guest_mode;
+typedef enum mock_guest_mode { GUEST_PLAIN, GUEST_CONTAINED } mock_guest_mode;
 
-/* requested: "auto" (ns when it works), "plain" or "ns" (error if not). */
+/* requested: NULL, "contained", "ns" or "auto" (all: contained, an error
+ * saying why and what to do when this host cannot contain), or "plain". */
 int mock_guest_mode_detect(const char *requested, mock_guest_mode *out, sbx_err *err);
 const char *mock_guest_mode_name(mock_guest_mode mode);
 
-/* The PID namespace every guest of a mock runs in (ns mode, where the
- * kernel allows it). NULL + err when it cannot be made; stop kills every
- * process in it. */
-typedef struct mock_pidns mock_pidns;
-mock_pidns *mock_pidns_start(sbx_err *err);
-void mock_pidns_stop(mock_pidns *ns);
-
 typedef struct mock_guest mock_guest;
 
-/* pidns: NULL, or the namespace ns-mode execs run in. */
+/* What a contained guest's cell needs from the mock besides its tree. */
+typedef struct mock_guest_opts {
+	uint16_t self_port;  /* the self-signal port inside the cell (0: 1029) */
+	/* called with the cell's host pid before it runs (its cgroup); NULL ok */
+	int (*place)(pid_t pid, void *arg, sbx_err *err);
+	void *place_arg;
+} mock_guest_opts;
+
+/* Makes the tree and, contained, starts the cell (opts may be NULL). */
 mock_guest *mock_guest_new(const char *work_dir, const char *id, mock_guest_mode mode,
-			   const mock_pidns *pidns, sbx_err *err);
+			   const mock_guest_opts *opts, sbx_err *err);
+/* Contained: the cell's self-signal listening socket (owned by the guest,
+ * closed at free; take it to own it), else -1. */
+int mock_guest_self_fd(const mock_guest *g);
+int mock_guest_take_self_fd(mock_guest *g);
 /* Copies src's files into dst (fork). */
 int mock_guest_copy(mock_guest *dst, const mock_guest *src, sbx_err *err);
-/* Copies up to cap of the live process groups the guest started. */
+/* Plain mode: copies up to cap of the live process groups the guest
+ * started (contained: 0, its groups are in the cell's PID namespace). */
 size_t mock_guest_pgids(mock_guest *g, pid_t *out, size_t cap);
-/* Sends sig to every process group the guest started. */
+/* Sends sig to every process the guest started (contained: every process
+ * of the cell but its PID 1). */
 void mock_guest_signal(mock_guest *g, int sig);
 /* SIGKILLs everything and refuses new execs. */
 void mock_guest_kill(mock_guest *g);
@@ -73,12 +77,13 @@ typedef struct mock_exec_spec {
 	size_t nenv;
 	const char *stdin_data;    /* may be NULL */
 	size_t stdin_len;
-	bool isolate_net;          /* ns mode: loopback-only network */
+	bool isolate_net;          /* unused: a contained guest is loopback-only */
 } mock_exec_spec;
 
 typedef struct mock_proc {
-	pid_t pid;
+	pid_t pid;                 /* contained: as the cell numbers it */
 	int out_fd, err_fd, in_fd;
+	int status_fd;             /* contained: the cell's STARTED/EXITED pipe */
 	const char *stdin_data;
 	size_t stdin_len, stdin_off;
 	bool exited;

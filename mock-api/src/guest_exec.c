@@ -1,25 +1,24 @@
 /* guest_exec: starting a command in a guest and collecting its output —
- * the child's plan (argv, env, PATH candidates, mounts), the vfork-style
- * clone, and the mock_proc read/kill/finish calls; see guest.h.
+ * the child's plan (argv, env, PATH candidates), the request to the cell
+ * (contained) or the vfork-style clone (plain), and the mock_proc
+ * read/kill/finish calls; see guest.h.
  *
- * Between clone and execve the child shares the mock's memory: it must
- * never allocate, lock or run a mock signal handler there, only make system
- * calls. Every exec is its own process group, recorded in the guest. */
+ * Plain mode: between clone and execve the child shares the mock's memory:
+ * it must never allocate, lock or run a mock signal handler there, only
+ * make system calls. Every exec is its own process group (plain: recorded
+ * in the guest; contained: the cell's, signalled through the cell). */
 #define _GNU_SOURCE
+#include "cell_proto.h"
 #include "guest_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <net/if.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
-#include <sys/mount.h>
-#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -74,10 +73,6 @@ typedef struct child_plan {
 	char **candidates;   /* full paths to try with execve */
 	size_t ncand;
 	const char *cwd;
-	bool ns;
-	bool isolate_net;
-	const mock_pidns *pidns;
-	const char *ws, *tmp;
 	int in_r, out_w, err_w, status_w;
 } child_plan;
 
@@ -208,31 +203,10 @@ static int plan_build(mock_guest *g, const mock_exec_spec *s, child_plan *cp, sb
 		return -1;
 	}
 	cp->cwd = plain ? g->ws : "/workspace";
-	cp->ns = !plain;
-	cp->isolate_net = !plain && s->isolate_net;
-	cp->pidns = g->pidns;
-	cp->ws = g->ws;
-	cp->tmp = g->tmp;
 	return 0;
 }
 
 /* ---- the child ---- */
-
-static void lo_up(void)
-{
-	struct ifreq ifr;
-	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-
-	if (fd < 0)
-		return;
-	memset(&ifr, 0, sizeof(ifr));
-	memcpy(ifr.ifr_name, "lo", 3);
-	if (ioctl(fd, SIOCGIFFLAGS, &ifr) == 0) {
-		ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
-		ioctl(fd, SIOCSIFFLAGS, &ifr);
-	}
-	close(fd);
-}
 
 static void child_fail(int status_w, int code)
 {
@@ -262,21 +236,6 @@ static int child_run(void *arg)
 	 * hung-up client would stay connected through the guest (best effort:
 	 * Linux >= 5.11) */
 	syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
-	if (cp->ns) {
-		if (unshare(CLONE_NEWNS | (cp->isolate_net ? CLONE_NEWNET : 0)) != 0)
-			child_fail(cp->status_w, errno);
-		if (mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL) != 0 ||
-		    mount(cp->ws, "/workspace", "none", MS_BIND, NULL) != 0 ||
-		    mount(cp->tmp, "/tmp", "none", MS_BIND, NULL) != 0)
-			child_fail(cp->status_w, errno);
-		/* a proc of the guest PID namespace (this child's): ps and
-		 * /proc show the guests only */
-		if (cp->pidns != NULL &&
-		    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) != 0)
-			child_fail(cp->status_w, errno);
-		if (cp->isolate_net)
-			lo_up();
-	}
 	if (chdir(cp->cwd) != 0)
 		child_fail(cp->status_w, errno);
 	for (size_t i = 0; i < cp->ncand; i++) {
@@ -302,20 +261,11 @@ static pid_t spawn_child(child_plan *cp, int *err_out)
 	sigset_t all, old;
 	pid_t pid;
 
-	/* the child is born in the guest PID namespace: setns sets where this
-	 * thread's next children go, and is undone at once (a thread whose
-	 * children would land in another namespace cannot create threads) */
-	if (cp->pidns != NULL && setns(cp->pidns->ns_fd, CLONE_NEWPID) != 0) {
-		*err_out = errno;
-		return -1;
-	}
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	pid = clone(child_run, stack + CHILD_STACK_SIZE, CLONE_VM | CLONE_VFORK | SIGCHLD, cp);
 	*err_out = errno;
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (cp->pidns != NULL && setns(cp->pidns->self_fd, CLONE_NEWPID) != 0 && pid >= 0)
-		*err_out = errno; /* cannot happen: back to the namespace we are in */
 #ifdef SBX_GUEST_ASAN
 	/* the child's frames left redzones in the shared shadow memory */
 	__asan_unpoison_memory_region(stack, CHILD_STACK_SIZE);
@@ -354,25 +304,15 @@ static void pipes_close(int pipes[NPIPES][2])
 	}
 }
 
-/* After the clone: closes the child's ends, moves the mock's ends into p
- * (non-blocking), and reads the status pipe, which carries an errno only
- * when execve failed (it closes on a successful execve). True, with *code,
- * when it failed. */
-static bool proc_adopt(mock_proc *p, pid_t pid, int pipes[NPIPES][2], const mock_exec_spec *spec,
-		       int *code)
+/* After the clone or the request to the cell: closes the child's ends and
+ * moves the mock's ends into p (non-blocking), the status pipe's read end
+ * staying in pipes. */
+static void proc_take_ends(mock_proc *p, int pipes[NPIPES][2], const mock_exec_spec *spec)
 {
-	ssize_t r;
-
 	close_fd(&pipes[PIPE_IN][0]);
 	close_fd(&pipes[PIPE_OUT][1]);
 	close_fd(&pipes[PIPE_ERR][1]);
 	close_fd(&pipes[PIPE_STATUS][1]);
-	*code = 0;
-	do {
-		r = read(pipes[PIPE_STATUS][0], code, sizeof(*code));
-	} while (r < 0 && errno == EINTR);
-	close_fd(&pipes[PIPE_STATUS][0]);
-	p->pid = pid;
 	p->in_fd = pipes[PIPE_IN][1];
 	p->out_fd = pipes[PIPE_OUT][0];
 	p->err_fd = pipes[PIPE_ERR][0];
@@ -384,7 +324,61 @@ static bool proc_adopt(mock_proc *p, pid_t pid, int pipes[NPIPES][2], const mock
 	p->stdin_len = spec->stdin_data != NULL ? spec->stdin_len : 0;
 	if (p->stdin_len == 0)
 		close_fd(&p->in_fd);
+}
+
+/* Plain: reads the status pipe, which carries an errno only when execve
+ * failed (it closes on a successful execve). True, with *code, when it
+ * failed. */
+static bool proc_adopt(mock_proc *p, pid_t pid, int pipes[NPIPES][2], const mock_exec_spec *spec,
+		       int *code)
+{
+	ssize_t r;
+
+	proc_take_ends(p, pipes, spec);
+	*code = 0;
+	do {
+		r = read(pipes[PIPE_STATUS][0], code, sizeof(*code));
+	} while (r < 0 && errno == EINTR);
+	close_fd(&pipes[PIPE_STATUS][0]);
+	p->pid = pid;
 	return r == (ssize_t)sizeof(*code);
+}
+
+static ssize_t read_full(int fd, void *buf, size_t len)
+{
+	ssize_t r;
+
+	do {
+		r = read(fd, buf, len);
+	} while (r < 0 && errno == EINTR);
+	return r;
+}
+
+/* Contained: hands the child's ends to the cell and reads STARTED. 0, or
+ * -1 with err set (and *code the exec's errno, 0 when the cell failed). */
+static int cell_spawn(mock_guest *g, const child_plan *cp, mock_proc *p, int pipes[NPIPES][2],
+		      const mock_exec_spec *spec, int *code, sbx_err *err)
+{
+	const int fds[4] = {pipes[PIPE_IN][0], pipes[PIPE_OUT][1], pipes[PIPE_ERR][1],
+			    pipes[PIPE_STATUS][1]};
+	struct cell_status st;
+
+	*code = 0;
+	if (mock_cell_exec(g->cell, cp->cwd, cp->argv, cp->envp, fds, err) != 0)
+		return -1;
+	proc_take_ends(p, pipes, spec);
+	p->status_fd = pipes[PIPE_STATUS][0];
+	pipes[PIPE_STATUS][0] = -1;
+	if (read_full(p->status_fd, &st, sizeof(st)) != (ssize_t)sizeof(st) || st.kind != CELL_STARTED) {
+		sbx_err_set(err, "sandbox environment is gone");
+		return -1;
+	}
+	if (st.pid <= 0) {
+		*code = st.err != 0 ? st.err : EIO;
+		return -1;
+	}
+	p->pid = st.pid;
+	return 0;
 }
 
 static bool guest_dead(mock_guest *g)
@@ -407,7 +401,7 @@ int mock_proc_spawn(mock_guest *g, const mock_exec_spec *spec, mock_proc *p, sbx
 	memset(&cp, 0, sizeof(cp));
 	memset(p, 0, sizeof(*p));
 	p->pid = -1;
-	p->out_fd = p->err_fd = p->in_fd = -1;
+	p->out_fd = p->err_fd = p->in_fd = p->status_fd = -1;
 	p->guest = g;
 	if (plan_build(g, spec, &cp, err) != 0)
 		goto out_plan;
@@ -421,6 +415,15 @@ int mock_proc_spawn(mock_guest *g, const mock_exec_spec *spec, mock_proc *p, sbx
 		sbx_err_set(err, "sandbox is being destroyed");
 		goto out_pipes;
 	}
+	if (g->cell != NULL) {
+		if (cell_spawn(g, &cp, p, pipes, spec, &code, err) == 0)
+			goto out_started;
+		p->exited = true; /* nothing runs: finish only closes */
+		mock_proc_finish(p);
+		if (code != 0)
+			goto out_exec_failed;
+		goto out_pipes;
+	}
 	pid = spawn_child(&cp, &code);
 	if (pid < 0) {
 		sbx_err_set(err, "clone: %s", strerror(code));
@@ -431,14 +434,18 @@ int mock_proc_spawn(mock_guest *g, const mock_exec_spec *spec, mock_proc *p, sbx
 	if (proc_adopt(p, pid, pipes, spec, &code)) {
 		/* exec failed: the child wrote errno and exited */
 		mock_proc_finish(p);
-		if (code == ENOENT)
-			sbx_err_set(err, "exec: \"%s\": executable file not found in $PATH", spec->cmd);
-		else
-			sbx_err_set(err, "exec: \"%s\": %s", spec->cmd, strerror(code));
-		goto out_plan;
+		goto out_exec_failed;
 	}
+out_started:
 	plan_free(&cp);
 	return 0;
+
+out_exec_failed:
+	if (code == ENOENT)
+		sbx_err_set(err, "exec: \"%s\": executable file not found in $PATH", spec->cmd);
+	else
+		sbx_err_set(err, "exec: \"%s\": %s", spec->cmd, strerror(code));
+	goto out_plan;
 
 out_pipes:
 	pipes_close(pipes);
@@ -462,15 +469,49 @@ static void feed_stdin(mock_proc *p)
 	close_fd(&p->in_fd);
 }
 
-static bool check_exit(mock_proc *p)
+/* Contained: EXITED from the cell's status pipe (when block, waiting for
+ * it). A pipe that closes without it means the cell died, and the
+ * process with it: reported as killed. */
+static void cell_wait(mock_proc *p, bool block)
 {
-	if (!p->exited && p->pid > 0) {
-		pid_t r = waitpid(p->pid, &p->wstatus, WNOHANG);
+	struct pollfd pf = {.fd = p->status_fd, .events = POLLIN};
+	struct cell_status st;
+
+	if (poll(&pf, 1, block ? -1 : 0) <= 0 && !block)
+		return;
+	if (read_full(p->status_fd, &st, sizeof(st)) == (ssize_t)sizeof(st) && st.kind == CELL_EXITED)
+		p->wstatus = st.wstatus;
+	else
+		p->wstatus = SIGKILL; /* as waitpid reports a SIGKILL death */
+	p->exited = true;
+	close_fd(&p->status_fd);
+}
+
+/* Whether the process exited, waiting for it when block. */
+static bool proc_wait(mock_proc *p, bool block)
+{
+	if (p->exited || p->pid <= 0)
+		return p->exited;
+	if (p->status_fd >= 0) {
+		cell_wait(p, block);
+		return p->exited;
+	}
+	for (;;) {
+		pid_t r = waitpid(p->pid, &p->wstatus, block ? 0 : WNOHANG);
 
 		if (r == p->pid)
 			p->exited = true;
+		if (r >= 0 || errno != EINTR)
+			break;
 	}
+	if (block)
+		p->exited = true; /* reaped, or not ours to reap: either way done */
 	return p->exited;
+}
+
+static bool check_exit(mock_proc *p)
+{
+	return proc_wait(p, false);
 }
 
 static ssize_t read_some(int *fd, char *buf, size_t cap)
@@ -528,8 +569,7 @@ ssize_t mock_proc_read(mock_proc *p, int timeout_ms, char *buf, size_t cap, int 
 		if (r > 0)
 			return r;
 		if (p->out_fd < 0 && p->err_fd < 0) {
-			if (!p->exited && p->pid > 0 && waitpid(p->pid, &p->wstatus, 0) == p->pid)
-				p->exited = true;
+			proc_wait(p, true);
 			return -1;
 		}
 		/* The command exited: drain what it wrote before exiting (the
@@ -550,10 +590,15 @@ ssize_t mock_proc_read(mock_proc *p, int timeout_ms, char *buf, size_t cap, int 
 
 void mock_proc_kill(mock_proc *p)
 {
-	if (p->pid > 0 && !p->exited) {
-		kill(-p->pid, SIGKILL);
-		kill(-p->pid, SIGCONT);
+	if (p->pid <= 0 || p->exited)
+		return;
+	if (p->status_fd >= 0) {
+		mock_cell_signal(p->guest->cell, p->pid, SIGKILL);
+		mock_cell_signal(p->guest->cell, p->pid, SIGCONT);
+		return;
 	}
+	kill(-p->pid, SIGKILL);
+	kill(-p->pid, SIGCONT);
 }
 
 int mock_proc_finish(mock_proc *p)
@@ -563,11 +608,8 @@ int mock_proc_finish(mock_proc *p)
 	close_fd(&p->in_fd);
 	close_fd(&p->out_fd);
 	close_fd(&p->err_fd);
-	if (p->pid > 0 && !p->exited) {
-		while (waitpid(p->pid, &p->wstatus, 0) < 0 && errno == EINTR)
-			;
-		p->exited = true;
-	}
+	proc_wait(p, true);
+	close_fd(&p->status_fd);
 	if (WIFEXITED(p->wstatus))
 		code = WEXITSTATUS(p->wstatus);
 	else if (WIFSIGNALED(p->wstatus))

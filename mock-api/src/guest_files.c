@@ -2,7 +2,9 @@
  * path resolved one component at a time under <work>/<id>; see guest.h.
  *
  * Must never follow a symlink (every component is opened O_NOFOLLOW) and
- * never step out of the tree ("..": refused). Opens only regular files. */
+ * never step out of the tree ("..": refused). Opens only regular files.
+ * What it creates for a contained guest belongs to root inside the cell
+ * (mock_guest.owner), never to the mock's own user. */
 #define _GNU_SOURCE
 #include "guest_internal.h"
 
@@ -39,12 +41,15 @@ static int next_component(const char **p, char comp[NAME_MAX + 1], sbx_err *err)
 
 /* The directory comp inside dirfd (made first when write), never through a
  * symlink: its fd, or -1 with *status and err set. */
-static int descend(int dirfd, const char *comp, const char *path, bool write, int *status,
-		   sbx_err *err)
+static int descend(int dirfd, const char *comp, const char *path, bool write, uid_t owner,
+		   int *status, sbx_err *err)
 {
 	int fd;
 
-	if (write && mkdirat(dirfd, comp, 0755) != 0 && errno != EEXIST) {
+	if (write && mkdirat(dirfd, comp, 0755) == 0) {
+		if (owner != (uid_t)-1)
+			fchownat(dirfd, comp, owner, owner, AT_SYMLINK_NOFOLLOW);
+	} else if (write && errno != EEXIST) {
 		*status = 500;
 		sbx_err_set(err, "mkdir %s: %s", comp, strerror(errno));
 		return -1;
@@ -93,7 +98,7 @@ static int open_parent(const mock_guest *g, const char *path, bool write, char l
 			have_leaf = true;
 			break;
 		}
-		fd = descend(dirfd, comp, path, write, status, err);
+		fd = descend(dirfd, comp, path, write, g->owner, status, err);
 		if (fd < 0)
 			goto out_close;
 		close(dirfd);
@@ -114,13 +119,22 @@ out_close:
 
 /* Opens leaf in dirfd, never through a symlink, and only a regular file:
  * its fd (blocking), or -1 with *status and err set. */
-static int open_leaf(int dirfd, const char *leaf, const char *path, bool write, int *status,
-		     sbx_err *err)
+static int open_leaf(int dirfd, const char *leaf, const char *path, bool write, uid_t owner,
+		     int *status, sbx_err *err)
 {
-	int flags = (write ? O_WRONLY | O_CREAT | O_TRUNC : O_RDONLY) | O_NOFOLLOW | O_NONBLOCK |
-		    O_CLOEXEC;
+	int flags = (write ? O_WRONLY | O_TRUNC : O_RDONLY) | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC;
 	struct stat stt;
-	int fd = openat(dirfd, leaf, flags, 0644);
+	int fd = -1;
+
+	/* a new file is chowned; an existing one never is (it could be a
+	 * link to something that is not the guest's) */
+	if (write) {
+		fd = openat(dirfd, leaf, flags | O_CREAT | O_EXCL, 0644);
+		if (fd >= 0 && owner != (uid_t)-1)
+			fchown(fd, owner, owner);
+	}
+	if (fd < 0 && (!write || errno == EEXIST))
+		fd = openat(dirfd, leaf, flags, 0644);
 
 	if (fd < 0) {
 		if (errno == ENOENT) {
@@ -165,7 +179,7 @@ int mock_guest_open(mock_guest *g, const char *path, bool write, int *status, sb
 	dirfd = open_parent(g, path, write, leaf, status, err);
 	if (dirfd < 0)
 		return -1;
-	fd = open_leaf(dirfd, leaf, path, write, status, err);
+	fd = open_leaf(dirfd, leaf, path, write, g->owner, status, err);
 	close(dirfd);
 	return fd;
 }

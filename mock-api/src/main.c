@@ -33,7 +33,7 @@ static const char usage[] =
 	"  --max-body BYTES        JSON body limit (default 1048576)\n"
 	"  --max-file-body BYTES   file upload limit (default 67108864)\n"
 	"  --work-dir DIR          where guest trees live (default: private temp dir)\n"
-	"  --guest-mode MODE       auto (default) | ns | plain\n"
+	"  --guest-mode MODE       contained (default) | plain (no isolation)\n"
 	"  --exec-timeout-ms MS    default exec timeout (default 600000, 0 = none)\n"
 	"  --seed N                fault RNG seed (default 1)\n"
 	"  --journal-size N        request journal ring size (default 65536)\n"
@@ -295,8 +295,9 @@ static int parse_opt(int opt, const char *arg, cli *c)
 		c->cfg.work_dir = arg;
 		return 0;
 	case OPT_GUEST_MODE:
-		if (strcmp(arg, "auto") != 0 && strcmp(arg, "ns") != 0 && strcmp(arg, "plain") != 0)
-			return die_usage("--guest-mode: \"%s\" is not auto, ns or plain", arg);
+		if (strcmp(arg, "contained") != 0 && strcmp(arg, "auto") != 0 && strcmp(arg, "ns") != 0 &&
+		    strcmp(arg, "plain") != 0)
+			return die_usage("--guest-mode: \"%s\" is not contained or plain", arg);
 		c->cfg.guest_mode = arg;
 		return 0;
 	case OPT_NO_JOURNAL:
@@ -359,9 +360,9 @@ static int run(cli *c)
 	if (sbx_mock_self_note(mock) != NULL && !c->cfg.quiet)
 		fprintf(stderr, "sbx-mock: self-signal endpoint off: %s (--self-listen)\n",
 			sbx_mock_self_note(mock));
-	if (sbx_mock_guest_pidns_note(mock) != NULL)
-		fprintf(stderr, "sbx-mock: guests share the host's PID namespace: %s\n",
-			sbx_mock_guest_pidns_note(mock));
+	if (!sbx_mock_guests_contained(mock))
+		fprintf(stderr, "sbx-mock: WARNING: --guest-mode plain: guest code is NOT contained; it "
+				"runs as this user with all of its access (never use it for untrusted code)\n");
 	sigwait(&set, &sig);
 	if (!c->cfg.quiet)
 		fprintf(stderr, "sbx-mock: signal %d, stopping\n", sig);

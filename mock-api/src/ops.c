@@ -135,7 +135,7 @@ cJSON *mock_op_create(mock_op *op, const mock_create_req *q)
 	pthread_mutex_unlock(&mock->model->lock);
 	if (sb == NULL)
 		return NULL;
-	g = mock_guest_new(mock->work_dir, sb->id, mock->gmode, mock->pidns, &gerr);
+	g = mock_guest_start(mock, sb, &gerr);
 	ms = timing_ms(mock, "create");
 	if (ms > 0)
 		mock_sleep_ms(mock, ms);
@@ -183,7 +183,7 @@ cJSON *mock_op_fork(mock_op *op, const mock_fork_req *q)
 	pthread_mutex_unlock(&mock->model->lock);
 	if (sb == NULL)
 		return NULL;
-	g = mock_guest_new(mock->work_dir, sb->id, mock->gmode, mock->pidns, &gerr);
+	g = mock_guest_start(mock, sb, &gerr);
 	if (g != NULL && src->guest != NULL && mock_guest_copy(g, src->guest, &gerr) != 0) {
 		mock_guest_free(g, true);
 		g = NULL;
@@ -466,6 +466,13 @@ void mock_on_state_change(mock_sandbox *sb, mock_status from, void *arg)
 		mock_guest_signal(sb->guest, SIGSTOP);
 	if (sb->status == ST_DESTROYED)
 		mock_destroy_guest(sb);
+}
+
+mock_guest *mock_guest_start(sbx_mock *mock, const mock_sandbox *sb, sbx_err *err)
+{
+	mock_guest_opts o = {.self_port = mock->self_port};
+
+	return mock_guest_new(mock->work_dir, sb->id, mock->gmode, &o, err);
 }
 
 /* Kills the guest's processes and removes its tree; the struct itself lives

@@ -129,6 +129,8 @@ void mock_on_state_change(mock_sandbox *sb, mock_status from, void *arg);
 /* Kills the guest's processes; the struct lives until the mock stops,
  * because an exec may still hold it. */
 void mock_destroy_guest(mock_sandbox *sb);
+/* Starts sb's guest (its tree and, contained, its cell); NULL + err. */
+mock_guest *mock_guest_start(sbx_mock *mock, const mock_sandbox *sb, sbx_err *err);
 /* Frees every guest (live and destroyed sandboxes), removing their trees
  * when remove. At stop only. */
 void mock_free_guests(sbx_mock *mock, bool remove);

@@ -41,7 +41,7 @@ void sbx_mock_config_init(sbx_mock_config *cfg)
 	cfg->timing = "instant";
 	cfg->seed = 1;
 	cfg->journal_size = 65536;
-	cfg->guest_mode = "auto";
+	cfg->guest_mode = "contained";
 	cfg->exec_timeout_ms = 600000;
 }
 
@@ -220,20 +220,11 @@ static void copy_config(sbx_mock *mock, const sbx_mock_config *cfg)
 		random_token(mock->admin_token, sizeof(mock->admin_token));
 }
 
-/* How guests run; in ns mode also their PID namespace, whose absence is a
- * note, not an error (guests then share the mock's PID namespace). */
+/* How guests run: contained unless plain is asked for; a host that
+ * cannot contain them is an error, never a silent fallback. */
 static int start_guests(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *err)
 {
-	if (mock_guest_mode_detect(cfg->guest_mode, &mock->gmode, err) != 0)
-		return -1;
-	if (mock->gmode == GUEST_NS) {
-		sbx_err perr;
-
-		mock->pidns = mock_pidns_start(&perr);
-		if (mock->pidns == NULL)
-			snprintf(mock->pidns_note, sizeof(mock->pidns_note), "%s", perr.msg);
-	}
-	return 0;
+	return mock_guest_mode_detect(cfg->guest_mode, &mock->gmode, err);
 }
 
 /* Model, fault engine, journal and everything that fills them before the
@@ -321,9 +312,9 @@ const char *sbx_mock_self_note(const sbx_mock *mock)
 	return mock->self_note[0] != '\0' ? mock->self_note : NULL;
 }
 
-const char *sbx_mock_guest_pidns_note(const sbx_mock *mock)
+bool sbx_mock_guests_contained(const sbx_mock *mock)
 {
-	return mock->gmode == GUEST_NS && mock->pidns == NULL ? mock->pidns_note : NULL;
+	return mock->gmode == GUEST_CONTAINED;
 }
 
 void sbx_mock_stop(sbx_mock *mock)
@@ -348,7 +339,6 @@ void sbx_mock_stop(sbx_mock *mock)
 		mock_free_guests(mock, mock->state == NULL); /* durable: trees survive */
 		mock_model_free(mock->model);
 	}
-	mock_pidns_stop(mock->pidns); /* every guest process is gone after this */
 	if (mock->own_work_dir)
 		rmdir(mock->work_dir);
 	mock_faults_free(mock->faults);

@@ -44,8 +44,6 @@ struct sbx_mock {
 	char self_url[96];
 	uint16_t self_port;
 	char self_note[sizeof(((sbx_err *)0)->msg)];
-	mock_pidns *pidns;           /* ns mode: the guests' PID namespace, or NULL */
-	char pidns_note[sizeof(((sbx_err *)0)->msg)]; /* why there is none in ns mode */
 	char work_dir[PATH_MAX];
 	bool own_work_dir;
 	char **keys;

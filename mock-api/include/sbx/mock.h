@@ -39,7 +39,7 @@ typedef struct sbx_mock_config {
 	uint64_t seed;               /* fault RNG seed (probability, latency draws), default 1 */
 	size_t journal_size;         /* request journal ring size, default 65536 */
 	bool no_journal;             /* disable the journal (load tests) */
-	const char *guest_mode;      /* "auto" (default), "plain" or "ns"; see mock-api/README.md */
+	const char *guest_mode;      /* "contained" (default; "ns", "auto": the same) or "plain" */
 	int64_t exec_timeout_ms;     /* default per-exec timeout, default 600000 (0 = none) */
 	const char *scenario_dir;    /* first place to look for scenario NAME.json, may be NULL;
 				      * then $SBX_SCENARIO_DIR, the source tree's
@@ -67,11 +67,11 @@ const char *sbx_mock_admin_token(const sbx_mock *mock);
  * dir. Leaves no thread or child process behind. NULL is fine. */
 void sbx_mock_stop(sbx_mock *mock);
 
-/* "ns" or "plain": how guests run (see mock-api/README.md). */
+/* "contained" or "plain": how guests run (see mock-api/CONTAINMENT.md). */
 const char *sbx_mock_guest_mode(const sbx_mock *mock);
-/* ns mode without a guest PID namespace: why (guests then share the
- * mock's); NULL otherwise. */
-const char *sbx_mock_guest_pidns_note(const sbx_mock *mock);
+/* Whether every sandbox is a contained environment (false: plain mode,
+ * guest code runs as the mock's user with its access). */
+bool sbx_mock_guests_contained(const sbx_mock *mock);
 /* The self-signal endpoint, "http://127.0.0.1:PORT", or NULL when off; and
  * why it is off when self_listen_optional kept it from failing the start. */
 const char *sbx_mock_self_url(const sbx_mock *mock);

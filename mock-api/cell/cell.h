@@ -1,0 +1,37 @@
+/* cell.h: what the sbx-cell files share — the root builder (root.c), the
+ * exec service (exec.c) and the seccomp filter (seccomp.c); main.c ties
+ * them together. Design: mock-api/CONTAINMENT.md; wire format:
+ * mock-api/src/cell_proto.h.
+ *
+ * sbx-cell is PID 1 of one sandbox, single-threaded; it must never trust a
+ * byte of a request beyond what it checked, never leave a guest process
+ * running after it exits (the kernel kills the namespace with it), and
+ * never hand a guest a descriptor other than stdin/stdout/stderr. */
+#ifndef SBX_CELL_H
+#define SBX_CELL_H
+
+#include <stddef.h>
+#include <linux/filter.h>
+
+#include "cell_proto.h"
+
+/* fds the mock hands over besides CELL_CTL_FD: O_PATH handles of the
+ * sandbox's workspace and tmp, opened by the clone child in the cell's mount
+ * namespace (the work dir may be 0700 for the cell's unprivileged uid) */
+#define CELL_WS_FD 4
+#define CELL_TMP_FD 5
+
+/* Builds the new root and pivots into it; hostname is the sandbox id.
+ * 0, or -1 with a message in err (what failed, on which path). */
+int cell_root_build(const char *hostname, char *err, size_t cap);
+
+/* The seccomp program every exec child loads: built once at start. */
+int cell_seccomp_build(struct sock_fprog *prog, char *err, size_t cap);
+
+/* The EXEC/SIGNAL service: handles one request message from ctl (fds
+ * received close-on-exec), and reaps children after SIGCHLD. */
+void cell_exec_init(const struct sock_fprog *prog);
+int cell_serve_request(int ctl);
+void cell_reap(void);
+
+#endif

@@ -1,0 +1,121 @@
+/* seccomp: the system-call filter every guest process runs under
+ * (CONTAINMENT.md, "Seccomp"): default allow, EPERM for what a sandbox
+ * never needs (kernel modules, kexec, bpf, perf, keyrings, mounts, entering
+ * or making namespaces, ptrace, ...), ENOSYS for clone3 so libc falls back
+ * to clone, whose flags the filter can see.
+ *
+ * Built once when the cell starts (libseccomp allocates, and exec children
+ * should only make system calls): exported as a BPF program that each
+ * child installs with one prctl. Must never be loaded into the cell itself:
+ * the cell mounts and unshares nothing after start, but it must stay able
+ * to reap and signal. */
+#define _GNU_SOURCE
+#include "cell.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <seccomp.h>
+
+static const char *const denied[] = {
+	"kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module", "bpf",
+	"perf_event_open", "keyctl", "add_key", "request_key", "mount", "umount2", "pivot_root",
+	"move_mount", "open_tree", "fsopen", "fsmount", "fspick", "mount_setattr", "setns",
+	"unshare", "ptrace", "process_vm_readv", "process_vm_writev", "swapon", "swapoff",
+	"reboot", "acct", "quotactl", "lookup_dcookie", "userfaultfd", "open_by_handle_at",
+	"name_to_handle_at", "iopl", "ioperm", "syslog",
+};
+
+/* clone with a namespace flag: one rule per flag (a masked compare can only
+ * test equality, and any one of them set is a denial). CLONE_NEWTIME
+ * shares its bit with CSIGNAL in clone(2) and cannot be told apart. */
+static const unsigned long clone_new[] = {CLONE_NEWNS,  CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWUSER,
+					  CLONE_NEWPID, CLONE_NEWNET, CLONE_NEWCGROUP};
+
+static int add_rules(scmp_filter_ctx ctx, char *err, size_t cap)
+{
+	int rc, nr;
+
+	for (size_t i = 0; i < sizeof(denied) / sizeof(denied[0]); i++) {
+		nr = seccomp_syscall_resolve_name(denied[i]);
+		if (nr == __NR_SCMP_ERROR)
+			continue; /* not on this architecture */
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0);
+		if (rc != 0) {
+			snprintf(err, cap, "seccomp rule for %s: %s", denied[i], strerror(-rc));
+			return -1;
+		}
+	}
+	for (size_t i = 0; i < sizeof(clone_new) / sizeof(clone_new[0]); i++) {
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
+				      SCMP_A0(SCMP_CMP_MASKED_EQ, clone_new[i], clone_new[i]));
+		if (rc != 0) {
+			snprintf(err, cap, "seccomp rule for clone: %s", strerror(-rc));
+			return -1;
+		}
+	}
+	rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
+	if (rc != 0) {
+		snprintf(err, cap, "seccomp rule for clone3: %s", strerror(-rc));
+		return -1;
+	}
+	return 0;
+}
+
+/* The filter as BPF: libseccomp 2.5 exports to a file descriptor only. */
+static int export_prog(scmp_filter_ctx ctx, struct sock_fprog *prog, char *err, size_t cap)
+{
+	int fd = memfd_create("sbx-cell-seccomp", MFD_CLOEXEC), rc;
+	off_t len;
+	void *buf = NULL;
+
+	if (fd < 0) {
+		snprintf(err, cap, "seccomp: memfd_create: %s", strerror(errno));
+		return -1;
+	}
+	rc = seccomp_export_bpf(ctx, fd);
+	len = lseek(fd, 0, SEEK_CUR);
+	if (rc != 0 || len <= 0 || len % (off_t)sizeof(struct sock_filter) != 0) {
+		snprintf(err, cap, "seccomp: export: %s", rc != 0 ? strerror(-rc) : "empty program");
+		goto out_close;
+	}
+	buf = malloc((size_t)len);
+	if (buf == NULL || pread(fd, buf, (size_t)len, 0) != (ssize_t)len) {
+		snprintf(err, cap, "seccomp: read back the program: %s", strerror(errno));
+		free(buf);
+		buf = NULL;
+		goto out_close;
+	}
+	prog->filter = buf;
+	prog->len = (unsigned short)((size_t)len / sizeof(struct sock_filter));
+out_close:
+	close(fd);
+	return buf != NULL ? 0 : -1;
+}
+
+int cell_seccomp_build(struct sock_fprog *prog, char *err, size_t cap)
+{
+	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+	int rc = -1;
+
+	if (ctx == NULL) {
+		snprintf(err, cap, "seccomp_init failed");
+		return -1;
+	}
+	/* the cell sets no_new_privs itself in each child, before the load */
+	if (seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0) != 0)
+		goto out_release;
+	if (add_rules(ctx, err, cap) != 0)
+		goto out_release;
+	rc = export_prog(ctx, prog, err, cap);
+out_release:
+	if (rc != 0 && err[0] == '\0')
+		snprintf(err, cap, "seccomp: cannot configure the filter");
+	seccomp_release(ctx);
+	return rc;
+}

@@ -1,0 +1,71 @@
+/* cell: the mock's side of a sandbox's contained environment — starting
+ * its sbx-cell (namespaces, id maps, cgroup placement), asking it to exec
+ * and signal, stopping it. Design: mock-api/CONTAINMENT.md; wire format:
+ * cell_proto.h; the program: mock-api/cell/.
+ *
+ * Thread-safe: any number of threads may exec and signal through one cell
+ * at once. Never falls back to running a guest uncontained: what cannot be
+ * contained fails with the reason. Knows nothing of sandboxes beyond an id
+ * and two directories. */
+#ifndef SBX_MOCK_CELL_H
+#define SBX_MOCK_CELL_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "sbx/err.h"
+
+/* Root inside a cell is this host uid/gid (and the 65535 after it) when
+ * the mock runs as root: a range no real account uses. Unprivileged, the
+ * mock's own uid/gid is root inside (the only one it may map). */
+#define MOCK_CELL_UID_BASE 1000000000u
+#define MOCK_CELL_ID_RANGE 65536u
+
+typedef struct mock_cell mock_cell;
+
+/* Called with the cell's host pid after the clone, before it runs
+ * anything of its own (the place to put it in a cgroup). 0, or -1 with err
+ * set: the start then fails. */
+typedef int (*mock_cell_place_fn)(pid_t pid, void *arg, sbx_err *err);
+
+typedef struct mock_cell_conf {
+	const char *id;          /* the sandbox id: the cell's hostname */
+	const char *ws, *tmp;    /* host directories bound on /workspace, /tmp */
+	uint16_t self_port;      /* the self-signal listener's port inside */
+	mock_cell_place_fn place; /* may be NULL */
+	void *place_arg;
+} mock_cell_conf;
+
+/* Whether cells can start here: user namespaces, and the sbx-cell program
+ * (SBX_MOCK_CELL env, else the build tree's, else the installed one). 0, or
+ * -1 with err saying why and what to do. */
+int mock_cell_probe(sbx_err *err);
+
+/* The host uid/gid root inside a cell is; -1 when the mock is not root
+ * (files it makes for a guest then need no chown). */
+uid_t mock_cell_owner(void);
+
+/* Starts the cell and waits (5 s at most) for READY. NULL + err: the
+ * cell's own FAIL message, or what failed here. */
+mock_cell *mock_cell_start(const mock_cell_conf *conf, sbx_err *err);
+
+/* The self-signal listening socket the cell sent in READY (it lives in the
+ * cell's network namespace). Owned by the cell until taken: take returns it
+ * and forgets it (-1 when already taken). */
+int mock_cell_self_fd(const mock_cell *c);
+int mock_cell_take_self_fd(mock_cell *c);
+
+/* Sends one EXEC: cwd, argv (argv[0] = cmd), envp; fds = stdin read end,
+ * stdout and stderr write ends, the status pipe's write end (the caller
+ * closes its copies afterwards). The answer comes on the status pipe. */
+int mock_cell_exec(mock_cell *c, const char *cwd, char *const argv[], char *const envp[],
+		   const int fds[4], sbx_err *err);
+/* kill(-pgid, sig) inside; pgid 0 = every process but the cell itself. */
+int mock_cell_signal(mock_cell *c, pid_t pgid, int sig);
+/* SIGKILLs the cell: the kernel kills everything inside with it. */
+void mock_cell_kill(mock_cell *c);
+/* Kills, reaps and frees. NULL is fine. */
+void mock_cell_stop(mock_cell *c);
+pid_t mock_cell_pid(const mock_cell *c);
+
+#endif
