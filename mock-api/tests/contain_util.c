@@ -294,7 +294,8 @@ static int cg_visit(const char *path, const struct stat *st, int flag, struct FT
 		return 0;
 	if (ftw->level > 8)
 		return 0;
-	if (strcmp(base, g_cg_name) == 0) {
+	if (strncmp(base, g_cg_name, strlen(g_cg_name)) == 0 &&
+	    (base[strlen(g_cg_name)] == '\0' || base[strlen(g_cg_name)] == '-')) {
 		if (g_cg_found[0] == '\0')
 			snprintf(g_cg_found, sizeof(g_cg_found), "%s", path);
 		if (g_cg_n < 64)

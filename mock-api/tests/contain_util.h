@@ -59,10 +59,10 @@ bool cx_ns(pid_t pid, const char *ns, char *buf, size_t cap);
 /* The pids whose parent is ppid (up to cap); returns how many. */
 size_t cx_children(pid_t ppid, pid_t *out, size_t cap);
 
-/* A cgroup directory named name anywhere under /sys/fs/cgroup (depth-
+/* A cgroup directory named name (or name-N) anywhere under /sys/fs/cgroup (depth-
  * limited walk): its path into buf, true when found. */
 bool cx_cgroup_find(const char *name, char *buf, size_t cap);
-/* Removes (rmdir, deepest first) every cgroup directory named name. */
+/* Removes (rmdir, deepest first) every cgroup directory named name or name-N. */
 void cx_cgroup_remove(const char *name);
 /* A line of the host's /proc/self/mountinfo that contains s, into buf. */
 bool cx_mount_find(const char *s, char *buf, size_t cap);

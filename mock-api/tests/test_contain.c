@@ -143,10 +143,24 @@ static int group_setup(void **state)
 
 static int group_teardown(void **state)
 {
-	(void)state;
+	char cg[64], found[4096];
+	int rc = 0;
+
 	mf_group_teardown(state);
+	/* the embedded mock's cgroups go with it (nothing_left_behind checks
+	 * the binary; this checks sbx_mock_stop) */
+	snprintf(cg, sizeof(cg), "sbx-mock-%d", (int)getpid());
+	if (cx_cgroup_find(cg, found, sizeof(found))) {
+		fprintf(stderr, "contain: cgroup left behind by sbx_mock_stop: %s\n", found);
+		cx_cgroup_remove(cg);
+		rc = -1;
+	}
+	if (cx_mount_find(g_work, found, sizeof(found))) {
+		fprintf(stderr, "contain: mount left behind by sbx_mock_stop: %s", found);
+		rc = -1;
+	}
 	cx_rmtree(g_work);
-	return 0;
+	return rc;
 }
 
 /* A sandbox of key with body (default shape when NULL). */
@@ -200,7 +214,9 @@ static bool have_cgroups(char *why, size_t cap)
 	if (cg == NULL)
 		cg = cJSON_GetObjectItemCaseSensitive(d, "cgroup");
 	if (cJSON_IsString(cg)) {
-		on = strcmp(cg->valuestring, "none") != 0 && cg->valuestring[0] != '\0';
+		/* "v1 (memory, pids, freezer)", or "none (why)" / "cgroups: none (why)" */
+		on = cg->valuestring[0] != '\0' && strncmp(cg->valuestring, "none", 4) != 0 &&
+		     strstr(cg->valuestring, ": none") == NULL;
 		snprintf(why, cap, "the mock reports cgroups: %s", cg->valuestring);
 	} else if (cJSON_IsObject(cg)) {
 		const cJSON *v = cJSON_GetObjectItemCaseSensitive(cg, "version");
@@ -635,7 +651,7 @@ static void self_signal_cannot_delete_other_tenant(void **state)
 		"for url in sys.argv[3:]:\n"
 		"    for q in ('/self/delete?id=' + victim, '/self/delete?sandbox=' + victim):\n"
 		"        rq = u.Request(url + q, method='POST', headers={'X-Sandbox-Id': victim, 'X-Api-Key': 'ka'})\n"
-		"        try: r = u.urlopen(rq, timeout=5); print(url + q, r.status, r.read().decode())\n"
+		"        try: r = u.urlopen(rq, timeout=3); print(url + q, r.status, r.read().decode())\n"
 		"        except Exception as e: print(url + q, 'error', e)\n";
 	char a[64], a2[64], b[64], mark[32], re[32], inside[64], st[32];
 	const char *self = sbx_mock_self_url(g_mock);
@@ -665,6 +681,28 @@ static void self_signal_cannot_delete_other_tenant(void **state)
 		fail_msg("A's background process died");
 	cx_status("kb", b, st, sizeof(st));
 	print_message("B (the caller) is now %s\n", st);
+	/* Control: the endpoint works for B's own sandbox, so the attack above
+	 * reached a live endpoint and was refused, not lost. */
+	if (strcmp(st, "running") == 0) {
+		static const char own[] = "import sys, urllib.request as u\n"
+					  "for url in sys.argv[1:]:\n"
+					  "    try: r = u.urlopen(u.Request(url + '/self/delete', method='POST'), timeout=3); "
+					  "print(url, r.status)\n"
+					  "    except Exception as e: print(url, 'error', e)\n";
+		const char *oargs[] = {"-c", own, inside, self != NULL ? self : inside};
+
+		cx_exec("kb", b, "/usr/bin/python3", oargs, 4, 30000, &x);
+		print_message("B's own self-delete (HTTP %ld, exit %d): %s%s", x.status, x.code, x.out, x.err);
+		cx_free(&x);
+		if (!cx_wait_status("kb", b, "destroyed", 3000)) {
+			cx_status("kb", b, st, sizeof(st));
+			fail_msg("B's guest reaches no working self-signal endpoint (tried %s and %s; B is %s): "
+				 "the attack proves nothing", inside, self != NULL ? self : "-", st);
+		}
+	}
+	cx_status("ka", a, st, sizeof(st));
+	if (strcmp(st, "running") != 0)
+		fail_msg("B's own self-delete changed A's sandbox: now %s", st);
 }
 
 /* ---- cgroups ---- */
