@@ -23,6 +23,7 @@
 #include <cmocka.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -444,6 +445,113 @@ static void files_api_refuses_hard_link(void **state)
 	if (strcmp(x.out, "original\n") != 0)
 		fail_msg("PUT to a hard link wrote through to its other name: %s", x.out);
 	cx_free(&x);
+}
+
+/* A FIFO, a socket and a symlink planted in the workspace, and a NUL in the
+ * path: the files API must refuse them at once (a FIFO it opened would
+ * block a worker until some writer came). */
+static void files_api_refuses_fifo_symlink_and_nul(void **state)
+{
+	char id[64], path[4300], fifo[1024];
+	cx_res x;
+	th_req rq = {0};
+	th_resp r;
+	static const char *const names[] = {"fifo", "sock", "lnk"};
+
+	(void)state;
+	mk("ka", NULL, id, sizeof(id));
+	sh_ok("ka", id,
+	      "mkfifo fifo && echo FIFO; ln -s /etc/passwd lnk && echo LNK; "
+	      "/usr/bin/python3 -c 'import socket; s = socket.socket(socket.AF_UNIX); s.bind(\"sock\")' && echo SOCK",
+	      &x);
+	if (strstr(x.out, "FIFO") == NULL || strstr(x.out, "LNK") == NULL)
+		fail_msg("the guest could not plant the files (the attack's premise): %s %s", x.out, x.err);
+	cx_free(&x);
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		snprintf(path, sizeof(path), "/v1/sandboxes/%s/files?path=/workspace/%s", id, names[i]);
+		rq.method = "GET";
+		rq.url = U;
+		rq.path = path;
+		rq.key = "ka";
+		rq.timeout_ms = 5000;
+		th_do(&rq, &r);
+		if (r.curl_rc != CURLE_OK || r.status < 400 || r.status > 499) {
+			long st = r.status;
+			int rc = (int)r.curl_rc;
+
+			th_resp_free(&r);
+			/* unblock a files API stuck opening the FIFO */
+			snprintf(fifo, sizeof(fifo), "%s/%s/workspace/fifo", g_work, id);
+			for (int k = 0; k < 3; k++) {
+				int fd = open(fifo, O_WRONLY | O_NONBLOCK);
+
+				if (fd >= 0)
+					close(fd);
+				sleep_ms(50);
+			}
+			fail_msg("GET /workspace/%s: expected 4xx at once, got HTTP %ld (curl %d)", names[i], st, rc);
+		}
+		th_resp_free(&r);
+	}
+	/* NUL in the path */
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/files?path=/workspace/a%%00/../../etc/passwd", id);
+	th_json(U, "ka", "GET", path, NULL, &r);
+	expect_status(&r, 400, "NUL in a files path");
+	th_resp_free(&r);
+}
+
+/* The system directories and /etc are read-only, /proc/sys is not the
+ * host's to write, and /sys is not there. */
+static void cannot_write_system_dirs(void **state)
+{
+	char id[64];
+	cx_res x;
+
+	(void)state;
+	mk("ka", NULL, id, sizeof(id));
+	sh_ok("ka", id,
+	      /* access(W_OK) only: nothing is written, even where the probe
+	       * would succeed (plain mode on the host) */
+	      "for f in /usr /usr/bin /usr/lib /bin /sbin /lib /etc /etc/passwd /etc/hosts / "
+	      "  /proc/sys/kernel/hostname /proc/sys/kernel/core_pattern /proc/sysrq-trigger; do "
+	      "  [ -w \"$f\" ] && echo \"WRITABLE $f\"; done; "
+	      "[ -e /sys/kernel ] && echo HOST-SYS; "
+	      "for d in /dev/sda /dev/vda /dev/nvme0 /dev/mem /dev/kmsg /dev/kvm; do [ -e $d ] && echo \"HOST-DEV $d\"; done; true",
+	      &x);
+	if (strstr(x.out, "WRITABLE") != NULL || strstr(x.out, "HOST-") != NULL)
+		fail_msg("the guest may write system files or sees host devices:\n%s", x.out);
+	cx_free(&x);
+}
+
+/* Neither a default ("network on") nor a network-off guest reaches the
+ * mock's control plane, or anything else, on the host's loopback. */
+static void cannot_reach_the_control_plane(void **state)
+{
+	static const char probe[] =
+		"import socket, sys\n"
+		"for port in sys.argv[1:]:\n"
+		"    s = socket.socket(); s.settimeout(2)\n"
+		"    try: s.connect(('127.0.0.1', int(port))); print('CONNECTED', port)\n"
+		"    except OSError as e: print('refused', port, e)\n"
+		"    s.close()\n";
+	char on[64], off[64], port[16];
+	const char *args[] = {"-c", probe, port};
+	cx_res x;
+
+	(void)state;
+	mk("ka", NULL, on, sizeof(on));
+	mk("ka", "{\"shape\":\"s-1vcpu-1gb\",\"egress\":[\"240.0.0.0/4\"]}", off, sizeof(off));
+	snprintf(port, sizeof(port), "%u", (unsigned)sbx_mock_port(g_mock));
+	for (int i = 0; i < 2; i++) {
+		cx_exec("ka", i == 0 ? on : off, "/usr/bin/python3", args, 3, 30000, &x);
+		print_message("%s guest: %s", i == 0 ? "default" : "network-off", x.out);
+		if (x.status != 200 || (strstr(x.out, "refused") == NULL && strstr(x.out, "CONNECTED") == NULL))
+			fail_msg("the probe did not run: HTTP %ld %s", x.status, x.body);
+		if (strstr(x.out, "CONNECTED") != NULL)
+			fail_msg("a %s guest reached the mock's API on the host's loopback (port %s)",
+				 i == 0 ? "default" : "network-off", port);
+		cx_free(&x);
+	}
 }
 
 static void cannot_mount(void **state)
@@ -1057,6 +1165,9 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup(cannot_read_other_sandbox_files, mf_reset),
 		cmocka_unit_test_setup(self_signal_cannot_delete_other_tenant, mf_reset),
 		cmocka_unit_test_setup(files_api_refuses_hard_link, mf_reset),
+		cmocka_unit_test_setup(files_api_refuses_fifo_symlink_and_nul, mf_reset),
+		cmocka_unit_test_setup(cannot_write_system_dirs, mf_reset),
+		cmocka_unit_test_setup(cannot_reach_the_control_plane, mf_reset),
 		cmocka_unit_test_setup(cannot_mount, mf_reset),
 		cmocka_unit_test_setup(cannot_ptrace_outside, mf_reset),
 		cmocka_unit_test_setup(cannot_unshare_new_namespaces, mf_reset),
