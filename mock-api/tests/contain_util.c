@@ -365,10 +365,15 @@ void cx_umount_under(const char *dir)
 	char line[4096];
 
 	for (int i = 0; i < 64 && cx_mount_find(dir, line, sizeof(line)); i++) {
-		char mnt[4096];
-
 		/* mountinfo: id parent maj:min root mountpoint ... */
-		if (sscanf(line, "%*s %*s %*s %*s %4095s", mnt) != 1 || umount2(mnt, MNT_DETACH) != 0)
+		char *mnt = line;
+
+		for (int f = 0; f < 4 && mnt != NULL; f++)
+			mnt = strchr(mnt, ' ') != NULL ? strchr(mnt, ' ') + 1 : NULL;
+		if (mnt == NULL)
+			break;
+		mnt[strcspn(mnt, " ")] = '\0';
+		if (umount2(mnt, MNT_DETACH) != 0)
 			break;
 	}
 }

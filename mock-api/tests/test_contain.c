@@ -268,8 +268,18 @@ static void runs_as_root_inside_but_no_host_capability(void **state)
 	print_message("inside: %s", x.out);
 	if (strncmp(x.out, "0\n", 2) != 0)
 		fail_msg("expected uid 0 inside the sandbox, got: %s", x.out);
-	if (sscanf(strchr(x.out, '\n') + 1, "%lu %lu %lu", &in, &out, &count) != 3)
-		fail_msg("no uid_map line: %s", x.out);
+	{
+		const char *p = x.out + 2; /* after "0\n", checked above */
+		char *end = NULL;
+
+		in = strtoul(p, &end, 10);
+		if (end != p)
+			out = strtoul(p = end, &end, 10);
+		if (end != p)
+			count = strtoul(p = end, &end, 10);
+		if (end == p || count == 0)
+			fail_msg("no uid_map line: %s", x.out);
+	}
 	if (in == out)
 		fail_msg("identity uid map inside the guest (%lu %lu %lu): guest root is host root", in, out, count);
 	cx_free(&x);
