@@ -31,6 +31,9 @@ void cx_exec(const char *key, const char *id, const char *cmd, const char *const
 /* sh -c script. */
 void cx_sh(const char *key, const char *id, const char *script, long timeout_ms, cx_res *x);
 void cx_free(cx_res *x);
+/* Frees the results of a test that failed before its cx_free (call from
+ * each test's setup and the group teardown). */
+void cx_gc(void);
 /* The sandbox's status ("running", "destroyed"...) into buf; false on no answer. */
 bool cx_status(const char *key, const char *id, char *buf, size_t cap);
 /* Polls the status until it is want, up to ms; true when it got there. */

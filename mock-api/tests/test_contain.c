@@ -142,11 +142,19 @@ static int group_setup(void **state)
 	return 0;
 }
 
+/* Per-test setup: frees what a failed test left, then POST /_mock/reset. */
+static int setup(void **state)
+{
+	cx_gc();
+	return mf_reset(state);
+}
+
 static int group_teardown(void **state)
 {
 	char cg[64], found[4096];
 	int rc = 0;
 
+	cx_gc();
 	mf_group_teardown(state);
 	/* the embedded mock's cgroups go with it (nothing_left_behind checks
 	 * the binary; this checks sbx_mock_stop) */
@@ -1166,26 +1174,26 @@ static void nothing_left_behind(void **state)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup(runs_as_root_inside_but_no_host_capability, mf_reset),
-		cmocka_unit_test_setup(cannot_read_etc_shadow, mf_reset),
-		cmocka_unit_test_setup(cannot_see_host_homes_or_checkout, mf_reset),
-		cmocka_unit_test_setup(proc_1_root_is_own_root, mf_reset),
-		cmocka_unit_test_setup(network_off_cannot_nsenter_host_net, mf_reset),
-		cmocka_unit_test_setup(cannot_see_or_signal_other_sandbox_processes, mf_reset),
-		cmocka_unit_test_setup(cannot_read_other_sandbox_files, mf_reset),
-		cmocka_unit_test_setup(self_signal_cannot_delete_other_tenant, mf_reset),
-		cmocka_unit_test_setup(files_api_refuses_hard_link, mf_reset),
-		cmocka_unit_test_setup(files_api_refuses_fifo_symlink_and_nul, mf_reset),
-		cmocka_unit_test_setup(cannot_write_system_dirs, mf_reset),
-		cmocka_unit_test_setup(cannot_reach_the_control_plane, mf_reset),
-		cmocka_unit_test_setup(cannot_mount, mf_reset),
-		cmocka_unit_test_setup(cannot_ptrace_outside, mf_reset),
-		cmocka_unit_test_setup(cannot_unshare_new_namespaces, mf_reset),
-		cmocka_unit_test_setup(fork_bomb_bounded_by_pids, mf_reset),
-		cmocka_unit_test_setup(memory_over_shape_exits_137, mf_reset),
-		cmocka_unit_test_setup(pause_freezes_background, mf_reset),
-		cmocka_unit_test_setup(no_guest_survives_mock_kill, mf_reset),
-		cmocka_unit_test_setup(nothing_left_behind, mf_reset),
+		cmocka_unit_test_setup(runs_as_root_inside_but_no_host_capability, setup),
+		cmocka_unit_test_setup(cannot_read_etc_shadow, setup),
+		cmocka_unit_test_setup(cannot_see_host_homes_or_checkout, setup),
+		cmocka_unit_test_setup(proc_1_root_is_own_root, setup),
+		cmocka_unit_test_setup(network_off_cannot_nsenter_host_net, setup),
+		cmocka_unit_test_setup(cannot_see_or_signal_other_sandbox_processes, setup),
+		cmocka_unit_test_setup(cannot_read_other_sandbox_files, setup),
+		cmocka_unit_test_setup(self_signal_cannot_delete_other_tenant, setup),
+		cmocka_unit_test_setup(files_api_refuses_hard_link, setup),
+		cmocka_unit_test_setup(files_api_refuses_fifo_symlink_and_nul, setup),
+		cmocka_unit_test_setup(cannot_write_system_dirs, setup),
+		cmocka_unit_test_setup(cannot_reach_the_control_plane, setup),
+		cmocka_unit_test_setup(cannot_mount, setup),
+		cmocka_unit_test_setup(cannot_ptrace_outside, setup),
+		cmocka_unit_test_setup(cannot_unshare_new_namespaces, setup),
+		cmocka_unit_test_setup(fork_bomb_bounded_by_pids, setup),
+		cmocka_unit_test_setup(memory_over_shape_exits_137, setup),
+		cmocka_unit_test_setup(pause_freezes_background, setup),
+		cmocka_unit_test_setup(no_guest_survives_mock_kill, setup),
+		cmocka_unit_test_setup(nothing_left_behind, setup),
 	};
 
 	if (argc < 2) {
