@@ -64,6 +64,9 @@ int mock_cell_exec(mock_cell *c, const char *cwd, char *const argv[], char *cons
 int mock_cell_signal(mock_cell *c, pid_t pgid, int sig);
 /* SIGKILLs the cell: the kernel kills everything inside with it. */
 void mock_cell_kill(mock_cell *c);
+/* Waits for the killed cell (its namespace is empty then). Once per cell,
+ * not concurrently with kill. */
+void mock_cell_reap(mock_cell *c);
 /* Kills, reaps and frees. NULL is fine. */
 void mock_cell_stop(mock_cell *c);
 pid_t mock_cell_pid(const mock_cell *c);

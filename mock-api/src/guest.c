@@ -94,14 +94,25 @@ static int make_tree(const mock_guest *g, sbx_err *err)
 /* Contained: root inside owns workspace and tmp (as root the mock maps
  * root inside to the uid base; unprivileged, it is the mock's own uid),
  * then the cell starts on them. */
+/* The cell joins its cgroup before it runs anything: every process of
+ * the sandbox is born inside the limits. */
+static int place_cell(pid_t pid, void *arg, sbx_err *err)
+{
+	return mock_cgroup_add(arg, pid, err);
+}
+
 static int start_cell(mock_guest *g, const char *id, const mock_guest_opts *o, sbx_err *err)
 {
 	mock_cell_conf conf = {.id = id, .ws = g->ws, .tmp = g->tmp};
 
-	if (o != NULL) {
+	if (o != NULL)
 		conf.self_port = o->self_port;
-		conf.place = o->place;
-		conf.place_arg = o->place_arg;
+	if (o != NULL && o->cgroups != NULL) {
+		g->cg = mock_cgroup_create(o->cgroups, id, o->mem_bytes, o->pids_max, err);
+		if (g->cg == NULL)
+			return -1;
+		conf.place = place_cell;
+		conf.place_arg = g->cg;
 	}
 	g->owner = mock_cell_owner();
 	if (g->owner != (uid_t)-1 &&
@@ -135,9 +146,11 @@ mock_guest *mock_guest_new(const char *work_dir, const char *id, mock_guest_mode
 		goto out_free;
 	chmod(g->tmp, 01777);
 	if (mode == GUEST_CONTAINED && start_cell(g, id, opts, err) != 0)
-		goto out_free;
+		goto out_remove_cg;
 	return g;
 
+out_remove_cg:
+	mock_cgroup_remove(g->cg, NULL); /* the cell's start undid itself */
 out_free:
 	pthread_mutex_destroy(&g->lock);
 	free(g);
@@ -235,13 +248,40 @@ void mock_guest_signal(mock_guest *g, int sig)
 	pthread_mutex_unlock(&g->lock);
 }
 
+int mock_guest_pause(mock_guest *g, bool paused, sbx_err *err)
+{
+	int rc = 0;
+
+	if (g == NULL)
+		return 0;
+	pthread_mutex_lock(&g->lock);
+	if (g->cg != NULL && !g->dead)
+		rc = mock_cgroup_freeze(g->cg, paused, err);
+	pthread_mutex_unlock(&g->lock);
+	if (g->cg == NULL)
+		mock_guest_signal(g, paused ? SIGSTOP : SIGCONT);
+	return rc;
+}
+
 void mock_guest_kill(mock_guest *g)
 {
 	if (g == NULL)
 		return;
 	pthread_mutex_lock(&g->lock);
 	g->dead = true;
-	mock_cell_kill(g->cell); /* the kernel kills everything inside with it */
+	if (g->cell != NULL && !g->reaped) {
+		mock_cell_kill(g->cell); /* the kernel kills everything inside with it */
+		/* a frozen task dies only once thawed; killed first, nothing runs
+		 * in between */
+		if (g->cg != NULL)
+			mock_cgroup_freeze(g->cg, false, NULL);
+		/* reaped now, not at mock stop: a destroyed sandbox leaves no
+		 * zombie and no cgroup behind (the struct lives on, see ops.c) */
+		mock_cell_reap(g->cell);
+		mock_cgroup_remove(g->cg, NULL);
+		g->cg = NULL;
+		g->reaped = true;
+	}
 	for (size_t i = 0; i < g->npg; i++) {
 		kill(-g->pgids[i], SIGKILL);
 		kill(-g->pgids[i], SIGCONT);

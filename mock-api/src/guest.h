@@ -41,12 +41,14 @@ const char *mock_guest_mode_name(mock_guest_mode mode);
 
 typedef struct mock_guest mock_guest;
 
+struct mock_cgroups;
+
 /* What a contained guest's cell needs from the mock besides its tree. */
 typedef struct mock_guest_opts {
 	uint16_t self_port;  /* the self-signal port inside the cell (0: 1029) */
-	/* called with the cell's host pid before it runs (its cgroup); NULL ok */
-	int (*place)(pid_t pid, void *arg, sbx_err *err);
-	void *place_arg;
+	struct mock_cgroups *cgroups; /* NULL: no limits, pause by SIGSTOP */
+	uint64_t mem_bytes;  /* the cgroup's memory limit (0: none) */
+	uint64_t pids_max;   /* its pids limit (0: none) */
 } mock_guest_opts;
 
 /* Makes the tree and, contained, starts the cell (opts may be NULL). */
@@ -64,6 +66,10 @@ size_t mock_guest_pgids(mock_guest *g, pid_t *out, size_t cap);
 /* Sends sig to every process the guest started (contained: every process
  * of the cell but its PID 1). */
 void mock_guest_signal(mock_guest *g, int sig);
+/* Pause (true) or resume: contained with cgroups the sandbox's group is
+ * frozen or thawed (waited for); otherwise SIGSTOP/SIGCONT to every process
+ * the guest started. 0, or -1 with err set. */
+int mock_guest_pause(mock_guest *g, bool paused, sbx_err *err);
 /* SIGKILLs everything and refuses new execs. */
 void mock_guest_kill(mock_guest *g);
 /* Kills, removes the tree when remove_tree, frees. NULL is fine. */

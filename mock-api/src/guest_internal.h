@@ -13,12 +13,14 @@
 #include <pthread.h>
 
 #include "cell.h"
+#include "cgroup.h"
 #include "guest.h"
 
 struct mock_guest {
 	pthread_mutex_t lock;
 	mock_guest_mode mode;
 	mock_cell *cell;       /* contained: the sandbox's cell (NULL in plain mode) */
+	mock_cgroup *cg;       /* contained, where cgroups work: its group; calls under lock */
 	uid_t owner;           /* contained as root: who root inside is; else -1 */
 	char fs[PATH_MAX];     /* <work>/<id> */
 	char ws[PATH_MAX];     /* fs/workspace */
@@ -26,6 +28,7 @@ struct mock_guest {
 	pid_t *pgids;          /* under lock: process groups started, maybe dead */
 	size_t npg, cappg;
 	bool dead;             /* under lock: killed, no new exec */
+	bool reaped;           /* under lock: the cell was killed and reaped */
 };
 
 /* Remembers a process group the guest started (killing it at once when the

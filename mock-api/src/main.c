@@ -360,6 +360,8 @@ static int run(cli *c)
 	if (sbx_mock_self_note(mock) != NULL && !c->cfg.quiet)
 		fprintf(stderr, "sbx-mock: self-signal endpoint off: %s (--self-listen)\n",
 			sbx_mock_self_note(mock));
+	if (sbx_mock_cgroups_note(mock) != NULL && !c->cfg.quiet)
+		fprintf(stderr, "sbx-mock: %s\n", sbx_mock_cgroups_note(mock));
 	if (!sbx_mock_guests_contained(mock))
 		fprintf(stderr, "sbx-mock: WARNING: --guest-mode plain: guest code is NOT contained; it "
 				"runs as this user with all of its access (never use it for untrusted code)\n");

@@ -217,7 +217,7 @@ cJSON *mock_op_pause(mock_op *op, int *status)
 		if (rc >= 0) {
 			if (rc == 202 && fault_is(op, FK_PAUSE_ERROR))
 				sb->due_status = ST_ERROR;
-			mock_guest_signal(sb->guest, SIGSTOP);
+			mock_guest_pause(sb->guest, true, NULL);
 			v = mock_sandbox_view(m, sb);
 			op->poll_ms = mock_timing_ms(m, "pause");
 			*status = rc;
@@ -244,7 +244,7 @@ cJSON *mock_op_resume(mock_op *op, int *status)
 		if (rc >= 0) {
 			if (rc == 202 && fault_is(op, FK_RESUME_POLLS))
 				sb->resume_polls = op->fault->polls;
-			mock_guest_signal(sb->guest, SIGCONT);
+			mock_guest_pause(sb->guest, false, NULL);
 			v = mock_sandbox_view(m, sb);
 			op->poll_ms = mock_timing_ms(m, timing);
 			*status = rc;
@@ -463,14 +463,17 @@ void mock_on_state_change(mock_sandbox *sb, mock_status from, void *arg)
 {
 	(void)arg;
 	if (sb->status == ST_PAUSED && from == ST_RUNNING)
-		mock_guest_signal(sb->guest, SIGSTOP);
+		mock_guest_pause(sb->guest, true, NULL);
 	if (sb->status == ST_DESTROYED)
 		mock_destroy_guest(sb);
 }
 
 mock_guest *mock_guest_start(sbx_mock *mock, const mock_sandbox *sb, sbx_err *err)
 {
-	mock_guest_opts o = {.self_port = mock->self_port};
+	mock_guest_opts o = {.self_port = mock->self_port,
+			     .cgroups = mock->cgroups,
+			     .mem_bytes = (uint64_t)sb->mem_mib * 1024 * 1024,
+			     .pids_max = MOCK_GUEST_PIDS_MAX};
 
 	return mock_guest_new(mock->work_dir, sb->id, mock->gmode, &o, err);
 }

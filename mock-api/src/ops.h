@@ -129,7 +129,9 @@ void mock_on_state_change(mock_sandbox *sb, mock_status from, void *arg);
 /* Kills the guest's processes; the struct lives until the mock stops,
  * because an exec may still hold it. */
 void mock_destroy_guest(mock_sandbox *sb);
-/* Starts sb's guest (its tree and, contained, its cell); NULL + err. */
+/* Starts sb's guest (its tree and, contained, its cell in a cgroup of
+ * the shape's memory and MOCK_GUEST_PIDS_MAX processes); NULL + err. */
+#define MOCK_GUEST_PIDS_MAX 512
 mock_guest *mock_guest_start(sbx_mock *mock, const mock_sandbox *sb, sbx_err *err);
 /* Frees every guest (live and destroyed sandboxes), removing their trees
  * when remove. At stop only. */

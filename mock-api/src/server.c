@@ -6,6 +6,7 @@
  * sets mock->stopping first, so every blocking wait returns, and waits for
  * the workers before it stops the daemons; it never waits on a client. */
 #define _GNU_SOURCE
+#include "cgroup.h"
 #include "server.h"
 
 #include "http.h"
@@ -224,7 +225,19 @@ static void copy_config(sbx_mock *mock, const sbx_mock_config *cfg)
  * cannot contain them is an error, never a silent fallback. */
 static int start_guests(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *err)
 {
-	return mock_guest_mode_detect(cfg->guest_mode, &mock->gmode, err);
+	sbx_err cerr = {{0}};
+
+	if (mock_guest_mode_detect(cfg->guest_mode, &mock->gmode, err) != 0)
+		return -1;
+	if (mock->gmode != GUEST_CONTAINED)
+		return 0;
+	/* none is a note (no limits, pause by SIGSTOP), not an error */
+	mock->cgroups = mock_cgroups_open(NULL, mock->cgroups_note, sizeof(mock->cgroups_note), &cerr);
+	if (mock->cgroups == NULL && cerr.msg[0] != '\0') {
+		sbx_err_set(err, "cgroups: %s", cerr.msg);
+		return -1;
+	}
+	return 0;
 }
 
 /* Model, fault engine, journal and everything that fills them before the
@@ -317,6 +330,11 @@ bool sbx_mock_guests_contained(const sbx_mock *mock)
 	return mock->gmode == GUEST_CONTAINED;
 }
 
+const char *sbx_mock_cgroups_note(const sbx_mock *mock)
+{
+	return mock->gmode == GUEST_CONTAINED ? mock->cgroups_note : NULL;
+}
+
 void sbx_mock_stop(sbx_mock *mock)
 {
 	if (mock == NULL)
@@ -339,6 +357,7 @@ void sbx_mock_stop(sbx_mock *mock)
 		mock_free_guests(mock, mock->state == NULL); /* durable: trees survive */
 		mock_model_free(mock->model);
 	}
+	mock_cgroups_close(mock->cgroups); /* every sandbox's group is gone */
 	if (mock->own_work_dir)
 		rmdir(mock->work_dir);
 	mock_faults_free(mock->faults);

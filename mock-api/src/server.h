@@ -40,6 +40,8 @@ struct sbx_mock {
 	mock_faults *faults;
 	mock_journal *journal;
 	mock_guest_mode gmode;
+	struct mock_cgroups *cgroups; /* contained: the sandboxes' parent groups, or NULL */
+	char cgroups_note[512];       /* what cgroups are used, or why none */
 	struct MHD_Daemon *self_daemon; /* the guests' self-signal listener (self.c), or NULL */
 	char self_url[96];
 	uint16_t self_port;

@@ -87,6 +87,8 @@ cJSON *mock_settings_view(sbx_mock *mock)
 	cJSON_AddNumberToObject(o, "exec_heartbeat_ms", atomic_load(&mock->hb_ms));
 	cJSON_AddStringToObject(o, "guest_mode", mock_guest_mode_name(mock->gmode));
 	cJSON_AddBoolToObject(o, "contained", mock->gmode == GUEST_CONTAINED);
+	if (mock->gmode == GUEST_CONTAINED)
+		cJSON_AddStringToObject(o, "cgroups", mock->cgroups_note);
 	/* each contained sandbox has its own PID namespace */
 	cJSON_AddBoolToObject(o, "guest_pid_namespace", mock->gmode == GUEST_CONTAINED);
 	return o;

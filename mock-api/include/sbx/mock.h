@@ -72,6 +72,10 @@ const char *sbx_mock_guest_mode(const sbx_mock *mock);
 /* Whether every sandbox is a contained environment (false: plain mode,
  * guest code runs as the mock's user with its access). */
 bool sbx_mock_guests_contained(const sbx_mock *mock);
+/* Contained: which cgroups limit and freeze the sandboxes, or why none
+ * ("cgroups: none (...)": no memory/pids limit, pause by SIGSTOP); NULL in
+ * plain mode. */
+const char *sbx_mock_cgroups_note(const sbx_mock *mock);
 /* The self-signal endpoint, "http://127.0.0.1:PORT", or NULL when off; and
  * why it is off when self_listen_optional kept it from failing the start. */
 const char *sbx_mock_self_url(const sbx_mock *mock);
