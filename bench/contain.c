@@ -213,7 +213,7 @@ int main(int argc, char **argv)
 	long n = 200, threads = 2;
 	static double lat[100000], res[100000];
 	static worker w[64];
-	double seconds = 5, create50, create90, exec50, exec90, host50, host90, p50, p90;
+	double seconds = 5, delete50, delete90, create50, create90, exec50, exec90, host50, host90, p50, p90;
 	size_t cycles = 0;
 	int opt;
 
@@ -270,17 +270,21 @@ int main(int argc, char **argv)
 		sbx_http_client_free(a);
 	}
 
-	/* create */
+	/* create, and delete (where a cycle's other half goes) */
 	for (long i = 0; i < n; i++) {
 		double t0 = now_ms();
 
 		if (create(c, &out, id, sizeof(id)) != 0)
 			break;
 		lat[i] = now_ms() - t0;
+		t0 = now_ms();
 		destroy(c, &out, id);
+		res[i] = now_ms() - t0;
 	}
 	create50 = pct(lat, (size_t)n, 50);
 	create90 = pct(lat, (size_t)n, 90);
+	delete50 = pct(res, (size_t)n, 50);
+	delete90 = pct(res, (size_t)n, 90);
 
 	/* exec(true) on one running sandbox, and /usr/bin/true on the host */
 	if (create(c, &out, id, sizeof(id)) != 0)
@@ -312,6 +316,7 @@ int main(int argc, char **argv)
 	printf("|%s|%s|%s|%s|\n", "------------------------------------", "-----------", "-----------",
 	       "------------------------");
 	row("create", create50, create90, "p50 <= 10 ms");
+	row("delete", delete50, delete90, "");
 	row("exec(true) through the API", exec50, exec90, "");
 	row("/usr/bin/true on the host", host50, host90, "");
 	row("exec overhead (API - host)", exec50 - host50, exec90 - host90, "p50 <= 2 ms");

@@ -226,7 +226,7 @@ static bool have_cgroups(char *why, size_t cap)
 		/* "v1 (memory, pids, freezer)", or "none (why)" / "cgroups: none (why)" */
 		on = cg->valuestring[0] != '\0' && strncmp(cg->valuestring, "none", 4) != 0 &&
 		     strstr(cg->valuestring, ": none") == NULL;
-		snprintf(why, cap, "the mock reports cgroups: %s", cg->valuestring);
+		snprintf(why, cap, "the mock says: %s", cg->valuestring);
 	} else if (cJSON_IsObject(cg)) {
 		const cJSON *v = cJSON_GetObjectItemCaseSensitive(cg, "version");
 		const cJSON *note = cJSON_GetObjectItemCaseSensitive(cg, "note");
