@@ -383,8 +383,10 @@ static void cannot_read_other_sandbox_files(void **state)
 	mk("kb", NULL, b, sizeof(b));
 	snprintf(secret, sizeof(secret), "SECRET-%d-%ld", (int)getpid(), (long)time(NULL));
 	/* cwd is the workspace in every guest mode */
-	snprintf(script, sizeof(script), "echo %s > secret; echo %s > \"${TMPDIR:-/tmp}/secret\"; sleep 900 >/dev/null 2>&1 &",
-		 secret, secret);
+	snprintf(script, sizeof(script),
+		 "echo %s > secret; echo %s > \"${TMPDIR:-/tmp}/secret\"; echo %s > /dev/shm/sbx-contain-secret-%d; "
+		 "sleep 900 >/dev/null 2>&1 &",
+		 secret, secret, secret, (int)getpid());
 	sh_ok("ka", a, script, &x);
 	cx_free(&x);
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s/files?path=/workspace/secret", a);
@@ -401,10 +403,16 @@ static void cannot_read_other_sandbox_files(void **state)
 		 "  /proc/[0-9]*/fd/*/secret /proc/[0-9]*/fd/*/$A/workspace/secret /proc/[0-9]*/fd/*/workspace/secret "
 		 "  /workspace/../$A/workspace/secret /workspace/../../$A/workspace/secret ../$A/workspace/secret "
 		 "  ../../$A/workspace/secret /tmp/../$A/tmp/secret $W/$A/workspace/secret $W/$A/tmp/secret "
-		 "  /proc/1/root$W/$A/workspace/secret; do cat \"$f\" 2>/dev/null; done; "
+		 "  /proc/1/root$W/$A/workspace/secret /dev/shm/sbx-contain-secret-*; do cat \"$f\" 2>/dev/null; done; "
 		 "ln -s $W/$A/workspace/secret /workspace/l1; ln -s ../../$A/workspace/secret /workspace/l2; true",
 		 g_work, a);
 	sh_ok("kb", b, script, &x);
+	{
+		char shm[128];
+
+		snprintf(shm, sizeof(shm), "/dev/shm/sbx-contain-secret-%d", (int)getpid());
+		unlink(shm); /* there only when /dev/shm was the host's (plain mode) */
+	}
 	if (strstr(x.out, secret) != NULL)
 		fail_msg("sandbox B read sandbox A's file:\n%s", x.out);
 	cx_free(&x);
@@ -690,6 +698,67 @@ static void cannot_see_or_signal_other_sandbox_processes(void **state)
 	sh_ok("ka", a, script, &x);
 	if (strtol(x.out, NULL, 10) < 1)
 		fail_msg("A no longer sees its own background process: %s", x.out);
+	cx_free(&x);
+}
+
+/* SysV IPC and abstract unix sockets are per namespace: a shared memory
+ * segment A makes is not in B's list, B does not see A's abstract socket,
+ * and no guest sees the host's unix sockets. */
+static void cannot_share_ipc_or_host_sockets(void **state)
+{
+	char a[64], b[64], key[64], script[512], line[512], hostsock[300] = "", want[400];
+	FILE *fp;
+	cx_res x;
+
+	(void)state;
+	mk("ka", NULL, a, sizeof(a));
+	mk("kb", NULL, b, sizeof(b));
+	snprintf(script, sizeof(script),
+		 "ipcmk -M 4096 >/dev/null 2>&1; "
+		 "/usr/bin/python3 -c 'import socket, time; s = socket.socket(socket.AF_UNIX); "
+		 "s.bind(\"\\0sbx-contain-%d\"); time.sleep(60)' </dev/null >/dev/null 2>&1 & "
+		 "sleep 0.3; ipcs -m | awk 'NR > 3 && $1 ~ /^0x/ && $1 != \"0x00000000\" {print $1}' | tail -n 1",
+		 (int)getpid());
+	sh_ok("ka", a, script, &x);
+	snprintf(key, sizeof(key), "%.*s", (int)strcspn(x.out, "\n"), x.out);
+	cx_free(&x);
+	if (key[0] == '\0')
+		fail_msg("A could not make a shared memory segment (the attack's premise)");
+	/* one of the host's unix socket paths, to look for inside */
+	fp = fopen("/proc/net/unix", "r");
+	while (fp != NULL && fgets(line, sizeof(line), fp) != NULL) {
+		char *p = strrchr(line, ' ');
+
+		if (p != NULL && (p[1] == '/' || p[1] == '@') && strlen(p + 1) > 4 && strstr(p, "sbx-contain") == NULL) {
+			snprintf(hostsock, sizeof(hostsock), "%.*s", (int)strcspn(p + 1, "\n"), p + 1);
+			break;
+		}
+	}
+	if (fp != NULL)
+		fclose(fp);
+	print_message("A's segment key %s; a host unix socket: %s\n", key, hostsock[0] != '\0' ? hostsock : "(none)");
+	sh_ok("kb", b,
+	      "ipcs -m | awk 'NR > 3 && $1 ~ /^0x/ {print \"KEY \" $1}'; "
+	      "awk 'NR > 1 && NF >= 8 {print \"SOCK \" $8}' /proc/net/unix",
+	      &x);
+	/* plain mode: A's segment is the host's; remove it */
+	{
+		cx_res y;
+		char rm[128];
+
+		snprintf(rm, sizeof(rm), "ipcrm -M %s 2>/dev/null; true", key);
+		sh_ok("ka", a, rm, &y);
+		cx_free(&y);
+	}
+	snprintf(want, sizeof(want), "KEY %s\n", key);
+	if (strstr(x.out, want) != NULL)
+		fail_msg("B sees A's shared memory segment %s", key);
+	snprintf(want, sizeof(want), "SOCK @sbx-contain-%d\n", (int)getpid());
+	if (strstr(x.out, want) != NULL)
+		fail_msg("B sees A's abstract unix socket");
+	snprintf(want, sizeof(want), "SOCK %s\n", hostsock);
+	if (hostsock[0] != '\0' && strstr(x.out, want) != NULL)
+		fail_msg("a guest sees the host's unix socket %s", hostsock);
 	cx_free(&x);
 }
 
@@ -1189,6 +1258,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup(network_off_cannot_nsenter_host_net, setup),
 		cmocka_unit_test_setup(cannot_see_or_signal_other_sandbox_processes, setup),
 		cmocka_unit_test_setup(cannot_read_other_sandbox_files, setup),
+		cmocka_unit_test_setup(cannot_share_ipc_or_host_sockets, setup),
 		cmocka_unit_test_setup(self_signal_cannot_delete_other_tenant, setup),
 		cmocka_unit_test_setup(files_api_refuses_hard_link, setup),
 		cmocka_unit_test_setup(files_api_refuses_fifo_symlink_and_nul, setup),
