@@ -63,7 +63,9 @@ static sbx_http_client *client(char *hdr, size_t cap, const char *key)
 static long call(sbx_http_client *c, const char *method, const char *path, const char *body,
 		 sbx_http_resp *out)
 {
-	sbx_http_req rq = {.method = method, .path = path, .body = body,
+	sbx_http_req rq = {.method = method,
+			   .path = path,
+			   .body = body,
 			   .body_len = body != NULL ? strlen(body) : 0};
 	sbx_err err;
 
@@ -76,7 +78,8 @@ static long call(sbx_http_client *c, const char *method, const char *path, const
 static int extract(const sbx_http_resp *r, const char *field, char *buf, size_t cap)
 {
 	cJSON *j = cJSON_Parse(sbx_strbuf_str(&r->body));
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "data"), field);
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(j, "data"), field);
 	int rc = -1;
 
 	if (cJSON_IsString(v) && strlen(v->valuestring) < cap) {
@@ -140,8 +143,8 @@ static int transition(sbx_http_client *c, sbx_http_resp *out, const char *id, co
 		return 0;
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s", id);
 	for (int i = 0; i < 100000; i++) {
-		if (call(c, "GET", path, NULL, out) == 200 && extract(out, "status", st, sizeof(st)) == 0 &&
-		    strcmp(st, want) == 0)
+		if (call(c, "GET", path, NULL, out) == 200 &&
+		    extract(out, "status", st, sizeof(st)) == 0 && strcmp(st, want) == 0)
 			return 0;
 	}
 	failed(verb, s, out);
@@ -213,19 +216,31 @@ int main(int argc, char **argv)
 	long n = 200, threads = 2;
 	static double lat[100000], res[100000];
 	static worker w[64];
-	double seconds = 5, delete50, delete90, create50, create90, exec50, exec90, host50, host90, p50, p90;
+	double seconds = 5, delete50, delete90, create50, create90, exec50, exec90, host50, host90,
+	       p50, p90;
 	size_t cycles = 0;
 	int opt;
 
 	while ((opt = getopt(argc, argv, "n:s:t:m:w:h")) != -1) {
 		switch (opt) {
-		case 'n': n = strtol(optarg, NULL, 10); break;
-		case 's': seconds = strtod(optarg, NULL); break;
-		case 't': threads = strtol(optarg, NULL, 10); break;
-		case 'm': guest_mode = optarg; break;
-		case 'w': work_dir = optarg; break;
+		case 'n':
+			n = strtol(optarg, NULL, 10);
+			break;
+		case 's':
+			seconds = strtod(optarg, NULL);
+			break;
+		case 't':
+			threads = strtol(optarg, NULL, 10);
+			break;
+		case 'm':
+			guest_mode = optarg;
+			break;
+		case 'w':
+			work_dir = optarg;
+			break;
 		default:
-			fprintf(stderr, "usage: bench-contain [-n N=200] [-s cycle-seconds=5] [-t threads=2] "
+			fprintf(stderr, "usage: bench-contain [-n N=200] [-s cycle-seconds=5] [-t "
+					"threads=2] "
 					"[-m guest-mode] [-w work-dir]\n");
 			return 2;
 		}
@@ -262,8 +277,8 @@ int main(int argc, char **argv)
 			const cJSON *cg = cJSON_GetObjectItemCaseSensitive(d, "cgroups");
 			char *cgs = cg != NULL ? cJSON_PrintUnformatted(cg) : NULL;
 
-			snprintf(mode, sizeof(mode), "guest mode %s, cgroups %s", sbx_mock_guest_mode(mock),
-				 cgs != NULL ? cgs : "(not reported)");
+			snprintf(mode, sizeof(mode), "guest mode %s, cgroups %s",
+				 sbx_mock_guest_mode(mock), cgs != NULL ? cgs : "(not reported)");
 			free(cgs);
 			cJSON_Delete(j);
 		}
@@ -312,9 +327,10 @@ int main(int argc, char **argv)
 	host90 = pct(lat, (size_t)n, 90);
 
 	printf("bench-contain: %s; n=%ld\n\n", mode, n);
-	printf("| %-34s | %9s | %9s | %-22s |\n", "measure", "p50 ms", "p90 ms", "target (issue 13)");
-	printf("|%s|%s|%s|%s|\n", "------------------------------------", "-----------", "-----------",
-	       "------------------------");
+	printf("| %-34s | %9s | %9s | %-22s |\n", "measure", "p50 ms", "p90 ms",
+	       "target (issue 13)");
+	printf("|%s|%s|%s|%s|\n", "------------------------------------", "-----------",
+	       "-----------", "------------------------");
 	row("create", create50, create90, "p50 <= 10 ms");
 	row("delete", delete50, delete90, "");
 	row("exec(true) through the API", exec50, exec90, "");
@@ -324,7 +340,8 @@ int main(int argc, char **argv)
 
 	/* pause / resume, with a background process to freeze */
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s/exec", id);
-	call(c, "POST", path, "{\"cmd\":\"sh\",\"args\":[\"-c\",\"sleep 1000 >/dev/null 2>&1 &\"]}", &out);
+	call(c, "POST", path, "{\"cmd\":\"sh\",\"args\":[\"-c\",\"sleep 1000 >/dev/null 2>&1 &\"]}",
+	     &out);
 	{
 		long m = n > 100 ? 100 : n;
 
@@ -359,8 +376,8 @@ int main(int argc, char **argv)
 		pthread_join(w[i].tid, NULL);
 		cycles += w[i].cycles;
 	}
-	printf("| %-34s | %9.1f | %9s | %-22s |\n", "create->exec(true)->delete /s", (double)cycles / seconds,
-	       "-", ">= 300/s on 2 cores");
+	printf("| %-34s | %9.1f | %9s | %-22s |\n", "create->exec(true)->delete /s",
+	       (double)cycles / seconds, "-", ">= 300/s on 2 cores");
 	printf("\n(%ld threads x %.1f s; %zu failed calls)\n", threads, seconds, g_fail);
 
 	sbx_http_resp_free(&out);

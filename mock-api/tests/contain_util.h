@@ -17,11 +17,11 @@
  * the answer had none). */
 typedef struct cx_res {
 	long status;
-	int code;      /* result.exit_code, -1 when absent */
-	char *out;     /* result.stdout, never NULL ("" when absent) */
-	char *err;     /* result.stderr, never NULL */
-	char *error;   /* result.error, or NULL */
-	char *body;    /* the whole answer, for messages */
+	int code;    /* result.exit_code, -1 when absent */
+	char *out;   /* result.stdout, never NULL ("" when absent) */
+	char *err;   /* result.stderr, never NULL */
+	char *error; /* result.error, or NULL */
+	char *body;  /* the whole answer, for messages */
 } cx_res;
 
 /* POST /v1/sandboxes/{id}/exec with cmd and args (n of them), on url U with

@@ -43,10 +43,10 @@
 #define CONTAIN_BIN_DIR "/nonexistent-build"
 #endif
 
-static const char *g_bin;          /* the sbx-mock binary */
-static const char *g_mode;         /* SBX_CONTAIN_GUEST_MODE or NULL */
-static char g_work[512];          /* the group mock's work dir */
-static char g_hostpaths[8192];     /* host paths a guest must not see, shell-quoted */
+static const char *g_bin;      /* the sbx-mock binary */
+static const char *g_mode;     /* SBX_CONTAIN_GUEST_MODE or NULL */
+static char g_work[512];       /* the group mock's work dir */
+static char g_hostpaths[8192]; /* host paths a guest must not see, shell-quoted */
 
 static void sleep_ms(int ms)
 {
@@ -76,7 +76,8 @@ static void add_hostchild(const char *dir)
 	while (d != NULL && (de = readdir(d)) != NULL) {
 		char p[1024];
 
-		if (de->d_name[0] == '.' && (de->d_name[1] == '\0' || (de->d_name[1] == '.' && de->d_name[2] == '\0')))
+		if (de->d_name[0] == '.' &&
+		    (de->d_name[1] == '\0' || (de->d_name[1] == '.' && de->d_name[2] == '\0')))
 			continue;
 		snprintf(p, sizeof(p), "%s/%s", dir, de->d_name);
 		add_hostpath(p);
@@ -90,12 +91,18 @@ static void add_hostchild(const char *dir)
  * its build, the mock's work dir, host users' homes, state directories. */
 static void collect_hostpaths(void)
 {
-	static const char *const files[] = {CONTAIN_SRC_DIR "/mock-api/tests/test_contain.c", CONTAIN_SRC_DIR "/.git",
-					    CONTAIN_BIN_DIR "/CMakeCache.txt", "/etc/shadow", "/etc/gshadow",
-					    "/etc/sudoers", "/root/.ssh", "/root/.bashrc", "/root/.profile",
+	static const char *const files[] = {CONTAIN_SRC_DIR "/mock-api/tests/test_contain.c",
+					    CONTAIN_SRC_DIR "/.git",
+					    CONTAIN_BIN_DIR "/CMakeCache.txt",
+					    "/etc/shadow",
+					    "/etc/gshadow",
+					    "/etc/sudoers",
+					    "/root/.ssh",
+					    "/root/.bashrc",
+					    "/root/.profile",
 					    "/var/lib/dpkg/status"};
-	static const char *const dirs[] = {"/home", "/work", "/var/log", "/opt", "/srv", "/mnt", "/media", "/run",
-					   "/root", "/var/lib"};
+	static const char *const dirs[] = {"/home", "/work",  "/var/log", "/opt",  "/srv",
+					   "/mnt",  "/media", "/run",	  "/root", "/var/lib"};
 	const char *home = getenv("HOME");
 
 	g_hostpaths[0] = '\0';
@@ -126,7 +133,8 @@ static int group_setup(void **state)
 	const char *tmp = getenv("TMPDIR");
 
 	(void)state;
-	snprintf(g_work, sizeof(g_work), "%s/sbx-contain-XXXXXX", tmp != NULL && tmp[0] != '\0' ? tmp : "/tmp");
+	snprintf(g_work, sizeof(g_work), "%s/sbx-contain-XXXXXX",
+		 tmp != NULL && tmp[0] != '\0' ? tmp : "/tmp");
 	if (mkdtemp(g_work) == NULL) {
 		fprintf(stderr, "mkdtemp %s: %s\n", g_work, strerror(errno));
 		return -1;
@@ -211,10 +219,13 @@ static bool have_cgroups(char *why, size_t cap)
 	const cJSON *d, *cg;
 	bool on = false;
 
-	if (getenv("SBX_CONTAIN_FORCE_LIMITS") != NULL && strcmp(getenv("SBX_CONTAIN_FORCE_LIMITS"), "1") == 0)
+	if (getenv("SBX_CONTAIN_FORCE_LIMITS") != NULL &&
+	    strcmp(getenv("SBX_CONTAIN_FORCE_LIMITS"), "1") == 0)
 		return true;
 	if (strcmp(sbx_mock_guest_mode(g_mock), "plain") == 0) {
-		snprintf(why, cap, "guest mode plain has no cgroups (SBX_CONTAIN_FORCE_LIMITS=1 runs it anyway)");
+		snprintf(why, cap,
+			 "guest mode plain has no cgroups (SBX_CONTAIN_FORCE_LIMITS=1 runs it "
+			 "anyway)");
 		return false;
 	}
 	th_admin(U, TOK, "GET", "/_mock/settings", NULL, &r);
@@ -232,28 +243,31 @@ static bool have_cgroups(char *why, size_t cap)
 		const cJSON *note = cJSON_GetObjectItemCaseSensitive(cg, "note");
 
 		on = cJSON_IsString(v) && strcmp(v->valuestring, "none") != 0;
-		snprintf(why, cap, "the mock reports cgroups: %s%s%s", cJSON_IsString(v) ? v->valuestring : "?",
-			 cJSON_IsString(note) ? " — " : "", cJSON_IsString(note) ? note->valuestring : "");
+		snprintf(why, cap, "the mock reports cgroups: %s%s%s",
+			 cJSON_IsString(v) ? v->valuestring : "?",
+			 cJSON_IsString(note) ? " — " : "",
+			 cJSON_IsString(note) ? note->valuestring : "");
 	} else if (cJSON_IsBool(cg)) {
 		on = cJSON_IsTrue(cg);
 		snprintf(why, cap, "the mock reports cgroups: %s", on ? "on" : "off");
 	} else {
 		/* No report: the design gives cgroups to a root mock only. */
 		on = geteuid() == 0;
-		snprintf(why, cap, "the mock does not report cgroups (GET /_mock/settings); running %s",
+		snprintf(why, cap,
+			 "the mock does not report cgroups (GET /_mock/settings); running %s",
 			 on ? "as root" : "unprivileged, so no delegated cgroups are assumed");
 	}
 	th_resp_free(&r);
 	return on;
 }
 
-#define SKIP_WITHOUT_CGROUPS()                                                        \
-	do {                                                                          \
-		char why_[512];                                                       \
-		if (!have_cgroups(why_, sizeof(why_))) {                              \
-			print_message("SKIP %s: needs cgroup limits: %s\n", __func__, why_); \
-			skip();                                                       \
-		}                                                                     \
+#define SKIP_WITHOUT_CGROUPS()                                                                     \
+	do {                                                                                       \
+		char why_[512];                                                                    \
+		if (!have_cgroups(why_, sizeof(why_))) {                                           \
+			print_message("SKIP %s: needs cgroup limits: %s\n", __func__, why_);       \
+			skip();                                                                    \
+		}                                                                                  \
 	} while (0)
 
 /* ---- identity ---- */
@@ -270,7 +284,8 @@ static void runs_as_root_inside_but_no_host_capability(void **state)
 	mk("ka", NULL, id, sizeof(id));
 	cx_marker(mark, sizeof(mark), re, sizeof(re));
 	snprintf(script, sizeof(script),
-		 "id -u; head -n 1 /proc/self/uid_map; grep CapEff /proc/self/status; sleep %s >/dev/null 2>&1 &",
+		 "id -u; head -n 1 /proc/self/uid_map; grep CapEff /proc/self/status; sleep %s "
+		 ">/dev/null 2>&1 &",
 		 mark);
 	sh_ok("ka", id, script, &x);
 	print_message("inside: %s", x.out);
@@ -289,7 +304,8 @@ static void runs_as_root_inside_but_no_host_capability(void **state)
 			fail_msg("no uid_map line: %s", x.out);
 	}
 	if (in == out)
-		fail_msg("identity uid map inside the guest (%lu %lu %lu): guest root is host root", in, out, count);
+		fail_msg("identity uid map inside the guest (%lu %lu %lu): guest root is host root",
+			 in, out, count);
 	cx_free(&x);
 	/* the host's view of a guest process */
 	pid = cx_find(mark);
@@ -305,7 +321,8 @@ static void runs_as_root_inside_but_no_host_capability(void **state)
 	assert_true(cx_ns(0, "user", host_user, sizeof(host_user)));
 	assert_true(cx_ns(pid, "user", guest_user, sizeof(guest_user)));
 	if (strcmp(host_user, guest_user) == 0)
-		fail_msg("the guest is in the host's user namespace (%s): its capabilities are host capabilities",
+		fail_msg("the guest is in the host's user namespace (%s): its capabilities are "
+			 "host capabilities",
 			 guest_user);
 }
 
@@ -322,7 +339,8 @@ static void cannot_read_etc_shadow(void **state)
 	      "for f in /etc/shadow /etc/gshadow /proc/1/root/etc/shadow /workspace/../etc/shadow "
 	      "../../../../../etc/shadow /proc/self/root/etc/shadow; do "
 	      "  [ -e \"$f\" ] && echo \"EXISTS $f\"; cat \"$f\" 2>/dev/null | head -n 1; done; "
-	      "for l in /proc/[0-9]*/root /proc/[0-9]*/cwd; do [ -e \"$l/etc/shadow\" ] && echo \"EXISTS $l/etc/shadow\"; done; true",
+	      "for l in /proc/[0-9]*/root /proc/[0-9]*/cwd; do [ -e \"$l/etc/shadow\" ] && echo "
+	      "\"EXISTS $l/etc/shadow\"; done; true",
 	      &x);
 	if (strstr(x.out, "EXISTS") != NULL || strstr(x.out, "root:") != NULL)
 		fail_msg("the guest reaches a shadow file:\n%s", x.out);
@@ -368,7 +386,8 @@ static void proc_1_root_is_own_root(void **state)
 	if (strstr(x.out, "HOST ") != NULL)
 		fail_msg("/proc leads to the host's file system:\n%s", x.out);
 	if (strstr(x.out, "OWN-ROOT") == NULL)
-		fail_msg("/proc/1/root is not the sandbox's root (no /workspace there):\n%s", x.out);
+		fail_msg("/proc/1/root is not the sandbox's root (no /workspace there):\n%s",
+			 x.out);
 	cx_free(&x);
 }
 
@@ -384,7 +403,8 @@ static void cannot_read_other_sandbox_files(void **state)
 	snprintf(secret, sizeof(secret), "SECRET-%d-%ld", (int)getpid(), (long)time(NULL));
 	/* cwd is the workspace in every guest mode */
 	snprintf(script, sizeof(script),
-		 "echo %s > secret; echo %s > \"${TMPDIR:-/tmp}/secret\"; echo %s > /dev/shm/sbx-contain-secret-%d; "
+		 "echo %s > secret; echo %s > \"${TMPDIR:-/tmp}/secret\"; echo %s > "
+		 "/dev/shm/sbx-contain-secret-%d; "
 		 "sleep 900 >/dev/null 2>&1 &",
 		 secret, secret, secret, (int)getpid());
 	sh_ok("ka", a, script, &x);
@@ -392,19 +412,26 @@ static void cannot_read_other_sandbox_files(void **state)
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s/files?path=/workspace/secret", a);
 	th_json(U, "ka", "GET", path, NULL, &r);
 	if (r.status != 200 || strstr(sbx_strbuf_str(&r.body), secret) == NULL)
-		fail_msg("A's secret is not in A's workspace (the attack's premise): HTTP %ld", r.status);
+		fail_msg("A's secret is not in A's workspace (the attack's premise): HTTP %ld",
+			 r.status);
 	th_resp_free(&r);
 	/* B, by every route it might have: other processes' roots, cwds and
 	 * open directories, relative paths out of /workspace, the host path of
 	 * the work dir */
 	snprintf(script, sizeof(script),
 		 "W='%s'; A='%s'; "
-		 "for f in /proc/[0-9]*/root/workspace/secret /proc/[0-9]*/root/tmp/secret /proc/[0-9]*/cwd/secret "
-		 "  /proc/[0-9]*/fd/*/secret /proc/[0-9]*/fd/*/$A/workspace/secret /proc/[0-9]*/fd/*/workspace/secret "
-		 "  /workspace/../$A/workspace/secret /workspace/../../$A/workspace/secret ../$A/workspace/secret "
-		 "  ../../$A/workspace/secret /tmp/../$A/tmp/secret $W/$A/workspace/secret $W/$A/tmp/secret "
-		 "  /proc/1/root$W/$A/workspace/secret /dev/shm/sbx-contain-secret-*; do cat \"$f\" 2>/dev/null; done; "
-		 "ln -s $W/$A/workspace/secret /workspace/l1; ln -s ../../$A/workspace/secret /workspace/l2; true",
+		 "for f in /proc/[0-9]*/root/workspace/secret /proc/[0-9]*/root/tmp/secret "
+		 "/proc/[0-9]*/cwd/secret "
+		 "  /proc/[0-9]*/fd/*/secret /proc/[0-9]*/fd/*/$A/workspace/secret "
+		 "/proc/[0-9]*/fd/*/workspace/secret "
+		 "  /workspace/../$A/workspace/secret /workspace/../../$A/workspace/secret "
+		 "../$A/workspace/secret "
+		 "  ../../$A/workspace/secret /tmp/../$A/tmp/secret $W/$A/workspace/secret "
+		 "$W/$A/tmp/secret "
+		 "  /proc/1/root$W/$A/workspace/secret /dev/shm/sbx-contain-secret-*; do cat "
+		 "\"$f\" 2>/dev/null; done; "
+		 "ln -s $W/$A/workspace/secret /workspace/l1; ln -s ../../$A/workspace/secret "
+		 "/workspace/l2; true",
 		 g_work, a);
 	sh_ok("kb", b, script, &x);
 	{
@@ -426,10 +453,12 @@ static void cannot_read_other_sandbox_files(void **state)
 		snprintf(routes[3], sizeof(routes[3]), "%s/%s/workspace/secret", g_work, a);
 		snprintf(routes[4], sizeof(routes[4]), "/proc/1/root/workspace/secret");
 		for (size_t i = 0; i < 5; i++) {
-			snprintf(path, sizeof(path), "/v1/sandboxes/%s/files?path=%s", b, routes[i]);
+			snprintf(path, sizeof(path), "/v1/sandboxes/%s/files?path=%s", b,
+				 routes[i]);
 			th_json(U, "kb", "GET", path, NULL, &r);
 			if (strstr(sbx_strbuf_str(&r.body), secret) != NULL)
-				fail_msg("B's files API read A's file via %s (HTTP %ld)", routes[i], r.status);
+				fail_msg("B's files API read A's file via %s (HTTP %ld)", routes[i],
+					 r.status);
 			th_resp_free(&r);
 		}
 	}
@@ -450,12 +479,14 @@ static void files_api_refuses_hard_link(void **state)
 	th_resp_free(&r);
 	sh_ok("ka", id, "ln x y && echo LINKED", &x); /* cwd: the workspace */
 	if (strstr(x.out, "LINKED") == NULL)
-		fail_msg("the guest could not make the hard link (the attack's premise): %s %s", x.out, x.err);
+		fail_msg("the guest could not make the hard link (the attack's premise): %s %s",
+			 x.out, x.err);
 	cx_free(&x);
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s/files?path=/workspace/y", id);
 	th_json(U, "ka", "GET", path, NULL, &r);
 	if (r.status < 400 || r.status > 499)
-		fail_msg("GET of a hard-linked file: expected 4xx, got %ld: %s", r.status, sbx_strbuf_str(&r.body));
+		fail_msg("GET of a hard-linked file: expected 4xx, got %ld: %s", r.status,
+			 sbx_strbuf_str(&r.body));
 	th_resp_free(&r);
 	/* writing through the link must not reach the other name */
 	rq.method = "PUT";
@@ -488,13 +519,16 @@ static void files_api_refuses_fifo_symlink_and_nul(void **state)
 	mk("ka", NULL, id, sizeof(id));
 	sh_ok("ka", id,
 	      "mkfifo fifo && echo FIFO; ln -s /etc/passwd lnk && echo LNK; "
-	      "/usr/bin/python3 -c 'import socket; s = socket.socket(socket.AF_UNIX); s.bind(\"sock\")' && echo SOCK",
+	      "/usr/bin/python3 -c 'import socket; s = socket.socket(socket.AF_UNIX); "
+	      "s.bind(\"sock\")' && echo SOCK",
 	      &x);
 	if (strstr(x.out, "FIFO") == NULL || strstr(x.out, "LNK") == NULL)
-		fail_msg("the guest could not plant the files (the attack's premise): %s %s", x.out, x.err);
+		fail_msg("the guest could not plant the files (the attack's premise): %s %s", x.out,
+			 x.err);
 	cx_free(&x);
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		snprintf(path, sizeof(path), "/v1/sandboxes/%s/files?path=/workspace/%s", id, names[i]);
+		snprintf(path, sizeof(path), "/v1/sandboxes/%s/files?path=/workspace/%s", id,
+			 names[i]);
 		rq.method = "GET";
 		rq.url = U;
 		rq.path = path;
@@ -515,12 +549,14 @@ static void files_api_refuses_fifo_symlink_and_nul(void **state)
 					close(fd);
 				sleep_ms(50);
 			}
-			fail_msg("GET /workspace/%s: expected 4xx at once, got HTTP %ld (curl %d)", names[i], st, rc);
+			fail_msg("GET /workspace/%s: expected 4xx at once, got HTTP %ld (curl %d)",
+				 names[i], st, rc);
 		}
 		th_resp_free(&r);
 	}
 	/* NUL in the path */
-	snprintf(path, sizeof(path), "/v1/sandboxes/%s/files?path=/workspace/a%%00/../../etc/passwd", id);
+	snprintf(path, sizeof(path),
+		 "/v1/sandboxes/%s/files?path=/workspace/a%%00/../../etc/passwd", id);
 	th_json(U, "ka", "GET", path, NULL, &r);
 	expect_status(&r, 400, "NUL in a files path");
 	th_resp_free(&r);
@@ -542,7 +578,8 @@ static void cannot_write_system_dirs(void **state)
 	      "  /proc/sys/kernel/hostname /proc/sys/kernel/core_pattern /proc/sysrq-trigger; do "
 	      "  [ -w \"$f\" ] && echo \"WRITABLE $f\"; done; "
 	      "[ -e /sys/kernel ] && echo HOST-SYS; "
-	      "for d in /dev/sda /dev/vda /dev/nvme0 /dev/mem /dev/kmsg /dev/kvm; do [ -e $d ] && echo \"HOST-DEV $d\"; done; true",
+	      "for d in /dev/sda /dev/vda /dev/nvme0 /dev/mem /dev/kmsg /dev/kvm; do [ -e $d ] && "
+	      "echo \"HOST-DEV $d\"; done; true",
 	      &x);
 	if (strstr(x.out, "WRITABLE") != NULL || strstr(x.out, "HOST-") != NULL)
 		fail_msg("the guest may write system files or sees host devices:\n%s", x.out);
@@ -571,10 +608,12 @@ static void cannot_reach_the_control_plane(void **state)
 	for (int i = 0; i < 2; i++) {
 		cx_exec("ka", i == 0 ? on : off, "/usr/bin/python3", args, 3, 30000, &x);
 		print_message("%s guest: %s", i == 0 ? "default" : "network-off", x.out);
-		if (x.status != 200 || (strstr(x.out, "refused") == NULL && strstr(x.out, "CONNECTED") == NULL))
+		if (x.status != 200 ||
+		    (strstr(x.out, "refused") == NULL && strstr(x.out, "CONNECTED") == NULL))
 			fail_msg("the probe did not run: HTTP %ld %s", x.status, x.body);
 		if (strstr(x.out, "CONNECTED") != NULL)
-			fail_msg("a %s guest reached the mock's API on the host's loopback (port %s)",
+			fail_msg("a %s guest reached the mock's API on the host's loopback (port "
+				 "%s)",
 				 i == 0 ? "default" : "network-off", port);
 		cx_free(&x);
 	}
@@ -610,10 +649,12 @@ static void cannot_ptrace_outside(void **state)
 	static const char script[] =
 		"import ctypes, sys\n"
 		"libc = ctypes.CDLL(None, use_errno=True)\n"
-		"libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]\n"
+		"libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, "
+		"ctypes.c_void_p]\n"
 		"for a in sys.argv[1:]:\n"
 		"    r = libc.ptrace(0x4206, int(a), None, None)\n" /* PTRACE_SEIZE: no stop */
-		"    print('ptrace', a, 'OK' if r == 0 else 'failed errno %d' % ctypes.get_errno())\n";
+		"    print('ptrace', a, 'OK' if r == 0 else 'failed errno %d' % "
+		"ctypes.get_errno())\n";
 	char id[64], victim_arg[16], self_arg[16], other_arg[16], mark[32], re[32], other[64];
 	const char *args[] = {"-c", script, victim_arg, self_arg, "1", other_arg};
 	pid_t victim, other_pid;
@@ -666,7 +707,8 @@ static void cannot_unshare_new_namespaces(void **state)
 
 static void cannot_see_or_signal_other_sandbox_processes(void **state)
 {
-	char a[64], b[64], mark[32], re[32], script[512], host_pid[256], b_pid[256], bmark[32], bre[32];
+	char a[64], b[64], mark[32], re[32], script[512], host_pid[256], b_pid[256], bmark[32],
+		bre[32];
 	pid_t pa, pb;
 	cx_res x;
 
@@ -694,7 +736,8 @@ static void cannot_see_or_signal_other_sandbox_processes(void **state)
 	sleep_ms(100);
 	if (cx_state(pa) == 0 || cx_state(pa) == 'Z')
 		fail_msg("B killed A's background process %d", (int)pa);
-	snprintf(script, sizeof(script), "cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' ' | grep -c '%s'", re);
+	snprintf(script, sizeof(script),
+		 "cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' ' | grep -c '%s'", re);
 	sh_ok("ka", a, script, &x);
 	if (strtol(x.out, NULL, 10) < 1)
 		fail_msg("A no longer sees its own background process: %s", x.out);
@@ -717,7 +760,8 @@ static void cannot_share_ipc_or_host_sockets(void **state)
 		 "ipcmk -M 4096 >/dev/null 2>&1; "
 		 "/usr/bin/python3 -c 'import socket, time; s = socket.socket(socket.AF_UNIX); "
 		 "s.bind(\"\\0sbx-contain-%d\"); time.sleep(60)' </dev/null >/dev/null 2>&1 & "
-		 "sleep 0.3; ipcs -m | awk 'NR > 3 && $1 ~ /^0x/ && $1 != \"0x00000000\" {print $1}' | tail -n 1",
+		 "sleep 0.3; ipcs -m | awk 'NR > 3 && $1 ~ /^0x/ && $1 != \"0x00000000\" {print "
+		 "$1}' | tail -n 1",
 		 (int)getpid());
 	sh_ok("ka", a, script, &x);
 	snprintf(key, sizeof(key), "%.*s", (int)strcspn(x.out, "\n"), x.out);
@@ -729,14 +773,17 @@ static void cannot_share_ipc_or_host_sockets(void **state)
 	while (fp != NULL && fgets(line, sizeof(line), fp) != NULL) {
 		char *p = strrchr(line, ' ');
 
-		if (p != NULL && (p[1] == '/' || p[1] == '@') && strlen(p + 1) > 4 && strstr(p, "sbx-contain") == NULL) {
-			snprintf(hostsock, sizeof(hostsock), "%.*s", (int)strcspn(p + 1, "\n"), p + 1);
+		if (p != NULL && (p[1] == '/' || p[1] == '@') && strlen(p + 1) > 4 &&
+		    strstr(p, "sbx-contain") == NULL) {
+			snprintf(hostsock, sizeof(hostsock), "%.*s", (int)strcspn(p + 1, "\n"),
+				 p + 1);
 			break;
 		}
 	}
 	if (fp != NULL)
 		fclose(fp);
-	print_message("A's segment key %s; a host unix socket: %s\n", key, hostsock[0] != '\0' ? hostsock : "(none)");
+	print_message("A's segment key %s; a host unix socket: %s\n", key,
+		      hostsock[0] != '\0' ? hostsock : "(none)");
 	sh_ok("kb", b,
 	      "ipcs -m | awk 'NR > 3 && $1 ~ /^0x/ {print \"KEY \" $1}'; "
 	      "awk 'NR > 1 && NF >= 8 {print \"SOCK \" $8}' /proc/net/unix",
@@ -812,7 +859,8 @@ static void network_off_cannot_nsenter_host_net(void **state)
 
 		while ((p = strstr(p, "IF ")) != NULL) {
 			if (strncmp(p, "IF lo\n", 6) != 0)
-				fail_msg("a network-off guest has interfaces other than lo:\n%s", x.out);
+				fail_msg("a network-off guest has interfaces other than lo:\n%s",
+					 x.out);
 			p += 3;
 		}
 	} else {
@@ -822,7 +870,8 @@ static void network_off_cannot_nsenter_host_net(void **state)
 	snprintf(port, sizeof(port), "%u", (unsigned)sbx_mock_port(g_mock));
 	cx_exec("ka", id, "/usr/bin/python3", args, 3, 30000, &x);
 	if (strstr(x.out, "CONNECTED") != NULL)
-		fail_msg("a network-off guest reached the mock's control plane on the host's loopback");
+		fail_msg("a network-off guest reached the mock's control plane on the host's "
+			 "loopback");
 	cx_free(&x);
 }
 
@@ -845,8 +894,10 @@ static void self_signal_cannot_delete_other_tenant(void **state)
 		"        except OSError as e: print('join failed', e)\n"
 		"for url in sys.argv[3:]:\n"
 		"    for q in ('/self/delete?id=' + victim, '/self/delete?sandbox=' + victim):\n"
-		"        rq = u.Request(url + q, method='POST', headers={'X-Sandbox-Id': victim, 'X-Api-Key': 'ka'})\n"
-		"        try: r = u.urlopen(rq, timeout=3); print(url + q, r.status, r.read().decode())\n"
+		"        rq = u.Request(url + q, method='POST', headers={'X-Sandbox-Id': victim, "
+		"'X-Api-Key': 'ka'})\n"
+		"        try: r = u.urlopen(rq, timeout=3); print(url + q, r.status, "
+		"r.read().decode())\n"
 		"        except Exception as e: print(url + q, 'error', e)\n";
 	char a[64], a2[64], b[64], mark[32], re[32], inside[64], st[32];
 	const char *self = sbx_mock_self_url(g_mock);
@@ -881,18 +932,22 @@ static void self_signal_cannot_delete_other_tenant(void **state)
 	if (strcmp(st, "running") == 0) {
 		static const char own[] = "import sys, urllib.request as u\n"
 					  "for url in sys.argv[1:]:\n"
-					  "    try: r = u.urlopen(u.Request(url + '/self/delete', method='POST'), timeout=3); "
+					  "    try: r = u.urlopen(u.Request(url + '/self/delete', "
+					  "method='POST'), timeout=3); "
 					  "print(url, r.status)\n"
 					  "    except Exception as e: print(url, 'error', e)\n";
 		const char *oargs[] = {"-c", own, inside, self != NULL ? self : inside};
 
 		cx_exec("kb", b, "/usr/bin/python3", oargs, 4, 30000, &x);
-		print_message("B's own self-delete (HTTP %ld, exit %d): %s%s", x.status, x.code, x.out, x.err);
+		print_message("B's own self-delete (HTTP %ld, exit %d): %s%s", x.status, x.code,
+			      x.out, x.err);
 		cx_free(&x);
 		if (!cx_wait_status("kb", b, "destroyed", 3000)) {
 			cx_status("kb", b, st, sizeof(st));
-			fail_msg("B's guest reaches no working self-signal endpoint (tried %s and %s; B is %s): "
-				 "the attack proves nothing", inside, self != NULL ? self : "-", st);
+			fail_msg("B's guest reaches no working self-signal endpoint (tried %s and "
+				 "%s; B is %s): "
+				 "the attack proves nothing",
+				 inside, self != NULL ? self : "-", st);
 		}
 	}
 	cx_status("ka", a, st, sizeof(st));
@@ -918,12 +973,13 @@ static void fork_bomb_bounded_by_pids(void **state)
 	/* 1500 > any sane pids limit, and bounded: each sleep ends in 60 s and
 	 * the sandbox is deleted below */
 	snprintf(script, sizeof(script),
-		 "i=0; while [ $i -lt 1500 ]; do sleep %s >/dev/null 2>&1 & i=$((i+1)); done 2>/dev/null; echo SPAWNED-ALL",
+		 "i=0; while [ $i -lt 1500 ]; do sleep %s >/dev/null 2>&1 & i=$((i+1)); done "
+		 "2>/dev/null; echo SPAWNED-ALL",
 		 mark);
 	cx_sh("ka", id, script, 30000, &x);
 	n = cx_count(mark);
-	print_message("fork bomb: HTTP %ld exit %d after %lds; %d sleeps live on the host\n", x.status, x.code,
-		      (long)(time(NULL) - t0), n);
+	print_message("fork bomb: HTTP %ld exit %d after %lds; %d sleeps live on the host\n",
+		      x.status, x.code, (long)(time(NULL) - t0), n);
 	cx_free(&x);
 	if (n > 600) {
 		cx_kill_all(mark);
@@ -961,9 +1017,11 @@ static void memory_over_shape_exits_137(void **state)
 	SKIP_WITHOUT_CGROUPS();
 	mk("ka", "{\"shape\":\"s-1vcpu-256mb\"}", id, sizeof(id));
 	cx_exec("ka", id, "/usr/bin/python3", args, 2, 60000, &x);
-	print_message("700 MiB in a 256 MiB shape: HTTP %ld, exit %d, stdout %s\n", x.status, x.code, x.out);
+	print_message("700 MiB in a 256 MiB shape: HTTP %ld, exit %d, stdout %s\n", x.status,
+		      x.code, x.out);
 	if (x.status != 200 || x.code != 137)
-		fail_msg("expected exit 137 (OOM kill), got HTTP %ld exit %d: %s", x.status, x.code, x.body);
+		fail_msg("expected exit 137 (OOM kill), got HTTP %ld exit %d: %s", x.status, x.code,
+			 x.body);
 	cx_free(&x);
 }
 
@@ -1006,7 +1064,8 @@ static void pause_freezes_background(void **state)
 		fail_msg("resume: HTTP %ld %s", r.status, sbx_strbuf_str(&r.body));
 	th_resp_free(&r);
 	if (c2 != c1)
-		fail_msg("a paused sandbox's background process kept running: %ld -> %ld ticks", c1, c2);
+		fail_msg("a paused sandbox's background process kept running: %ld -> %ld ticks", c1,
+			 c2);
 	assert_true(cx_wait_status("ka", id, "running", 5000));
 	sleep_ms(500);
 	c3 = cx_lines(ticks);
@@ -1032,7 +1091,8 @@ static bool bin_start(bin_mock *m)
 	char line[512];
 
 	memset(m, 0, sizeof(*m));
-	snprintf(m->work, sizeof(m->work), "%s/sbx-contain-bin-XXXXXX", tmp != NULL && tmp[0] != '\0' ? tmp : "/tmp");
+	snprintf(m->work, sizeof(m->work), "%s/sbx-contain-bin-XXXXXX",
+		 tmp != NULL && tmp[0] != '\0' ? tmp : "/tmp");
 	if (mkdtemp(m->work) == NULL || pipe(o) != 0)
 		return false;
 	snprintf(m->errlog, sizeof(m->errlog), "%s.stderr", m->work);
@@ -1067,7 +1127,8 @@ static bool bin_start(bin_mock *m)
 	m->out = fdopen(o[0], "r");
 	for (int i = 0; i < 20 && fgets(line, sizeof(line), m->out) != NULL; i++)
 		if (strncmp(line, "sbx-mock listening on ", 22) == 0) {
-			snprintf(m->url, sizeof(m->url), "%.*s", (int)strcspn(line + 22, "\n"), line + 22);
+			snprintf(m->url, sizeof(m->url), "%.*s", (int)strcspn(line + 22, "\n"),
+				 line + 22);
 			return true;
 		}
 	return false;
@@ -1184,7 +1245,9 @@ static void no_guest_survives_mock_kill(void **state)
 
 		snprintf(cg, sizeof(cg), "sbx-mock-%d", (int)m.pid);
 		if (cx_cgroup_find(cg, found, sizeof(found)))
-			print_message("note: kill -9 left the (empty) cgroup %s; removed by the test\n", found);
+			print_message(
+				"note: kill -9 left the (empty) cgroup %s; removed by the test\n",
+				found);
 	}
 	bin_cleanup(&m, mark);
 	if (alive > 0)
@@ -1208,8 +1271,9 @@ static void nothing_left_behind(void **state)
 	}
 	bin_create(&m, id, sizeof(id));
 	bin_create(&m, id2, sizeof(id2));
-	snprintf(script, sizeof(script), "sleep %s >/dev/null 2>&1 & setsid sleep %s </dev/null >/dev/null 2>&1 &",
-		 mark, mark);
+	snprintf(script, sizeof(script),
+		 "sleep %s >/dev/null 2>&1 & setsid sleep %s </dev/null >/dev/null 2>&1 &", mark,
+		 mark);
 	bin_exec(&m, id, script);
 	bin_exec(&m, id2, script);
 	/* a paused sandbox too (a frozen cgroup is the hard one to remove) */
@@ -1235,7 +1299,8 @@ static void nothing_left_behind(void **state)
 	for (size_t i = 0; i < nk; i++)
 		if (cx_state(kids[i]) != 0 && cx_state(kids[i]) != 'Z') {
 			bin_cleanup(&m, mark);
-			fail_msg("the mock's child %d is still running after it stopped", (int)kids[i]);
+			fail_msg("the mock's child %d is still running after it stopped",
+				 (int)kids[i]);
 		}
 	if (cx_cgroup_find(cg, buf, sizeof(buf))) {
 		bin_cleanup(&m, mark);
