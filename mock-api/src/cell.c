@@ -47,10 +47,8 @@
 #ifdef SBX_CELL_ASAN
 #include <sanitizer/asan_interface.h>
 #endif
-#if defined(__has_include)
-#if __has_include(<valgrind/valgrind.h>)
+#ifdef SBX_HAVE_VALGRIND_H
 #include <valgrind/valgrind.h>
-#endif
 #endif
 #ifndef RUNNING_ON_VALGRIND
 #define RUNNING_ON_VALGRIND 0

@@ -26,7 +26,7 @@ static void exec_buffered(void **state)
 		"{\"cmd\":\"sh\",\"args\":[\"-c\",\"echo $GREETING; pwd; echo oops >&2; exit 3\"]}", &r);
 	expect_status(&r, 200, "exec");
 	res = cJSON_GetObjectItem(cJSON_GetObjectItem(r.json, "data"), "result");
-	if (strcmp(sbx_mock_guest_mode(g_mock), "ns") == 0)
+	if (strcmp(sbx_mock_guest_mode(g_mock), "contained") == 0)
 		assert_string_equal(cJSON_GetObjectItem(res, "stdout")->valuestring, "hi\n/workspace\n");
 	else /* plain mode: cwd is the sandbox's workspace directory */
 		assert_non_null(strstr(cJSON_GetObjectItem(res, "stdout")->valuestring, "/workspace\n"));
@@ -82,7 +82,7 @@ static char *exec_stdout(const char *id, const char *cmd, const char *args_json)
 	th_resp_free(&r);
 	return copy;
 }
-/* ns mode: the guests live in a PID namespace of their own. They see and
+/* contained mode: each sandbox's guests live in a PID namespace of their own. They see and
  * signal only guests, so even `kill -9 -1` (every process the caller may
  * signal) stays inside: the mock and this test outlive it, while a
  * background process started by an earlier exec does not. */
