@@ -140,8 +140,9 @@ void cx_marker(char *mark, size_t cap, char *regex, size_t rcap)
 	static int n;
 
 	n = (n + 1) % 100;
-	snprintf(mark, cap, "9%02d.%d", n, (int)getpid());
-	snprintf(regex, rcap, "9%02d[.]%d", n, (int)getpid());
+	/* the "s" ends the number: no other pid's marker contains this one */
+	snprintf(mark, cap, "9%02d.%ds", n, (int)getpid());
+	snprintf(regex, rcap, "9%02d[.]%ds", n, (int)getpid());
 }
 
 /* Calls fn(pid, cmdline with NULs as spaces, arg) for every process. */

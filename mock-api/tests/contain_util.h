@@ -40,8 +40,8 @@ bool cx_status(const char *key, const char *id, char *buf, size_t cap);
 bool cx_wait_status(const char *key, const char *id, const char *want, int ms);
 
 /* A marker unique to this test process and a counter, usable as a `sleep`
- * duration: "9NN.<pid>" (sleep accepts a decimal). And the same as a regex
- * that does not match itself ("9NN[.]<pid>"), for grep inside a guest. */
+ * duration: "9NN.<pid>s" (sleep accepts a decimal with a unit). And the same as a regex
+ * that does not match itself ("9NN[.]<pid>s"), for grep inside a guest. */
 void cx_marker(char *mark, size_t cap, char *regex, size_t rcap);
 /* The host pid of a process whose command line contains s (not a zombie,
  * not this process), or -1. */
