@@ -358,7 +358,8 @@ static void cannot_see_host_homes_or_checkout(void **state)
 	if (g_hostpaths[0] == '\0')
 		fail_msg("no host path to probe: the test proves nothing");
 	if (strstr(g_hostpaths, CONTAIN_SRC_DIR) == NULL) /* e.g. a 0750 home, unprivileged */
-		print_message("note: the checkout %s is not visible to this user; not probed\n", CONTAIN_SRC_DIR);
+		print_message("note: the checkout %s is not visible to this user; not probed\n",
+			      CONTAIN_SRC_DIR);
 	snprintf(script, sizeof(script),
 		 "for p in %s; do [ -e \"$p\" ] && echo \"VISIBLE $p\"; done; "
 		 "ls -A /root 2>/dev/null | sed 's/^/ROOT-HOME /'; "
