@@ -29,6 +29,21 @@ static mock_guest *files_guest(mreq *r, mresp *out, mock_tenant *t, mock_op *op,
 	return g;
 }
 
+/* The path parameter is there and is text: a NUL (%00) would make the
+ * path the guest layer sees shorter than the one the client sent. */
+static bool files_path_ok(mreq *r, mresp *out, const char *path)
+{
+	if (path == NULL || path[0] == '\0') {
+		resp_fail(out, 400, "path", "INVALID_REQUEST", "query parameter path is required (absolute)");
+		return false;
+	}
+	if (req_query_has_nul(r, "path")) {
+		resp_fail(out, 400, "path", "INVALID_PATH", "path must not contain a NUL byte (%00)");
+		return false;
+	}
+	return true;
+}
+
 void api_files_put(mreq *r, mresp *out, mock_tenant *t)
 {
 	const char *path = req_query(r, "path");
@@ -39,10 +54,8 @@ void api_files_put(mreq *r, mresp *out, mock_tenant *t)
 	int status = 0, fd;
 	size_t off = 0;
 
-	if (path == NULL || path[0] == '\0') {
-		resp_fail(out, 400, "path", "INVALID_REQUEST", "query parameter path is required (absolute)");
+	if (!files_path_ok(r, out, path))
 		return;
-	}
 	g = files_guest(r, out, t, &op, id, sizeof(id));
 	if (g == NULL)
 		return;
@@ -81,10 +94,8 @@ void api_files_get(mreq *r, mresp *out, mock_tenant *t)
 	char *buf;
 	size_t off = 0;
 
-	if (path == NULL || path[0] == '\0') {
-		resp_fail(out, 400, "path", "INVALID_REQUEST", "query parameter path is required (absolute)");
+	if (!files_path_ok(r, out, path))
 		return;
-	}
 	g = files_guest(r, out, t, &op, id, sizeof(id));
 	if (g == NULL)
 		return;

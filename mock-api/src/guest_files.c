@@ -1,10 +1,16 @@
 /* guest_files: the files API's way into a guest tree — a guest absolute
  * path resolved one component at a time under <work>/<id>; see guest.h.
  *
- * Must never follow a symlink (every component is opened O_NOFOLLOW) and
- * never step out of the tree ("..": refused). Opens only regular files.
- * What it creates for a contained guest belongs to root inside the cell
- * (mock_guest.owner), never to the mock's own user. */
+ * The tree is written by untrusted guest code, so every step is checked:
+ * must never follow a symlink (every component is opened O_NOFOLLOW), never
+ * step out of the tree ("..": refused), never pass through anything but a
+ * directory, and never open anything but a regular file with exactly one
+ * link — a hard link a guest planted to a host file (or to another
+ * sandbox's) would otherwise let the API read or overwrite it. Sockets,
+ * FIFOs and devices are refused before they are opened; a file is
+ * truncated only after it passed the checks. What it creates for a
+ * contained guest belongs to root inside the cell (mock_guest.owner), never
+ * to the mock's own user. */
 #define _GNU_SOURCE
 #include "guest_internal.h"
 
@@ -44,6 +50,7 @@ static int next_component(const char **p, char comp[NAME_MAX + 1], sbx_err *err)
 static int descend(int dirfd, const char *comp, const char *path, bool write, uid_t owner,
 		   int *status, sbx_err *err)
 {
+	struct stat st;
 	int fd;
 
 	if (write && mkdirat(dirfd, comp, 0755) == 0) {
@@ -62,6 +69,13 @@ static int descend(int dirfd, const char *comp, const char *path, bool write, ui
 		} else {
 			sbx_err_set(err, "%s: a path component is a symlink or not a directory", path);
 		}
+		return -1;
+	}
+	/* O_DIRECTORY already refused the rest: said again, as a checklist */
+	if (fstat(fd, &st) != 0 || !S_ISDIR(st.st_mode)) {
+		sbx_err_set(err, "%s: a path component is not a directory", path);
+		close(fd);
+		return -1;
 	}
 	return fd;
 }
@@ -117,25 +131,82 @@ out_close:
 	return -1;
 }
 
-/* Opens leaf in dirfd, never through a symlink, and only a regular file:
- * its fd (blocking), or -1 with *status and err set. */
+/* The kind of file st is, for a refusal. */
+static const char *file_kind(const struct stat *st)
+{
+	if (S_ISDIR(st->st_mode))
+		return "a directory";
+	if (S_ISLNK(st->st_mode))
+		return "a symlink";
+	if (S_ISSOCK(st->st_mode))
+		return "a socket";
+	if (S_ISFIFO(st->st_mode))
+		return "a FIFO";
+	if (S_ISCHR(st->st_mode) || S_ISBLK(st->st_mode))
+		return "a device";
+	return "not a regular file";
+}
+
+/* 0 when st is a regular file with one link; else -1 with *status and
+ * err set (400 for a symlink, as a symlink inside the path; 409 else). */
+static int check_leaf(const struct stat *st, const char *path, int *status, sbx_err *err)
+{
+	if (S_ISLNK(st->st_mode)) {
+		*status = 400;
+		sbx_err_set(err, "%s is a symlink; the files API never follows symlinks", path);
+		return -1;
+	}
+	*status = 409;
+	if (!S_ISREG(st->st_mode)) {
+		sbx_err_set(err, "%s is %s; the files API reads and writes regular files only", path,
+			    file_kind(st));
+		return -1;
+	}
+	if (st->st_nlink != 1) {
+		sbx_err_set(err, "%s has %lu hard links; the files API only touches a file with "
+			    "exactly one", path, (unsigned long)st->st_nlink);
+		return -1;
+	}
+	return 0;
+}
+
+/* What is at leaf before it is opened: 0 (a file that passes check_leaf,
+ * or nothing there when write may create it), else -1 with *status and
+ * err set. A FIFO or device is thus never opened. */
+static int check_before_open(int dirfd, const char *leaf, const char *path, bool write,
+			     int *status, sbx_err *err)
+{
+	struct stat st;
+
+	if (fstatat(dirfd, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0)
+		return check_leaf(&st, path, status, err);
+	if (errno == ENOENT && write)
+		return 0;
+	if (errno == ENOENT) {
+		*status = 404;
+		sbx_err_set(err, "no such file: %s", path);
+	} else {
+		*status = 500;
+		sbx_err_set(err, "stat %s: %s", path, strerror(errno));
+	}
+	return -1;
+}
+
+/* Opens leaf in dirfd, never through a symlink, and only a regular file
+ * with one link: its fd (blocking), or -1 with *status and err set. The
+ * open file is checked again (something else may have been swapped in
+ * since check_before_open), and a write truncates only then. */
 static int open_leaf(int dirfd, const char *leaf, const char *path, bool write, uid_t owner,
 		     int *status, sbx_err *err)
 {
-	int flags = (write ? O_WRONLY | O_TRUNC : O_RDONLY) | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC;
+	int flags = (write ? O_WRONLY | O_CREAT : O_RDONLY) | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY |
+		    O_CLOEXEC;
 	struct stat stt;
-	int fd = -1;
+	int fd;
 
-	/* a new file is chowned; an existing one never is (it could be a
-	 * link to something that is not the guest's) */
-	if (write) {
-		fd = openat(dirfd, leaf, flags | O_CREAT | O_EXCL, 0644);
-		if (fd >= 0 && owner != (uid_t)-1)
-			fchown(fd, owner, owner);
-	}
-	if (fd < 0 && (!write || errno == EEXIST))
-		fd = openat(dirfd, leaf, flags, 0644);
-
+	if (check_before_open(dirfd, leaf, path, write, status, err) != 0)
+		return -1;
+	fd = openat(dirfd, leaf, flags, 0644);
 	if (fd < 0) {
 		if (errno == ENOENT) {
 			*status = 404;
@@ -152,14 +223,31 @@ static int open_leaf(int dirfd, const char *leaf, const char *path, bool write, 
 		return -1;
 	}
 	/* O_NONBLOCK above: opening a FIFO must not hang the request */
-	if (fstat(fd, &stt) != 0 || !S_ISREG(stt.st_mode)) {
-		*status = 409;
-		sbx_err_set(err, "%s is not a regular file", path);
-		close(fd);
-		return -1;
+	if (fstat(fd, &stt) != 0) {
+		*status = 500;
+		sbx_err_set(err, "stat %s: %s", path, strerror(errno));
+		goto out_close;
+	}
+	if (check_leaf(&stt, path, status, err) != 0)
+		goto out_close;
+	if (write && ftruncate(fd, 0) != 0) {
+		*status = 500;
+		sbx_err_set(err, "truncate %s: %s", path, strerror(errno));
+		goto out_close;
+	}
+	/* root inside owns what is written for it (one link, in the tree:
+	 * nothing of anyone else's can be reached this way) */
+	if (write && owner != (uid_t)-1 && stt.st_uid != owner && fchown(fd, owner, owner) != 0) {
+		*status = 500;
+		sbx_err_set(err, "chown %s: %s", path, strerror(errno));
+		goto out_close;
 	}
 	fcntl(fd, F_SETFL, 0);
 	return fd;
+
+out_close:
+	close(fd);
+	return -1;
 }
 
 int mock_guest_open(mock_guest *g, const char *path, bool write, int *status, sbx_err *err)

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "self.h"
 #include "server.h" /* struct sbx_mock, mock_sleep_ms */
 
 static void tick(sbx_mock *mock)
@@ -149,7 +150,7 @@ cJSON *mock_op_create(mock_op *op, const mock_create_req *q)
 		mock_sandbox_set_running(mock->model, sb);
 		view = mock_sandbox_create_view(mock->model, sb);
 	} else {
-		mock_guest_kill(g); /* destroyed while booting */
+		mock_destroy_guest(mock, sb); /* destroyed while booting */
 	}
 	pthread_mutex_unlock(&mock->model->lock);
 	if (g == NULL)
@@ -270,7 +271,13 @@ cJSON *mock_op_destroy(mock_op *op)
 		if (fault_is(op, FK_DESTROY_STUCK))
 			sb->destroy_stuck = true;
 		mock_sandbox_destroy(m, sb, &now, &e);
-		mock_guest_kill(sb->guest);
+		/* a guest's own /self/delete (no tenant: self.c) keeps its
+		 * listener until reset or stop: removing it now would drop the
+		 * very connection that carries the answer */
+		if (op->t != NULL)
+			mock_destroy_guest(op->mock, sb);
+		else
+			mock_guest_kill(sb->guest);
 		d = cJSON_CreateObject();
 		cJSON_AddStringToObject(d, "id", sb->id);
 		cJSON_AddStringToObject(d, "status", mock_status_name(sb->status));
@@ -458,6 +465,24 @@ size_t mock_op_guest_groups(sbx_mock *mock, mock_guest_group *out, size_t cap)
 	return n;
 }
 
+mock_tenant *mock_op_sandbox_tenant(sbx_mock *mock, const char *id, mock_err *e)
+{
+	const mock_sandbox *sb;
+	mock_tenant *t = NULL;
+
+	pthread_mutex_lock(&mock->model->lock);
+	sb = mock_sandbox_find_any(mock->model, id);
+	if (sb == NULL)
+		mock_err_set(e, 404, "NOT_FOUND", "caller", "the caller's sandbox no longer exists");
+	else if (mock_status_terminal(sb->status))
+		mock_err_set(e, 410, "GONE", "caller", "the caller's sandbox %s is %s", sb->id,
+			     mock_status_name(sb->status));
+	else
+		t = sb->tenant;
+	pthread_mutex_unlock(&mock->model->lock);
+	return t;
+}
+
 /* ---- guests and lifecycle hooks ---- */
 
 void mock_on_state_change(mock_sandbox *sb, mock_status from, void *arg)
@@ -466,30 +491,32 @@ void mock_on_state_change(mock_sandbox *sb, mock_status from, void *arg)
 	if (sb->status == ST_PAUSED && from == ST_RUNNING)
 		mock_guest_pause(sb->guest, true, NULL);
 	if (sb->status == ST_DESTROYED)
-		mock_destroy_guest(sb);
+		mock_destroy_guest(arg, sb);
 }
 
 mock_guest *mock_guest_start(sbx_mock *mock, const mock_sandbox *sb, sbx_err *err)
 {
-	mock_guest_opts o = {.self_port = mock->self_port,
+	mock_guest_opts o = {.self_port = mock_self_guest_port(mock),
 			     .cgroups = mock->cgroups,
 			     .mem_bytes = (uint64_t)sb->mem_mib * 1024 * 1024,
 			     .pids_max = MOCK_GUEST_PIDS_MAX};
 	mock_guest *g = mock_guest_new(mock->work_dir, sb->id, mock->gmode, &o, err);
 	int fd = mock_guest_take_self_fd(g);
 
-	/* the per-sandbox self-signal listener (self_listen.c) is not wired
-	 * yet: closed, a guest's connection to it is refused at once rather
-	 * than left waiting for an accept that never comes */
+	/* the cell's self-signal listener: the mock accepts on it, and which
+	 * listener accepted names the caller's sandbox (self.h). Without an
+	 * endpoint it is closed (add closes it), so a guest's connection is
+	 * refused at once */
 	if (fd >= 0)
-		close(fd);
+		mock_self_listen_add(mock, fd, sb->id);
 	return g;
 }
 
 /* Kills the guest's processes and removes its tree; the struct itself lives
  * until the mock stops, because an exec may still hold it. */
-void mock_destroy_guest(mock_sandbox *sb)
+void mock_destroy_guest(sbx_mock *mock, mock_sandbox *sb)
 {
+	mock_self_listen_remove(mock, sb->id);
 	if (sb->guest == NULL)
 		return;
 	mock_guest_kill(sb->guest);
@@ -515,7 +542,7 @@ void mock_reset_all(sbx_mock *mock)
 
 	pthread_mutex_lock(&m->lock);
 	for (size_t i = 0; i < m->nsbx; i++)
-		mock_guest_kill(m->sbx[i]->guest);
+		mock_destroy_guest(mock, m->sbx[i]);
 	mock_model_reset(m);
 	pthread_mutex_unlock(&m->lock);
 	mock_faults_clear(mock->faults);

@@ -80,6 +80,10 @@ typedef struct mock_guest_group {
 	mock_tenant *tenant;
 } mock_guest_group;
 size_t mock_op_guest_groups(sbx_mock *mock, mock_guest_group *out, size_t cap);
+/* The tenant owning sandbox id, for the self-signal listener of contained
+ * mode; NULL with *e set: 404 when the model has no such sandbox, 410 when
+ * it is destroyed. */
+mock_tenant *mock_op_sandbox_tenant(sbx_mock *mock, const char *id, mock_err *e);
 
 /* ---- exec and files (ops_res.c) ----
  * begin: the running sandbox's guest, marked busy (op->sb set), or NULL
@@ -128,7 +132,7 @@ cJSON *mock_op_disk_credentials(sbx_mock *mock, mock_tenant *t, const char *id, 
 void mock_on_state_change(mock_sandbox *sb, mock_status from, void *arg);
 /* Kills the guest's processes; the struct lives until the mock stops,
  * because an exec may still hold it. */
-void mock_destroy_guest(mock_sandbox *sb);
+void mock_destroy_guest(sbx_mock *mock, mock_sandbox *sb);
 /* Starts sb's guest (its tree and, contained, its cell in a cgroup of
  * the shape's memory and MOCK_GUEST_PIDS_MAX processes); NULL + err. */
 #define MOCK_GUEST_PIDS_MAX 512

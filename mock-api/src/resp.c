@@ -135,6 +135,18 @@ const char *req_query(const mreq *r, const char *key)
 	return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, key);
 }
 
+bool req_query_has_nul(const mreq *r, const char *key)
+{
+	const char *v = NULL;
+	size_t len = 0;
+
+	/* MHD keeps each argument's decoded length beside its bytes */
+	if (MHD_lookup_connection_value_n(r->conn, MHD_GET_ARGUMENT_KIND, key, strlen(key), &v,
+					  &len) != MHD_YES || v == NULL)
+		return false;
+	return memchr(v, '\0', len) != NULL;
+}
+
 bool req_seg(const mreq *r, int i, char *buf, size_t cap)
 {
 	const char *p = r->path;

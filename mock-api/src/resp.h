@@ -35,6 +35,9 @@ void mresp_release(mresp *out);
 
 /* Query parameter or NULL. */
 const char *req_query(const mreq *r, const char *key);
+/* True when the query parameter's decoded value holds a NUL byte (%00):
+ * req_query's C string then stops short of what the client sent. */
+bool req_query_has_nul(const mreq *r, const char *key);
 /* Path segment i (0-based, after the leading slash) into buf; false if absent. */
 bool req_seg(const mreq *r, int i, char *buf, size_t cap);
 /* True when the client has closed its side or the mock is stopping. */

@@ -1,20 +1,28 @@
 /* self: the guests' self-signal endpoint — POST /self/pause and
  * /self/delete with an optional ?reason=, answered 202, no API key. Inside a
- * real VM the agent on 127.0.0.1:1029 knows whose VM it is; the mock has one
- * listener for every guest, so it finds the caller the way `ss -p` does: the
- * connection's client port names a socket in /proc/net/tcp, the socket's
- * inode an open descriptor of some process, and that process's group one a
- * guest started. A caller that left its process group (setsid) is not
- * recognised (403). The listener is a second MHD daemon sharing the main
- * one's request plumbing (server.c marks its requests r->self); its two
- * routes are rows of mock_self_routes, served by route.c, and finding the
- * caller is their ROUTE_AUTH step.
+ * real VM the agent on 127.0.0.1:1029 knows whose VM it is. Finding the
+ * caller's sandbox is the routes' ROUTE_AUTH step, by guest mode:
+ *  - contained (every mode but plain): the sandbox whose own listener
+ *    accepted the connection (self_listen.c; see self.h). The listener
+ *    lives in the sandbox's network namespace, so a guest reaches only its
+ *    own; nothing in the request names a sandbox;
+ *  - plain: one host listener for every guest, so the caller is found the
+ *    way `ss -p` does: the connection's client port names a socket in
+ *    /proc/net/tcp, the socket's inode an open descriptor of some process,
+ *    and that process's group one a guest started. A caller that left its
+ *    process group (setsid) is not recognised (403). Plain mode isolates
+ *    nothing, and a guest can join another's process group: this lookup
+ *    must never be used in contained mode.
+ * The listener is a second MHD daemon sharing the main one's request
+ * plumbing (server.c marks its requests r->self); its two routes are rows
+ * of mock_self_routes, served by route.c.
  *
  * Never change a sandbox here: pausing and destroying are operations
  * (ops.h), and an acknowledged signal is logged by route.c. */
 #define _GNU_SOURCE
 #include "ops.h"
 #include "route.h"
+#include "self.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -159,34 +167,66 @@ static mock_tenant *caller_sandbox(sbx_mock *mock, unsigned long inode, char *id
 	return t;
 }
 
-/* The self-signal listener's ROUTE_AUTH step: the caller must be a
- * process of a live guest; its sandbox (r->sandbox_id) is the one to
- * signal, and that sandbox's tenant is the request's. The reason is
- * checked first, before the costly walk of /proc. */
-static mock_tenant *self_caller(mreq *r, mresp *out)
+/* Plain mode: the sandbox of the guest process holding the connection's
+ * client socket, into id, and its tenant; NULL when none does. */
+static mock_tenant *caller_by_group(mreq *r, char *id, size_t cap)
 {
 	const union MHD_ConnectionInfo *ci;
 	const struct sockaddr_in *peer;
-	const char *reason = req_query(r, "reason");
 	unsigned long inode;
-	mock_tenant *t = NULL;
+
+	ci = MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	peer = ci != NULL ? (const struct sockaddr_in *)(const void *)ci->client_addr : NULL;
+	inode = peer != NULL && peer->sin_family == AF_INET
+			? client_socket_inode(ntohs(peer->sin_port), r->mock->self_port)
+			: 0;
+	return inode != 0 ? caller_sandbox(r->mock, inode, id, cap) : NULL;
+}
+
+/* Contained mode: the sandbox whose listener accepted the connection, into
+ * id, and its tenant; NULL with the answer set (403 not from a sandbox's
+ * listener, 404 or 410 when that sandbox is gone). */
+static mock_tenant *caller_by_listener(mreq *r, mresp *out, char *id, size_t cap)
+{
+	mock_tenant *t;
+	mock_err e;
+
+	if (!mock_self_listen_caller(r->mock, r->conn, id, cap)) {
+		resp_fail(out, 403, "caller", "NOT_A_GUEST",
+			  "the connection did not come through a sandbox's self-signal listener");
+		return NULL;
+	}
+	t = mock_op_sandbox_tenant(r->mock, id, &e);
+	if (t == NULL)
+		resp_mock_err(out, &e);
+	return t;
+}
+
+/* The self-signal listener's ROUTE_AUTH step: the caller must be a live
+ * guest's; its sandbox (r->sandbox_id) is the one to signal, and that
+ * sandbox's tenant is the request's. The reason is checked first, before
+ * the costly walk of /proc. */
+static mock_tenant *self_caller(mreq *r, mresp *out)
+{
+	const char *reason = req_query(r, "reason");
+	mock_tenant *t;
 	char id[MOCK_ID_MAX];
 
 	if (reason != NULL && strlen(reason) > SELF_REASON_MAX) {
 		resp_fail(out, 400, "reason", "INVALID_REASON", "reason is over 256 bytes");
 		return NULL;
 	}
-	ci = MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-	peer = ci != NULL ? (const struct sockaddr_in *)(const void *)ci->client_addr : NULL;
-	inode = peer != NULL && peer->sin_family == AF_INET
-			? client_socket_inode(ntohs(peer->sin_port), r->mock->self_port)
-			: 0;
-	if (inode != 0)
-		t = caller_sandbox(r->mock, inode, id, sizeof(id));
-	if (t == NULL) {
-		resp_fail(out, 403, "caller", "NOT_A_GUEST",
-			  "the caller is not a process of a sandbox guest");
-		return NULL;
+	if (r->mock->gmode != GUEST_PLAIN) {
+		t = caller_by_listener(r, out, id, sizeof(id));
+		if (t == NULL)
+			return NULL;
+	} else {
+		t = caller_by_group(r, id, sizeof(id));
+		if (t == NULL) {
+			resp_fail(out, 403, "caller", "NOT_A_GUEST",
+				  "the caller is not a process of a sandbox guest");
+			return NULL;
+		}
 	}
 	snprintf(r->sandbox_id, sizeof(r->sandbox_id), "%s", id);
 	return t;

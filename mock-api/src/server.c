@@ -11,6 +11,7 @@
 
 #include "http.h"
 #include "ops.h"
+#include "self.h"
 #include "settings.h"
 
 #include <errno.h>
@@ -150,37 +151,77 @@ static int start_daemon(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *err
 	return 0;
 }
 
-/* The guests' self-signal listener (self.c): a second, single-threaded
- * daemon on the same request plumbing; self-signals are rare. */
-static int start_self_daemon(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *err)
+/* Parses the self-signal listener's "HOST:PORT" into sa and host. */
+static int parse_self_listen(const char *arg, struct sockaddr_in *sa, char *host, size_t cap,
+			     sbx_err *err)
 {
-	const char *arg = cfg->self_listen, *colon;
-	struct sockaddr_in sa;
-	const union MHD_DaemonInfo *di;
-	char host[64];
+	const char *colon = strrchr(arg, ':');
 	unsigned long port = 70000; /* out of range until parsed */
 	char *end = NULL;
-	sbx_err bind_err = {{0}};
 
-	if (arg == NULL)
-		return 0;
-	colon = strrchr(arg, ':');
-	memset(&sa, 0, sizeof(sa));
-	sa.sin_family = AF_INET;
-	if (colon != NULL && (size_t)(colon - arg) < sizeof(host)) {
+	memset(sa, 0, sizeof(*sa));
+	sa->sin_family = AF_INET;
+	if (colon != NULL && (size_t)(colon - arg) < cap) {
 		memcpy(host, arg, (size_t)(colon - arg));
 		host[colon - arg] = '\0';
 		errno = 0;
 		port = colon[1] >= '0' && colon[1] <= '9' ? strtoul(colon + 1, &end, 10) : 70000;
 	}
-	if (colon == NULL || (size_t)(colon - arg) >= sizeof(host) || errno != 0 || end == NULL ||
-	    *end != '\0' || port > 65535 || inet_pton(AF_INET, host, &sa.sin_addr) != 1) {
+	if (colon == NULL || (size_t)(colon - arg) >= cap || errno != 0 || end == NULL ||
+	    *end != '\0' || port > 65535 || inet_pton(AF_INET, host, &sa->sin_addr) != 1) {
 		sbx_err_set(err, "self listen \"%s\" is not IPv4 HOST:PORT (e.g. 127.0.0.1:1029)", arg);
 		return -1;
 	}
-	sa.sin_port = htons((uint16_t)port);
+	sa->sin_port = htons((uint16_t)port);
+	return 0;
+}
+
+/* Contained mode: the daemon has no listening socket; every connection
+ * comes from a sandbox's own listener (self_listen.c), made by its cell on
+ * 127.0.0.1:<port> inside the sandbox's network namespace (port 0 asks for
+ * the VM's 1029: each namespace has its own ports). */
+static int start_self_contained(sbx_mock *mock, uint16_t port, sbx_err *err)
+{
 	mock->self_daemon = MHD_start_daemon(
-		MHD_USE_AUTO_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, (uint16_t)port,
+		MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC |
+			MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG,
+		0, NULL, NULL, mock_http_on_request, mock,
+		MHD_OPTION_EXTERNAL_LOGGER, mock_http_on_log, mock,
+		MHD_OPTION_NOTIFY_COMPLETED, mock_http_on_completed, mock,
+		MHD_OPTION_NOTIFY_CONNECTION, mock_self_listen_on_connection, mock,
+		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
+		MHD_OPTION_CONNECTION_LIMIT, (unsigned)SBX_SELF_CONN_LIMIT,
+		MHD_OPTION_END);
+	if (mock->self_daemon == NULL) {
+		sbx_err_set(err, "cannot start the guests' self-signal daemon: %s", strerror(errno));
+		return -1;
+	}
+	mock->self_port = port != 0 ? port : 1029;
+	snprintf(mock->self_url, sizeof(mock->self_url), "http://127.0.0.1:%u", mock->self_port);
+	return mock_self_listen_start(mock, err);
+}
+
+/* The guests' self-signal listener (self.c): a second, single-threaded
+ * daemon on the same request plumbing; self-signals are rare. In plain
+ * mode it listens on the host; otherwise see start_self_contained. */
+static int start_self_daemon(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *err)
+{
+	const char *arg = cfg->self_listen;
+	struct sockaddr_in sa;
+	const union MHD_DaemonInfo *di;
+	char host[64];
+	uint16_t port;
+	sbx_err bind_err = {{0}};
+
+	if (arg == NULL)
+		return 0;
+	if (parse_self_listen(arg, &sa, host, sizeof(host), err) != 0)
+		return -1;
+	port = ntohs(sa.sin_port);
+	if (mock->gmode != GUEST_PLAIN)
+		return start_self_contained(mock, port, err);
+	mock->self_daemon = MHD_start_daemon(
+		MHD_USE_AUTO_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, port,
 		NULL, NULL, mock_http_on_request, mock,
 		MHD_OPTION_EXTERNAL_LOGGER, mock_http_on_log, mock,
 		MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
@@ -199,7 +240,7 @@ static int start_self_daemon(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err
 		return 0;
 	}
 	di = MHD_get_daemon_info(mock->self_daemon, MHD_DAEMON_INFO_BIND_PORT);
-	mock->self_port = di != NULL ? di->port : (uint16_t)port;
+	mock->self_port = di != NULL ? di->port : port;
 	snprintf(mock->self_url, sizeof(mock->self_url), "http://%s:%u", host, mock->self_port);
 	return 0;
 }
@@ -284,9 +325,17 @@ sbx_mock *sbx_mock_start(const sbx_mock_config *cfg, sbx_err *err)
 		goto out_stop;
 	if (start_guests(mock, cfg, err) != 0)
 		goto out_stop;
+	/* contained: before the state, so that the sandboxes a durable replay
+	 * or a scenario starts find the port and registry for their listeners
+	 * (no connection comes before a listener is registered); plain: after
+	 * it, since its host listener serves at once */
+	if (mock->gmode != GUEST_PLAIN && start_self_daemon(mock, cfg, err) != 0)
+		goto out_stop;
 	if (start_state(mock, cfg, &set, err) != 0)
 		goto out_stop;
-	if (start_daemon(mock, cfg, err) != 0 || start_self_daemon(mock, cfg, err) != 0)
+	if (start_daemon(mock, cfg, err) != 0)
+		goto out_stop;
+	if (mock->gmode == GUEST_PLAIN && start_self_daemon(mock, cfg, err) != 0)
 		goto out_stop;
 	return mock;
 
@@ -340,6 +389,7 @@ void sbx_mock_stop(sbx_mock *mock)
 	if (mock == NULL)
 		return;
 	atomic_store(&mock->stopping, true);
+	mock_self_listen_stop(mock); /* no new self-signal connection from here */
 	if (mock->model != NULL) {
 		pthread_mutex_lock(&mock->model->lock);
 		for (size_t i = 0; i < mock->model->nsbx; i++)
@@ -358,6 +408,7 @@ void sbx_mock_stop(sbx_mock *mock)
 		mock_model_free(mock->model);
 	}
 	mock_cgroups_close(mock->cgroups); /* every sandbox's group is gone */
+	mock_self_listen_free(mock); /* after the daemon: its callbacks use it */
 	if (mock->own_work_dir)
 		rmdir(mock->work_dir);
 	mock_faults_free(mock->faults);

@@ -46,6 +46,10 @@ struct sbx_mock {
 	char self_url[96];
 	uint16_t self_port;
 	char self_note[sizeof(((sbx_err *)0)->msg)];
+	/* contained mode: the per-sandbox listeners feeding self_daemon
+	 * (self_listen.c), NULL otherwise; self_port is then the port they
+	 * listen on inside each sandbox */
+	struct mock_self_listen *selfl;
 	char work_dir[PATH_MAX];
 	bool own_work_dir;
 	char **keys;

@@ -1,7 +1,9 @@
-/* Integration over loopback (the shared fixture: an embedded mock on port 0,
- * driven with libcurl): the guests' self-signal listener — a guest's own
+/* Integration over loopback (an embedded mock on port 0, driven with
+ * libcurl): the guests' self-signal listener of plain mode — a guest's own
  * POST pauses or destroys its sandbox; any other caller, route or method is
- * refused. */
+ * refused. Plain mode is the one whose listener is on the host (found by
+ * process group); contained mode's per-sandbox listeners are
+ * test_self_listen.c's. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -119,11 +121,24 @@ static void self_signal_pauses_and_deletes_the_callers_sandbox(void **state)
 	th_resp_free(&r);
 }
 
+/* The shared fixture's configuration (mf_group_setup), in plain mode. */
+static int plain_group_setup(void **state)
+{
+	sbx_mock_config cfg;
+
+	(void)state;
+	mf_config_init(&cfg);
+	cfg.admin_token = "admintok";
+	cfg.self_listen = "127.0.0.1:0";
+	cfg.guest_mode = "plain";
+	return mf_setup(&cfg);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(self_signal_pauses_and_deletes_the_callers_sandbox, mf_reset),
 	};
 
-	return cmocka_run_group_tests(tests, mf_group_setup, mf_group_teardown);
+	return cmocka_run_group_tests(tests, plain_group_setup, mf_group_teardown);
 }

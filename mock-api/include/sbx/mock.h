@@ -77,7 +77,10 @@ bool sbx_mock_guests_contained(const sbx_mock *mock);
  * plain mode. */
 const char *sbx_mock_cgroups_note(const sbx_mock *mock);
 /* The self-signal endpoint, "http://127.0.0.1:PORT", or NULL when off; and
- * why it is off when self_listen_optional kept it from failing the start. */
+ * why it is off when self_listen_optional kept it from failing the start.
+ * In plain guest mode it listens on the host; in contained mode the URL is
+ * the address inside every sandbox (each has its own listener there, see
+ * mock-api/src/self.h), and nothing listens on the host. */
 const char *sbx_mock_self_url(const sbx_mock *mock);
 const char *sbx_mock_self_note(const sbx_mock *mock);
 /* Parses --timing: "instant" (0), "realistic" (1) or a scale factor. */
