@@ -1,0 +1,79 @@
+/* contain_util: helpers of the containment battery (test_contain.c): exec
+ * through the real API, the host's view of guest processes (found by a
+ * marker in their command line), cgroup and mount inspection, and cleanup.
+ *
+ * Needs <setjmp.h>, <stdarg.h>, <stddef.h>, <stdint.h> and <cmocka.h>
+ * included before it (cmocka's rule). */
+#ifndef SBX_MOCK_TEST_CONTAIN_UTIL_H
+#define SBX_MOCK_TEST_CONTAIN_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "mock_fixture.h"
+
+/* One exec's answer: HTTP status, and the result's fields (NULL/-1 when
+ * the answer had none). */
+typedef struct cx_res {
+	long status;
+	int code;    /* result.exit_code, -1 when absent */
+	char *out;   /* result.stdout, never NULL ("" when absent) */
+	char *err;   /* result.stderr, never NULL */
+	char *error; /* result.error, or NULL */
+	char *body;  /* the whole answer, for messages */
+} cx_res;
+
+/* POST /v1/sandboxes/{id}/exec with cmd and args (n of them), on url U with
+ * key. timeout_ms 0: the mock's default. */
+void cx_exec(const char *key, const char *id, const char *cmd, const char *const *args, size_t n,
+	     long timeout_ms, cx_res *x);
+/* sh -c script. */
+void cx_sh(const char *key, const char *id, const char *script, long timeout_ms, cx_res *x);
+void cx_free(cx_res *x);
+/* Frees the results of a test that failed before its cx_free (call from
+ * each test's setup and the group teardown). */
+void cx_gc(void);
+/* The sandbox's status ("running", "destroyed"...) into buf; false on no answer. */
+bool cx_status(const char *key, const char *id, char *buf, size_t cap);
+/* Polls the status until it is want, up to ms; true when it got there. */
+bool cx_wait_status(const char *key, const char *id, const char *want, int ms);
+
+/* A marker unique to this test process and a counter, usable as a `sleep`
+ * duration: "9NN.<pid>s" (sleep accepts a decimal with a unit). And the same as a regex
+ * that does not match itself ("9NN[.]<pid>s"), for grep inside a guest. */
+void cx_marker(char *mark, size_t cap, char *regex, size_t rcap);
+/* The host pid of a process whose command line contains s (not a zombie,
+ * not this process), or -1. */
+pid_t cx_find(const char *s);
+/* How many live (non-zombie) processes have s in their command line. */
+int cx_count(const char *s);
+/* Waits up to ms until no live process has s in its command line. */
+bool cx_wait_gone(const char *s, int ms);
+/* SIGKILLs every process whose command line contains s (cleanup). */
+void cx_kill_all(const char *s);
+/* A process's state letter from /proc/pid/stat ('R', 'S', 'Z'...), or 0 when
+ * it is gone. */
+char cx_state(pid_t pid);
+/* The first (real) uid in /proc/pid/status, or -1. */
+long cx_host_uid(pid_t pid);
+/* readlink of /proc/pid/ns/<ns> ("self" for pid 0) into buf. */
+bool cx_ns(pid_t pid, const char *ns, char *buf, size_t cap);
+/* The pids whose parent is ppid (up to cap); returns how many. */
+size_t cx_children(pid_t ppid, pid_t *out, size_t cap);
+
+/* A cgroup directory named name (or name-N) anywhere under /sys/fs/cgroup (depth-
+ * limited walk): its path into buf, true when found. */
+bool cx_cgroup_find(const char *name, char *buf, size_t cap);
+/* Removes (rmdir, deepest first) every cgroup directory named name or name-N. */
+void cx_cgroup_remove(const char *name);
+/* A line of the host's /proc/self/mountinfo that contains s, into buf. */
+bool cx_mount_find(const char *s, char *buf, size_t cap);
+/* Lazily unmounts every mount whose mountinfo line contains dir. */
+void cx_umount_under(const char *dir);
+/* Lazily unmounts whatever is mounted under dir (cleanup), then rm -rf. */
+void cx_rmtree(const char *dir);
+/* The number of lines of a host file, -1 when it cannot be read. */
+long cx_lines(const char *path);
+
+#endif
