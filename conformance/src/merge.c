@@ -162,7 +162,7 @@ static const struct {
 } SAME[] = {
 	{NULL, "schema", "report schema"},
 	{NULL, "version", "sbx-conform version"},
-	{NULL, "profiles", "profiles"},
+	{NULL, "profiles", "profile list"},
 	{"backend", "name", "backend name"},
 	{"backend", "driver", "backend driver"},
 	{"backend", "capabilities", "backend capabilities"},
@@ -225,6 +225,11 @@ static bool no_overlap(const struct mg_input *in, size_t n, sbx_err *err)
 
 				if (!in_report(k, cb, b == a ? pos : 0))
 					continue;
+				if (b == a) {
+					sbx_err_set(err, "check %s (%s) appears twice in %s", cf_str(k, "id"),
+						    cf_str(k, "profile"), in[a].path);
+					return false;
+				}
 				sbx_err_set(err, "check %s (%s) is in both %s and %s: the reports overlap "
 					    "(merge takes the disjoint shards of one run)", cf_str(k, "id"),
 					    cf_str(k, "profile"), in[a].path, in[b].path);
@@ -455,7 +460,7 @@ static int merge_args(struct mg_opts *o, int argc, char **argv)
 /* Loads and vets the inputs; false with err set when they cannot be merged. */
 static bool vet_inputs(struct mg_input *in, size_t n, sbx_err *err)
 {
-	size_t a;
+	size_t a, b;
 
 	for (a = 0; a < n; a++)
 		if (!load_input(&in[a], err))
@@ -463,6 +468,12 @@ static bool vet_inputs(struct mg_input *in, size_t n, sbx_err *err)
 	for (a = 1; a < n; a++)
 		if (!same_suite(&in[0], &in[a], err))
 			return false;
+	for (a = 0; a < n; a++)
+		for (b = a + 1; b < n; b++)
+			if (strcmp(in[a].path, in[b].path) == 0) {
+				sbx_err_set(err, "%s is given twice", in[a].path);
+				return false;
+			}
 	if (!no_overlap(in, n, err) || !complete_set(in, n, err))
 		return false;
 	qsort(in, n, sizeof(*in), input_cmp);
