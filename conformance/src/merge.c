@@ -309,23 +309,27 @@ static int item_cmp(const void *x, const void *y)
 /* Moves every input's checks into one array in catalogue order. */
 static cJSON *all_checks(struct mg_input *in, size_t n)
 {
-	struct mg_item *items = NULL;
-	size_t count = 0, a, i;
+	struct mg_item *items;
+	size_t count = 0, total = 0, a, i;
 	cJSON *out = cJSON_CreateArray();
 	cJSON *checks, *k;
 
+	for (a = 0; a < n; a++)
+		total += (size_t)cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(in[a].doc, "checks"));
+	items = calloc(total + 1, sizeof(*items));
+	if (items == NULL || out == NULL)
+		goto out_free;
 	for (a = 0; a < n; a++) {
 		checks = cJSON_GetObjectItemCaseSensitive(in[a].doc, "checks");
-		while ((k = cJSON_DetachItemFromArray(checks, 0)) != NULL) {
-			items = realloc(items, (count + 1) * sizeof(*items));
+		while (count < total && (k = cJSON_DetachItemFromArray(checks, 0)) != NULL) {
 			items[count] = (struct mg_item){k, catalogue_rank(k), (long)count};
 			count++;
 		}
 	}
-	if (count > 0)
-		qsort(items, count, sizeof(*items), item_cmp);
+	qsort(items, count, sizeof(*items), item_cmp);
 	for (i = 0; i < count; i++)
 		cJSON_AddItemToArray(out, items[i].check);
+out_free:
 	free(items);
 	return out;
 }
