@@ -207,6 +207,16 @@ bool cf_glob(const char *pat, const char *s);
 /* Runs the selected checks; fills the report (caller frees). Returns 0, or
  * -1 on a harness error with *err set. */
 int cf_run_all(struct cf_config *cf, cJSON **report, sbx_err *err);
+/* The report's "summary" object for its checks array (caller frees). */
+cJSON *cf_report_summary(const cJSON *checks);
+/* The exit code a report stands for: 0 all passed, 1 a check or its cleanup
+ * failed, 2 an error verdict or a report that cannot be counted. */
+int cf_report_exit_code(const cJSON *report);
+
+/* ---- sbx-conform merge (merge.c) ---- */
+/* argv[0] is "merge"; returns the exit code (0, 1 as for a run, 2 usage or
+ * input error). */
+int cf_merge_main(int argc, char **argv);
 
 /* ---- shared by the check files (checks_common.c) ---- */
 /* Starts a driver and says hello (protocol 1); NULL when that failed. */

@@ -6,7 +6,8 @@
  * reference host for host-gate). Exit codes: 0 every check passed (skips and
  * advisory failures allowed), 1 a check or its cleanup failed, 2 usage or
  * harness error. Never talks to a real control plane unless --api-url says
- * so, and never leaves a driver process or a guest behind. */
+ * so, and never leaves a driver process or a guest behind. `sbx-conform merge`
+ * (merge.c) combines the JSON reports of --shard runs into one. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>
@@ -36,6 +37,7 @@
 static void usage(FILE *f)
 {
 	fputs("usage: sbx-conform [options]\n"
+	      "       sbx-conform merge [--json F] [--junit F] [--html F] [--tap] REPORT.json...\n"
 	      "Checks a Langflow sandbox backend against spec/backend-conformance.md.\n"
 	      "With no options: embedded mock + bundled reference backend and host.\n\n"
 	      "  --backend-cmd CMD       driver command line (run with /bin/sh -c)\n"
@@ -528,22 +530,6 @@ static void stop_embedded_mock(void *mock)
 #endif
 }
 
-/* 0 all passed, 1 a check or its cleanup failed, 2 an error verdict or a
- * report that cannot be counted. */
-static int exit_code(const cJSON *report)
-{
-	struct sbx_report_totals t;
-	sbx_err err = {{0}};
-	const cJSON *k;
-
-	cJSON_ArrayForEach(k, cJSON_GetObjectItemCaseSensitive(report, "checks"))
-		if (strcmp(cf_str(k, "verdict"), "error") == 0)
-			return 2;
-	if (!sbx_report_count(report, &t, &err))
-		return 2;
-	return sbx_report_totals_ok(&t) ? 0 : 1;
-}
-
 /* Probes the drivers, settles the profiles, runs and reports; returns the
  * exit code. */
 static int probe_and_run(struct cf_config *cf)
@@ -566,7 +552,7 @@ static int probe_and_run(struct cf_config *cf)
 	if (cf_run_all(cf, &report, &err) != 0)
 		fprintf(stderr, "sbx-conform: harness error: %s\n", err.msg);
 	else if (write_reports(cf, report) == 0)
-		rc = exit_code(report);
+		rc = cf_report_exit_code(report);
 	cJSON_Delete(report);
 	return rc;
 }
@@ -580,6 +566,8 @@ int main(int argc, char **argv)
 	bool connected;
 	int rc;
 
+	if (argc > 1 && strcmp(argv[1], "merge") == 0)
+		return cf_merge_main(argc - 1, argv + 1);
 	memset(&cf, 0, sizeof(cf));
 	pthread_mutex_init(&cf.lock, NULL);
 	cf.timeout_scale = 1.0;

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "conform.h"
+#include "report.h"
 
 /* ---- one case ---- */
 
@@ -293,14 +294,15 @@ static void rfc3339_now(char *out, size_t cap)
 	strftime(out, cap, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
-static cJSON *make_summary(const cJSON *checks)
+cJSON *cf_report_summary(const cJSON *checks)
 {
 	cJSON *s = cJSON_CreateObject();
 	const cJSON *k;
 	int total = 0, pass = 0, fail = 0, skip = 0, error = 0, cfail = 0;
 
 	cJSON_ArrayForEach(k, checks) {
-		const char *v = cf_str(k, "verdict");
+		const char *v = cf_str(k, "verdict") ? cf_str(k, "verdict") : "";
+		const char *cv = cf_str(cJSON_GetObjectItemCaseSensitive(k, "cleanup"), "verdict");
 
 		total++;
 		if (strcmp(v, "pass") == 0)
@@ -311,7 +313,7 @@ static cJSON *make_summary(const cJSON *checks)
 			skip++;
 		else
 			error++;
-		if (strcmp(cf_str(cJSON_GetObjectItemCaseSensitive(k, "cleanup"), "verdict"), "fail") == 0)
+		if (cv != NULL && strcmp(cv, "fail") == 0)
 			cfail++;
 	}
 	cJSON_AddNumberToObject(s, "total", total);
@@ -378,8 +380,22 @@ int cf_run_all(struct cf_config *cf, cJSON **report, sbx_err *err)
 	for (i = 0; i < n; i++)
 		if (results[i] != NULL)
 			cJSON_AddItemToArray(checks, results[i]);
-	cJSON_AddItemToObject(r, "summary", make_summary(checks));
+	cJSON_AddItemToObject(r, "summary", cf_report_summary(checks));
 	cJSON_AddItemToObject(r, "checks", checks);
 	*report = r;
 	return err->msg[0] ? -1 : 0;
+}
+
+int cf_report_exit_code(const cJSON *report)
+{
+	struct sbx_report_totals t;
+	sbx_err err = {{0}};
+	const cJSON *k;
+
+	cJSON_ArrayForEach(k, cJSON_GetObjectItemCaseSensitive(report, "checks"))
+		if (strcmp(cf_str(k, "verdict") ? cf_str(k, "verdict") : "", "error") == 0)
+			return 2;
+	if (!sbx_report_count(report, &t, &err))
+		return 2;
+	return sbx_report_totals_ok(&t) ? 0 : 1;
 }
