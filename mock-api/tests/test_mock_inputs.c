@@ -29,6 +29,7 @@
 #define MAXARGS 32
 
 static const char *g_bin;
+static pid_t g_running[2] = {-1, -1}; /* started mocks, killed by teardown on failure */
 static char g_tmp[64]; /* a private directory for the files these tests make */
 
 typedef struct run {
@@ -135,6 +136,7 @@ static void start(run *r, const char *const *args)
 
 	make_argv(argv, args, true);
 	r->pid = spawn(argv, &ofd, &r->efd);
+	g_running[g_running[0] < 0 ? 0 : 1] = r->pid;
 	r->out = fdopen(ofd, "r");
 	if (fgets(line, sizeof(line), r->out) == NULL ||
 	    strncmp(line, "sbx-mock listening on ", 22) != 0) {
@@ -150,6 +152,10 @@ static void start(run *r, const char *const *args)
 static void stop(run *r, char *msg, size_t cap)
 {
 	kill(r->pid, SIGTERM);
+	for (int i = 0; i < 2; i++) {
+		if (g_running[i] == r->pid)
+			g_running[i] = -1;
+	}
 	assert_int_equal(wait_exit(r->pid, "stop"), 0);
 	read_all(r->efd, msg, cap);
 	fclose(r->out);
@@ -381,6 +387,19 @@ static void exposed_or_closed_starts_warn(void **state)
 	assert_null(strstr(msg, "loopback"));
 }
 
+static int teardown(void **state)
+{
+	(void)state;
+	for (int i = 0; i < 2; i++) {
+		if (g_running[i] > 0) {
+			kill(g_running[i], SIGKILL);
+			waitpid(g_running[i], NULL, 0);
+		}
+		g_running[i] = -1;
+	}
+	return 0;
+}
+
 static int rm_tree(const char *dir)
 {
 	char cmd[160];
@@ -392,12 +411,12 @@ static int rm_tree(const char *dir)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(damaged_state_records_are_refused),
-		cmocka_unit_test(non_finite_settings_and_half_scenarios_are_refused),
-		cmocka_unit_test(keys_file_must_hold_keys),
-		cmocka_unit_test(state_dir_is_locked),
-		cmocka_unit_test(start_options_that_would_not_work_are_refused),
-		cmocka_unit_test(exposed_or_closed_starts_warn),
+		cmocka_unit_test_teardown(damaged_state_records_are_refused, teardown),
+		cmocka_unit_test_teardown(non_finite_settings_and_half_scenarios_are_refused, teardown),
+		cmocka_unit_test_teardown(keys_file_must_hold_keys, teardown),
+		cmocka_unit_test_teardown(state_dir_is_locked, teardown),
+		cmocka_unit_test_teardown(start_options_that_would_not_work_are_refused, teardown),
+		cmocka_unit_test_teardown(exposed_or_closed_starts_warn, teardown),
 	};
 	int rc;
 
