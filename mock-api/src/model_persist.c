@@ -234,8 +234,9 @@ static void sandbox_fields_from(mock_sandbox *sb, const cJSON *o)
 }
 
 /* Whether a sandbox record's stored lists are unusable (networks: an
- * array of network ids; ssh_pubkeys and disks arrays; envs an object:
- * what the model reads without checking); why says which. */
+ * array of network ids; ssh_pubkeys an array of strings; disks an array;
+ * envs an object of strings: what the model and the guests read without
+ * checking, and what a create stores); why says which. */
 static bool sandbox_arrays_bad(const cJSON *o, char *why, size_t cap)
 {
 	const cJSON *nets = cJSON_GetObjectItemCaseSensitive(o, "networks");
@@ -246,10 +247,10 @@ static bool sandbox_arrays_bad(const cJSON *o, char *why, size_t cap)
 
 	if (nets != NULL && (!cJSON_IsArray(nets) || !all_strings(nets)))
 		bad = "networks is not an array of network ids";
-	else if (keys != NULL && !cJSON_IsArray(keys))
-		bad = "ssh_pubkeys is not an array";
-	else if (envs != NULL && !cJSON_IsObject(envs))
-		bad = "envs is not an object";
+	else if (keys != NULL && (!cJSON_IsArray(keys) || !all_strings(keys)))
+		bad = "ssh_pubkeys is not an array of strings";
+	else if (envs != NULL && (!cJSON_IsObject(envs) || !all_strings(envs)))
+		bad = "envs is not an object of strings";
 	else if (disks != NULL && !cJSON_IsArray(disks))
 		bad = "disks is not an array";
 	if (bad != NULL)

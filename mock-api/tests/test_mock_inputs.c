@@ -209,6 +209,10 @@ static void damaged_state_records_are_refused(void **state)
 	append(log, "{\"t\":\"mut\",\"tenant\":{\"key\":\"k5\",\"disks\":{}}}");
 	append(log, "{\"t\":\"mut\",\"sbx\":[{\"id\":\"sb-x\",\"tenant\":\"k4\",\"status\":"
 		    "\"destroyed\",\"shape\":\"s-1vcpu-1gb\",\"networks\":[7]}]}");
+	append(log, "{\"t\":\"mut\",\"sbx\":[{\"id\":\"sb-y\",\"tenant\":\"k4\",\"status\":"
+		    "\"destroyed\",\"shape\":\"s-1vcpu-1gb\",\"ssh_pubkeys\":[null]}]}");
+	append(log, "{\"t\":\"mut\",\"sbx\":[{\"id\":\"sb-z\",\"tenant\":\"k4\",\"status\":"
+		    "\"destroyed\",\"shape\":\"s-1vcpu-1gb\",\"envs\":{\"A\":1}}]}");
 	mock_mutlog_close(log);
 
 	start(&r, (const char *[]){"--state-dir", dir, NULL});
@@ -235,6 +239,8 @@ static void damaged_state_records_are_refused(void **state)
 	th_resp_free(&resp);
 	th_admin(r.url, TOKEN, "GET", "/_mock/state", NULL, &resp);
 	assert_null(strstr(sbx_strbuf_str(&resp.body), "sb-x"));
+	assert_null(strstr(sbx_strbuf_str(&resp.body), "sb-y"));
+	assert_null(strstr(sbx_strbuf_str(&resp.body), "sb-z"));
 	th_resp_free(&resp);
 	stop(&r, msg, sizeof(msg));
 	if (strstr(msg, "boot record without a valid start_wall_ms") == NULL ||
@@ -242,7 +248,8 @@ static void damaged_state_records_are_refused(void **state)
 	    strstr(msg, "templates tpl_b: _created_ms") == NULL ||
 	    strstr(msg, "networks item without a string id") == NULL ||
 	    strstr(msg, "tenant k5: disks is not an array") == NULL ||
-	    strstr(msg, "sandbox sb-x: networks") == NULL)
+	    strstr(msg, "sandbox sb-x: networks") == NULL ||
+	    strstr(msg, "sandbox sb-y: ssh_pubkeys") == NULL || strstr(msg, "sandbox sb-z: envs") == NULL)
 		fail_msg("expected a warning naming each bad record, got: %s", msg);
 }
 
