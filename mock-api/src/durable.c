@@ -49,8 +49,13 @@ static void apply_record(void *arg, const char *payload, size_t len)
 	if (!cJSON_IsString(t)) {
 		snprintf(why, sizeof(why), "record without a type");
 	} else if (strcmp(t->valuestring, "boot") == 0) {
-		mock_model_restore_clock(
-			m, (int64_t)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(rec, "start_wall_ms")));
+		const cJSON *w = cJSON_GetObjectItemCaseSensitive(rec, "start_wall_ms");
+
+		/* a wall clock in ms between 1970 and the year 5000 */
+		if (cJSON_IsNumber(w) && w->valuedouble > 0 && w->valuedouble < 9.5e13)
+			mock_model_restore_clock(m, (int64_t)w->valuedouble);
+		else
+			snprintf(why, sizeof(why), "boot record without a valid start_wall_ms");
 	} else if (strcmp(t->valuestring, "reset") == 0) {
 		mock_model_reset(m);
 	} else if (strcmp(t->valuestring, "mut") == 0) {

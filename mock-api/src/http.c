@@ -75,6 +75,7 @@ static void journal_record(mreq *r, int status)
 {
 	mock_journal_entry e;
 	sbx_strbuf q = SBX_STRBUF_INIT;
+	char seg[sizeof(e.sandbox_id)];
 
 	memset(&e, 0, sizeof(e));
 	e.ts_ms = mock_op_now(r->mock);
@@ -94,6 +95,12 @@ static void journal_record(mreq *r, int status)
 	e.tenant = (char *)r->api_key; /* copied by mock_journal_add */
 	e.status = status;
 	snprintf(e.sandbox_id, sizeof(e.sandbox_id), "%s", r->sandbox_id);
+	/* a fault answered before any handler named the sandbox: the path
+	 * names it (/v1/sandboxes/ID...) */
+	if (e.sandbox_id[0] == '\0' && r->fault_fired && req_seg(r, 0, seg, sizeof(seg)) &&
+	    strcmp(seg, "v1") == 0 && req_seg(r, 1, seg, sizeof(seg)) &&
+	    strcmp(seg, "sandboxes") == 0 && req_seg(r, 2, seg, sizeof(seg)))
+		snprintf(e.sandbox_id, sizeof(e.sandbox_id), "%s", seg);
 	e.duration_us = sbx_mono_us() - r->start_us;
 	{
 		const union MHD_ConnectionInfo *ci =

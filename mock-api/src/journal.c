@@ -185,6 +185,8 @@ cJSON *mock_journal_query(mock_journal *j, const mock_journal_filter *flt)
 				(double)(c.limit != 0 && c.n == c.limit ? c.last : j->next_seq - 1));
 	cJSON_AddBoolToObject(o, "wrapped", j->dropped > 0);
 	cJSON_AddNumberToObject(o, "dropped", (double)j->dropped);
+	/* false: started with --no-journal, nothing is ever recorded */
+	cJSON_AddBoolToObject(o, "enabled", j->size > 0);
 	pthread_mutex_unlock(&j->lock);
 	return o;
 }

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "sbx/mock.h"
 
@@ -43,7 +44,8 @@ static const char usage[] =
 	"                          $SBX_SCENARIO_DIR, the source fixtures/scenarios,\n"
 	"                          the installed share/sbx-harness/scenarios\n"
 	"  --record-upstream URL   record mode: proxy every control-plane request to URL\n"
-	"  --record-to FILE        ... and write the exchanges (JSON lines, keys redacted)\n"
+	"  --record-to FILE        ... and write the exchanges (JSON lines, keys redacted);\n"
+	"                          a FILE that exists is refused unless --record-overwrite\n"
 	"  --replay FILE           replay mode: answer a recorded session in order\n"
 	"  --state-dir DIR         durable state: fsync'd mutation log + guest trees in DIR\n"
 	"  --self-listen HOST:PORT|off  the guests' self-signal endpoint, POST /self/pause\n"
@@ -99,17 +101,32 @@ static int parse_listen(const char *arg, sbx_mock_config *cfg, char *host, size_
 	return 0;
 }
 
+/* Reads the known keys of a keys file into keys; 2 after printing what was
+ * wrong and where (a directory, a line too long, no key at all: each
+ * would leave accept-any-key on or the mock unusable). */
 static int read_keys_file(const char *path, char **keys, size_t *n)
 {
 	FILE *fp = fopen(path, "r");
 	char line[1024];
+	size_t lineno = 0, before = *n;
+	struct stat st;
 
 	if (fp == NULL)
-		return -1;
+		return die_usage("--keys-file %s: %s", path, strerror(errno));
+	if (fstat(fileno(fp), &st) != 0 || !S_ISREG(st.st_mode)) {
+		fclose(fp);
+		return die_usage("--keys-file %s: not a regular file", path);
+	}
 	while (fgets(line, sizeof(line), fp) != NULL) {
 		char *p = line;
 		size_t len;
 
+		lineno++;
+		if (strchr(line, '\n') == NULL && !feof(fp)) {
+			fclose(fp);
+			return die_usage("--keys-file %s line %zu: longer than %zu bytes", path, lineno,
+					 sizeof(line) - 2);
+		}
 		while (*p == ' ' || *p == '\t')
 			p++;
 		len = strcspn(p, "\r\n");
@@ -120,18 +137,24 @@ static int read_keys_file(const char *path, char **keys, size_t *n)
 			continue;
 		if (*n == MAX_KEYS) {
 			fclose(fp);
-			errno = E2BIG;
-			return -1;
+			return die_usage("--keys-file %s line %zu: more than %d keys", path, lineno,
+					 MAX_KEYS);
 		}
 		/* The key table (and every key in it) is the caller's to free. */
 		keys[*n] = strdup(p);
 		if (keys[*n] == NULL) {
 			fclose(fp);
-			return -1;
+			return die_usage("out of memory");
 		}
 		(*n)++; // NOLINT(clang-analyzer-unix.Malloc): main() frees the table
 	}
+	if (ferror(fp)) {
+		fclose(fp);
+		return die_usage("--keys-file %s: read error", path);
+	}
 	fclose(fp);
+	if (*n == before)
+		return die_usage("--keys-file %s: no key in it (only blank or # lines)", path);
 	return 0;
 }
 
@@ -141,7 +164,7 @@ enum {
 	OPT_MAX_RULES, OPT_MAX_BODY, OPT_MAX_FILE, OPT_WORK_DIR, OPT_GUEST_MODE, OPT_EXEC_TIMEOUT,
 	OPT_SEED, OPT_JOURNAL_SIZE, OPT_NO_JOURNAL, OPT_SCENARIO, OPT_QUIET, OPT_HELP,
 	OPT_SCENARIO_DIR, OPT_RECORD_UPSTREAM, OPT_RECORD_TO, OPT_REPLAY,
-	OPT_STATE_DIR, OPT_SELF_LISTEN,
+	OPT_STATE_DIR, OPT_SELF_LISTEN, OPT_RECORD_OVERWRITE,
 };
 
 static const struct option options[] = {
@@ -170,6 +193,7 @@ static const struct option options[] = {
 	{"scenario-dir", required_argument, NULL, OPT_SCENARIO_DIR},
 	{"record-upstream", required_argument, NULL, OPT_RECORD_UPSTREAM},
 	{"record-to", required_argument, NULL, OPT_RECORD_TO},
+	{"record-overwrite", no_argument, NULL, OPT_RECORD_OVERWRITE},
 	{"replay", required_argument, NULL, OPT_REPLAY},
 	{"state-dir", required_argument, NULL, OPT_STATE_DIR},
 	{"self-listen", required_argument, NULL, OPT_SELF_LISTEN},
@@ -184,6 +208,7 @@ typedef struct cli {
 	char *keys[MAX_KEYS];
 	size_t nkeys;
 	int any_key; /* -1 unset */
+	bool record_overwrite;
 } cli;
 
 static int parse_num_opt(int opt, const char *arg, cli *c)
@@ -227,8 +252,9 @@ static int parse_num_opt(int opt, const char *arg, cli *c)
 		c->cfg.seed = v;
 		return 0;
 	case OPT_JOURNAL_SIZE:
-		if (parse_ull(arg, 1, 100000000, &v) != 0)
-			return die_usage("--journal-size: \"%s\" is not a number 1-100000000", arg);
+		if (parse_ull(arg, 1, SBX_MOCK_JOURNAL_MAX, &v) != 0)
+			return die_usage("--journal-size: \"%s\" is not a number 1-%d", arg,
+					 SBX_MOCK_JOURNAL_MAX);
 		c->cfg.journal_size = (size_t)v;
 		return 0;
 	default:
@@ -244,8 +270,8 @@ static int parse_opt(int opt, const char *arg, cli *c)
 			return die_usage("--listen: \"%s\" is not HOST:PORT (e.g. 127.0.0.1:0)", arg);
 		return 0;
 	case OPT_ADMIN_TOKEN:
-		if (arg[0] == '\0')
-			return die_usage("--admin-token: must not be empty");
+		if (arg[0] == '\0' || arg[strcspn(arg, " \t\r\n\v\f")] != '\0')
+			return die_usage("--admin-token: must be non-empty, without spaces or newlines");
 		c->cfg.admin_token = arg;
 		return 0;
 	case OPT_API_KEY:
@@ -257,11 +283,7 @@ static int parse_opt(int opt, const char *arg, cli *c)
 		c->nkeys++;
 		return 0;
 	case OPT_KEYS_FILE:
-		if (read_keys_file(arg, c->keys, &c->nkeys) != 0) {
-			fprintf(stderr, "sbx-mock: --keys-file %s: %s\n", arg, strerror(errno));
-			return 2;
-		}
-		return 0;
+		return read_keys_file(arg, c->keys, &c->nkeys);
 	case OPT_ANY:
 		c->any_key = 1;
 		return 0;
@@ -269,6 +291,8 @@ static int parse_opt(int opt, const char *arg, cli *c)
 		c->any_key = 0;
 		return 0;
 	case OPT_CAP_CODE:
+		if (arg[0] == '\0')
+			return die_usage("--cap-code: must not be empty");
 		c->cfg.cap_code = arg;
 		return 0;
 	case OPT_HOST_RULES:
@@ -289,6 +313,8 @@ static int parse_opt(int opt, const char *arg, cli *c)
 		return 0;
 	}
 	case OPT_REGION:
+		if (arg[0] == '\0')
+			return die_usage("--region: must not be empty");
 		c->cfg.region = arg;
 		return 0;
 	case OPT_WORK_DIR:
@@ -315,6 +341,9 @@ static int parse_opt(int opt, const char *arg, cli *c)
 	case OPT_RECORD_TO:
 		c->cfg.record_to = arg;
 		return 0;
+	case OPT_RECORD_OVERWRITE:
+		c->record_overwrite = true;
+		return 0;
 	case OPT_REPLAY:
 		c->cfg.replay = arg;
 		return 0;
@@ -331,6 +360,52 @@ static int parse_opt(int opt, const char *arg, cli *c)
 	default:
 		return parse_num_opt(opt, arg, c);
 	}
+}
+
+/* Whether a listen host is a loopback address (or localhost). */
+static bool loopback(const char *host)
+{
+	return strncmp(host, "127.", 4) == 0 || strcmp(host, "localhost") == 0 ||
+	       strcmp(host, "::1") == 0 || strcmp(host, "[::1]") == 0;
+}
+
+/* Checks across options, after all are read; 2 with the message printed. */
+static int check_combination(cli *c)
+{
+	struct stat st;
+
+	if (c->cfg.record_to != NULL && c->cfg.record_upstream == NULL)
+		return die_usage("--record-to needs --record-upstream (nothing would be recorded)");
+	if (c->cfg.record_to != NULL && !c->record_overwrite && lstat(c->cfg.record_to, &st) == 0)
+		return die_usage("--record-to %s: exists; refusing to overwrite a recording "
+				 "(remove it or add --record-overwrite)", c->cfg.record_to);
+	if (c->cfg.state_dir != NULL && c->cfg.replay != NULL)
+		return die_usage("--state-dir has no effect with --replay (a replay keeps no state)");
+	return 0;
+}
+
+/* Warnings a start deserves: reachable from other hosts, or no key works. */
+static void warn_start(const cli *c)
+{
+	const char *self = c->cfg.self_listen;
+	char host[256];
+	const char *colon = self != NULL ? strrchr(self, ':') : NULL;
+
+	if (c->cfg.quiet)
+		return;
+	if (c->cfg.listen_host != NULL && !loopback(c->cfg.listen_host))
+		fprintf(stderr, "sbx-mock: WARNING: --listen %s is not a loopback address: other hosts "
+				"can reach this mock, and guests run their code as this user\n",
+			c->cfg.listen_host);
+	if (colon != NULL) {
+		snprintf(host, sizeof(host), "%.*s", (int)(colon - self), self);
+		if (!loopback(host))
+			fprintf(stderr, "sbx-mock: WARNING: --self-listen %s is not a loopback address: "
+					"other hosts can pause and delete sandboxes\n", self);
+	}
+	if (!c->cfg.accept_any_key && c->nkeys == 0)
+		fprintf(stderr, "sbx-mock: WARNING: --no-accept-any-key without --api-key or "
+				"--keys-file: every API request will be refused (401)\n");
 }
 
 static int run(cli *c)
@@ -357,6 +432,7 @@ static int run(cli *c)
 	if (sbx_mock_self_url(mock) != NULL)
 		printf("self-signal: %s\n", sbx_mock_self_url(mock));
 	fflush(stdout);
+	warn_start(c);
 	if (sbx_mock_self_note(mock) != NULL && !c->cfg.quiet)
 		fprintf(stderr, "sbx-mock: self-signal endpoint off: %s (--self-listen)\n",
 			sbx_mock_self_note(mock));
@@ -402,7 +478,9 @@ int main(int argc, char **argv)
 	c.cfg.api_keys = (const char *const *)c.keys;
 	c.cfg.api_key_count = c.nkeys;
 	c.cfg.accept_any_key = c.any_key >= 0 ? c.any_key == 1 : c.nkeys == 0;
-	rc = run(&c);
+	rc = check_combination(&c);
+	if (rc == 0)
+		rc = run(&c);
 out_free:
 	for (size_t i = 0; i < c.nkeys; i++)
 		free(c.keys[i]);

@@ -99,6 +99,77 @@ static cJSON *rj(const cJSON *o, const char *k, bool array)
 	return cJSON_Duplicate(v, true);
 }
 
+/* Every item of an array is a string. */
+static bool all_strings(const cJSON *arr)
+{
+	const cJSON *it;
+
+	cJSON_ArrayForEach(it, arr) {
+		if (!cJSON_IsString(it))
+			return false;
+	}
+	return true;
+}
+
+/* The first thing wrong with one stored network, disk or template (the
+ * views and lookups read these fields without checking), or NULL. */
+static const char *resource_fault(const char *what, const cJSON *r, char *buf, size_t cap)
+{
+	const cJSON *id = cJSON_GetObjectItemCaseSensitive(r, "id");
+	const cJSON *name = cJSON_GetObjectItemCaseSensitive(r, "name");
+
+	if (!cJSON_IsObject(r))
+		snprintf(buf, cap, "%s item is not an object", what);
+	else if (!cJSON_IsString(id) || id->valuestring[0] == '\0' ||
+		 strlen(id->valuestring) >= MOCK_ID_MAX)
+		snprintf(buf, cap, "%s item without a string id", what);
+	else if (!cJSON_IsString(name))
+		snprintf(buf, cap, "%s %s: name is not a string", what, id->valuestring);
+	else if (strcmp(what, "networks") == 0 &&
+		 (!cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(r, "members")) ||
+		  !all_strings(cJSON_GetObjectItemCaseSensitive(r, "members"))))
+		snprintf(buf, cap, "networks %s: members is not an array of strings", id->valuestring);
+	else if (strcmp(what, "templates") == 0) {
+		const cJSON *c = cJSON_GetObjectItemCaseSensitive(r, "_created_ms");
+
+		/* the clock is ms since start: a year each way is more than enough */
+		if (!cJSON_IsNumber(c) || !(c->valuedouble >= -3.2e10 && c->valuedouble <= 3.2e13))
+			snprintf(buf, cap, "templates %s: _created_ms is not a clock time",
+				 id->valuestring);
+		else
+			return NULL;
+	} else
+		return NULL;
+	return buf;
+}
+
+/* The tenant record's networks, disks and templates are arrays of valid
+ * items (absent: empty); else why says which and the record is refused. */
+static int tenant_arrays_ok(const cJSON *o, char *why, size_t cap)
+{
+	static const char *const keys[] = {"networks", "disks", "templates"};
+	char buf[160];
+
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		const cJSON *arr = cJSON_GetObjectItemCaseSensitive(o, keys[i]);
+		const cJSON *it;
+
+		if (arr == NULL)
+			continue;
+		if (!cJSON_IsArray(arr)) {
+			snprintf(why, cap, "tenant %s: %s is not an array", model_str(o, "key"), keys[i]);
+			return -1;
+		}
+		cJSON_ArrayForEach(it, arr) {
+			if (resource_fault(keys[i], it, buf, sizeof(buf)) != NULL) {
+				snprintf(why, cap, "tenant %s: %s", model_str(o, "key"), buf);
+				return -1;
+			}
+		}
+	}
+	return 0;
+}
+
 int mock_tenant_restore(mock_model *m, const cJSON *o, char *why, size_t cap)
 {
 	const char *key = model_str(o, "key"), *uid = model_str(o, "user_id");
@@ -108,6 +179,8 @@ int mock_tenant_restore(mock_model *m, const cJSON *o, char *why, size_t cap)
 		snprintf(why, cap, "tenant record without a key");
 		return -1;
 	}
+	if (tenant_arrays_ok(o, why, cap) != 0)
+		return -1;
 	t = mock_tenant_get(m, key, true);
 	if (t == NULL) {
 		snprintf(why, cap, "out of memory");
@@ -160,6 +233,31 @@ static void sandbox_fields_from(mock_sandbox *sb, const cJSON *o)
 	sb->cold_start = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "cold_start"));
 }
 
+/* Whether a sandbox record's stored lists are unusable (networks: an
+ * array of network ids; ssh_pubkeys an array of strings; disks an array;
+ * envs an object of strings: what the model and the guests read without
+ * checking, and what a create stores); why says which. */
+static bool sandbox_arrays_bad(const cJSON *o, char *why, size_t cap)
+{
+	const cJSON *nets = cJSON_GetObjectItemCaseSensitive(o, "networks");
+	const cJSON *keys = cJSON_GetObjectItemCaseSensitive(o, "ssh_pubkeys");
+	const cJSON *disks = cJSON_GetObjectItemCaseSensitive(o, "disks");
+	const cJSON *envs = cJSON_GetObjectItemCaseSensitive(o, "envs");
+	const char *bad = NULL;
+
+	if (nets != NULL && (!cJSON_IsArray(nets) || !all_strings(nets)))
+		bad = "networks is not an array of network ids";
+	else if (keys != NULL && (!cJSON_IsArray(keys) || !all_strings(keys)))
+		bad = "ssh_pubkeys is not an array of strings";
+	else if (envs != NULL && (!cJSON_IsObject(envs) || !all_strings(envs)))
+		bad = "envs is not an object of strings";
+	else if (disks != NULL && !cJSON_IsArray(disks))
+		bad = "disks is not an array";
+	if (bad != NULL)
+		snprintf(why, cap, "sandbox %s: %s", model_str(o, "id"), bad);
+	return bad != NULL;
+}
+
 /* A sandbox rebuilt from its record, not yet in the model; NULL with why
  * set when the record is refused or memory runs out. */
 static mock_sandbox *sandbox_from_record(mock_model *m, const cJSON *o, char *why, size_t cap)
@@ -188,6 +286,10 @@ static mock_sandbox *sandbox_from_record(mock_model *m, const cJSON *o, char *wh
 	if (eg != NULL && !cJSON_IsNull(eg) &&
 	    sbx_egress_list_from_json(eg, 1u << 20, &sb->egress, &ee) != 0) {
 		snprintf(why, cap, "sandbox %s: stored egress list is invalid: %s", id, ee.message);
+		model_sandbox_free(sb);
+		return NULL;
+	}
+	if (sandbox_arrays_bad(o, why, cap)) {
 		model_sandbox_free(sb);
 		return NULL;
 	}

@@ -10,12 +10,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 struct mock_mutlog {
 	pthread_mutex_t lock;
 	int fd;
+	int lock_fd; /* DIR/lock, flock'd while open; holds the owner's pid */
 	uint64_t records;
 };
 
@@ -127,6 +129,45 @@ static size_t replay(char *buf, size_t len, mock_mutlog_record_fn fn, void *arg,
 	return off;
 }
 
+/* One mock per state dir: an exclusive flock on DIR/lock (released by the
+ * kernel when the process dies, so a kill -9 leaves no stale lock), with
+ * the owner's pid in it for the refusal message. */
+static int take_lock(mock_mutlog *st, const char *dir, sbx_err *err)
+{
+	char path[4096], pid[32] = "";
+	ssize_t n;
+	int len;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s/lock", dir) >= sizeof(path)) {
+		sbx_err_set(err, "state dir path too long");
+		return -1;
+	}
+	st->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (st->lock_fd < 0) {
+		sbx_err_set(err, "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (flock(st->lock_fd, LOCK_EX | LOCK_NB) != 0) {
+		int e = errno;
+
+		n = pread(st->lock_fd, pid, sizeof(pid) - 1, 0);
+		pid[n > 0 ? n : 0] = '\0';
+		pid[strcspn(pid, "\n")] = '\0';
+		if (e == EWOULDBLOCK)
+			sbx_err_set(err, "--state-dir %s is already used by another sbx-mock (pid %s)",
+				    dir, pid[0] != '\0' ? pid : "unknown");
+		else
+			sbx_err_set(err, "%s: flock: %s", path, strerror(e));
+		return -1;
+	}
+	len = snprintf(pid, sizeof(pid), "%ld\n", (long)getpid());
+	if (ftruncate(st->lock_fd, 0) != 0 || pwrite(st->lock_fd, pid, (size_t)len, 0) != len) {
+		sbx_err_set(err, "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 mock_mutlog *mock_mutlog_open(const char *dir, bool quiet, mock_mutlog_record_fn fn, void *arg,
 			      size_t *dropped, sbx_err *err)
 {
@@ -143,11 +184,14 @@ mock_mutlog *mock_mutlog_open(const char *dir, bool quiet, mock_mutlog_record_fn
 		return NULL;
 	}
 	st->fd = -1;
+	st->lock_fd = -1;
 	pthread_mutex_init(&st->lock, NULL);
 	if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
 		sbx_err_set(err, "state dir %s: %s", dir, strerror(errno));
 		goto out_free;
 	}
+	if (take_lock(st, dir, err) != 0)
+		goto out_free;
 	if ((size_t)snprintf(path, sizeof(path), "%s/state.log", dir) >= sizeof(path)) {
 		sbx_err_set(err, "state dir path too long");
 		goto out_free;
@@ -242,6 +286,8 @@ void mock_mutlog_close(mock_mutlog *st)
 		return;
 	if (st->fd >= 0)
 		close(st->fd);
+	if (st->lock_fd >= 0)
+		close(st->lock_fd); /* releases the flock */
 	pthread_mutex_destroy(&st->lock);
 	free(st);
 }

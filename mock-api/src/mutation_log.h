@@ -29,7 +29,10 @@ typedef struct mock_mutlog mock_mutlog;
 typedef void (*mock_mutlog_record_fn)(void *arg, const char *payload, size_t len);
 
 /* Opens (creating DIR and the log when missing) and replays. *dropped gets
- * the number of bytes cut off a torn/corrupt tail (0 when clean). */
+ * the number of bytes cut off a torn/corrupt tail (0 when clean). Takes an
+ * exclusive flock on DIR/lock (holding this pid) until mock_mutlog_close:
+ * NULL with "already used by another sbx-mock (pid N)" when another holds
+ * it. */
 mock_mutlog *mock_mutlog_open(const char *dir, bool quiet, mock_mutlog_record_fn fn, void *arg,
 			      size_t *dropped, sbx_err *err);
 /* Appends one record and fdatasyncs. 0, or -1 with err. Thread-safe. */

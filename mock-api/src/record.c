@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <strings.h>
 
 #include "sbx/http.h"
@@ -504,8 +505,15 @@ static int load_recording(mock_rec *rc, const char *path, sbx_err *err)
 	ssize_t n;
 	int rc_ = -1;
 
+	struct stat st;
+
 	if (fp == NULL) {
 		sbx_err_set(err, "replay %s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (fstat(fileno(fp), &st) != 0 || !S_ISREG(st.st_mode)) {
+		sbx_err_set(err, "replay %s: not a regular file", path);
+		fclose(fp);
 		return -1;
 	}
 	while ((n = getline(&line, &cap, fp)) >= 0) {
@@ -539,7 +547,13 @@ static int load_recording(mock_rec *rc, const char *path, sbx_err *err)
 		rc->nex++;
 		cJSON_Delete(o);
 	}
-	rc_ = 0;
+	if (ferror(fp))
+		sbx_err_set(err, "replay %s: read error after line %zu", path, lineno);
+	else if (rc->nex == 0)
+		sbx_err_set(err, "replay %s: no exchange in it (an empty recording answers nothing)",
+			    path);
+	else
+		rc_ = 0;
 out_close:
 	free(line);
 	fclose(fp);

@@ -6,6 +6,7 @@
 
 #include "ops.h"
 #include "server.h"
+#include "settings.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -30,16 +31,24 @@ int mock_scenario_apply(sbx_mock *mock, const cJSON *sc, cJSON *ids, sbx_err *er
 		sbx_err_set(err, "a scenario must be a JSON object");
 		return -1;
 	}
-	if (settings != NULL) {
-		rc = mock_op_settings_apply(mock, settings, err);
+	/* All or nothing: the settings are checked, then the rules added (all
+	 * of them or none), and only then the settings applied. */
+	if (settings != NULL && mock_settings_check(settings, err) != 0) {
+		sbx_err_prefix(err, "scenario settings");
+		return -1;
+	}
+	if (cJSON_GetObjectItemCaseSensitive(sc, "rules") != NULL) {
+		rc = mock_faults_add_json(mock->faults, sc, ids, err);
 		if (rc != 0) {
-			sbx_err_prefix(err, "scenario settings");
+			sbx_err_prefix(err, "scenario rules (nothing applied)");
 			return -1;
 		}
 	}
-	if (cJSON_GetObjectItemCaseSensitive(sc, "rules") == NULL)
-		return 0;
-	return mock_faults_add_json(mock->faults, sc, ids, err);
+	if (settings != NULL && mock_op_settings_apply(mock, settings, err) != 0) {
+		sbx_err_prefix(err, "scenario settings");
+		return -1;
+	}
+	return 0;
 }
 
 static char *read_file(const char *path, size_t max, sbx_err *err)

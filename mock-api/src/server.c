@@ -50,8 +50,18 @@ void sbx_mock_config_init(sbx_mock_config *cfg)
 static int make_work_dir(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *err)
 {
 	if (cfg->work_dir != NULL) {
+		struct stat st;
+
 		if (mkdir(cfg->work_dir, 0755) != 0 && errno != EEXIST) {
-			sbx_err_set(err, "work dir %s: %s", cfg->work_dir, strerror(errno));
+			sbx_err_set(err, "--work-dir %s: %s", cfg->work_dir, strerror(errno));
+			return -1;
+		}
+		if (stat(cfg->work_dir, &st) == 0 && !S_ISDIR(st.st_mode)) {
+			sbx_err_set(err, "--work-dir %s: not a directory", cfg->work_dir);
+			return -1;
+		}
+		if (access(cfg->work_dir, W_OK | X_OK) != 0) {
+			sbx_err_set(err, "--work-dir %s: %s", cfg->work_dir, strerror(errno));
 			return -1;
 		}
 		snprintf(mock->work_dir, sizeof(mock->work_dir), "%s", cfg->work_dir);
@@ -228,8 +238,55 @@ static int start_self_daemon(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err
 
 /* The scalars the mock keeps from its configuration, and its admin token
  * (48 random hex digits unless configured; no guessable fallback). */
+/* Combinations and values no start may take: each would run but not do
+ * what was asked. */
+static int check_config(const sbx_mock_config *cfg, sbx_err *err)
+{
+	struct stat st;
+
+	if (cfg->record_to != NULL && cfg->record_upstream == NULL) {
+		sbx_err_set(err, "--record-to needs --record-upstream (nothing would be recorded)");
+		return -1;
+	}
+	if (cfg->state_dir != NULL && cfg->replay != NULL) {
+		sbx_err_set(err, "--state-dir has no effect with --replay (a replay keeps no state)");
+		return -1;
+	}
+	for (const char *p = cfg->admin_token; p != NULL && *p != '\0'; p++) {
+		if ((unsigned char)*p <= 0x20 || *p == 0x7f) {
+			sbx_err_set(err, "--admin-token: control characters and spaces are not allowed "
+					 "(byte %zu)", (size_t)(p - cfg->admin_token) + 1);
+			return -1;
+		}
+	}
+	if (cfg->admin_token != NULL && cfg->admin_token[0] == '\0') {
+		sbx_err_set(err, "--admin-token: must not be empty");
+		return -1;
+	}
+	if (cfg->scenario_dir != NULL && (stat(cfg->scenario_dir, &st) != 0 || !S_ISDIR(st.st_mode))) {
+		sbx_err_set(err, "--scenario-dir %s: not a directory", cfg->scenario_dir);
+		return -1;
+	}
+	if (cfg->cap_code != NULL && cfg->cap_code[0] == '\0') {
+		sbx_err_set(err, "--cap-code: must not be empty");
+		return -1;
+	}
+	if (cfg->region != NULL && cfg->region[0] == '\0') {
+		sbx_err_set(err, "--region: must not be empty");
+		return -1;
+	}
+	if (cfg->journal_size > SBX_MOCK_JOURNAL_MAX) {
+		sbx_err_set(err, "--journal-size %zu: at most %d", cfg->journal_size,
+			    SBX_MOCK_JOURNAL_MAX);
+		return -1;
+	}
+	return 0;
+}
+
 static int copy_config(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *err)
 {
+	if (check_config(cfg, err) != 0)
+		return -1;
 	mock->quiet = cfg->quiet;
 	mock->seed = cfg->seed;
 	mock->max_json = cfg->max_json_body;

@@ -9,6 +9,7 @@
 #include "server.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,7 +29,9 @@ int sbx_mock_parse_timing(const char *timing, double *scale, sbx_err *err)
 	}
 	errno = 0;
 	v = strtod(timing, &end);
-	if (errno != 0 || end == timing || *end != '\0' || v < 0 || v > 1000) {
+	/* strtod also reads "nan", "inf" and hex: only a finite decimal in
+	 * range may become a delay factor */
+	if (errno != 0 || end == timing || *end != '\0' || !isfinite(v) || v < 0 || v > 1000) {
 		sbx_err_set(err, "timing \"%s\": expected instant, realistic or a scale factor 0-1000",
 			    timing);
 		return -1;
@@ -100,7 +103,8 @@ static int num_setting(const cJSON *b, const char *k, double lo, double hi, doub
 
 	if (it == NULL)
 		return 0;
-	if (!cJSON_IsNumber(it) || it->valuedouble < lo || it->valuedouble > hi) {
+	if (!cJSON_IsNumber(it) || !isfinite(it->valuedouble) || it->valuedouble < lo ||
+	    it->valuedouble > hi) {
 		sbx_err_set(err, "%s must be a number in [%g, %g]", k, lo, hi);
 		return -1;
 	}
@@ -136,13 +140,20 @@ static int str_setting(const cJSON *b, const char *k, char *buf, size_t cap, sbx
 	return 1;
 }
 
-int mock_settings_apply(sbx_mock *mock, const cJSON *b, sbx_err *err)
+/* b's settings over s and *hb; nothing outside them changes, so a caller
+ * can check a body without applying it. */
+static int settings_parse(const cJSON *b, mock_settings *out, int *hb_out, sbx_err *err)
 {
-	mock_settings s = mock->model->set;
+	mock_settings s = *out;
 	double v = 0;
 	char mode[16] = "";
-	int hb = atomic_load(&mock->hb_ms);
+	int hb = *hb_out;
 	const cJSON *timing = cJSON_GetObjectItemCaseSensitive(b, "timing");
+
+	if (!cJSON_IsObject(b)) {
+		sbx_err_set(err, "settings must be a JSON object");
+		return -1;
+	}
 
 	if (num_setting(b, "sandbox_cap", 0, 1e6, &v, err) < 0)
 		return -1;
@@ -190,6 +201,27 @@ int mock_settings_apply(sbx_mock *mock, const cJSON *b, sbx_err *err)
 		if (sbx_mock_parse_timing(buf, &s.timing_scale, err) != 0)
 			return -1;
 	}
+	*out = s;
+	*hb_out = hb;
+	return 0;
+}
+
+int mock_settings_check(const cJSON *b, sbx_err *err)
+{
+	mock_settings s;
+	int hb = 0;
+
+	memset(&s, 0, sizeof(s));
+	return settings_parse(b, &s, &hb, err);
+}
+
+int mock_settings_apply(sbx_mock *mock, const cJSON *b, sbx_err *err)
+{
+	mock_settings s = mock->model->set;
+	int hb = atomic_load(&mock->hb_ms);
+
+	if (settings_parse(b, &s, &hb, err) != 0)
+		return -1;
 	mock->model->set = s;
 	atomic_store(&mock->hb_ms, hb);
 	return 0;

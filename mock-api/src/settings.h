@@ -15,6 +15,9 @@ int mock_settings_from_config(const sbx_mock_config *cfg, mock_settings *set, sb
  * Validates everything first, then applies: all or nothing. Model lock
  * held. */
 int mock_settings_apply(sbx_mock *mock, const cJSON *b, sbx_err *err);
+/* 0 when mock_settings_apply would accept b, else -1 with the reason;
+ * changes nothing and needs no lock. */
+int mock_settings_check(const cJSON *b, sbx_err *err);
 /* The settings as GET /_mock/settings shows them. Model lock held. */
 cJSON *mock_settings_view(sbx_mock *mock);
 

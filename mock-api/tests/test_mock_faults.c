@@ -77,6 +77,28 @@ static void http_fault_with_retry_after_and_code(void **state)
 	th_resp_free(&r);
 }
 
+/* A fault answers before the handler names the sandbox; the journal row
+ * still names the sandbox of the path (issue 19 item 20). */
+static void journal_names_the_sandbox_of_a_faulted_request(void **state)
+{
+	th_resp r;
+	const cJSON *d;
+
+	(void)state;
+	add_rule("{\"name\":\"gone\",\"match\":{\"method\":\"GET\",\"path\":\"/v1/sandboxes/*\"},"
+		 "\"action\":{\"kind\":\"http\",\"status\":503}}");
+	th_json(U, "k", "GET", "/v1/sandboxes/sb-named-in-path", NULL, &r);
+	assert_int_equal(r.status, 503);
+	th_resp_free(&r);
+	th_admin(U, TOK, "GET", "/_mock/journal?status=503", NULL, &r);
+	d = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(r.json, "data"), "entries"), 0);
+	assert_non_null(d);
+	assert_string_equal(cJSON_GetObjectItem(d, "fault")->valuestring, "gone");
+	assert_non_null(cJSON_GetObjectItem(d, "sandbox_id"));
+	assert_string_equal(cJSON_GetObjectItem(d, "sandbox_id")->valuestring, "sb-named-in-path");
+	th_resp_free(&r);
+}
+
 static void transport_faults(void **state)
 {
 	static const struct {
@@ -289,6 +311,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(http_fault_with_retry_after_and_code, mf_reset),
+		cmocka_unit_test_setup(journal_names_the_sandbox_of_a_faulted_request, mf_reset),
 		cmocka_unit_test_setup(transport_faults, mf_reset),
 		cmocka_unit_test_setup(hang_until_client_gives_up_or_max, mf_reset),
 		cmocka_unit_test_setup(latency_fixed_delays_answer, mf_reset),

@@ -3,6 +3,7 @@
 #include "client.h"
 
 #include <ctype.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,7 +111,12 @@ bool ctl_escape(sbx_strbuf *sb, const char *s)
 
 double ctl_parse_retry_after(const char *v)
 {
-	return sbx_http_parse_retry_after(v);
+	double d = sbx_http_parse_retry_after(v);
+
+	/* "inf", "nan", "1e999": not a delay anyone can wait (-1: none) */
+	if (!isfinite(d) || d > 86400.0 * 365)
+		return -1;
+	return d;
 }
 
 long ctl_parse_poll_after_ms(const char *v)
@@ -119,7 +125,8 @@ long ctl_parse_poll_after_ms(const char *v)
 		return -1;
 	char *end = NULL;
 	double n = strtod(v, &end);
-	if (end == v || n < 0 || n > 86400000.0)
+	/* !(n >= 0) also refuses NaN, whose cast to long is undefined */
+	if (end == v || !(n >= 0) || n > 86400000.0)
 		return -1;
 	while (*end == ' ')
 		end++;

@@ -373,6 +373,9 @@ int ctl_cmd_mock_journal(ctl_ctx *ctx)
 			ctl_print_json(ctx->out, resp.data);
 		} else {
 			journal_print(ctx, cJSON_GetObjectItemCaseSensitive(resp.data, "entries"), false);
+			if (cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(resp.data, "enabled")))
+				fprintf(ctx->err, "note: the journal is off (the mock runs with "
+						  "--no-journal): no request is ever recorded\n");
 			if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(resp.data, "wrapped"))) {
 				char *d = ctl_json_field(resp.data, "dropped");
 				fprintf(ctx->err, "note: the journal wrapped; %s older entries were dropped\n",

@@ -66,6 +66,11 @@ static bool find_after(const char *text, const char *prefix, char *dst, size_t c
 
 int mock_start(mock_proc *m, const char *mock_bin)
 {
+	return mock_start_with(m, mock_bin, NULL);
+}
+
+int mock_start_with(mock_proc *m, const char *mock_bin, const char *flag)
+{
 	memset(m, 0, sizeof *m);
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	snprintf(m->dir, sizeof m->dir, "/tmp/sbxctl-it-XXXXXX");
@@ -84,7 +89,7 @@ int mock_start(mock_proc *m, const char *mock_bin)
 		dup2(fd, 2);
 		close(fd);
 		execl(mock_bin, mock_bin, "--listen", "127.0.0.1:0", "--self-listen", "127.0.0.1:0",
-		      (char *)NULL);
+		      flag, (char *)NULL);
 		_exit(127);
 	}
 	setpgid(m->pid, m->pid);

@@ -22,6 +22,8 @@ typedef struct mock_proc {
 /* Starts `mock_bin --listen 127.0.0.1:0` and reads its URL and admin token from its
  * output. Returns 0, or -1 with a message on stderr. */
 int mock_start(mock_proc *m, const char *mock_bin);
+/* The same with one more flag (NULL: none). */
+int mock_start_with(mock_proc *m, const char *mock_bin, const char *flag);
 /* SIGTERM, wait (SIGKILL after 10 s). Returns the number of processes that
  * were still alive afterwards (0 = clean) and kills those. */
 int mock_stop_check(mock_proc *m);

@@ -156,6 +156,14 @@ static void header_values_parse(void **state)
 	assert_int_equal(ctl_parse_poll_after_ms("0.5s"), 500);
 	assert_int_equal(ctl_parse_poll_after_ms("250ms"), 250);
 	assert_int_equal(ctl_parse_poll_after_ms(""), -1);
+	/* issue 19 item 5: non-finite headers are no delay (and no UB cast) */
+	assert_int_equal(ctl_parse_poll_after_ms("nan"), -1);
+	assert_int_equal(ctl_parse_poll_after_ms("-nan"), -1);
+	assert_int_equal(ctl_parse_poll_after_ms("nans"), -1);
+	assert_int_equal(ctl_parse_poll_after_ms("inf"), -1);
+	assert_true(ctl_parse_retry_after("inf") < 0);
+	assert_true(ctl_parse_retry_after("1e999") < 0);
+	assert_true(ctl_parse_retry_after("nan") < 0);
 	assert_int_equal(ctl_errclass_for_status(409), CTL_E_VALIDATION);
 	assert_int_equal(ctl_errclass_for_status(402), CTL_E_PAYMENT);
 	assert_int_equal(ctl_errclass_for_status(502), CTL_E_SERVER);

@@ -772,6 +772,28 @@ static void mock_journal_filters_and_follow(void **state)
 	assert_int_equal(rc, 0);
 }
 
+/* A mock started with --no-journal: the empty table says why (issue 19). */
+static void mock_journal_says_when_off(void **state)
+{
+	(void)state;
+	mock_proc off;
+	assert_int_equal(mock_start_with(&off, mock_bin, "--no-journal"), 0);
+	ctl_result r = ctl_exec(ctl_bin, &off, NULL, (const char *const[]){"mock", "journal", NULL});
+	expect_rc(&r, 0, "journal");
+	expect_in(r.err, "the journal is off", "journal --no-journal");
+	ctl_result_free(&r);
+	r = RUN(NULL, "mock", "journal");
+	expect_rc(&r, 0, "journal");
+	assert_null(strstr(r.err, "journal is off"));
+	ctl_result_free(&r);
+	/* not mock_stop_check: that one reaps every child, the group's mock too */
+	kill(off.pid, SIGTERM);
+	assert_int_equal(wait_exit(off.pid, 10000), 0);
+	char cmd[300];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", off.dir);
+	assert_int_equal(system(cmd), 0);
+}
+
 static void mock_state_clock_reset(void **state)
 {
 	(void)state;
@@ -848,6 +870,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(mock_faults_add_ls_rm_clear),
 		cmocka_unit_test(mock_scenario_load),
 		cmocka_unit_test(mock_journal_filters_and_follow),
+		cmocka_unit_test(mock_journal_says_when_off),
 		cmocka_unit_test(mock_state_clock_reset),
 		cmocka_unit_test(mock_stops_leaving_no_process),
 	};

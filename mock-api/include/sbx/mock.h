@@ -6,6 +6,9 @@
 #ifndef SBX_MOCK_H
 #define SBX_MOCK_H
 
+/* The largest journal ring a start accepts (about 130 MB; stop walks it). */
+#define SBX_MOCK_JOURNAL_MAX 1000000
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -37,7 +40,8 @@ typedef struct sbx_mock_config {
 	bool quiet;                  /* no log lines on stderr */
 	/* Added by the mock module (issue 4/5). */
 	uint64_t seed;               /* fault RNG seed (probability, latency draws), default 1 */
-	size_t journal_size;         /* request journal ring size, default 65536 */
+	size_t journal_size;         /* request journal ring size, default 65536, at most
+				      * SBX_MOCK_JOURNAL_MAX */
 	bool no_journal;             /* disable the journal (load tests) */
 	const char *guest_mode;      /* "contained" (default; "ns", "auto": the same) or "plain" */
 	int64_t exec_timeout_ms;     /* default per-exec timeout, default 600000 (0 = none) */

@@ -1,0 +1,442 @@
+/* Integration: every input of the sbx-mock program gets a clear error
+ * (issue 19 items 1-4 and 6-12) — damaged state records are refused with a
+ * warning instead of crashing a later request, non-finite timing is
+ * refused everywhere, a scenario with a bad rule applies nothing, and start
+ * options that would run but not do what was asked exit 2 naming the
+ * option. argv[1] is the sbx-mock binary. */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "mock_http.h"
+#include "mutation_log.h"
+
+#define TOKEN "in-admin"
+#define MAXARGS 32
+
+static const char *g_bin;
+static pid_t g_running[2] = {-1, -1}; /* started mocks, killed by teardown on failure */
+static char g_tmp[64]; /* a private directory for the files these tests make */
+
+typedef struct run {
+	pid_t pid;
+	FILE *out;
+	int efd;
+	char url[128];
+} run;
+
+/* argv for the binary: g_bin, the common flags (plain guests, no
+ * self-signal listener, a known token), then args (NULL-terminated). */
+static void make_argv(char *argv[MAXARGS], const char *const *args, bool common)
+{
+	size_t n = 0;
+
+	argv[n++] = (char *)g_bin;
+	if (common) {
+		static const char *const c[] = {"--guest-mode", "plain", "--admin-token", TOKEN};
+
+		for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++)
+			argv[n++] = (char *)c[i];
+	}
+	for (size_t i = 0; args[i] != NULL && n < MAXARGS - 1; i++)
+		argv[n++] = (char *)args[i];
+	argv[n] = NULL;
+}
+
+static pid_t spawn(char *const argv[], int *out_fd, int *err_fd)
+{
+	int o[2], e[2];
+	pid_t pid;
+
+	assert_int_equal(pipe(o), 0);
+	assert_int_equal(pipe(e), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		dup2(o[1], 1);
+		dup2(e[1], 2);
+		close(o[0]);
+		close(e[0]);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	close(o[1]);
+	close(e[1]);
+	*out_fd = o[0];
+	*err_fd = e[0];
+	return pid;
+}
+
+/* Exit code of pid; a process still running after 15 s is killed and the
+ * test fails (an option that should be refused was accepted). */
+static int wait_exit(pid_t pid, const char *what)
+{
+	int st = 0;
+
+	for (int i = 0; i < 1500; i++) {
+		pid_t r = waitpid(pid, &st, WNOHANG);
+
+		if (r == pid)
+			return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+		usleep(10000);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, &st, 0);
+	fail_msg("%s: still running after 15 s (the start was not refused)", what);
+	return -1;
+}
+
+static void read_all(int fd, char *buf, size_t cap)
+{
+	size_t n = 0;
+	ssize_t k;
+
+	while (n + 1 < cap && (k = read(fd, buf + n, cap - 1 - n)) > 0)
+		n += (size_t)k;
+	buf[n] = '\0';
+}
+
+/* Runs the binary expecting a refusal: exit 2 and want in its stderr. */
+static void expect_refused(const char *const *args, const char *want)
+{
+	char *argv[MAXARGS], msg[4096];
+	int ofd, efd, code;
+	pid_t pid;
+
+	make_argv(argv, args, true);
+	pid = spawn(argv, &ofd, &efd);
+	code = wait_exit(pid, want);
+	read_all(efd, msg, sizeof(msg));
+	close(ofd);
+	close(efd);
+	if (code != 2 || strstr(msg, want) == NULL)
+		fail_msg("%s %s: expected exit 2 naming \"%s\", got %d: %s", args[0],
+			 args[1] != NULL ? args[1] : "", want, code, msg);
+}
+
+/* Starts the binary; asserts it printed its URL. */
+static void start(run *r, const char *const *args)
+{
+	char *argv[MAXARGS], line[256];
+	int ofd;
+
+	make_argv(argv, args, true);
+	r->pid = spawn(argv, &ofd, &r->efd);
+	g_running[g_running[0] < 0 ? 0 : 1] = r->pid;
+	r->out = fdopen(ofd, "r");
+	if (fgets(line, sizeof(line), r->out) == NULL ||
+	    strncmp(line, "sbx-mock listening on ", 22) != 0) {
+		char msg[2048];
+
+		read_all(r->efd, msg, sizeof(msg));
+		fail_msg("the mock did not start: %s", msg);
+	}
+	snprintf(r->url, sizeof(r->url), "%.*s", (int)strcspn(line + 22, "\n"), line + 22);
+}
+
+/* SIGTERM, exit 0, and its stderr into msg. */
+static void stop(run *r, char *msg, size_t cap)
+{
+	kill(r->pid, SIGTERM);
+	for (int i = 0; i < 2; i++) {
+		if (g_running[i] == r->pid)
+			g_running[i] = -1;
+	}
+	assert_int_equal(wait_exit(r->pid, "stop"), 0);
+	read_all(r->efd, msg, cap);
+	fclose(r->out);
+	close(r->efd);
+}
+
+static void write_file(const char *path, const char *text)
+{
+	FILE *fp = fopen(path, "w");
+
+	assert_non_null(fp);
+	fputs(text, fp);
+	fclose(fp);
+}
+
+static void path_in(char *buf, size_t cap, const char *name)
+{
+	snprintf(buf, cap, "%s/%s", g_tmp, name);
+}
+
+/* ---- item 1-3: damaged state records ---- */
+
+static void append(mock_mutlog *log, const char *rec)
+{
+	sbx_err err = {{0}};
+
+	assert_int_equal(mock_mutlog_append(log, rec, strlen(rec), &err), 0);
+}
+
+static void damaged_state_records_are_refused(void **state)
+{
+	char dir[128], msg[8192];
+	sbx_err err = {{0}};
+	mock_mutlog *log;
+	run r;
+	th_resp resp;
+
+	(void)state;
+	path_in(dir, sizeof(dir), "state");
+	log = mock_mutlog_open(dir, true, NULL, NULL, NULL, &err);
+	assert_non_null(log);
+	append(log, "{\"t\":\"boot\"}");
+	append(log, "{\"t\":\"mut\",\"tenant\":{\"key\":\"k1\",\"templates\":"
+		    "[{\"id\":\"tpl_a\",\"name\":\"a\",\"status\":\"ready\"}]}}");
+	append(log, "{\"t\":\"mut\",\"tenant\":{\"key\":\"k2\",\"templates\":"
+		    "[{\"id\":\"tpl_b\",\"name\":\"b\",\"_created_ms\":1e300}]}}");
+	append(log, "{\"t\":\"mut\",\"tenant\":{\"key\":\"k3\",\"networks\":"
+		    "[{\"name\":\"n\",\"members\":[]}]}}");
+	append(log, "{\"t\":\"mut\",\"tenant\":{\"key\":\"k4\",\"networks\":"
+		    "[{\"id\":\"net-ok\",\"name\":\"ok\",\"members\":[]}]}}");
+	append(log, "{\"t\":\"mut\",\"tenant\":{\"key\":\"k5\",\"disks\":{}}}");
+	append(log, "{\"t\":\"mut\",\"sbx\":[{\"id\":\"sb-x\",\"tenant\":\"k4\",\"status\":"
+		    "\"destroyed\",\"shape\":\"s-1vcpu-1gb\",\"networks\":[7]}]}");
+	append(log, "{\"t\":\"mut\",\"sbx\":[{\"id\":\"sb-y\",\"tenant\":\"k4\",\"status\":"
+		    "\"destroyed\",\"shape\":\"s-1vcpu-1gb\",\"ssh_pubkeys\":[null]}]}");
+	append(log, "{\"t\":\"mut\",\"sbx\":[{\"id\":\"sb-z\",\"tenant\":\"k4\",\"status\":"
+		    "\"destroyed\",\"shape\":\"s-1vcpu-1gb\",\"envs\":{\"A\":1}}]}");
+	mock_mutlog_close(log);
+
+	start(&r, (const char *[]){"--state-dir", dir, NULL});
+	/* a template without _created_ms crashed GET /v1/templates */
+	th_json(r.url, "k1", "GET", "/v1/templates", NULL, &resp);
+	assert_int_equal(resp.curl_rc, CURLE_OK);
+	assert_int_equal(resp.status, 200);
+	assert_null(strstr(sbx_strbuf_str(&resp.body), "tpl_a"));
+	th_resp_free(&resp);
+	th_json(r.url, "k2", "GET", "/v1/templates", NULL, &resp);
+	assert_int_equal(resp.status, 200);
+	assert_null(strstr(sbx_strbuf_str(&resp.body), "tpl_b"));
+	th_resp_free(&resp);
+	/* a network without an id crashed a create that names it */
+	th_json(r.url, "k3", "POST", "/v1/sandboxes",
+		"{\"shape\":\"s-1vcpu-1gb\",\"networks\":[{\"id\":\"n\"}]}", &resp);
+	assert_int_equal(resp.curl_rc, CURLE_OK);
+	assert_int_equal(resp.status, 400);
+	th_resp_free(&resp);
+	/* a valid record next to them still comes back */
+	th_json(r.url, "k4", "GET", "/v1/networks", NULL, &resp);
+	assert_int_equal(resp.status, 200);
+	assert_non_null(strstr(sbx_strbuf_str(&resp.body), "net-ok"));
+	th_resp_free(&resp);
+	th_admin(r.url, TOKEN, "GET", "/_mock/state", NULL, &resp);
+	assert_null(strstr(sbx_strbuf_str(&resp.body), "sb-x"));
+	assert_null(strstr(sbx_strbuf_str(&resp.body), "sb-y"));
+	assert_null(strstr(sbx_strbuf_str(&resp.body), "sb-z"));
+	th_resp_free(&resp);
+	stop(&r, msg, sizeof(msg));
+	if (strstr(msg, "boot record without a valid start_wall_ms") == NULL ||
+	    strstr(msg, "templates tpl_a: _created_ms") == NULL ||
+	    strstr(msg, "templates tpl_b: _created_ms") == NULL ||
+	    strstr(msg, "networks item without a string id") == NULL ||
+	    strstr(msg, "tenant k5: disks is not an array") == NULL ||
+	    strstr(msg, "sandbox sb-x: networks") == NULL ||
+	    strstr(msg, "sandbox sb-y: ssh_pubkeys") == NULL || strstr(msg, "sandbox sb-z: envs") == NULL)
+		fail_msg("expected a warning naming each bad record, got: %s", msg);
+}
+
+/* ---- item 4 and 6: timing and scenarios ---- */
+
+static void expect_admin(const char *url, const char *method, const char *path, const char *body,
+			 long want)
+{
+	th_resp resp;
+
+	th_admin(url, TOKEN, method, path, body, &resp);
+	if (resp.status != want)
+		fail_msg("%s %s %s: expected %ld, got %ld: %s", method, path, body ? body : "", want,
+			 resp.status, sbx_strbuf_str(&resp.body));
+	th_resp_free(&resp);
+}
+
+static void non_finite_settings_and_half_scenarios_are_refused(void **state)
+{
+	char msg[8192];
+	run r;
+	th_resp resp;
+
+	(void)state;
+	expect_refused((const char *[]){"--timing", "nan", NULL}, "timing");
+	expect_refused((const char *[]){"--timing", "NAN(1)", NULL}, "timing");
+	expect_refused((const char *[]){"--timing", "inf", NULL}, "timing");
+	start(&r, (const char *[]){"--self-listen", "off", NULL});
+	expect_admin(r.url, "PUT", "/_mock/settings", "{\"timing\":\"nan\"}", 400);
+	expect_admin(r.url, "PUT", "/_mock/settings", "{\"timing\":\"-nan\"}", 400);
+	expect_admin(r.url, "POST", "/_mock/scenario", "{\"settings\":{\"timing\":\"nan\"}}", 400);
+	/* valid settings, then a bad rule: neither is applied */
+	expect_admin(r.url, "POST", "/_mock/scenario",
+		     "{\"settings\":{\"sandbox_cap\":7},\"rules\":[{\"name\":\"fleet-full\","
+		     "\"match\":{\"method\":\"POST\",\"path\":\"/v1/sandboxes\"},\"action\":{\"kind\":"
+		     "\"http\",\"status\":503}},{\"name\":\"bad\",\"action\":{\"kind\":\"nope\"}}]}",
+		     400);
+	th_admin(r.url, TOKEN, "GET", "/_mock/settings", NULL, &resp);
+	assert_non_null(strstr(sbx_strbuf_str(&resp.body), "\"timing\":\"instant\""));
+	assert_non_null(strstr(sbx_strbuf_str(&resp.body), "\"sandbox_cap\":5"));
+	th_resp_free(&resp);
+	th_admin(r.url, TOKEN, "GET", "/_mock/faults", NULL, &resp);
+	assert_null(strstr(sbx_strbuf_str(&resp.body), "fleet-full"));
+	th_resp_free(&resp);
+	/* and a valid scenario still applies both */
+	expect_admin(r.url, "POST", "/_mock/scenario",
+		     "{\"settings\":{\"sandbox_cap\":7},\"rules\":[{\"name\":\"fleet-full\","
+		     "\"match\":{\"method\":\"POST\",\"path\":\"/v1/sandboxes\"},\"action\":{\"kind\":"
+		     "\"http\",\"status\":503}}]}",
+		     200);
+	th_admin(r.url, TOKEN, "GET", "/_mock/settings", NULL, &resp);
+	assert_non_null(strstr(sbx_strbuf_str(&resp.body), "\"sandbox_cap\":7"));
+	th_resp_free(&resp);
+	stop(&r, msg, sizeof(msg));
+}
+
+/* ---- items 7-12: start options ---- */
+
+static void keys_file_must_hold_keys(void **state)
+{
+	char empty[128], comments[128], longl[128], big[1200];
+
+	(void)state;
+	path_in(empty, sizeof(empty), "keys-empty");
+	path_in(comments, sizeof(comments), "keys-comments");
+	path_in(longl, sizeof(longl), "keys-long");
+	write_file(empty, "");
+	write_file(comments, "# only a comment\n\n   \n");
+	memset(big, 'k', sizeof(big) - 2);
+	big[sizeof(big) - 2] = '\n';
+	big[sizeof(big) - 1] = '\0';
+	write_file(longl, big);
+	expect_refused((const char *[]){"--keys-file", g_tmp, NULL}, "not a regular file");
+	expect_refused((const char *[]){"--keys-file", empty, NULL}, "no key in it");
+	expect_refused((const char *[]){"--keys-file", comments, NULL}, "no key in it");
+	expect_refused((const char *[]){"--keys-file", longl, NULL}, "line 1");
+}
+
+static void state_dir_is_locked(void **state)
+{
+	char dir[128], want[96], msg[8192];
+	run a, b;
+
+	(void)state;
+	path_in(dir, sizeof(dir), "locked");
+	start(&a, (const char *[]){"--state-dir", dir, "--self-listen", "off", NULL});
+	snprintf(want, sizeof(want), "already used by another sbx-mock (pid %ld)", (long)a.pid);
+	expect_refused((const char *[]){"--state-dir", dir, "--self-listen", "off", NULL}, want);
+	stop(&a, msg, sizeof(msg));
+	/* the lock goes with its process */
+	start(&b, (const char *[]){"--state-dir", dir, "--self-listen", "off", NULL});
+	stop(&b, msg, sizeof(msg));
+}
+
+static void start_options_that_would_not_work_are_refused(void **state)
+{
+	char file[128], rec[128], empty[128], fresh[128];
+	struct stat st;
+
+	(void)state;
+	path_in(file, sizeof(file), "a-file");
+	path_in(rec, sizeof(rec), "old.jsonl");
+	path_in(empty, sizeof(empty), "empty.jsonl");
+	path_in(fresh, sizeof(fresh), "never-made");
+	write_file(file, "x");
+	write_file(rec, "{\"keep\":1}\n");
+	write_file(empty, "");
+	expect_refused((const char *[]){"--work-dir", file, NULL}, "--work-dir");
+	expect_refused((const char *[]){"--record-to", fresh, NULL}, "--record-upstream");
+	expect_refused((const char *[]){"--record-upstream", "http://127.0.0.1:9", "--record-to", rec,
+					NULL},
+		       "--record-overwrite");
+	assert_int_equal(stat(rec, &st), 0);
+	assert_int_equal(st.st_size, 11); /* not truncated */
+	expect_refused((const char *[]){"--replay", g_tmp, NULL}, "not a regular file");
+	expect_refused((const char *[]){"--replay", empty, NULL}, "no exchange");
+	expect_refused((const char *[]){"--replay", empty, "--state-dir", fresh, NULL}, "--state-dir");
+	assert_int_not_equal(stat(fresh, &st), 0);
+	expect_refused((const char *[]){"--journal-size", "100000000", NULL}, "--journal-size");
+	expect_refused((const char *[]){"--admin-token", "a\nb", NULL}, "--admin-token");
+	expect_refused((const char *[]){"--cap-code", "", NULL}, "--cap-code");
+	expect_refused((const char *[]){"--region", "", NULL}, "--region");
+	expect_refused((const char *[]){"--scenario-dir", "/nonexistent-scenarios", NULL},
+		       "--scenario-dir");
+}
+
+static void exposed_or_closed_starts_warn(void **state)
+{
+	char msg[8192];
+	run r;
+
+	(void)state;
+	start(&r, (const char *[]){"--listen", "0.0.0.0:0", "--self-listen", "0.0.0.0:0",
+				   "--no-accept-any-key", NULL});
+	stop(&r, msg, sizeof(msg));
+	if (strstr(msg, "WARNING: --listen 0.0.0.0 is not a loopback address") == NULL ||
+	    strstr(msg, "WARNING: --self-listen 0.0.0.0:0 is not a loopback address") == NULL ||
+	    strstr(msg, "--no-accept-any-key without --api-key") == NULL)
+		fail_msg("expected the three warnings, got: %s", msg);
+	start(&r, (const char *[]){"--self-listen", "off", NULL});
+	stop(&r, msg, sizeof(msg));
+	assert_null(strstr(msg, "loopback"));
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	for (int i = 0; i < 2; i++) {
+		if (g_running[i] > 0) {
+			kill(g_running[i], SIGKILL);
+			waitpid(g_running[i], NULL, 0);
+		}
+		g_running[i] = -1;
+	}
+	return 0;
+}
+
+static int rm_tree(const char *dir)
+{
+	char cmd[160];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	return system(cmd);
+}
+
+int main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_teardown(damaged_state_records_are_refused, teardown),
+		cmocka_unit_test_teardown(non_finite_settings_and_half_scenarios_are_refused, teardown),
+		cmocka_unit_test_teardown(keys_file_must_hold_keys, teardown),
+		cmocka_unit_test_teardown(state_dir_is_locked, teardown),
+		cmocka_unit_test_teardown(start_options_that_would_not_work_are_refused, teardown),
+		cmocka_unit_test_teardown(exposed_or_closed_starts_warn, teardown),
+	};
+	int rc;
+
+	if (argc < 2) {
+		fprintf(stderr, "usage: %s PATH-TO-sbx-mock\n", argv[0]);
+		return 2;
+	}
+	g_bin = argv[1];
+	signal(SIGPIPE, SIG_IGN);
+	snprintf(g_tmp, sizeof(g_tmp), "/tmp/sbx-inputs-XXXXXX");
+	if (mkdtemp(g_tmp) == NULL)
+		return 1;
+	rc = cmocka_run_group_tests(tests, NULL, NULL);
+	(void)rm_tree(g_tmp);
+	return rc;
+}
