@@ -65,7 +65,7 @@ static void templates_build_on_the_clock(void **state)
 	snprintf(path, sizeof(path), "/v1/templates/%s", tpl);
 	th_json(U, "tk", "DELETE", path, NULL, &r);
 	expect_status(&r, 200, "template delete");
-	assert_true(cJSON_IsTrue(data_item(&r, "deleted")));
+	assert_true(cJSON_IsTrue(data_item(&r, "ok")));
 	th_resp_free(&r);
 	th_json(U, "tk", "GET", path, NULL, &r);
 	expect_status(&r, 404, "deleted template");
