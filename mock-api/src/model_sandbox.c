@@ -723,11 +723,13 @@ cJSON *mock_sandbox_create_view(const mock_model *m, const mock_sandbox *sb)
 {
 	cJSON *o = cJSON_CreateObject();
 
-	(void)m;
 	if (o == NULL)
 		return NULL;
 	cJSON_AddStringToObject(o, "id", sb->id);
 	cJSON_AddStringToObject(o, "name", sb->name);
+	/* beyond CreateSandboxResponse: the SDK builds its Sandbox handle (a
+	 * SandboxView, created_at required) from this answer alone */
+	add_time(m, o, "created_at", sb->created_ms, true);
 	cJSON_AddStringToObject(o, "ip", sb->ip);
 	cJSON_AddStringToObject(o, "shape", sb->shape->id);
 	cJSON_AddStringToObject(o, "rootfs", sb->rootfs);
