@@ -171,7 +171,8 @@ static void check_accepted(mock_model *m, const mock_sandbox *sb, const mock_cre
 
 	check(sb->status == ST_CREATING, "a new sandbox is not creating");
 	check(sb->name[0] == '\0' || name_ok(sb->name), "accepted an invalid name");
-	check(q->name == NULL || strcmp(q->name, sb->name) == 0, "stored name differs");
+	check(q->name == NULL || q->name[0] == '\0' || strcmp(q->name, sb->name) == 0,
+	      "stored name differs");
 	check(envs_ok(sb->envs), "accepted envs over the limits");
 	check(mock_shape_find(sb->shape->id) == sb->shape, "unknown shape accepted");
 	check(strcmp(sb->region, m->set.region) == 0, "sandbox in another region");
@@ -270,11 +271,12 @@ static int fuzz_create(mock_model *m, mock_tenant *t, const cJSON *b)
 	}
 	check(m->nsbx == before + 1, "an accepted create did not add one sandbox");
 	check(mock_sandbox_find(m, t, sb->id) == sb, "the new sandbox cannot be found");
-	check(q.name == NULL || name_ok(q.name), "accepted an invalid name");
+	check(q.name == NULL || q.name[0] == '\0' || name_ok(q.name), "accepted an invalid name");
+	check(name_ok(sb->name), "an accepted create has no valid (given or generated) name");
 	check(envs_ok(q.envs), "accepted invalid envs");
 	check_accepted(m, sb, &q);
 	check_dump_fixed_point(sb);
-	if (q.name != NULL) {
+	if (q.name != NULL && q.name[0] != '\0') {
 		memset(&e, 0, sizeof(e));
 		check(mock_sandbox_create(m, t, &q, &e) == NULL && e.status == 409 &&
 		      strcmp(e.code, "NAME_TAKEN") == 0, "a taken name was accepted again");

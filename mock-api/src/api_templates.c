@@ -45,7 +45,7 @@ void api_templates_get(mreq *r, mresp *out, mock_tenant *t)
 
 void api_templates_delete(mreq *r, mresp *out, mock_tenant *t)
 {
-	api_coll_delete(r, out, t, MOCK_TEMPLATES, "template", "deleted");
+	api_coll_delete(r, out, t, MOCK_TEMPLATES, "template", "ok");
 }
 
 /* The build's log so far: more lines the further the build is. */
@@ -56,6 +56,7 @@ void api_templates_logs(mreq *r, mresp *out, mock_tenant *t)
 		"exporting rootfs to ext4", "build finished",
 	};
 	const char *follow = req_query(r, "follow");
+	const char *attempt = req_query(r, "attempt");
 	bool nd = follow != NULL && strcmp(follow, "true") == 0;
 	sbx_strbuf sb = SBX_STRBUF_INIT;
 	char status[16] = "";
@@ -66,6 +67,21 @@ void api_templates_logs(mreq *r, mresp *out, mock_tenant *t)
 		return;
 	snprintf(status, sizeof(status), "%s", cJSON_GetObjectItem(v, "status")->valuestring);
 	cJSON_Delete(v);
+	/* the mock builds every template once: attempt 1 is the only one */
+	if (attempt != NULL) {
+		char *end = NULL;
+		long n = strtol(attempt, &end, 10);
+
+		if (attempt[0] == '\0' || end == NULL || *end != '\0' || n < 1) {
+			resp_fail(out, 400, "attempt", "INVALID_REQUEST",
+				  "attempt must be a positive integer");
+			return;
+		}
+		if (n != 1) {
+			resp_fail(out, 404, "error", "NOT_FOUND", "no such build attempt");
+			return;
+		}
+	}
 	shown = strcmp(status, "ready") == 0 ? 5 : (strcmp(status, "building") == 0 ? 3 : 1);
 	for (size_t i = 0; i < shown; i++) {
 		if (nd) {

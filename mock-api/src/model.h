@@ -312,10 +312,23 @@ cJSON *mock_rootfs_view(void);
 cJSON *mock_network_find(mock_tenant *t, const char *id_or_name);
 cJSON *mock_network_create(mock_model *m, mock_tenant *t, const char *name, mock_err *e);
 int mock_network_delete(mock_model *m, mock_tenant *t, const char *id_or_name, mock_err *e);
+/* A network as the SDK's Network: member_count, and with_members the
+ * members as NetworkMember objects {sandbox_id, status, ip?, name?}. */
+cJSON *mock_network_view(mock_model *m, const cJSON *net, bool with_members);
 cJSON *mock_disk_find(mock_tenant *t, const char *id_or_name);
 cJSON *mock_disk_create(mock_model *m, mock_tenant *t, const cJSON *body, mock_err *e);
 int mock_disk_delete(mock_model *m, mock_tenant *t, const char *id_or_name, mock_err *e);
 cJSON *mock_disk_view(const cJSON *disk);
+/* Checks one DiskAttachment {disk_id, mount_path, sub_path?} (400 naming
+ * `field` when malformed); resolves disk_id among t's disks (id or name).
+ * Returns the stored form {disk_id: the disk_ id, mount_path, sub_path?}. */
+cJSON *mock_disk_attachment(mock_tenant *t, const cJSON *att, const char *field, mock_err *e);
+/* Resolves every entry of a create request's `disks` (array or NULL): NULL
+ * with a 400 in *e when one is malformed, unknown or another tenant's. */
+cJSON *mock_disks_resolve(mock_tenant *t, const cJSON *disks, mock_err *e);
+/* An attachment as the SDK's SandboxDiskView (name, kind, config,
+ * mount_status added from the disk; never its credentials). */
+cJSON *mock_sandbox_disk_view(mock_tenant *t, const cJSON *att, bool running);
 cJSON *mock_template_find(mock_tenant *t, const char *id);
 cJSON *mock_template_create(mock_model *m, mock_tenant *t, const cJSON *body, mock_err *e);
 /* Brings a template's status up to date with the clock; returns the view. */

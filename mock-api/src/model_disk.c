@@ -129,3 +129,105 @@ cJSON *mock_disk_view(const cJSON *disk)
 		cJSON_DeleteItemFromObjectCaseSensitive(v, "_credentials");
 	return v;
 }
+
+cJSON *mock_disk_attachment(mock_tenant *t, const cJSON *att, const char *field, mock_err *e)
+{
+	const char *did = model_str(att, "disk_id");
+	const char *mount = model_str(att, "mount_path");
+	const cJSON *sub = cJSON_GetObjectItemCaseSensitive(att, "sub_path");
+	cJSON *disk, *o;
+
+	if (!cJSON_IsObject(att) || did == NULL || did[0] == '\0') {
+		mock_err_set(e, 400, "INVALID_REQUEST", field,
+			     "%s entries need a string disk_id and an absolute mount_path", field);
+		return NULL;
+	}
+	if (mount == NULL || mount[0] != '/') {
+		mock_err_set(e, 400, "INVALID_REQUEST", field, "%s: mount_path must be an absolute path",
+			     field);
+		return NULL;
+	}
+	if (sub != NULL && !cJSON_IsNull(sub) &&
+	    (!cJSON_IsString(sub) || sub->valuestring[0] == '/' || strstr(sub->valuestring, "..") != NULL)) {
+		mock_err_set(e, 400, "INVALID_REQUEST", field,
+			     "%s: sub_path must be a relative string without \"..\"", field);
+		return NULL;
+	}
+	disk = mock_disk_find(t, did);
+	if (disk == NULL) {
+		mock_err_set(e, 400, "UNKNOWN_DISK", field, "unknown disk \"%.64s\"", did);
+		return NULL;
+	}
+	o = cJSON_CreateObject();
+	if (o == NULL) {
+		model_err_oom(e);
+		return NULL;
+	}
+	cJSON_AddStringToObject(o, "disk_id", model_str(disk, "id"));
+	cJSON_AddStringToObject(o, "mount_path", mount);
+	if (cJSON_IsString(sub) && sub->valuestring[0] != '\0')
+		cJSON_AddStringToObject(o, "sub_path", sub->valuestring);
+	return o;
+}
+
+cJSON *mock_disks_resolve(mock_tenant *t, const cJSON *disks, mock_err *e)
+{
+	cJSON *out = cJSON_CreateArray();
+	const cJSON *it;
+
+	if (out == NULL) {
+		model_err_oom(e);
+		return NULL;
+	}
+	if (disks == NULL || cJSON_IsNull(disks))
+		return out;
+	if (!cJSON_IsArray(disks)) {
+		cJSON_Delete(out);
+		mock_err_set(e, 400, "INVALID_REQUEST", "disks",
+			     "disks must be an array of {disk_id, mount_path, sub_path?}");
+		return NULL;
+	}
+	cJSON_ArrayForEach(it, disks) {
+		cJSON *a = mock_disk_attachment(t, it, "disks", e);
+
+		if (a == NULL) {
+			cJSON_Delete(out);
+			return NULL;
+		}
+		cJSON_AddItemToArray(out, a);
+	}
+	return out;
+}
+
+cJSON *mock_sandbox_disk_view(mock_tenant *t, const cJSON *att, bool running)
+{
+	const char *did = model_str(att, "disk_id");
+	const char *sub = model_str(att, "sub_path");
+	cJSON *disk = did != NULL && t != NULL ? mock_disk_find(t, did) : NULL;
+	cJSON *o = cJSON_CreateObject();
+
+	if (o == NULL)
+		return NULL;
+	cJSON_AddStringToObject(o, "disk_id", did != NULL ? did : "");
+	cJSON_AddStringToObject(o, "name", disk != NULL ? model_str(disk, "name") : (did ? did : ""));
+	cJSON_AddStringToObject(o, "kind", "s3");
+	if (disk != NULL) {
+		cJSON_AddItemToObject(o, "config",
+				      cJSON_Duplicate(cJSON_GetObjectItem(disk, "config"), true));
+	} else {
+		cJSON *cfg = cJSON_AddObjectToObject(o, "config");
+
+		cJSON_AddStringToObject(cfg, "bucket", "");
+		cJSON_AddStringToObject(cfg, "endpoint", "");
+	}
+	cJSON_AddStringToObject(o, "mount_path", model_str(att, "mount_path") ? model_str(att, "mount_path") : "");
+	if (sub != NULL)
+		cJSON_AddStringToObject(o, "sub_path", sub);
+	if (disk == NULL) {
+		cJSON_AddStringToObject(o, "mount_status", "error");
+		cJSON_AddStringToObject(o, "mount_error", "the disk no longer exists");
+	} else {
+		cJSON_AddStringToObject(o, "mount_status", running ? "mounted" : "pending");
+	}
+	return o;
+}

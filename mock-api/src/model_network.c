@@ -112,3 +112,39 @@ void model_network_leave_all(mock_sandbox *sb)
 		}
 	}
 }
+
+cJSON *mock_network_view(mock_model *m, const cJSON *net, bool with_members)
+{
+	cJSON *v = cJSON_CreateObject();
+	const cJSON *members = cJSON_GetObjectItem(net, "members");
+	const cJSON *mem;
+	cJSON *arr;
+
+	if (v == NULL)
+		return NULL;
+	cJSON_AddStringToObject(v, "id", model_str(net, "id"));
+	cJSON_AddStringToObject(v, "name", model_str(net, "name"));
+	cJSON_AddStringToObject(v, "created_at", model_str(net, "created_at"));
+	cJSON_AddNumberToObject(v, "member_count", cJSON_GetArraySize(members));
+	if (!with_members)
+		return v;
+	/* members are stored as sandbox ids; shown as the SDK's NetworkMember */
+	arr = cJSON_AddArrayToObject(v, "members");
+	cJSON_ArrayForEach(mem, members) {
+		const mock_sandbox *sb = cJSON_IsString(mem) ? mock_sandbox_find_any(m, mem->valuestring)
+							     : NULL;
+		cJSON *o = cJSON_CreateObject();
+
+		if (o == NULL)
+			continue;
+		cJSON_AddStringToObject(o, "sandbox_id", cJSON_IsString(mem) ? mem->valuestring : "");
+		cJSON_AddStringToObject(o, "status",
+					sb != NULL ? mock_status_name(sb->status) : "destroyed");
+		if (sb != NULL && sb->status != ST_CREATING && sb->ip[0] != '\0')
+			cJSON_AddStringToObject(o, "ip", sb->ip);
+		if (sb != NULL && sb->name[0] != '\0')
+			cJSON_AddStringToObject(o, "name", sb->name);
+		cJSON_AddItemToArray(arr, o);
+	}
+	return v;
+}

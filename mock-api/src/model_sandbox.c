@@ -134,10 +134,26 @@ static int validate_create(mock_model *m, mock_tenant *t, const mock_create_req 
 			     req->shape);
 		return -1;
 	}
-	if (req->rootfs != NULL && !model_rootfs_known(req->rootfs)) {
-		mock_err_set(e, 400, "INVALID_ROOTFS", "rootfs",
-			     "unknown rootfs \"%.64s\" (see GET /v1/rootfs)", req->rootfs);
-		return -1;
+	if (req->rootfs != NULL && req->rootfs[0] != '\0' && !model_rootfs_known(req->rootfs)) {
+		/* not in the catalog: one of the caller's templates (id or name), ready */
+		cJSON *tpl = mock_template_find(t, req->rootfs);
+		cJSON *tv = tpl != NULL ? mock_template_view(m, tpl) : NULL;
+		const char *st = tv != NULL ? model_str(tv, "status") : NULL;
+
+		if (tpl == NULL) {
+			mock_err_set(e, 400, "INVALID_ROOTFS", "rootfs",
+				     "unknown rootfs \"%.64s\" (see GET /v1/rootfs, or a ready template)",
+				     req->rootfs);
+			return -1;
+		}
+		if (st == NULL || strcmp(st, "ready") != 0) {
+			mock_err_set(e, 400, "INVALID_ROOTFS", "rootfs",
+				     "template \"%.64s\" is %s, not ready", req->rootfs,
+				     st != NULL ? st : "unknown");
+			cJSON_Delete(tv);
+			return -1;
+		}
+		cJSON_Delete(tv);
 	}
 	if (req->region != NULL && strcmp(req->region, m->set.region) != 0) {
 		mock_err_set(e, 400, "INVALID_REGION", "region",
@@ -145,7 +161,7 @@ static int validate_create(mock_model *m, mock_tenant *t, const mock_create_req 
 			     req->region, m->set.region);
 		return -1;
 	}
-	if (req->name != NULL && mock_validate_name(req->name, e) != 0)
+	if (req->name != NULL && req->name[0] != '\0' && mock_validate_name(req->name, e) != 0)
 		return -1;
 	if (req->has_auto_pause && (req->auto_pause_s < 60 || req->auto_pause_s > 86400)) {
 		mock_err_set(e, 400, "INVALID_AUTO_PAUSE", "auto_pause_after_seconds",
@@ -179,12 +195,34 @@ static int validate_create(mock_model *m, mock_tenant *t, const mock_create_req 
 			return -1;
 		}
 	}
-	if (req->name != NULL && name_taken(m, t, req->name)) {
+	if (req->name != NULL && req->name[0] != '\0' && name_taken(m, t, req->name)) {
 		mock_err_set(e, 409, "NAME_TAKEN", "name",
 			     "a sandbox named \"%s\" already exists", req->name);
 		return -1;
 	}
 	return 0;
+}
+
+/* "Empty = auto-generated" (SDK): "sandbox-" and the id's last 14
+ * characters, lower case (22 characters, the name limit), unique among the
+ * tenant's live sandboxes. */
+static void auto_name(mock_model *m, mock_tenant *t, mock_sandbox *sb)
+{
+	size_t len = strlen(sb->id);
+	const char *tail = len > 14 ? sb->id + len - 14 : sb->id;
+
+	for (int k = 0; k < 100; k++) {
+		char *p;
+
+		if (k == 0)
+			snprintf(sb->name, sizeof(sb->name), "sandbox-%.14s", tail);
+		else
+			snprintf(sb->name, sizeof(sb->name), "sandbox-%.10s-%02d", tail, k);
+		for (p = sb->name; *p != '\0'; p++)
+			*p = (char)tolower((unsigned char)*p);
+		if (!name_taken(m, t, sb->name))
+			return;
+	}
 }
 
 /* ---- pending transitions ---- */
@@ -282,9 +320,11 @@ mock_sandbox *mock_sandbox_create(mock_model *m, mock_tenant *t, const mock_crea
 	sb->mem_mib = shape->mem_mib;
 	sb->disk_mib = req->disk_mib != 0 ? req->disk_mib : shape->default_disk_mib;
 	snprintf(sb->rootfs, sizeof(sb->rootfs), "%s",
-		 req->rootfs != NULL ? req->rootfs : MOCK_ROOTFS_DEFAULT);
-	if (req->name != NULL)
+		 req->rootfs != NULL && req->rootfs[0] != '\0' ? req->rootfs : MOCK_ROOTFS_DEFAULT);
+	if (req->name != NULL && req->name[0] != '\0')
 		snprintf(sb->name, sizeof(sb->name), "%s", req->name);
+	else
+		auto_name(m, t, sb);
 	sb->ingress_enabled = req->ingress_enabled;
 	sb->auto_pause_s = req->has_auto_pause ? req->auto_pause_s : 0;
 	sb->status = ST_CREATING;
@@ -295,8 +335,14 @@ mock_sandbox *mock_sandbox_create(mock_model *m, mock_tenant *t, const mock_crea
 		goto out_free_oom;
 	if (copy_ssh_keys(sb->ssh_pubkeys, req->ssh_pubkeys, "ssh_pubkeys", e) != 0)
 		goto out_free;
-	if (req->disks != NULL && cJSON_IsArray(req->disks))
-		replace_with_copy(&sb->disks, req->disks);
+	{
+		cJSON *disks = mock_disks_resolve(t, req->disks, e);
+
+		if (disks == NULL)
+			goto out_free;
+		cJSON_Delete(sb->disks);
+		sb->disks = disks;
+	}
 	if (model_network_join(sb, t, req->networks, e) != 0)
 		goto out_free;
 	return sandbox_commit(m, sb, e);
@@ -677,11 +723,13 @@ cJSON *mock_sandbox_create_view(const mock_model *m, const mock_sandbox *sb)
 {
 	cJSON *o = cJSON_CreateObject();
 
-	(void)m;
 	if (o == NULL)
 		return NULL;
 	cJSON_AddStringToObject(o, "id", sb->id);
 	cJSON_AddStringToObject(o, "name", sb->name);
+	/* beyond CreateSandboxResponse: the SDK builds its Sandbox handle (a
+	 * SandboxView, created_at required) from this answer alone */
+	add_time(m, o, "created_at", sb->created_ms, true);
 	cJSON_AddStringToObject(o, "ip", sb->ip);
 	cJSON_AddStringToObject(o, "shape", sb->shape->id);
 	cJSON_AddStringToObject(o, "rootfs", sb->rootfs);

@@ -305,6 +305,9 @@ int mock_op_network_detach(mock_op *op, const char *id)
 
 		if (net == NULL) {
 			mock_err_set(&op->err, 404, "NOT_FOUND", "error", "network not found");
+		} else if (!has_string(sb->networks, cJSON_GetObjectItem(net, "id")->valuestring)) {
+			mock_err_set(&op->err, 404, "NOT_FOUND", "error",
+				     "the sandbox is not attached to this network");
 		} else {
 			remove_string(sb->networks, cJSON_GetObjectItem(net, "id")->valuestring);
 			remove_string(cJSON_GetObjectItem(net, "members"), sb->id);
@@ -322,8 +325,21 @@ cJSON *mock_op_sandbox_disks(mock_op *op)
 
 	pthread_mutex_lock(&op->mock->model->lock);
 	sb = find_sandbox(op);
-	if (sb != NULL)
-		all = cJSON_Duplicate(sb->disks, true);
+	if (sb != NULL) {
+		bool mounted = sb->status != ST_CREATING && sb->status != ST_DESTROYING &&
+			       sb->status != ST_DESTROYED && sb->status != ST_FAILED;
+		const cJSON *att;
+
+		all = cJSON_CreateArray();
+		cJSON_ArrayForEach(att, sb->disks) {
+			cJSON *v = mock_sandbox_disk_view(sb->tenant, att, mounted);
+
+			if (v != NULL && all != NULL)
+				cJSON_AddItemToArray(all, v);
+			else
+				cJSON_Delete(v);
+		}
+	}
 	pthread_mutex_unlock(&op->mock->model->lock);
 	return all;
 }
@@ -409,14 +425,9 @@ static cJSON *coll_find(mock_tenant *t, mock_coll c, const char *id)
 /* An item's view. Lock held. */
 static cJSON *coll_view(mock_model *m, mock_coll c, cJSON *item)
 {
-	cJSON *v;
-
 	switch (c) {
 	case MOCK_NETWORKS:
-		v = cJSON_Duplicate(item, true);
-		cJSON_AddNumberToObject(v, "member_count",
-					cJSON_GetArraySize(cJSON_GetObjectItem(item, "members")));
-		return v;
+		return mock_network_view(m, item, true);
 	case MOCK_DISKS:
 		return mock_disk_view(item);
 	default:

@@ -16,7 +16,7 @@
  * with a final frame, delete. */
 static void templates_build_on_the_clock(void **state)
 {
-	char tpl[64], path[160];
+	char tpl[64], path[160], body_buf[160];
 	th_resp r;
 	const char *body;
 
@@ -46,6 +46,11 @@ static void templates_build_on_the_clock(void **state)
 	th_json(U, "tk", "GET", path, NULL, &r);
 	assert_string_equal(th_data_str(&r, "status"), "building");
 	th_resp_free(&r);
+	snprintf(body_buf, sizeof(body_buf), "{\"shape\":\"s-1vcpu-256mb\",\"rootfs\":\"%s\"}", tpl);
+	th_json(U, "tk", "POST", "/v1/sandboxes", body_buf, &r);
+	expect_status(&r, 400, "a building template as rootfs");
+	assert_non_null(fail_field(&r, "rootfs"));
+	th_resp_free(&r);
 	th_admin(U, TOK, "POST", "/_mock/clock/advance", "{\"ms\":8000}", &r);
 	th_resp_free(&r);
 	snprintf(path, sizeof(path), "/v1/templates/%s?include=dockerfile", tpl);
@@ -59,13 +64,30 @@ static void templates_build_on_the_clock(void **state)
 	body = sbx_strbuf_str(&r.body);
 	assert_non_null(strstr(body, "{\"final\":true,\"status\":\"ready\"}\n"));
 	th_resp_free(&r);
+	/* ?attempt= honoured: the one build is attempt 1 */
+	snprintf(path, sizeof(path), "/v1/templates/%s/logs?attempt=1", tpl);
+	th_json(U, "tk", "GET", path, NULL, &r);
+	expect_status(&r, 200, "logs of attempt 1");
+	th_resp_free(&r);
+	snprintf(path, sizeof(path), "/v1/templates/%s/logs?attempt=2", tpl);
+	th_json(U, "tk", "GET", path, NULL, &r);
+	expect_status(&r, 404, "logs of an unknown attempt");
+	th_resp_free(&r);
+	snprintf(path, sizeof(path), "/v1/templates/%s/logs?attempt=x", tpl);
+	th_json(U, "tk", "GET", path, NULL, &r);
+	expect_status(&r, 400, "logs of a junk attempt");
+	th_resp_free(&r);
+	/* ready: a rootfs, by id (above) or by name */
+	th_json(U, "tk", "POST", "/v1/sandboxes", body_buf, &r);
+	expect_status(&r, 200, "a ready template as rootfs (id)");
+	th_resp_free(&r);
 	th_json(U, "other", "GET", "/v1/templates/t1", NULL, &r);
 	expect_status(&r, 404, "another key's template");
 	th_resp_free(&r);
 	snprintf(path, sizeof(path), "/v1/templates/%s", tpl);
 	th_json(U, "tk", "DELETE", path, NULL, &r);
 	expect_status(&r, 200, "template delete");
-	assert_true(cJSON_IsTrue(data_item(&r, "deleted")));
+	assert_true(cJSON_IsTrue(data_item(&r, "ok")));
 	th_resp_free(&r);
 	th_json(U, "tk", "GET", path, NULL, &r);
 	expect_status(&r, 404, "deleted template");

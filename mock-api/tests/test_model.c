@@ -254,7 +254,9 @@ static void views_omit_empty_fields(void **state)
 	cJSON *c = mock_sandbox_create_view(m, sb);
 
 	(void)state;
-	assert_null(cJSON_GetObjectItem(v, "name"));
+	/* no name given: one is generated (SDK "Empty = auto-generated") */
+	assert_string_equal(cJSON_GetObjectItem(v, "name")->valuestring, sb->name);
+	assert_memory_equal(sb->name, "sandbox-", 8);
 	assert_null(cJSON_GetObjectItem(v, "egress"));
 	assert_null(cJSON_GetObjectItem(v, "forked_from"));
 	assert_non_null(cJSON_GetObjectItem(v, "ingress_enabled"));

@@ -7,8 +7,12 @@ import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { createInterface } from "node:readline";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 
+import * as F from "./fidelity.mjs";
 import {
+  Sandbox,
   CreateosSandboxClient,
   CreateosSandboxNotFoundError,
   CreateosSandboxValidationError,
@@ -17,13 +21,18 @@ import {
   CreateosSandboxAuthError,
 } from "@nodeops-createos/sandbox";
 
+// Every public SDK method is wrapped (result checked against its declared
+// type, call counted) and every response recorded and checked by route:
+// see fidelity.mjs; the last test fails on any mismatch or uncalled method.
+const SDKF = F.instrument();
+
 const BIN = process.env.SBX_MOCK_BIN ?? process.argv[2];
 const ADMIN = "sdk-admin-token";
 let proc;
 let baseUrl;
 
 function client(apiKey, extra = {}) {
-  return new CreateosSandboxClient({ apiKey, baseUrl, ...extra });
+  return new CreateosSandboxClient({ apiKey, baseUrl, fetch: F.recordingFetch, ...extra });
 }
 
 async function admin(method, path, body) {
@@ -179,7 +188,7 @@ test("error classes the SDK maps", async () => {
     return true;
   });
   await assert.rejects(
-    new CreateosSandboxClient({ baseUrl, authHeaders: { "X-Api-Key": "" } }).whoami(),
+    new CreateosSandboxClient({ baseUrl, fetch: F.recordingFetch, authHeaders: { "X-Api-Key": "" } }).whoami(),
     CreateosSandboxAuthError,
   );
 
@@ -222,4 +231,203 @@ test("error classes the SDK maps", async () => {
     [503, 200],
   );
   await admin("POST", "/_mock/reset");
+});
+
+// ---- the rest of the SDK surface (issue 15): networks, disks, templates,
+// the sandbox helpers not used above, and the self-signal helpers ----
+
+const SHAPE = "s-1vcpu-256mb";
+
+test("client helpers: createClient, hosts, Sandbox.create/connect, by-ip, iterate", async () => {
+  const box = SDKF.createClient({ apiKey: "sdk-surface", baseUrl, fetch: F.recordingFetch });
+  const hosts = await box.listHosts();
+  assert.ok(hosts.length >= 1);
+  const iterated = [];
+  for await (const h of box.iterateHosts()) iterated.push(h.id);
+  assert.deepEqual(iterated, hosts.map((h) => h.id));
+
+  const sb = await Sandbox.create({ shape: SHAPE }, { apiKey: "sdk-surface", baseUrl, fetch: F.recordingFetch });
+  // no name given: a generated one, the same on every read (SDK: "Empty = auto-generated")
+  assert.match(sb.name, /^sandbox-[a-z0-9-]+$/);
+  const again = await Sandbox.connect(sb.id, { apiKey: "sdk-surface", baseUrl, fetch: F.recordingFetch });
+  assert.equal(again.name, sb.name);
+  assert.equal((await again.refresh()).name, sb.name);
+  assert.equal((await box.getSandboxByIP(sb.ip)).id, sb.id);
+  assert.equal((await box.getSandbox(sb.id)).name, sb.name);
+  const ids = [];
+  for await (const s of box.iterateSandboxes()) ids.push(s.id);
+  assert.ok(ids.includes(sb.id));
+  assert.equal(sb.toJSON().id, sb.id);
+  await sb.destroy();
+});
+
+test("sandbox helpers: sh, resize, ingress, auto-pause, ssh keys, bandwidth, port ready", async () => {
+  const box = client("sdk-helpers");
+  const sb = await box.createSandbox({ shape: SHAPE, name: "sdk-helpers" });
+  assert.equal((await sb.sh("echo $((6*7))")).result.stdout, "42\n");
+  const grown = await sb.resize(sb.data.disk_mib * 2);
+  assert.equal(grown.id, sb.id);
+  await sb.setIngress(true);
+  assert.equal(sb.data.ingress_enabled, true);
+  assert.match(sb.previewUrl(8080), /8080/);
+  await sb.setAutoPause(600);
+  assert.equal(sb.data.auto_pause_after_seconds, 600);
+  await sb.setAutoPause(null);
+  assert.equal(sb.data.auto_pause_after_seconds, undefined);
+  const keys = await sb.addSSHPubkeys([
+    "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl sdk@test",
+  ]);
+  assert.equal(keys.count, 1);
+  const bw = await sb.getBandwidth();
+  const more = await sb.rechargeBandwidth(1024);
+  assert.equal(more.quota_bytes, bw.quota_bytes + 1024);
+  await sb.sh(
+    "python3 -c 'import socket,time;s=socket.socket();s.bind((\"127.0.0.1\",8081));s.listen();time.sleep(60)' >/dev/null 2>&1 &",
+  );
+  await sb.waitForPortReady(8081, { timeoutMs: 10_000, intervalMs: 100 });
+  await sb.destroy();
+});
+
+test("networks: create, list, iterate, get with member objects, attach, detach, delete", async () => {
+  const box = client("sdk-net");
+  const net = await box.networks.create({ name: "fid-net" });
+  assert.match(net.id, /^net-/);
+  const sb = await box.createSandbox({ shape: SHAPE, name: "fid-member" });
+  assert.deepEqual(await sb.attachNetwork(net.id), { ok: true });
+  const got = await box.networks.get(net.id);
+  assert.equal(got.members.length, 1);
+  const [m] = got.members;
+  assert.equal(m.sandbox_id, sb.id);
+  assert.equal(m.name, "fid-member");
+  assert.equal(typeof m.status, "string");
+  assert.match(m.ip, /^\d+\.\d+\.\d+\.\d+$/);
+  const list = await box.networks.list();
+  assert.equal(list.find((n) => n.id === net.id).member_count, 1);
+  const seen = [];
+  for await (const n of box.networks.iterate()) seen.push(n.id);
+  assert.deepEqual(seen, [net.id]);
+  assert.deepEqual(await sb.detachNetwork(net.id), { ok: true });
+  // not attached (any more): 404
+  await assert.rejects(sb.detachNetwork(net.id), CreateosSandboxNotFoundError);
+  assert.deepEqual(await box.networks.delete(net.id), { ok: true });
+  await sb.destroy();
+});
+
+test("disks: create, list, iterate, get, rotate, create-time and live attachments, delete", async () => {
+  const box = client("sdk-disk");
+  const body = {
+    name: "fid-disk",
+    kind: "s3",
+    config: { bucket: "b1", endpoint: "https://s3.example.test", region: "eu-1" },
+    credentials: { access_key: "AK", secret_key: "SK" },
+  };
+  const disk = await box.disks.create(body);
+  assert.match(disk.id, /^disk_/);
+  assert.equal((await box.disks.list()).length, 1);
+  const seen = [];
+  for await (const d of box.disks.iterate()) seen.push(d.id);
+  assert.deepEqual(seen, [disk.id]);
+  assert.equal((await box.disks.get("fid-disk")).id, disk.id);
+  const rotated = await box.disks.rotateCredentials("fid-disk", { access_key: "AK2", secret_key: "SK2" });
+  assert.equal(rotated.id, disk.id);
+
+  // create-time disks: resolved by name, listed as SandboxDiskView
+  const sb = await box.createSandbox({ shape: SHAPE, disks: [{ disk_id: "fid-disk", mount_path: "/mnt/data" }] });
+  const listed = await sb.listDisks();
+  assert.equal(listed.length, 1);
+  assert.equal(listed[0].disk_id, disk.id);
+  assert.equal(listed[0].name, "fid-disk");
+  assert.equal(listed[0].kind, "s3");
+  assert.equal(listed[0].config.bucket, "b1");
+  assert.equal(listed[0].mount_status, "mounted");
+  const it = [];
+  for await (const d of sb.iterateDisks()) it.push(d.mount_path);
+  assert.deepEqual(it, ["/mnt/data"]);
+  // unknown, junk and another tenant's disks are refused
+  const stranger = client("sdk-disk-stranger");
+  for (const disks of [
+    [{ disk_id: disk.id, mount_path: "/mnt/x" }],
+    [{ disk_id: "disk_NOPE", mount_path: "/mnt/x" }],
+    [{ mount_path: "/mnt/x" }],
+    [{ disk_id: "fid-disk", mount_path: "relative" }],
+    "junk",
+  ]) {
+    const who = disks[0]?.disk_id === disk.id ? stranger : box;
+    await assert.rejects(who.createSandbox({ shape: SHAPE, disks }), CreateosSandboxValidationError);
+  }
+  assert.deepEqual((await stranger.whoami()).stats.total, 0);
+
+  const sb2 = await box.createSandbox({ shape: SHAPE });
+  assert.deepEqual(await sb2.attachDisk({ diskId: "fid-disk", mountPath: "/mnt/d", subPath: "sub" }), { ok: true });
+  assert.equal((await sb2.listDisks())[0].sub_path, "sub");
+  assert.deepEqual(await sb2.detachDisk({ diskId: "fid-disk", mountPath: "/mnt/d" }), { detached: true });
+  await sb.destroy();
+  await sb2.destroy();
+  assert.deepEqual(await box.disks.delete(disk.id), { deleted: true });
+});
+
+test("templates: create, list, iterate, get, logs by attempt, follow, rootfs, delete", async () => {
+  const box = client("sdk-tpl");
+  const tpl = await box.templates.create({ name: "fid-tpl", dockerfile: "FROM devbox:1\nRUN true\n" });
+  assert.match(tpl.id, /^tpl_/);
+  // neither in the catalog nor a template: refused
+  await assert.rejects(box.createSandbox({ shape: SHAPE, rootfs: "no-such-tpl" }), CreateosSandboxValidationError);
+  await admin("POST", "/_mock/clock/advance", { ms: 3_600_000 });
+  const got = await box.templates.get(tpl.id, { include: "dockerfile" });
+  assert.equal(got.status, "ready");
+  assert.match(got.dockerfile, /FROM devbox/);
+  assert.equal((await box.templates.list()).length, 1);
+  const seen = [];
+  for await (const t of box.templates.iterate()) seen.push(t.id);
+  assert.deepEqual(seen, [tpl.id]);
+  assert.match(await box.templates.logs(tpl.id), /build finished/);
+  assert.match(await box.templates.logs(tpl.id, { attempt: 1 }), /build finished/);
+  await assert.rejects(box.templates.logs(tpl.id, { attempt: 2 }), CreateosSandboxNotFoundError);
+  const events = [];
+  for await (const ev of box.templates.followLogs(tpl.id)) events.push(ev);
+  assert.deepEqual(events.at(-1), { final: true, status: "ready" });
+  // a ready template is a rootfs, by name or by id
+  const byName = await box.createSandbox({ shape: SHAPE, rootfs: "fid-tpl" });
+  const byId = await box.createSandbox({ shape: SHAPE, rootfs: tpl.id });
+  assert.equal((await byName.runCommand("true")).result.exit_code, 0);
+  await byName.destroy();
+  await byId.destroy();
+  assert.deepEqual(await box.templates.delete(tpl.id), { ok: true });
+});
+
+// selfPause / selfDelete talk to 127.0.0.1:1029 from inside a guest: the
+// SDK's own self.js is copied into a sandbox and run there with node.
+test("self-signal helpers from inside a guest", async () => {
+  const box = client("sdk-self");
+  const src = readFileSync(join(F.DIST, "self.js"));
+  const run = (sb, fn) =>
+    sb.runCommand("node", ["-e", `import("/workspace/self.mjs").then((m) => m.${fn}("fidelity")).then(() => console.log("ok"))`], {
+      timeoutMs: 30_000,
+    });
+
+  const sb = await box.createSandbox({ shape: SHAPE });
+  await sb.files.upload("/workspace/self.mjs", src);
+  const pausing = run(sb, "selfPause");
+  await sb.waitUntilPaused({ timeoutMs: 20_000 });
+  await sb.resume();
+  const res = await pausing;
+  assert.equal(res.result.stdout, "ok\n", JSON.stringify(res.result));
+  F.markCalled("selfPause");
+
+  const sb2 = await box.createSandbox({ shape: SHAPE });
+  await sb2.files.upload("/workspace/self.mjs", src);
+  await run(sb2, "selfDelete").catch(() => {}); // the guest dies with its sandbox
+  await sb2.waitUntilDestroyed({ timeoutMs: 20_000 });
+  F.markCalled("selfDelete");
+  await sb.destroy();
+});
+
+test("fidelity: every SDK method called, every answer matches its declared type", () => {
+  const r = F.report();
+  console.log(
+    `fidelity: ${r.methods.length} public methods, ${r.methods.length - r.never.length} called; ` +
+      `${r.responses} responses checked; schemas generated in ${F.schemaMs} ms; never called: ${r.never.join(", ") || "none"}`,
+  );
+  assert.deepEqual(r.mismatches, [], `answers that break the SDK's types:\n${r.mismatches.join("\n")}`);
+  assert.deepEqual(r.never, [], `SDK methods the suite never calls: ${r.never.join(", ")}`);
 });
