@@ -6,7 +6,8 @@
 #   <name>.dict              fuzz/dict/<name>.dict
 # plus lib/: the shared libraries the targets need that the runner image
 # lacks (libcjson, libmicrohttpd, libcurl, libseccomp and theirs), found by
-# the targets' RUNPATH $ORIGIN/lib.
+# the targets' RPATH $ORIGIN/lib (DT_RPATH, not RUNPATH: it also serves the
+# libraries' own dependencies).
 # Inputs: CC, CFLAGS, LIB_FUZZING_ENGINE, OUT, WORK (scratch; default
 # $OUT/../work), SRC (unused: the source tree is the current directory, as
 # the Dockerfile's WORKDIR). ctest cflite_build_sh runs this script locally.
@@ -30,7 +31,7 @@ cmake -S "$src" -B "$work" -G "Unix Makefiles" \
   -DCMAKE_C_COMPILER="$CC" \
   -DSBX_LIB_FUZZING_ENGINE="$LIB_FUZZING_ENGINE" \
   -DSBX_WERROR=OFF -DSBX_SDK_TESTS=OFF -DBUILD_TESTING=OFF \
-  -DCMAKE_BUILD_RPATH='$ORIGIN/lib' >/dev/null
+  -DCMAKE_BUILD_RPATH='$ORIGIN/lib' -DCMAKE_EXE_LINKER_FLAGS=-Wl,--disable-new-dtags >/dev/null
 cmake --build "$work" --parallel "$jobs" --target "${names[@]}"
 
 mkdir -p "$OUT/lib"

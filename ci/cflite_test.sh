@@ -4,7 +4,7 @@
 # Debian's clang and libFuzzer instead of the base-builder image) into a
 # scratch $OUT, then checks for every fuzz/<name>_fuzzer.c: the executable
 # <name>, <name>_seed_corpus.zip holding exactly fuzz/corpus/<name>/,
-# <name>.dict equal to fuzz/dict/<name>.dict, a RUNPATH of $ORIGIN/lib with
+# <name>.dict equal to fuzz/dict/<name>.dict, an RPATH of $ORIGIN/lib with
 # the non-glibc libraries in $OUT/lib, and that the target runs -runs=10 over
 # its unzipped seed corpus with only $OUT/lib for its libraries.
 set -euo pipefail
@@ -50,7 +50,7 @@ with zipfile.ZipFile(zpath) as z:
 print("%s: %d seeds" % (os.path.basename(zpath), len(names)))
 PY
   cmp -s "$tmp/out/$name.dict" "$src/fuzz/dict/$name.dict" || bad "$name: \$OUT/$name.dict missing or not fuzz/dict/$name.dict"
-  readelf -d "$bin" | grep -Eq 'R(UN)?PATH.*\$ORIGIN/lib' || bad "$name: no RUNPATH \$ORIGIN/lib"
+  readelf -d "$bin" | grep -Eq '\(RPATH\).*\$ORIGIN/lib' || bad "$name: no RPATH \$ORIGIN/lib"
   if ldd "$bin" | grep -q 'not found'; then bad "$name: unresolved libraries: $(ldd "$bin" | grep 'not found')"; fi
   # Libraries resolve from $OUT/lib (as on the runner image), not the system.
   while read -r lib path; do
