@@ -27,7 +27,8 @@ endfunction()
 # sbx_add_fuzzer(NAME name SOURCE file.c LIBS ... CORPUS dir [DICT file])
 # Always builds <name>_replay (the target plus fuzz/replay_main.c) and runs it
 # over the corpus as a ctest test, so gcc builds replay every corpus file. With
-# SBX_FUZZ it also builds <name>, the libFuzzer binary.
+# SBX_FUZZ (or SBX_LIB_FUZZING_ENGINE) it also builds <name>, the libFuzzer
+# binary, linked with -fsanitize=fuzzer or with SBX_LIB_FUZZING_ENGINE.
 function(sbx_add_fuzzer)
   cmake_parse_arguments(F "" "NAME;SOURCE;CORPUS;DICT" "LIBS" ${ARGN})
   add_executable(${F_NAME}_replay ${F_SOURCE} ${PROJECT_SOURCE_DIR}/fuzz/replay_main.c)
@@ -35,10 +36,15 @@ function(sbx_add_fuzzer)
   target_link_libraries(${F_NAME}_replay PRIVATE ${F_LIBS})
   add_test(NAME fuzz_replay_${F_NAME} COMMAND ${F_NAME}_replay ${F_CORPUS})
   set_tests_properties(fuzz_replay_${F_NAME} PROPERTIES LABELS "fuzz" TIMEOUT 300)
-  if(SBX_FUZZ)
+  if(SBX_FUZZ OR NOT SBX_LIB_FUZZING_ENGINE STREQUAL "")
     add_executable(${F_NAME} ${F_SOURCE})
     sbx_project_target(${F_NAME})
-    target_link_libraries(${F_NAME} PRIVATE ${F_LIBS})
-    target_link_options(${F_NAME} PRIVATE -fsanitize=fuzzer)
+    if(SBX_LIB_FUZZING_ENGINE STREQUAL "")
+      target_link_libraries(${F_NAME} PRIVATE ${F_LIBS})
+      target_link_options(${F_NAME} PRIVATE -fsanitize=fuzzer)
+    else()
+      separate_arguments(engine UNIX_COMMAND "${SBX_LIB_FUZZING_ENGINE}")
+      target_link_libraries(${F_NAME} PRIVATE ${F_LIBS} ${engine})
+    endif()
   endif()
 endfunction()

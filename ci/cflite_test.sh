@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# ctest cflite_build_sh: runs .clusterfuzzlite/build.sh as OSS-Fuzz /
+# ClusterFuzzLite would (CC, CFLAGS, LIB_FUZZING_ENGINE, OUT, SRC, WORK set;
+# Debian's clang and libFuzzer instead of the base-builder image) into a
+# scratch $OUT, then checks for every fuzz/<name>_fuzzer.c: the executable
+# <name>, <name>_seed_corpus.zip holding exactly fuzz/corpus/<name>/,
+# <name>.dict equal to fuzz/dict/<name>.dict, an RPATH of $ORIGIN/lib with
+# the non-glibc libraries in $OUT/lib, and that the target runs -runs=10 over
+# its unzipped seed corpus with only $OUT/lib for its libraries.
+set -euo pipefail
+src=$(cd "$(dirname "$0")/.." && pwd)
+cc=${SBX_CFLITE_CC:-clang}
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/sbx-cflite.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+mkdir -p "$tmp/out" "$tmp/work" "$tmp/src"
+fail=0
+bad() { echo "cflite: FAIL: $*"; fail=1; }
+
+echo "cflite: build.sh into $tmp/out"
+( cd "$src" && env CC="$cc" CXX="${cc/clang/clang++}" \
+    CFLAGS="-O1 -fno-omit-frame-pointer -gline-tables-only -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION -fsanitize=address -fsanitize-address-use-after-scope -fsanitize=fuzzer-no-link" \
+    LIB_FUZZING_ENGINE="-fsanitize=fuzzer" SANITIZER=address FUZZING_ENGINE=libfuzzer \
+    OUT="$tmp/out" SRC="$tmp/src" WORK="$tmp/work" SBX_BUILD_JOBS="${SBX_BUILD_JOBS:-2}" \
+    bash .clusterfuzzlite/build.sh ) > "$tmp/build.log" 2>&1 || { tail -n 40 "$tmp/build.log"; echo "cflite: FAIL: build.sh exited non-zero"; exit 1; }
+tail -n 1 "$tmp/build.log"
+
+n=0
+for f in "$src"/fuzz/*_fuzzer.c; do
+  name=$(basename "$f" _fuzzer.c); n=$((n + 1))
+  bin=$tmp/out/$name
+  [ -x "$bin" ] || { bad "$name: no executable \$OUT/$name"; continue; }
+  python3 - "$tmp/out/${name}_seed_corpus.zip" "$src/fuzz/corpus/$name" "$tmp/corpus-$name" <<'PY' || bad "$name: seed corpus zip"
+import os, sys, zipfile
+zpath, corpus, dest = sys.argv[1:]
+if not os.path.isfile(zpath):
+    sys.exit("missing %s" % zpath)
+with zipfile.ZipFile(zpath) as z:
+    bad = z.testzip()
+    if bad:
+        sys.exit("corrupt member %s" % bad)
+    names = sorted(z.namelist())
+    want = sorted(n for n in os.listdir(corpus) if os.path.isfile(os.path.join(corpus, n)))
+    if names != want:
+        sys.exit("zip holds %d files, corpus %d (first difference: %s)" % (
+            len(names), len(want), sorted(set(names) ^ set(want))[:3]))
+    for n in names:
+        if z.read(n) != open(os.path.join(corpus, n), "rb").read():
+            sys.exit("%s differs from the corpus file" % n)
+    z.extractall(dest)
+print("%s: %d seeds" % (os.path.basename(zpath), len(names)))
+PY
+  cmp -s "$tmp/out/$name.dict" "$src/fuzz/dict/$name.dict" || bad "$name: \$OUT/$name.dict missing or not fuzz/dict/$name.dict"
+  readelf -d "$bin" | grep -Eq '\(RPATH\).*\$ORIGIN/lib' || bad "$name: no RPATH \$ORIGIN/lib"
+  if ldd "$bin" | grep -q 'not found'; then bad "$name: unresolved libraries: $(ldd "$bin" | grep 'not found')"; fi
+  # Libraries resolve from $OUT/lib (as on the runner image), not the system.
+  while read -r lib path; do
+    case "$lib" in
+      libc.so*|libm.so*|libdl.so*|libpthread.so*|librt.so*|ld-linux*|libgcc_s.so*|libstdc++.so*|libresolv.so*|libutil.so*) ;;
+      *) [[ "$path" == "$tmp/out/lib/"* ]] || bad "$name: $lib resolves to $path, not \$OUT/lib" ;;
+    esac
+  done < <(env -u LD_LIBRARY_PATH ldd "$bin" | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}')
+  mkdir -p "$tmp/run-$name"
+  if ! (cd "$tmp/run-$name" && env -u LD_LIBRARY_PATH UBSAN_OPTIONS=halt_on_error=1 \
+        "$bin" -runs=10 -dict="$tmp/out/$name.dict" "$tmp/corpus-$name") > "$tmp/run-$name.log" 2>&1; then
+    tail -n 20 "$tmp/run-$name.log"; bad "$name: -runs=10 over its seed corpus failed"
+  else
+    echo "cflite: $name: $(grep -Eo 'Done [0-9]+ runs.*' "$tmp/run-$name.log" | head -n 1)"
+  fi
+done
+[ "$n" -gt 0 ] || bad "no fuzz targets"
+extra=$(cd "$tmp/out" && ls | grep -Ev '^(lib|.*_seed_corpus\.zip|.*\.dict)$' | wc -l)
+[ "$extra" -eq "$n" ] || bad "\$OUT has $extra executables, fuzz/ has $n targets"
+[ $fail = 0 ] || exit 1
+echo "cflite: $n targets, seed corpora and dictionaries OK"
