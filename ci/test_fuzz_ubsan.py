@@ -18,7 +18,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def fuzz_flags():
     text = open(os.path.join(ROOT, "CMakeLists.txt")).read()
-    block = re.search(r"^if\(SBX_FUZZ\)(.*?)^endif\(\)", text, re.S | re.M)
+    block = re.search(r"^if\(SBX_FUZZ\b[^\n]*\)(.*?)^endif\(\)", text, re.S | re.M)
     assert block, "no if(SBX_FUZZ) block in CMakeLists.txt"
     opts = re.search(r"add_compile_options\((.*?)\)", block.group(1), re.S)
     assert opts, "no add_compile_options in the SBX_FUZZ block"
