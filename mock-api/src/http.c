@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* ---- request facts: key, fault summary, journal ---- */
 
@@ -252,6 +253,13 @@ static bool offload(mreq *r)
 
 /* ---- the pipeline: MHD's callbacks ---- */
 
+static void new_request_id(mreq *r)
+{
+	snprintf(r->request_id, sizeof(r->request_id), "req_%08lx%012llx",
+		 (unsigned long)(r->mock->seed & 0xffffffff),
+		 (unsigned long long)atomic_fetch_add(&r->mock->req_counter, 1));
+}
+
 /* The request is complete: id, body, key, fault rules; then serves it
  * inline or offloads it. */
 static enum MHD_Result dispatch(mreq *r)
@@ -261,9 +269,7 @@ static enum MHD_Result dispatch(mreq *r)
 	mock_fault_req q;
 	char name[MOCK_NAME_MAX + 2];
 
-	snprintf(r->request_id, sizeof(r->request_id), "req_%08lx%012llx",
-		 (unsigned long)(mock->seed & 0xffffffff),
-		 (unsigned long long)atomic_fetch_add(&mock->req_counter, 1));
+	new_request_id(r);
 	if (r->too_large) {
 		char msg[128];
 
@@ -290,6 +296,81 @@ static enum MHD_Result dispatch(mreq *r)
 	return finish(r, &out);
 }
 
+/* ---- framing: answered on the first call, before any body byte ---- */
+
+typedef struct {
+	unsigned n;       /* Content-Length headers seen */
+	const char *first; /* the first one's value */
+	bool differ;      /* a later one differs from the first */
+} cl_count;
+
+static enum MHD_Result count_cl(void *cls, enum MHD_ValueKind kind, const char *key,
+				const char *value)
+{
+	cl_count *c = cls;
+
+	(void)kind;
+	if (key == NULL || strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) != 0)
+		return MHD_YES;
+	if (c->n++ == 0)
+		c->first = value;
+	else if (value == NULL || c->first == NULL || strcmp(value, c->first) != 0)
+		c->differ = true;
+	return MHD_YES;
+}
+
+/* Why the request's framing is ambiguous (RFC 9112 6.3), or NULL: two
+ * Content-Length headers that differ, or Content-Length with
+ * Transfer-Encoding. libmicrohttpd 0.9.75 accepts both (it reads by the
+ * first Content-Length, or as chunked). */
+static const char *framing_problem(struct MHD_Connection *conn)
+{
+	cl_count c = {0};
+
+	MHD_get_connection_values(conn, MHD_HEADER_KIND, count_cl, &c);
+	if (c.differ)
+		return "two Content-Length headers with different values";
+	if (c.n > 0 && MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+						   MHD_HTTP_HEADER_TRANSFER_ENCODING) != NULL)
+		return "Content-Length together with Transfer-Encoding";
+	return NULL;
+}
+
+/* Answers on the first call, before the body is read (and before MHD
+ * sends 100 Continue), and closes the connection after the answer: MHD
+ * then reads neither the body nor anything behind it. */
+static enum MHD_Result answer_early(mreq *r, int status, const char *code, const char *msg)
+{
+	mresp out;
+
+	new_request_id(r);
+	memset(&out, 0, sizeof(out));
+	resp_fail(&out, status, "body", code, msg);
+	resp_header(&out, MHD_HTTP_HEADER_CONNECTION, "close");
+	if (!r->admin)
+		journal_record(r, status);
+	return finish(r, &out);
+}
+
+/* The first call's checks: ambiguous framing → 400, a declared body over
+ * the route's limit → 413; both answered at once. */
+static enum MHD_Result check_framing(mreq *r)
+{
+	const char *why = framing_problem(r->conn);
+	const char *cl;
+	char msg[128];
+
+	if (why != NULL)
+		return answer_early(r, 400, "BAD_FRAMING", why);
+	cl = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	if (cl != NULL && strtoull(cl, NULL, 10) > r->limit) {
+		r->too_large = true;
+		snprintf(msg, sizeof(msg), "request body is over the %zu-byte limit", r->limit);
+		return answer_early(r, 413, "PAYLOAD_TOO_LARGE", msg);
+	}
+	return MHD_YES;
+}
+
 static bool self_conn(const sbx_mock *mock, struct MHD_Connection *conn)
 {
 	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_DAEMON);
@@ -307,8 +388,6 @@ enum MHD_Result mock_http_on_request(void *cls, struct MHD_Connection *conn, con
 
 	(void)version;
 	if (r == NULL) {
-		const char *cl;
-
 		r = calloc(1, sizeof(*r));
 		if (r == NULL)
 			return MHD_NO;
@@ -328,10 +407,7 @@ enum MHD_Result mock_http_on_request(void *cls, struct MHD_Connection *conn, con
 		r->route = mock_route_lookup(r->self, r->admin, method, url);
 		r->limit = r->route != NULL && (r->route->flags & ROUTE_FILE_BODY) != 0 ? mock->max_file
 											  : mock->max_json;
-		cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-		if (cl != NULL && strtoull(cl, NULL, 10) > r->limit)
-			r->too_large = true;
-		return MHD_YES;
+		return check_framing(r);
 	}
 	if (*upload_data_size != 0) {
 		if (!r->too_large) {

@@ -1,0 +1,163 @@
+/* Integration over loopback (the shared embedded mock): HTTP framing and
+ * declared body sizes, answered from the request's headers (issue 16).
+ * Raw TCP, since a client library would not send these requests:
+ *   - two differing Content-Length headers → 400 JSend, the connection
+ *     closed, a request smuggled behind it never answered;
+ *   - Content-Length with Transfer-Encoding: chunked → the same;
+ *   - a declared Content-Length over the limit → 413 before any body byte
+ *     is sent, and with Expect: 100-continue no 100 Continue first. */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+
+#include "mock_fixture.h"
+
+#define SMUGGLED "GET /v1/sandboxes HTTP/1.1\r\nHost: x\r\n\r\n"
+
+/* A connected socket to the mock with a 3 s receive timeout, or -1. */
+static int connect_mock(void)
+{
+	struct sockaddr_in sa;
+	struct timeval tv = {.tv_sec = 3};
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -1;
+	memset(&sa, 0, sizeof(sa));
+	sa.sin_family = AF_INET;
+	sa.sin_port = htons(sbx_mock_port(g_mock));
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Sends req on a new connection and reads until the mock closes it or 3 s
+ * pass without a byte; buf gets what arrived (NUL-terminated). True when
+ * the mock closed the connection. */
+static bool exchange(const char *req, char *buf, size_t cap)
+{
+	int fd = connect_mock();
+	size_t len = 0;
+	bool closed = false;
+
+	assert_true(fd >= 0);
+	assert_int_equal(send(fd, req, strlen(req), MSG_NOSIGNAL), (ssize_t)strlen(req));
+	while (len + 1 < cap) {
+		ssize_t n = recv(fd, buf + len, cap - 1 - len, 0);
+
+		if (n > 0) {
+			len += (size_t)n;
+			continue;
+		}
+		closed = n == 0 || errno == ECONNRESET;
+		break;
+	}
+	buf[len] = '\0';
+	close(fd);
+	return closed;
+}
+
+/* How many answers (status lines) buf holds. */
+static int answers(const char *buf)
+{
+	int n = 0;
+
+	for (const char *p = buf; (p = strstr(p, "HTTP/1.1 ")) != NULL; p++)
+		n++;
+	return n;
+}
+
+/* One JSend failure answer with status, then the connection closed. */
+static void expect_one_fail(const char *req, const char *status)
+{
+	char buf[8192];
+	bool closed = exchange(req, buf, sizeof(buf));
+
+	if (strncmp(buf, status, strlen(status)) != 0 || answers(buf) != 1 || !closed)
+		fail_msg("want one '%s' answer then close; closed=%d, got:\n%s", status, closed,
+			 buf);
+	assert_non_null(strstr(buf, "\"status\":\"fail\""));
+	assert_non_null(strcasestr(buf, "Connection: close"));
+}
+
+static void test_duplicate_content_length(void **state)
+{
+	(void)state;
+	expect_one_fail("POST /v1/sandboxes HTTP/1.1\r\nHost: x\r\n"
+			"Content-Type: application/json\r\n"
+			"Content-Length: 2\r\nContent-Length: 40\r\n\r\n{}" SMUGGLED,
+			"HTTP/1.1 400");
+}
+
+static void test_content_length_with_chunked(void **state)
+{
+	(void)state;
+	expect_one_fail("POST /v1/sandboxes HTTP/1.1\r\nHost: x\r\n"
+			"Content-Type: application/json\r\n"
+			"Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n" SMUGGLED,
+			"HTTP/1.1 400");
+}
+
+/* Equal duplicates are one length (RFC 9110 8.6): served, and the
+ * connection stays open for the next request. */
+static void test_equal_duplicates_served(void **state)
+{
+	char buf[8192];
+	bool closed;
+
+	(void)state;
+	closed = exchange("POST /v1/sandboxes HTTP/1.1\r\nHost: x\r\n"
+			  "Content-Type: application/json\r\n"
+			  "Content-Length: 2\r\nContent-Length: 2\r\n\r\n{}" SMUGGLED,
+			  buf, sizeof(buf));
+	if (answers(buf) != 2 || closed || strstr(buf, "HTTP/1.1 400") != NULL)
+		fail_msg("want two answers on an open connection; closed=%d, got:\n%s", closed,
+			 buf);
+}
+
+static void test_huge_length_answered_at_once(void **state)
+{
+	(void)state;
+	expect_one_fail("POST /v1/sandboxes HTTP/1.1\r\nHost: x\r\n"
+			"Content-Type: application/json\r\n"
+			"Content-Length: 10737418240\r\n\r\n",
+			"HTTP/1.1 413");
+}
+
+static void test_expect_continue_gets_413(void **state)
+{
+	(void)state;
+	expect_one_fail("POST /v1/sandboxes HTTP/1.1\r\nHost: x\r\n"
+			"Content-Type: application/json\r\nExpect: 100-continue\r\n"
+			"Content-Length: 10485760\r\n\r\n",
+			"HTTP/1.1 413");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup(test_duplicate_content_length, mf_reset),
+		cmocka_unit_test_setup(test_content_length_with_chunked, mf_reset),
+		cmocka_unit_test_setup(test_equal_duplicates_served, mf_reset),
+		cmocka_unit_test_setup(test_huge_length_answered_at_once, mf_reset),
+		cmocka_unit_test_setup(test_expect_continue_gets_413, mf_reset),
+	};
+
+	return cmocka_run_group_tests(tests, mf_group_setup, mf_group_teardown);
+}
