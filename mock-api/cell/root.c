@@ -137,8 +137,12 @@ static int build_etc(const char *hostname, char *err, size_t cap)
 	    write_file("/etc/group", "root:x:0:\nnogroup:x:65534:\n", err, cap) != 0 ||
 	    write_file("/etc/hosts", hosts, err, cap) != 0 ||
 	    write_file("/etc/hostname", name, err, cap) != 0 ||
-	    write_file("/etc/nsswitch.conf", "passwd: files\ngroup: files\nhosts: files\n", err,
-		       cap) != 0)
+	    write_file("/etc/nsswitch.conf", "passwd: files\ngroup: files\nhosts: files dns\n", err,
+		       cap) != 0 ||
+	    /* the simulated internet's resolver (mock-api/INTERNET.md); with
+	     * egress stored only, nothing answers there and lookups fail fast */
+	    write_file("/etc/resolv.conf", "nameserver 169.254.169.253\noptions timeout:1 attempts:1\n",
+		       err, cap) != 0)
 		return -1;
 	for (size_t i = 0; i < sizeof(binds) / sizeof(binds[0]); i++) {
 		if (mirror(binds[i], err, cap) != 0)

@@ -229,6 +229,11 @@ int mock_guest_self_fd(const mock_guest *g)
 	return g != NULL ? mock_cell_self_fd(g->cell) : -1;
 }
 
+pid_t mock_guest_cell_pid(const mock_guest *g)
+{
+	return g != NULL ? mock_cell_pid(g->cell) : -1;
+}
+
 int mock_guest_take_self_fd(mock_guest *g)
 {
 	return g != NULL ? mock_cell_take_self_fd(g->cell) : -1;

@@ -57,6 +57,8 @@ mock_guest *mock_guest_new(const char *work_dir, const char *id, mock_guest_mode
 /* Contained: the cell's self-signal listening socket (owned by the guest,
  * closed at free; take it to own it), else -1. */
 int mock_guest_self_fd(const mock_guest *g);
+/* Contained: the host pid of the guest's cell (PID 1 inside), else -1. */
+pid_t mock_guest_cell_pid(const mock_guest *g);
 int mock_guest_take_self_fd(mock_guest *g);
 /* Copies src's files into dst (fork). */
 int mock_guest_copy(mock_guest *dst, const mock_guest *src, sbx_err *err);

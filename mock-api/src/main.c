@@ -3,6 +3,7 @@
  * admin token on stdout, and stops cleanly on SIGINT/SIGTERM. Exit codes: 0
  * clean stop, 2 usage or setup error. */
 #include <errno.h>
+#include <unistd.h>
 #include <getopt.h>
 #include <stdarg.h>
 #include <signal.h>
@@ -35,6 +36,9 @@ static const char usage[] =
 	"  --max-file-body BYTES   file upload limit (default 67108864)\n"
 	"  --work-dir DIR          where guest trees live (default: private temp dir)\n"
 	"  --guest-mode MODE       contained (default) | plain (no isolation)\n"
+	"  --egress MODE           auto (default: enforced where possible) | enforced | stored\n"
+	"  --internet-hosts FILE   names the simulated internet resolves (default: the\n"
+	"                          source tree's fixtures/internet/hosts.json)\n"
 	"  --exec-timeout-ms MS    default exec timeout (default 600000, 0 = none)\n"
 	"  --seed N                fault RNG seed (default 1)\n"
 	"  --journal-size N        request journal ring size (default 65536)\n"
@@ -164,7 +168,7 @@ enum {
 	OPT_MAX_RULES, OPT_MAX_BODY, OPT_MAX_FILE, OPT_WORK_DIR, OPT_GUEST_MODE, OPT_EXEC_TIMEOUT,
 	OPT_SEED, OPT_JOURNAL_SIZE, OPT_NO_JOURNAL, OPT_SCENARIO, OPT_QUIET, OPT_HELP,
 	OPT_SCENARIO_DIR, OPT_RECORD_UPSTREAM, OPT_RECORD_TO, OPT_REPLAY,
-	OPT_STATE_DIR, OPT_SELF_LISTEN, OPT_RECORD_OVERWRITE,
+	OPT_STATE_DIR, OPT_SELF_LISTEN, OPT_RECORD_OVERWRITE, OPT_EGRESS, OPT_INTERNET_HOSTS,
 };
 
 static const struct option options[] = {
@@ -185,6 +189,8 @@ static const struct option options[] = {
 	{"max-file-body", required_argument, NULL, OPT_MAX_FILE},
 	{"work-dir", required_argument, NULL, OPT_WORK_DIR},
 	{"guest-mode", required_argument, NULL, OPT_GUEST_MODE},
+	{"egress", required_argument, NULL, OPT_EGRESS},
+	{"internet-hosts", required_argument, NULL, OPT_INTERNET_HOSTS},
 	{"exec-timeout-ms", required_argument, NULL, OPT_EXEC_TIMEOUT},
 	{"seed", required_argument, NULL, OPT_SEED},
 	{"journal-size", required_argument, NULL, OPT_JOURNAL_SIZE},
@@ -320,6 +326,16 @@ static int parse_opt(int opt, const char *arg, cli *c)
 	case OPT_WORK_DIR:
 		c->cfg.work_dir = arg;
 		return 0;
+	case OPT_EGRESS:
+		if (strcmp(arg, "auto") != 0 && strcmp(arg, "enforced") != 0 && strcmp(arg, "stored") != 0)
+			return die_usage("--egress: \"%s\" is not auto, enforced or stored", arg);
+		c->cfg.egress = arg;
+		return 0;
+	case OPT_INTERNET_HOSTS:
+		if (access(arg, R_OK) != 0)
+			return die_usage("--internet-hosts %s: %s", arg, strerror(errno));
+		c->cfg.internet_hosts = arg;
+		return 0;
 	case OPT_GUEST_MODE:
 		if (strcmp(arg, "contained") != 0 && strcmp(arg, "auto") != 0 && strcmp(arg, "ns") != 0 &&
 		    strcmp(arg, "plain") != 0)
@@ -431,11 +447,15 @@ static int run(cli *c)
 	printf("guest mode: %s\n", sbx_mock_guest_mode(mock));
 	if (sbx_mock_self_url(mock) != NULL)
 		printf("self-signal: %s\n", sbx_mock_self_url(mock));
+	if (sbx_mock_egress_enforced(mock))
+		printf("egress: %s\n", sbx_mock_egress_note(mock));
 	fflush(stdout);
 	warn_start(c);
 	if (sbx_mock_self_note(mock) != NULL && !c->cfg.quiet)
 		fprintf(stderr, "sbx-mock: self-signal endpoint off: %s (--self-listen)\n",
 			sbx_mock_self_note(mock));
+	if (!sbx_mock_egress_enforced(mock))
+		fprintf(stderr, "sbx-mock: WARNING: egress %s\n", sbx_mock_egress_note(mock));
 	if (sbx_mock_cgroups_note(mock) != NULL && !c->cfg.quiet)
 		fprintf(stderr, "sbx-mock: %s\n", sbx_mock_cgroups_note(mock));
 	if (!sbx_mock_guests_contained(mock))

@@ -509,6 +509,11 @@ mock_guest *mock_guest_start(sbx_mock *mock, const mock_sandbox *sb, sbx_err *er
 	 * refused at once */
 	if (fd >= 0)
 		mock_self_listen_add(mock, fd, sb->id);
+	if (g != NULL && mock_egress_wire(mock, sb, g, err) != 0) {
+		mock_self_listen_remove(mock, sb->id);
+		mock_guest_free(g, true);
+		return NULL;
+	}
 	return g;
 }
 
@@ -523,6 +528,7 @@ void mock_destroy_guest(sbx_mock *mock, mock_sandbox *sb)
 	mock_self_listen_remove(mock, sb->id);
 	if (sb->guest == NULL)
 		return;
+	mock_egress_unwire(mock, sb);
 	mock_guest_kill(sb->guest);
 }
 
@@ -547,6 +553,8 @@ void mock_reset_all(sbx_mock *mock)
 	pthread_mutex_lock(&m->lock);
 	for (size_t i = 0; i < m->nsbx; i++) {
 		mock_self_listen_remove(mock, m->sbx[i]->id);
+		if (!mock_guest_dead(m->sbx[i]->guest))
+			mock_egress_unwire(mock, m->sbx[i]);
 		mock_guest_kill(m->sbx[i]->guest);
 	}
 	mock_model_reset(m);

@@ -185,6 +185,18 @@ mock_guest *mock_guest_start(sbx_mock *mock, const mock_sandbox *sb, sbx_err *er
 /* Frees every guest (live and destroyed sandboxes), removing their trees
  * when remove. At stop only. */
 void mock_free_guests(sbx_mock *mock, bool remove);
+/* ---- enforced egress (egress_enforce.c; no-ops without the internet) ---- */
+/* Joins a started guest to the simulated internet with its rules; -1 +
+ * err: the sandbox must not run. Without the model lock. */
+int mock_egress_wire(sbx_mock *mock, const mock_sandbox *sb, mock_guest *g, sbx_err *err);
+/* The kernel's copy of a sandbox's rules follows the model's (after PUT
+ * egress, a quota change); all: after a change of the host-rule mode.
+ * Without the model lock. */
+void mock_egress_sync(sbx_mock *mock, const char *id);
+void mock_egress_sync_all(sbx_mock *mock);
+/* Removes the sandbox's link and chain. Model lock may be held. */
+void mock_egress_unwire(sbx_mock *mock, const mock_sandbox *sb);
+
 /* /_mock/reset: kills every guest, empties the model, faults and journal. */
 void mock_reset_all(sbx_mock *mock);
 

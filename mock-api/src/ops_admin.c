@@ -24,11 +24,17 @@
 
 int mock_op_settings_apply(sbx_mock *mock, const cJSON *b, sbx_err *err)
 {
+	sbx_host_rule_mode before;
+	bool changed;
 	int rc;
 
 	LOCK(mock);
+	before = mock->model->set.host_rule_mode;
 	rc = mock_settings_apply(mock, b, err);
+	changed = rc == 0 && before != mock->model->set.host_rule_mode;
 	UNLOCK(mock);
+	if (changed)
+		mock_egress_sync_all(mock); /* host rules compile differently now */
 	return rc;
 }
 

@@ -202,6 +202,8 @@ cJSON *mock_op_egress_put(mock_op *op, sbx_egress_list *list)
 		d = egress_view(sb);
 	}
 	pthread_mutex_unlock(&op->mock->model->lock);
+	if (d != NULL)
+		mock_egress_sync(op->mock, op->found);
 	return d;
 }
 

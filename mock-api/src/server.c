@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include "cgroup.h"
 #include "server.h"
+#include "internet.h"
 
 #include "http.h"
 #include "ops.h"
@@ -304,6 +305,49 @@ static int copy_config(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *err)
 	return 0;
 }
 
+#ifndef SBX_MOCK_INTERNET_HOSTS
+#define SBX_MOCK_INTERNET_HOSTS "fixtures/internet/hosts.json"
+#endif
+
+/* Egress enforced in a simulated internet where this host allows it;
+ * asked for explicitly and impossible is an error, else the note says why
+ * not (main prints it as a warning) and rules are only stored. */
+static int start_internet(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *err)
+{
+	const char *want = cfg->egress != NULL ? cfg->egress : "auto";
+	const char *hosts = cfg->internet_hosts;
+	sbx_err ierr = {{0}};
+
+	if (strcmp(want, "stored") == 0) {
+		snprintf(mock->egress_note, sizeof(mock->egress_note),
+			 "not enforced (--egress stored): rules are stored and answered by "
+			 "/_mock/egress/check; guests have loopback only");
+		return 0;
+	}
+	if (strcmp(want, "auto") != 0 && strcmp(want, "enforced") != 0) {
+		sbx_err_set(err, "egress: \"%s\" is not auto, enforced or stored", want);
+		return -1;
+	}
+	if (mock->gmode != GUEST_CONTAINED) {
+		snprintf(ierr.msg, sizeof(ierr.msg), "plain guests have no network namespace of their own");
+	} else {
+		if (hosts == NULL && access(SBX_MOCK_INTERNET_HOSTS, R_OK) == 0)
+			hosts = SBX_MOCK_INTERNET_HOSTS;
+		mock->inet = mock_internet_start(hosts, &ierr);
+	}
+	if (mock->inet != NULL) {
+		snprintf(mock->egress_note, sizeof(mock->egress_note), "enforced (simulated internet)");
+		return 0;
+	}
+	if (strcmp(want, "enforced") == 0) {
+		sbx_err_set(err, "egress cannot be enforced: %s", ierr.msg);
+		return -1;
+	}
+	snprintf(mock->egress_note, sizeof(mock->egress_note),
+		 "NOT enforced, rules are only stored and guests have loopback only: %s", ierr.msg);
+	return 0;
+}
+
 /* How guests run: contained unless plain is asked for; a host that
  * cannot contain them is an error, never a silent fallback. */
 static int start_guests(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *err)
@@ -313,14 +357,14 @@ static int start_guests(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *err
 	if (mock_guest_mode_detect(cfg->guest_mode, &mock->gmode, err) != 0)
 		return -1;
 	if (mock->gmode != GUEST_CONTAINED)
-		return 0;
+		return start_internet(mock, cfg, err);
 	/* none is a note (no limits, pause by SIGSTOP), not an error */
 	mock->cgroups = mock_cgroups_open(NULL, mock->cgroups_note, sizeof(mock->cgroups_note), &cerr);
 	if (mock->cgroups == NULL && cerr.msg[0] != '\0') {
 		sbx_err_set(err, "cgroups: %s", cerr.msg);
 		return -1;
 	}
-	return 0;
+	return start_internet(mock, cfg, err);
 }
 
 /* Model, fault engine, journal and everything that fills them before the
@@ -422,6 +466,16 @@ bool sbx_mock_guests_contained(const sbx_mock *mock)
 	return mock->gmode == GUEST_CONTAINED;
 }
 
+const char *sbx_mock_egress_note(const sbx_mock *mock)
+{
+	return mock->egress_note;
+}
+
+bool sbx_mock_egress_enforced(const sbx_mock *mock)
+{
+	return mock->inet != NULL;
+}
+
 const char *sbx_mock_cgroups_note(const sbx_mock *mock)
 {
 	return mock->gmode == GUEST_CONTAINED ? mock->cgroups_note : NULL;
@@ -447,6 +501,7 @@ void sbx_mock_stop(sbx_mock *mock)
 		mock_model_free(mock->model);
 	}
 	mock_cgroups_close(mock->cgroups); /* every sandbox's group is gone */
+	mock_internet_stop(mock->inet);    /* every sandbox's link is gone */
 	mock_self_listen_free(mock); /* after the daemon: its callbacks use it */
 	if (mock->own_work_dir)
 		rmdir(mock->work_dir);

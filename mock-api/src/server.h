@@ -41,6 +41,9 @@ struct sbx_mock {
 	mock_journal *journal;
 	mock_guest_mode gmode;
 	struct mock_cgroups *cgroups; /* contained: the sandboxes' parent groups, or NULL */
+	struct mock_internet *inet;   /* enforced egress (internet.h), or NULL */
+	char egress_note[600];        /* "enforced (simulated internet)", or why not */
+	uint64_t egress_seq;          /* under the model lock: orders egress syncs */
 	char cgroups_note[512];       /* what cgroups are used, or why none */
 	struct MHD_Daemon *self_daemon; /* the guests' self-signal listener (self.c), or NULL */
 	char self_url[96];

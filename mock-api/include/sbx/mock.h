@@ -57,6 +57,12 @@ typedef struct sbx_mock_config {
 	 * (the default here; sbx-mock's own default is 127.0.0.1:1029). */
 	const char *self_listen;
 	bool self_listen_optional;   /* a self_listen that cannot bind is a warning, not an error */
+	/* Egress enforcement (mock-api/INTERNET.md): NULL or "auto" (enforced
+	 * where this host allows it, else stored only, with a note saying why),
+	 * "enforced" (an error where it cannot be) or "stored" (rules are kept
+	 * and answered by the oracle; guests have loopback only). */
+	const char *egress;
+	const char *internet_hosts;  /* the resolver's names; NULL: fixtures/internet/hosts.json */
 } sbx_mock_config;
 
 void sbx_mock_config_init(sbx_mock_config *cfg);
@@ -80,6 +86,10 @@ bool sbx_mock_guests_contained(const sbx_mock *mock);
  * ("cgroups: none (...)": no memory/pids limit, pause by SIGSTOP); NULL in
  * plain mode. */
 const char *sbx_mock_cgroups_note(const sbx_mock *mock);
+/* "enforced (simulated internet)" or "not enforced: <why>" (also for
+ * plain guests and --egress stored). */
+const char *sbx_mock_egress_note(const sbx_mock *mock);
+bool sbx_mock_egress_enforced(const sbx_mock *mock);
 /* The self-signal endpoint, "http://127.0.0.1:PORT", or NULL when off; and
  * why it is off when self_listen_optional kept it from failing the start.
  * In plain guest mode it listens on the host; in contained mode the URL is

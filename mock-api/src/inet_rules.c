@@ -1,0 +1,245 @@
+/* inet_rules: the resolver's names and egress lists compiled to nftables;
+ * see inet_rules.h. */
+#define _GNU_SOURCE
+#include "inet_rules.h"
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#define HOSTS_FILE_MAX (4u << 20)
+
+void mock_hosts_free(mock_hosts *h)
+{
+	if (h == NULL)
+		return;
+	free(h->hosts);
+	h->hosts = NULL;
+	h->n = 0;
+}
+
+/* One "name": ["addr", ...] entry into e; -1 with err set. */
+static int host_entry(const cJSON *item, const char *what, mock_host *e, sbx_err *err)
+{
+	sbx_egress_rule rule;
+	sbx_egress_error perr;
+	const cJSON *a;
+	size_t len = strlen(item->string);
+
+	if (sbx_egress_rule_parse(item->string, len, 0, &rule, &perr) != 0 ||
+	    rule.kind != SBX_RULE_HOST || rule.port != 0) {
+		sbx_err_set(err, "%s: hosts.\"%.64s\": not a host name", what, item->string);
+		return -1;
+	}
+	snprintf(e->name, sizeof(e->name), "%s", rule.host);
+	if (!cJSON_IsArray(item) || cJSON_GetArraySize(item) == 0 ||
+	    cJSON_GetArraySize(item) > MOCK_HOST_ADDRS_MAX) {
+		sbx_err_set(err, "%s: hosts.\"%s\": needs a list of 1 to %d addresses", what, e->name,
+			    MOCK_HOST_ADDRS_MAX);
+		return -1;
+	}
+	cJSON_ArrayForEach(a, item) {
+		mock_host_addr *ad = &e->addr[e->naddr];
+
+		if (!cJSON_IsString(a)) {
+			sbx_err_set(err, "%s: hosts.\"%s\": addresses are strings", what, e->name);
+			return -1;
+		}
+		if (inet_pton(AF_INET, a->valuestring, ad->addr) == 1) {
+			ad->family = 4;
+		} else if (inet_pton(AF_INET6, a->valuestring, ad->addr) == 1) {
+			ad->family = 6;
+		} else {
+			sbx_err_set(err, "%s: hosts.\"%s\": \"%.64s\" is not an IPv4 or IPv6 address", what,
+				    e->name, a->valuestring);
+			return -1;
+		}
+		e->naddr++;
+	}
+	return 0;
+}
+
+int mock_hosts_parse(const char *text, size_t len, const char *what, mock_hosts *out, sbx_err *err)
+{
+	cJSON *root = cJSON_ParseWithLength(text, len);
+	const cJSON *hosts = cJSON_GetObjectItemCaseSensitive(root, "hosts");
+	const cJSON *version = cJSON_GetObjectItemCaseSensitive(root, "version");
+	const cJSON *item;
+	int n;
+
+	memset(out, 0, sizeof(*out));
+	if (root == NULL || !cJSON_IsObject(root)) {
+		sbx_err_set(err, "%s: not a JSON object", what);
+		goto fail;
+	}
+	if (!cJSON_IsNumber(version) || version->valuedouble != 1) {
+		sbx_err_set(err, "%s: \"version\" must be 1", what);
+		goto fail;
+	}
+	n = cJSON_GetArraySize(hosts);
+	if (!cJSON_IsObject(hosts) || n > MOCK_HOSTS_MAX) {
+		sbx_err_set(err, "%s: \"hosts\" must be an object of at most %d names", what, MOCK_HOSTS_MAX);
+		goto fail;
+	}
+	out->hosts = calloc((size_t)n + 1, sizeof(*out->hosts));
+	if (out->hosts == NULL) {
+		sbx_err_set(err, "out of memory");
+		goto fail;
+	}
+	cJSON_ArrayForEach(item, hosts) {
+		mock_host *e = &out->hosts[out->n];
+
+		if (host_entry(item, what, e, err) != 0)
+			goto fail;
+		if (mock_hosts_find(out, e->name) != NULL) {
+			sbx_err_set(err, "%s: hosts.\"%s\" appears twice", what, e->name);
+			goto fail;
+		}
+		out->n++;
+	}
+	cJSON_Delete(root);
+	return 0;
+
+fail:
+	cJSON_Delete(root);
+	mock_hosts_free(out);
+	return -1;
+}
+
+int mock_hosts_load(const char *path, mock_hosts *out, sbx_err *err)
+{
+	FILE *f = fopen(path, "re");
+	char *buf;
+	size_t n;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if (f == NULL) {
+		sbx_err_set(err, "hosts file %s: %s", path, strerror(errno));
+		return -1;
+	}
+	buf = malloc(HOSTS_FILE_MAX + 1);
+	n = buf != NULL ? fread(buf, 1, HOSTS_FILE_MAX + 1, f) : 0;
+	fclose(f);
+	if (buf == NULL || n > HOSTS_FILE_MAX) {
+		sbx_err_set(err, "hosts file %s: %s", path, buf == NULL ? "out of memory" : "over 4 MiB");
+		free(buf);
+		return -1;
+	}
+	rc = mock_hosts_parse(buf, n, path, out, err);
+	free(buf);
+	return rc;
+}
+
+const mock_host *mock_hosts_find(const mock_hosts *h, const char *name)
+{
+	size_t len = strlen(name);
+
+	if (len > 0 && name[len - 1] == '.')
+		len--;
+	for (size_t i = 0; h != NULL && i < h->n; i++) {
+		if (strlen(h->hosts[i].name) == len && strncasecmp(h->hosts[i].name, name, len) == 0)
+			return &h->hosts[i];
+	}
+	return NULL;
+}
+
+/* ---- compilation ---- */
+
+/* " meta l4proto { tcp, udp } th dport N" for a port rule, "" without. */
+static void port_match(char *buf, size_t cap, uint16_t port)
+{
+	if (port == 0)
+		buf[0] = '\0';
+	else
+		snprintf(buf, cap, " meta l4proto { tcp, udp } th dport %u", (unsigned)port);
+}
+
+static bool accept_addr(sbx_strbuf *out, const char *chain, int family, const uint8_t *addr,
+			unsigned prefix, uint16_t port)
+{
+	char text[INET6_ADDRSTRLEN], pm[64];
+
+	port_match(pm, sizeof(pm), port);
+	if (prefix == 0) /* nft has no /0: the family is the match */
+		return sbx_strbuf_printf(out, "add rule " MOCK_NFT_TABLE " %s meta nfproto %s%s accept\n",
+					 chain, family == 4 ? "ipv4" : "ipv6", pm);
+	inet_ntop(family == 4 ? AF_INET : AF_INET6, addr, text, sizeof(text));
+	return sbx_strbuf_printf(out, "add rule " MOCK_NFT_TABLE " %s %s daddr %s/%u%s accept\n", chain,
+				 family == 4 ? "ip" : "ip6", text, prefix, pm);
+}
+
+static bool accept_host(sbx_strbuf *out, const char *chain, const mock_host *h, uint16_t port)
+{
+	for (size_t i = 0; i < h->naddr; i++) {
+		const mock_host_addr *a = &h->addr[i];
+
+		if (!accept_addr(out, chain, a->family, a->addr, a->family == 4 ? 32 : 128, port))
+			return false;
+	}
+	return true;
+}
+
+/* Names strictly below suffix ("*.example.com" matches a.example.com, not
+ * example.com), as the engine decides. */
+static bool below(const char *name, const char *suffix)
+{
+	size_t n = strlen(name), s = strlen(suffix);
+
+	return n > s + 1 && name[n - s - 1] == '.' && strcasecmp(name + n - s, suffix) == 0;
+}
+
+static bool accept_rule(sbx_strbuf *out, const char *chain, const sbx_egress_rule *r,
+			sbx_host_rule_mode mode, const mock_hosts *hosts)
+{
+	switch (r->kind) {
+	case SBX_RULE_IPV4:
+		return accept_addr(out, chain, 4, r->addr, r->prefix_len, r->port);
+	case SBX_RULE_IPV6:
+		return accept_addr(out, chain, 6, r->addr, r->prefix_len, r->port);
+	case SBX_RULE_HOST:
+		if (mode == SBX_HOST_RULES_DOCUMENTED && mock_hosts_find(hosts, r->host) != NULL)
+			return accept_host(out, chain, mock_hosts_find(hosts, r->host), r->port);
+		return true;
+	case SBX_RULE_WILDCARD:
+		for (size_t i = 0; mode == SBX_HOST_RULES_DOCUMENTED && hosts != NULL && i < hosts->n; i++) {
+			if (below(hosts->hosts[i].name, r->host) &&
+			    !accept_host(out, chain, &hosts->hosts[i], r->port))
+				return false;
+		}
+		return true;
+	case SBX_RULE_ALL:
+		break;
+	}
+	return true;
+}
+
+static bool open_policy(const sbx_egress_list *list)
+{
+	if (list == NULL || list->is_null || list->count == 0)
+		return true;
+	for (size_t i = 0; i < list->count; i++) {
+		if (list->rules[i].kind == SBX_RULE_ALL)
+			return true;
+	}
+	return false;
+}
+
+bool mock_nft_compile(sbx_strbuf *out, const char *chain, const sbx_egress_list *list,
+		      sbx_host_rule_mode mode, const mock_hosts *hosts, bool blocked)
+{
+	bool ok = sbx_strbuf_printf(out, "flush chain " MOCK_NFT_TABLE " %s\n", chain) &&
+		  sbx_strbuf_printf(out, "add rule " MOCK_NFT_TABLE " %s ip daddr 169.254.0.0/16 accept\n",
+				    chain);
+
+	if (ok && !blocked && open_policy(list))
+		return sbx_strbuf_printf(out, "add rule " MOCK_NFT_TABLE " %s accept\n", chain);
+	for (size_t i = 0; ok && !blocked && i < list->count; i++)
+		ok = accept_rule(out, chain, &list->rules[i], mode, hosts);
+	return ok && sbx_strbuf_printf(out, "add rule " MOCK_NFT_TABLE " %s drop\n", chain);
+}

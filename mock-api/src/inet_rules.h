@@ -1,0 +1,61 @@
+/* inet_rules: what the simulated internet (internet.c) needs that does no
+ * I/O, so it is unit-tested without privileges — the resolver's names
+ * (fixtures/internet/hosts.json) and the compilation of a sandbox's egress
+ * list into the nftables commands that enforce it (spec/egress.md).
+ *
+ * The compiled chain accepts link-local 169.254.0.0/16 first (the hole the
+ * vendor's metadata service keeps open), then everything for an open
+ * policy (null, [] or "*"), else one accept per address rule (its port on
+ * TCP and UDP alike) and, with documented host rules, per address the
+ * resolver gives a matching name; then it drops. Observed mode compiles
+ * host and wildcard rules to nothing: they match nothing. */
+#ifndef SBX_MOCK_INET_RULES_H
+#define SBX_MOCK_INET_RULES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sbx/egress.h"
+#include "sbx/err.h"
+#include "sbx/strbuf.h"
+
+#define MOCK_HOSTS_MAX 4096        /* names in a hosts file */
+#define MOCK_HOST_ADDRS_MAX 16     /* addresses per name */
+
+typedef struct mock_host_addr {
+	int family; /* 4 or 6 */
+	uint8_t addr[16];
+} mock_host_addr;
+
+typedef struct mock_host {
+	char name[SBX_EGRESS_HOST_MAX + 1]; /* lower case, no trailing dot */
+	size_t naddr;
+	mock_host_addr addr[MOCK_HOST_ADDRS_MAX];
+} mock_host;
+
+typedef struct mock_hosts {
+	size_t n;
+	mock_host *hosts;
+} mock_hosts;
+
+/* Reads a hosts file: {"version":1, "hosts": {"name": ["addr", ...]}}.
+ * Every name must be a valid egress host rule and every address a literal;
+ * -1 with err naming the file and the entry otherwise. */
+int mock_hosts_load(const char *path, mock_hosts *out, sbx_err *err);
+int mock_hosts_parse(const char *text, size_t len, const char *what, mock_hosts *out, sbx_err *err);
+void mock_hosts_free(mock_hosts *h);
+/* The entry for a name (case-insensitive, one trailing dot ignored). */
+const mock_host *mock_hosts_find(const mock_hosts *h, const char *name);
+
+/* The table all sandbox chains live in, and a sandbox's chain and link. */
+#define MOCK_NFT_TABLE "inet sbx_internet"
+#define MOCK_INET_IFPREFIX "sx"
+
+/* Appends to out the commands that replace chain `chain`'s rules with the
+ * list's (the chain must exist). blocked: the bandwidth quota is used up,
+ * only link-local stays open. false on allocation failure. */
+bool mock_nft_compile(sbx_strbuf *out, const char *chain, const sbx_egress_list *list,
+		      sbx_host_rule_mode mode, const mock_hosts *hosts, bool blocked);
+
+#endif

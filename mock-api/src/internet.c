@@ -1,0 +1,429 @@
+/* internet: the simulated internet's namespace, the wiring of sandboxes
+ * into it and their nftables chains; see internet.h and INTERNET.md.
+ *
+ * Every call that touches the internet's namespace runs on the calling
+ * thread after setns into it, and returns the thread to where it was
+ * (network namespaces are per thread). The netlink and nftables handles
+ * were opened inside, so they talk to it from any thread; they are used
+ * under `lock` only. Lock order: the model lock may be held when this
+ * module's lock is taken, never the reverse (nothing here calls out). */
+#define _GNU_SOURCE
+#include "internet.h"
+
+#include "rtnl.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <nftables/libnftables.h>
+
+#define TPROXY_TABLE 100 /* routing table that makes every marked packet local */
+
+typedef struct wired {
+	uint32_t slot;
+	uint64_t gen;      /* the last egress generation applied */
+	char id[64];
+	uint8_t ip4[4], ip6[16];
+} wired;
+
+struct mock_internet {
+	int nsfd;               /* the internet's network namespace */
+	pthread_mutex_t lock;
+	struct nft_ctx *nft;
+	mock_rtnl *nl;          /* opened inside */
+	mock_hosts hosts;
+	mock_inet_servers *srv;
+	wired *w;
+	size_t nw, capw;
+};
+
+/* ---- namespaces ---- */
+
+/* Moves this thread into nsfd; *back is where it was. */
+static int enter(int nsfd, int *back, sbx_err *err)
+{
+	*back = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (*back < 0 || setns(nsfd, CLONE_NEWNET) != 0) {
+		sbx_err_set(err, "enter a network namespace: %s", strerror(errno));
+		if (*back >= 0)
+			close(*back);
+		*back = -1;
+		return -1;
+	}
+	return 0;
+}
+
+static void leave(int back)
+{
+	/* cannot fail for a namespace this thread was just in; if it did, the
+	 * thread would serve the host's requests from the wrong namespace */
+	if (setns(back, CLONE_NEWNET) != 0)
+		abort();
+	close(back);
+}
+
+/* ---- addresses of a slot ---- */
+
+static void slot_ip6(uint32_t slot, uint8_t out[16])
+{
+	/* fd00:5b::/96 + slot: a unique local block of the mock's own */
+	static const uint8_t base[12] = {0xfd, 0x00, 0x00, 0x5b};
+
+	memcpy(out, base, sizeof(base));
+	out[12] = (uint8_t)(slot >> 24);
+	out[13] = (uint8_t)(slot >> 16);
+	out[14] = (uint8_t)(slot >> 8);
+	out[15] = (uint8_t)slot;
+}
+
+static void names(uint32_t slot, char ifname[16], char chain[16])
+{
+	snprintf(ifname, 16, MOCK_INET_IFPREFIX "%u", (unsigned)slot);
+	snprintf(chain, 16, "s%u", (unsigned)slot);
+}
+
+/* ---- nftables ---- */
+
+static int nft_run(mock_internet *in, const char *cmds, const char *what, sbx_err *err)
+{
+	if (nft_run_cmd_from_buffer(in->nft, cmds) == 0)
+		return 0;
+	sbx_err_set(err, "nftables (%s): %.400s", what, nft_ctx_get_error_buffer(in->nft));
+	return -1;
+}
+
+static const char base_ruleset[] =
+	"add table " MOCK_NFT_TABLE "\n"
+	"add map " MOCK_NFT_TABLE " ifmap { type ifname : verdict; }\n"
+	/* before conntrack and the proxy: the sandbox's own chain decides */
+	"add chain " MOCK_NFT_TABLE " egress { type filter hook prerouting priority -300; policy accept; }\n"
+	/* neighbour discovery for the IPv6 gateway, whatever the rules */
+	"add rule " MOCK_NFT_TABLE " egress icmpv6 type { nd-neighbor-solicit, nd-neighbor-advert } accept\n"
+	"add rule " MOCK_NFT_TABLE " egress iifname vmap @ifmap\n"
+	/* a sandbox link without a chain (being wired, or a bug) drops all */
+	"add rule " MOCK_NFT_TABLE " egress iifname \"" MOCK_INET_IFPREFIX "*\" drop\n"
+	"add chain " MOCK_NFT_TABLE " proxy { type filter hook prerouting priority -150; policy accept; }\n"
+	"add rule " MOCK_NFT_TABLE " proxy iifname \"" MOCK_INET_IFPREFIX "*\" meta l4proto tcp "
+	"tproxy to :7 meta mark set 0x5b accept\n";
+
+/* ---- start and stop ---- */
+
+static int sysctl_write(const char *path, const char *value)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	ssize_t w = fd >= 0 ? write(fd, value, strlen(value)) : -1;
+
+	if (fd >= 0)
+		close(fd);
+	return w == (ssize_t)strlen(value) ? 0 : -1;
+}
+
+/* Inside the new namespace: loopback with the gateway's, resolver's and
+ * metadata's addresses, transparent-proxy routing, the base ruleset. */
+static int configure(mock_internet *in, sbx_err *err)
+{
+	static const char *const lo_addrs[] = {MOCK_INET_GATEWAY4, MOCK_INET_RESOLVER4, MOCK_INET_METADATA4};
+	static const uint8_t any[16] = {0};
+	mock_rtnl_route local4 = {.family = AF_INET, .dst = any, .dst_len = 0, .ifname = "lo",
+				  .local = true, .table = TPROXY_TABLE};
+	mock_rtnl_route local6 = local4;
+	uint8_t a[4];
+
+	local6.family = AF_INET6;
+	in->nl = mock_rtnl_open(err);
+	if (in->nl == NULL || mock_rtnl_link_up(in->nl, "lo", err) != 0)
+		return -1;
+	for (size_t i = 0; i < sizeof(lo_addrs) / sizeof(lo_addrs[0]); i++) {
+		inet_pton(AF_INET, lo_addrs[i], a);
+		if (mock_rtnl_addr(in->nl, "lo", AF_INET, a, 32, err) != 0)
+			return -1;
+	}
+	if (mock_rtnl_rule_fwmark(in->nl, AF_INET, MOCK_INET_MARK, TPROXY_TABLE, 100, err) != 0 ||
+	    mock_rtnl_rule_fwmark(in->nl, AF_INET6, MOCK_INET_MARK, TPROXY_TABLE, 100, err) != 0 ||
+	    mock_rtnl_route_add(in->nl, &local4, err) != 0 || mock_rtnl_route_add(in->nl, &local6, err) != 0)
+		return -1;
+	/* the guests' source addresses are routed back through their own
+	 * links only; strict reverse-path checks would add nothing */
+	sysctl_write("/proc/sys/net/ipv4/conf/all/rp_filter", "0");
+	sysctl_write("/proc/sys/net/ipv4/conf/default/rp_filter", "0");
+	in->nft = nft_ctx_new(NFT_CTX_DEFAULT);
+	if (in->nft == NULL || nft_ctx_buffer_error(in->nft) != 0 || nft_ctx_buffer_output(in->nft) != 0) {
+		sbx_err_set(err, "nftables: cannot make a context");
+		return -1;
+	}
+	if (nft_run(in, base_ruleset, "base ruleset", err) != 0)
+		return -1;
+	in->srv = mock_inet_servers_start(&in->hosts, in, err);
+	return in->srv != NULL ? 0 : -1;
+}
+
+mock_internet *mock_internet_start(const char *hosts_path, sbx_err *err)
+{
+	mock_internet *in;
+	int back, rc;
+
+	if (geteuid() != 0) {
+		sbx_err_set(err, "sbx-mock is not root: the simulated internet needs to create network "
+			    "namespaces and links on the host");
+		return NULL;
+	}
+	in = calloc(1, sizeof(*in));
+	if (in == NULL) {
+		sbx_err_set(err, "out of memory");
+		return NULL;
+	}
+	in->nsfd = -1;
+	pthread_mutex_init(&in->lock, NULL);
+	if (hosts_path != NULL && mock_hosts_load(hosts_path, &in->hosts, err) != 0)
+		goto fail;
+	back = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (back < 0 || unshare(CLONE_NEWNET) != 0) {
+		sbx_err_set(err, "new network namespace: %s", strerror(errno));
+		if (back >= 0)
+			close(back);
+		goto fail;
+	}
+	in->nsfd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	rc = in->nsfd >= 0 ? configure(in, err) : -1;
+	if (in->nsfd < 0)
+		sbx_err_set(err, "open the new network namespace: %s", strerror(errno));
+	leave(back);
+	if (rc != 0)
+		goto fail;
+	return in;
+
+fail:
+	mock_internet_stop(in);
+	return NULL;
+}
+
+void mock_internet_stop(mock_internet *in)
+{
+	if (in == NULL)
+		return;
+	mock_inet_servers_stop(in->srv);
+	if (in->nft != NULL)
+		nft_ctx_free(in->nft);
+	mock_rtnl_close(in->nl);
+	/* the namespace goes with its last reference, taking every link,
+	 * route and rule with it */
+	if (in->nsfd >= 0)
+		close(in->nsfd);
+	mock_hosts_free(&in->hosts);
+	free(in->w);
+	pthread_mutex_destroy(&in->lock);
+	free(in);
+}
+
+const mock_hosts *mock_internet_hosts(const mock_internet *in)
+{
+	return in != NULL ? &in->hosts : NULL;
+}
+
+/* ---- wiring ---- */
+
+static wired *find(mock_internet *in, uint32_t slot)
+{
+	for (size_t i = 0; i < in->nw; i++) {
+		if (in->w[i].slot == slot)
+			return &in->w[i];
+	}
+	return NULL;
+}
+
+/* In the cell's namespace: eth0's addresses and the default routes. */
+static int configure_guest(const wired *e, pid_t cell_pid, sbx_err *err)
+{
+	static const uint8_t ll1[16] = {0xfe, 0x80, [15] = 1};
+	char path[64];
+	uint8_t gw4[4];
+	mock_rtnl_route r4 = {.family = AF_INET, .ifname = "eth0", .gw = gw4, .onlink = true};
+	mock_rtnl_route r6 = {.family = AF_INET6, .ifname = "eth0", .gw = ll1};
+	mock_rtnl *nl;
+	int fd, back, rc;
+
+	inet_pton(AF_INET, MOCK_INET_GATEWAY4, gw4);
+	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)cell_pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		sbx_err_set(err, "open %s: %s", path, strerror(errno));
+		return -1;
+	}
+	rc = enter(fd, &back, err);
+	close(fd);
+	if (rc != 0)
+		return -1;
+	nl = mock_rtnl_open(err);
+	rc = nl == NULL || mock_rtnl_link_up(nl, "eth0", err) != 0 ||
+			     mock_rtnl_addr(nl, "eth0", AF_INET, e->ip4, 32, err) != 0 ||
+			     mock_rtnl_addr(nl, "eth0", AF_INET6, e->ip6, 128, err) != 0 ||
+			     mock_rtnl_route_add(nl, &r4, err) != 0 || mock_rtnl_route_add(nl, &r6, err) != 0
+		     ? -1
+		     : 0;
+	mock_rtnl_close(nl);
+	leave(back);
+	return rc;
+}
+
+/* In the internet: the link, its routes back to the guest, the slot's
+ * chain (dropping all) and its entry in the interface map. */
+static int wire_here(mock_internet *in, const wired *e, pid_t cell_pid, sbx_err *err)
+{
+	static const uint8_t ll1[16] = {0xfe, 0x80, [15] = 1};
+	char ifname[16], chain[16], cmds[512];
+	mock_rtnl_route b4 = {.family = AF_INET, .dst = e->ip4, .dst_len = 32, .ifname = ifname};
+	mock_rtnl_route b6 = {.family = AF_INET6, .dst = e->ip6, .dst_len = 128, .ifname = ifname};
+
+	names(e->slot, ifname, chain);
+	if (mock_rtnl_veth(in->nl, ifname, "eth0", cell_pid, err) != 0) {
+		/* a link of a reset's reused slot, still being torn down */
+		if (errno != EEXIST || mock_rtnl_link_del(in->nl, ifname, err) != 0 ||
+		    mock_rtnl_veth(in->nl, ifname, "eth0", cell_pid, err) != 0)
+			return -1;
+	}
+	snprintf(cmds, sizeof(cmds),
+		 "add chain " MOCK_NFT_TABLE " %s\n"
+		 "flush chain " MOCK_NFT_TABLE " %s\n"
+		 "add rule " MOCK_NFT_TABLE " %s drop\n"
+		 "add element " MOCK_NFT_TABLE " ifmap { \"%s\" : jump %s }\n",
+		 chain, chain, chain, ifname, chain);
+	return mock_rtnl_link_up(in->nl, ifname, err) != 0 || mock_rtnl_route_add(in->nl, &b4, err) != 0 ||
+			       mock_rtnl_addr(in->nl, ifname, AF_INET6, ll1, 64, err) != 0 ||
+			       mock_rtnl_route_add(in->nl, &b6, err) != 0 ||
+			       nft_run(in, cmds, "new sandbox chain", err) != 0
+		       ? -1
+		       : 0;
+}
+
+int mock_internet_wire(mock_internet *in, uint32_t slot, const char *id, const char *ip4,
+		       pid_t cell_pid, sbx_err *err)
+{
+	wired e = {.slot = slot};
+	int back, rc;
+
+	if (inet_pton(AF_INET, ip4, e.ip4) != 1) {
+		sbx_err_set(err, "internet: sandbox address \"%s\" is not IPv4", ip4);
+		return -1;
+	}
+	slot_ip6(slot, e.ip6);
+	snprintf(e.id, sizeof(e.id), "%s", id);
+	pthread_mutex_lock(&in->lock);
+	if (find(in, slot) != NULL) {
+		pthread_mutex_unlock(&in->lock);
+		sbx_err_set(err, "internet: slot %u is wired already", (unsigned)slot);
+		return -1;
+	}
+	if (in->nw == in->capw) {
+		size_t cap = in->capw != 0 ? in->capw * 2 : 64;
+		wired *w = realloc(in->w, cap * sizeof(*w));
+
+		if (w == NULL) {
+			pthread_mutex_unlock(&in->lock);
+			sbx_err_set(err, "out of memory");
+			return -1;
+		}
+		in->w = w;
+		in->capw = cap;
+	}
+	rc = enter(in->nsfd, &back, err);
+	if (rc == 0) {
+		rc = wire_here(in, &e, cell_pid, err);
+		leave(back);
+	}
+	if (rc == 0)
+		rc = configure_guest(&e, cell_pid, err);
+	if (rc == 0)
+		in->w[in->nw++] = e;
+	pthread_mutex_unlock(&in->lock);
+	if (rc != 0)
+		mock_internet_unwire(in, slot); /* whatever part was made */
+	return rc;
+}
+
+int mock_internet_apply(mock_internet *in, uint32_t slot, uint64_t gen, const sbx_egress_list *list,
+			sbx_host_rule_mode mode, bool blocked, sbx_err *err)
+{
+	char ifname[16], chain[16];
+	sbx_strbuf cmds;
+	wired *e;
+	int back, rc = 0;
+
+	names(slot, ifname, chain);
+	sbx_strbuf_init(&cmds);
+	pthread_mutex_lock(&in->lock);
+	e = find(in, slot);
+	if (e == NULL || gen < e->gen) /* gone, or a newer list is in already */
+		goto out;
+	if (!mock_nft_compile(&cmds, chain, list, mode, &in->hosts, blocked)) {
+		sbx_err_set(err, "out of memory");
+		rc = -1;
+		goto out;
+	}
+	rc = enter(in->nsfd, &back, err);
+	if (rc != 0)
+		goto out;
+	rc = nft_run(in, sbx_strbuf_str(&cmds), "sandbox egress rules", err);
+	if (rc != 0) {
+		/* fail closed: never leave a sandbox more open than its rules */
+		sbx_strbuf_reset(&cmds);
+		if (!mock_nft_compile(&cmds, chain, list, mode, &in->hosts, true) ||
+		    nft_run_cmd_from_buffer(in->nft, sbx_strbuf_str(&cmds)) != 0)
+			fprintf(stderr, "sbx-mock: egress: cannot close sandbox link %s: %s\n", ifname,
+				nft_ctx_get_error_buffer(in->nft));
+	}
+	leave(back);
+	e->gen = gen;
+out:
+	pthread_mutex_unlock(&in->lock);
+	sbx_strbuf_free(&cmds);
+	return rc;
+}
+
+void mock_internet_unwire(mock_internet *in, uint32_t slot)
+{
+	char ifname[16], chain[16], cmds[256];
+	sbx_err err = {{0}};
+	wired *e;
+	int back;
+
+	if (in == NULL)
+		return;
+	names(slot, ifname, chain);
+	pthread_mutex_lock(&in->lock);
+	if (enter(in->nsfd, &back, &err) == 0) {
+		/* each on its own: a part never made must not keep the rest */
+		snprintf(cmds, sizeof(cmds), "delete element " MOCK_NFT_TABLE " ifmap { \"%s\" }\n", ifname);
+		nft_run_cmd_from_buffer(in->nft, cmds);
+		snprintf(cmds, sizeof(cmds), "delete chain " MOCK_NFT_TABLE " %s\n", chain);
+		nft_run_cmd_from_buffer(in->nft, cmds);
+		mock_rtnl_link_del(in->nl, ifname, &err);
+		leave(back);
+	}
+	e = find(in, slot);
+	if (e != NULL)
+		*e = in->w[--in->nw];
+	pthread_mutex_unlock(&in->lock);
+}
+
+void mock_internet_who(mock_internet *in, int family, const uint8_t *addr, char *id, size_t cap)
+{
+	id[0] = '\0';
+	pthread_mutex_lock(&in->lock);
+	for (size_t i = 0; i < in->nw; i++) {
+		const wired *e = &in->w[i];
+
+		if ((family == 4 && memcmp(e->ip4, addr, 4) == 0) ||
+		    (family == 6 && memcmp(e->ip6, addr, 16) == 0)) {
+			snprintf(id, cap, "%s", e->id);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&in->lock);
+}

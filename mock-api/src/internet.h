@@ -1,0 +1,73 @@
+/* internet: the simulated internet that contained guests reach, and the
+ * kernel enforcement of their egress rules (mock-api/INTERNET.md).
+ *
+ * One network namespace of the mock's own ("the internet"), with nothing in
+ * it but loopback and one veth per sandbox: no route to any of the host's
+ * interfaces, so no packet a guest sends can leave the machine. In it every
+ * TCP connection to any address and port is taken by one transparent-proxy
+ * listener (nftables tproxy) that answers HTTP naming where it was reached
+ * (169.254.169.254:80 answers a metadata document), and 169.254.169.253:53
+ * is a resolver answering from a hosts file, NXDOMAIN otherwise.
+ *
+ * Each sandbox's traffic enters through its veth and passes its own chain,
+ * compiled from its egress list (inet_rules.h) and replaced atomically in
+ * one nftables transaction; a veth without a chain drops everything.
+ *
+ * Needs root (CAP_SYS_ADMIN and CAP_NET_ADMIN over the host's namespaces):
+ * mock_internet_start says why not otherwise. Thread-safe. */
+#ifndef SBX_MOCK_INTERNET_H
+#define SBX_MOCK_INTERNET_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "inet_rules.h"
+#include "sbx/egress.h"
+#include "sbx/err.h"
+
+/* The addresses a guest sees (also in INTERNET.md and the cell's
+ * /etc/resolv.conf). */
+#define MOCK_INET_GATEWAY4 "169.254.1.1"
+#define MOCK_INET_RESOLVER4 "169.254.169.253"
+#define MOCK_INET_METADATA4 "169.254.169.254"
+
+typedef struct mock_internet mock_internet;
+
+/* Creates the namespace and its servers. hosts_path: the resolver's names
+ * (NULL: none, every name is NXDOMAIN). NULL + err when it cannot. */
+mock_internet *mock_internet_start(const char *hosts_path, sbx_err *err);
+void mock_internet_stop(mock_internet *in);
+
+/* Joins a started cell (its PID 1 is cell_pid) to the internet: a veth,
+ * eth0 inside with ip4 (the sandbox's API address) and an IPv6 address of
+ * the same slot, default routes, and a chain that drops everything until
+ * mock_internet_apply. slot: the sandbox's address index (unique). */
+int mock_internet_wire(mock_internet *in, uint32_t slot, const char *id, const char *ip4,
+		       pid_t cell_pid, sbx_err *err);
+/* Replaces the slot's chain with the list's rules, atomically; gen orders
+ * concurrent calls (an apply older than the last one applied is skipped).
+ * On failure the chain drops everything but link-local. */
+int mock_internet_apply(mock_internet *in, uint32_t slot, uint64_t gen, const sbx_egress_list *list,
+			sbx_host_rule_mode mode, bool blocked, sbx_err *err);
+/* Removes the slot's chain and link (its cell may already be gone). */
+void mock_internet_unwire(mock_internet *in, uint32_t slot);
+
+/* The resolver's table (for the documented mode's compilation and tests). */
+const mock_hosts *mock_internet_hosts(const mock_internet *in);
+
+/* internet_serve.c: the listeners inside the namespace. */
+typedef struct mock_inet_servers mock_inet_servers;
+/* Called inside the internet's namespace. */
+mock_inet_servers *mock_inet_servers_start(const mock_hosts *hosts, mock_internet *in, sbx_err *err);
+void mock_inet_servers_stop(mock_inet_servers *s);
+/* The sandbox id wired at a guest address ("" when none): the metadata
+ * document names it. */
+void mock_internet_who(mock_internet *in, int family, const uint8_t *addr, char *id, size_t cap);
+
+/* The transparent proxy's port inside the namespace (fixed: the namespace
+ * is the mock's alone). */
+#define MOCK_INET_TPROXY_PORT 7
+#define MOCK_INET_MARK 0x5b
+
+#endif

@@ -1,0 +1,394 @@
+/* internet_serve: the listeners inside the simulated internet (internet.h)
+ * — the transparent proxy that takes every TCP connection a guest's rules
+ * let through, and the resolver.
+ *
+ * The proxy answers each connection once: after the request's head (or 2 s
+ * of silence, for clients that wait to be spoken to) it writes an HTTP
+ * answer naming the address and port the guest dialled, the metadata
+ * document on 169.254.169.254:80, and closes. A guest controls what it
+ * sends, so every read is bounded and a connection costs one short-lived
+ * thread, at most MAX_CONNS at once (more are closed at once). */
+#define _GNU_SOURCE
+#include "internet.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define MAX_CONNS 256
+#define HEAD_MAX 4096
+#define QUIET_MS 2000
+#define DNS_MAX 512
+
+struct mock_inet_servers {
+	int tcp4, tcp6, dns, stopfd;
+	pthread_t acceptor, resolver;
+	bool acceptor_up, resolver_up;
+	atomic_int conns;
+	pthread_mutex_t lock;
+	pthread_cond_t idle; /* conns reached 0 */
+	const mock_hosts *hosts;
+	mock_internet *in;
+};
+
+typedef struct conn {
+	mock_inet_servers *s;
+	int fd;
+} conn;
+
+/* ---- sockets ---- */
+
+static int listener(int family, sbx_err *err)
+{
+	struct sockaddr_in6 a6 = {.sin6_family = AF_INET6, .sin6_port = htons(MOCK_INET_TPROXY_PORT)};
+	struct sockaddr_in a4 = {.sin_family = AF_INET, .sin_port = htons(MOCK_INET_TPROXY_PORT)};
+	int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
+	int ok = fd >= 0 && setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) == 0;
+
+	if (ok && family == AF_INET6)
+		ok = setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)) == 0 &&
+		     setsockopt(fd, IPPROTO_IPV6, IPV6_TRANSPARENT, &one, sizeof(one)) == 0 &&
+		     bind(fd, (struct sockaddr *)&a6, sizeof(a6)) == 0;
+	else if (ok)
+		ok = setsockopt(fd, IPPROTO_IP, IP_TRANSPARENT, &one, sizeof(one)) == 0 &&
+		     bind(fd, (struct sockaddr *)&a4, sizeof(a4)) == 0;
+	if (!ok || listen(fd, 1024) != 0) {
+		sbx_err_set(err, "internet: transparent listener (IPv%d): %s", family == AF_INET ? 4 : 6,
+			    strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static int resolver_socket(sbx_err *err)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(53)};
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	inet_pton(AF_INET, MOCK_INET_RESOLVER4, &a.sin_addr);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
+		sbx_err_set(err, "internet: resolver on %s:53: %s", MOCK_INET_RESOLVER4, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* ---- the proxy ---- */
+
+/* "ADDR:PORT" ("[ADDR]:PORT" for IPv6) of a socket address; family 4/6
+ * and the raw address into fam/raw. */
+static void addr_text(const struct sockaddr_storage *ss, char *out, size_t cap, int *fam, uint8_t raw[16])
+{
+	char a[INET6_ADDRSTRLEN] = "?";
+
+	if (ss->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)ss;
+
+		inet_ntop(AF_INET6, &s6->sin6_addr, a, sizeof(a));
+		snprintf(out, cap, "[%s]:%u", a, (unsigned)ntohs(s6->sin6_port));
+		*fam = 6;
+		memcpy(raw, &s6->sin6_addr, 16);
+	} else {
+		const struct sockaddr_in *s4 = (const struct sockaddr_in *)ss;
+
+		inet_ntop(AF_INET, &s4->sin_addr, a, sizeof(a));
+		snprintf(out, cap, "%s:%u", a, (unsigned)ntohs(s4->sin_port));
+		*fam = 4;
+		memcpy(raw, &s4->sin_addr, 4);
+	}
+}
+
+/* Reads until the end of a request head, HEAD_MAX bytes, EOF, silence or
+ * stop. */
+static void read_head(const conn *c)
+{
+	char buf[HEAD_MAX + 1];
+	size_t n = 0;
+
+	while (n < HEAD_MAX) {
+		struct pollfd pf[2] = {{.fd = c->fd, .events = POLLIN}, {.fd = c->s->stopfd, .events = POLLIN}};
+		ssize_t r;
+
+		if (poll(pf, 2, QUIET_MS) <= 0 || pf[1].revents != 0)
+			return;
+		r = recv(c->fd, buf + n, HEAD_MAX - n, 0);
+		if (r <= 0)
+			return;
+		n += (size_t)r;
+		buf[n] = '\0';
+		if (strstr(buf, "\r\n\r\n") != NULL || strstr(buf, "\n\n") != NULL)
+			return;
+	}
+}
+
+static void answer(const conn *c)
+{
+	struct sockaddr_storage here = {0}, peer = {0};
+	socklen_t hl = sizeof(here), pl = sizeof(peer);
+	char dest[64], from[64], id[64], body[512], msg[1024];
+	uint8_t raw[16];
+	int fam, n;
+	bool metadata;
+
+	/* a transparent socket's own address is where the guest dialled */
+	getsockname(c->fd, (struct sockaddr *)&here, &hl);
+	getpeername(c->fd, (struct sockaddr *)&peer, &pl);
+	addr_text(&here, dest, sizeof(dest), &fam, raw);
+	metadata = strcmp(dest, MOCK_INET_METADATA4 ":80") == 0;
+	addr_text(&peer, from, sizeof(from), &fam, raw);
+	mock_internet_who(c->s->in, fam, raw, id, sizeof(id));
+	if (metadata)
+		snprintf(body, sizeof(body),
+			 "{\"service\":\"sbx-mock simulated metadata\",\"sandbox_id\":\"%s\","
+			 "\"local_address\":\"%s\",\"note\":\"169.254.0.0/16 is reachable whatever the "
+			 "egress rules say, as on the live service\"}\n",
+			 id, from);
+	else
+		snprintf(body, sizeof(body), "sbx-mock simulated internet: reached %s from %s\n", dest, from);
+	n = snprintf(msg, sizeof(msg),
+		     "HTTP/1.1 200 OK\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
+		     "X-Sbx-Reached: %s\r\nConnection: close\r\n\r\n%s",
+		     metadata ? "application/json" : "text/plain", strlen(body), dest, body);
+	if (send(c->fd, msg, (size_t)n, MSG_NOSIGNAL) < 0)
+		return;
+	/* close after the client read it: closing with its request unread
+	 * would reset the connection before it sees the answer */
+	shutdown(c->fd, SHUT_WR);
+	read_head(c);
+}
+
+static void *serve_conn(void *arg)
+{
+	conn *c = arg;
+	mock_inet_servers *s = c->s;
+
+	read_head(c);
+	answer(c);
+	close(c->fd);
+	free(c);
+	pthread_mutex_lock(&s->lock);
+	if (atomic_fetch_sub(&s->conns, 1) == 1)
+		pthread_cond_broadcast(&s->idle);
+	pthread_mutex_unlock(&s->lock);
+	return NULL;
+}
+
+static void accept_one(mock_inet_servers *s, int lfd)
+{
+	int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	conn *c;
+	pthread_t t;
+	pthread_attr_t at;
+
+	if (fd < 0)
+		return;
+	c = atomic_load(&s->conns) < MAX_CONNS ? malloc(sizeof(*c)) : NULL;
+	if (c == NULL) {
+		close(fd);
+		return;
+	}
+	c->s = s;
+	c->fd = fd;
+	atomic_fetch_add(&s->conns, 1);
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&at, 64 * 1024);
+	if (pthread_create(&t, &at, serve_conn, c) != 0) {
+		atomic_fetch_sub(&s->conns, 1);
+		close(fd);
+		free(c);
+	}
+	pthread_attr_destroy(&at);
+}
+
+static void *acceptor_main(void *arg)
+{
+	mock_inet_servers *s = arg;
+
+	for (;;) {
+		struct pollfd pf[3] = {{.fd = s->tcp4, .events = POLLIN},
+				       {.fd = s->tcp6, .events = POLLIN},
+				       {.fd = s->stopfd, .events = POLLIN}};
+
+		if (poll(pf, 3, -1) < 0 && errno != EINTR)
+			break;
+		if (pf[2].revents != 0)
+			break;
+		for (int i = 0; i < 2; i++) {
+			if (pf[i].revents != 0)
+				accept_one(s, pf[i].fd);
+		}
+	}
+	return NULL;
+}
+
+/* ---- the resolver ---- */
+
+/* The question's name (dotted, lower-cased as given) and its end offset;
+ * 0 for a malformed one. Compression is not allowed in a question. */
+static size_t qname(const uint8_t *p, size_t n, char *name, size_t cap)
+{
+	size_t off = 12, out = 0;
+
+	while (off < n && p[off] != 0) {
+		size_t len = p[off];
+
+		if (len > 63 || off + 1 + len >= n || out + len + 2 > cap)
+			return 0;
+		if (out > 0)
+			name[out++] = '.';
+		memcpy(name + out, p + off + 1, len);
+		out += len;
+		off += 1 + len;
+	}
+	if (off >= n)
+		return 0;
+	name[out] = '\0';
+	return off + 1;
+}
+
+static size_t dns_answer(const mock_hosts *hosts, const uint8_t *q, size_t n, uint8_t *r, size_t cap)
+{
+	char name[256];
+	size_t end = n >= 12 ? qname(q, n, name, sizeof(name)) : 0, off;
+	const mock_host *h;
+	unsigned qtype, ancount = 0;
+
+	if (end == 0 || end + 4 > n || end + 4 > cap || q[4] != 0 || q[5] != 1 || (q[2] & 0x80) != 0)
+		return 0; /* not one well-formed question: no answer */
+	qtype = (unsigned)q[end] << 8 | q[end + 1];
+	memcpy(r, q, end + 4);
+	r[2] = (uint8_t)(0x84 | (q[2] & 0x79)); /* answer, authoritative, opcode and RD kept */
+	r[3] = 0x80;                            /* recursion available, NOERROR */
+	memset(r + 6, 0, 6);
+	off = end + 4;
+	h = mock_hosts_find(hosts, name);
+	if (h == NULL) {
+		r[3] |= 3; /* NXDOMAIN */
+		return off;
+	}
+	for (size_t i = 0; i < h->naddr; i++) {
+		size_t alen = h->addr[i].family == 4 ? 4 : 16;
+		static const uint8_t ttl[4] = {0, 0, 0, 60};
+
+		if ((qtype != 1 || alen != 4) && (qtype != 28 || alen != 16))
+			continue;
+		if (off + 12 + alen > cap)
+			break;
+		r[off++] = 0xc0; /* the question's name */
+		r[off++] = 12;
+		r[off++] = 0;
+		r[off++] = (uint8_t)qtype;
+		r[off++] = 0;
+		r[off++] = 1;
+		memcpy(r + off, ttl, 4);
+		off += 4;
+		r[off++] = 0;
+		r[off++] = (uint8_t)alen;
+		memcpy(r + off, h->addr[i].addr, alen);
+		off += alen;
+		ancount++;
+	}
+	r[7] = (uint8_t)ancount;
+	return off;
+}
+
+static void *resolver_main(void *arg)
+{
+	mock_inet_servers *s = arg;
+	uint8_t q[DNS_MAX], r[DNS_MAX];
+
+	for (;;) {
+		struct pollfd pf[2] = {{.fd = s->dns, .events = POLLIN}, {.fd = s->stopfd, .events = POLLIN}};
+		struct sockaddr_storage from;
+		socklen_t fl = sizeof(from);
+		ssize_t n;
+		size_t len;
+
+		if (poll(pf, 2, -1) < 0 && errno != EINTR)
+			break;
+		if (pf[1].revents != 0)
+			break;
+		n = recvfrom(s->dns, q, sizeof(q), MSG_DONTWAIT, (struct sockaddr *)&from, &fl);
+		if (n <= 0)
+			continue;
+		len = dns_answer(s->hosts, q, (size_t)n, r, sizeof(r));
+		if (len > 0)
+			sendto(s->dns, r, len, MSG_DONTWAIT, (struct sockaddr *)&from, fl);
+	}
+	return NULL;
+}
+
+/* ---- start and stop ---- */
+
+mock_inet_servers *mock_inet_servers_start(const mock_hosts *hosts, mock_internet *in, sbx_err *err)
+{
+	mock_inet_servers *s = calloc(1, sizeof(*s));
+
+	if (s == NULL) {
+		sbx_err_set(err, "out of memory");
+		return NULL;
+	}
+	s->hosts = hosts;
+	s->in = in;
+	s->tcp4 = s->tcp6 = s->dns = -1;
+	pthread_mutex_init(&s->lock, NULL);
+	pthread_cond_init(&s->idle, NULL);
+	s->stopfd = eventfd(0, EFD_CLOEXEC);
+	if (s->stopfd < 0 || (s->tcp4 = listener(AF_INET, err)) < 0 || (s->tcp6 = listener(AF_INET6, err)) < 0 ||
+	    (s->dns = resolver_socket(err)) < 0)
+		goto fail;
+	s->acceptor_up = pthread_create(&s->acceptor, NULL, acceptor_main, s) == 0;
+	s->resolver_up = s->acceptor_up && pthread_create(&s->resolver, NULL, resolver_main, s) == 0;
+	if (!s->resolver_up) {
+		sbx_err_set(err, "internet: threads: %s", strerror(errno));
+		goto fail;
+	}
+	return s;
+
+fail:
+	if (s->stopfd < 0)
+		sbx_err_set(err, "internet: eventfd: %s", strerror(errno));
+	mock_inet_servers_stop(s);
+	return NULL;
+}
+
+void mock_inet_servers_stop(mock_inet_servers *s)
+{
+	uint64_t one = 1;
+
+	if (s == NULL)
+		return;
+	if (s->stopfd >= 0 && write(s->stopfd, &one, sizeof(one)) < 0)
+		abort(); /* an eventfd write of 1 cannot fail */
+	if (s->acceptor_up)
+		pthread_join(s->acceptor, NULL);
+	if (s->resolver_up)
+		pthread_join(s->resolver, NULL);
+	pthread_mutex_lock(&s->lock);
+	while (atomic_load(&s->conns) > 0)
+		pthread_cond_wait(&s->idle, &s->lock);
+	pthread_mutex_unlock(&s->lock);
+	int fds[] = {s->tcp4, s->tcp6, s->dns, s->stopfd};
+
+	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
+		if (fds[i] >= 0)
+			close(fds[i]);
+	}
+	pthread_cond_destroy(&s->idle);
+	pthread_mutex_destroy(&s->lock);
+	free(s);
+}
