@@ -233,9 +233,12 @@ static bool open_policy(const sbx_egress_list *list)
 bool mock_nft_compile(sbx_strbuf *out, const char *chain, const sbx_egress_list *list,
 		      sbx_host_rule_mode mode, const mock_hosts *hosts, bool blocked)
 {
+	/* blocked (quota used up) closes even link-local, as the oracle
+	 * (/_mock/egress/check) answers: only loopback stays in the guest */
 	bool ok = sbx_strbuf_printf(out, "flush chain " MOCK_NFT_TABLE " %s\n", chain) &&
-		  sbx_strbuf_printf(out, "add rule " MOCK_NFT_TABLE " %s ip daddr 169.254.0.0/16 accept\n",
-				    chain);
+		  (blocked ||
+		   sbx_strbuf_printf(out, "add rule " MOCK_NFT_TABLE " %s ip daddr 169.254.0.0/16 accept\n",
+				     chain));
 
 	if (ok && !blocked && open_policy(list))
 		return sbx_strbuf_printf(out, "add rule " MOCK_NFT_TABLE " %s accept\n", chain);

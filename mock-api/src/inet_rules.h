@@ -54,7 +54,7 @@ const mock_host *mock_hosts_find(const mock_hosts *h, const char *name);
 
 /* Appends to out the commands that replace chain `chain`'s rules with the
  * list's (the chain must exist). blocked: the bandwidth quota is used up,
- * only link-local stays open. false on allocation failure. */
+ * everything is dropped. false on allocation failure. */
 bool mock_nft_compile(sbx_strbuf *out, const char *chain, const sbx_egress_list *list,
 		      sbx_host_rule_mode mode, const mock_hosts *hosts, bool blocked);
 

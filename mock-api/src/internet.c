@@ -306,6 +306,7 @@ int mock_internet_wire(mock_internet *in, uint32_t slot, const char *id, const c
 		       pid_t cell_pid, sbx_err *err)
 {
 	wired e = {.slot = slot};
+	bool stale;
 	int back, rc;
 
 	if (inet_pton(AF_INET, ip4, e.ip4) != 1) {
@@ -314,12 +315,14 @@ int mock_internet_wire(mock_internet *in, uint32_t slot, const char *id, const c
 	}
 	slot_ip6(slot, e.ip6);
 	snprintf(e.id, sizeof(e.id), "%s", id);
+	/* a slot still registered belongs to a sandbox of before a reset
+	 * (addresses restart then) whose cell is gone: its parts go first */
 	pthread_mutex_lock(&in->lock);
-	if (find(in, slot) != NULL) {
-		pthread_mutex_unlock(&in->lock);
-		sbx_err_set(err, "internet: slot %u is wired already", (unsigned)slot);
-		return -1;
-	}
+	stale = find(in, slot) != NULL;
+	pthread_mutex_unlock(&in->lock);
+	if (stale)
+		mock_internet_unwire(in, slot);
+	pthread_mutex_lock(&in->lock);
 	if (in->nw == in->capw) {
 		size_t cap = in->capw != 0 ? in->capw * 2 : 64;
 		wired *w = realloc(in->w, cap * sizeof(*w));

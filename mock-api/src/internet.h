@@ -47,7 +47,7 @@ int mock_internet_wire(mock_internet *in, uint32_t slot, const char *id, const c
 		       pid_t cell_pid, sbx_err *err);
 /* Replaces the slot's chain with the list's rules, atomically; gen orders
  * concurrent calls (an apply older than the last one applied is skipped).
- * On failure the chain drops everything but link-local. */
+ * On failure the chain drops everything. */
 int mock_internet_apply(mock_internet *in, uint32_t slot, uint64_t gen, const sbx_egress_list *list,
 			sbx_host_rule_mode mode, bool blocked, sbx_err *err);
 /* Removes the slot's chain and link (its cell may already be gone). */

@@ -329,8 +329,16 @@ static int start_internet(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *e
 		return -1;
 	}
 	if (mock->gmode != GUEST_CONTAINED) {
-		snprintf(ierr.msg, sizeof(ierr.msg), "plain guests have no network namespace of their own");
-	} else {
+		snprintf(mock->egress_note, sizeof(mock->egress_note),
+			 "NOT enforced: plain guests use the host's network as they are; rules are "
+			 "only stored");
+		if (strcmp(want, "enforced") == 0) {
+			sbx_err_set(err, "egress cannot be enforced for plain guests (--guest-mode plain)");
+			return -1;
+		}
+		return 0;
+	}
+	{
 		if (hosts == NULL && access(SBX_MOCK_INTERNET_HOSTS, R_OK) == 0)
 			hosts = SBX_MOCK_INTERNET_HOSTS;
 		mock->inet = mock_internet_start(hosts, &ierr);
