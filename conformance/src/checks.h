@@ -26,6 +26,19 @@ static inline bool sandbox_error(const char *et)
 	return is_error_type(et, "SandboxUnavailableError") || is_error_type(et, "SandboxExecutionError");
 }
 
+/* checks_live.c: real connections from the guest (egress checks). Whether
+ * the mock enforces egress (why: its note either way). */
+bool cf_live_egress(struct cf_case *c, char *why, size_t cap);
+/* Python for the backend to run: prints token (may be NULL), then connects
+ * to every dest ("ADDR:PORT", "[V6]:PORT", "NAME:PORT", "NAME@ADDR:PORT":
+ * the address) at once and prints one "SBX-PROBE" line each; with
+ * fetch_metadata, also 169.254.169.254's answer ("SBX-META ..."). NULL
+ * when out of memory; the caller frees. */
+char *cf_probe_code(const char *const *dests, size_t n, const char *token, bool fetch_metadata);
+/* dest's result in the run's stdout ("ok", "timeout", an errno name), or
+ * NULL when the probe printed none. */
+const char *cf_probe_result(const char *out, const char *dest, char *buf, size_t cap);
+
 /* langflow-backend: checks_cap.c (CAP, REF), checks_fault.c (FB, CLN),
  * checks_res.c (RES, CON). */
 void ck_cap_001(struct cf_case *c);
@@ -33,6 +46,7 @@ void ck_cap_002(struct cf_case *c);
 void ck_cap_003(struct cf_case *c);
 void ck_cap_004(struct cf_case *c);
 void ck_cap_005(struct cf_case *c);
+void ck_cap_006(struct cf_case *c);
 void ck_ref_001(struct cf_case *c);
 void ck_ref_002(struct cf_case *c);
 void ck_ref_003(struct cf_case *c);

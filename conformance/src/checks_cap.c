@@ -155,26 +155,78 @@ static const char *const DENY_PROBES[] = {
 	"1.1.1.1:443", "8.8.8.8:53", "10.1.2.3:80", "192.168.1.1:22", "172.16.0.1:443",
 	"pypi.org@151.101.0.223:443", "93.184.216.34:80",
 };
+#define NDENY (sizeof(DENY_PROBES) / sizeof(DENY_PROBES[0]))
+
+/* The guest's real connections (the run's stdout) against the probes:
+ * any that completed fails the case. */
+static void live_denied(struct cf_case *c, const char *out)
+{
+	char r[32];
+
+	for (size_t i = 0; i < NDENY; i++) {
+		const char *res = cf_probe_result(out, DENY_PROBES[i], r, sizeof(r));
+
+		if (res == NULL)
+			cf_fail(c, "the network-off run printed no result for its connection to %s", DENY_PROBES[i]);
+		else if (strcmp(res, "ok") == 0)
+			cf_fail(c, "network off, but the guest's real connection to %s completed (egress "
+				"enforced by the mock)", DENY_PROBES[i]);
+	}
+}
+
+/* Each guest's stored rules, through the mock's oracle. */
+static void stored_denied(struct cf_case *c)
+{
+	cJSON *sbs = cf_sandboxes(c);
+	const cJSON *sb;
+
+	cJSON_ArrayForEach(sb, sbs) {
+		for (size_t i = 0; i < NDENY; i++) {
+			if (cf_egress_allowed(c, cf_str(sb, "id"), DENY_PROBES[i]) == 1)
+				cf_fail(c, "network off, but guest %s (%s) admits %s", cf_str(sb, "id"),
+					cf_str(sb, "name") ? cf_str(sb, "name") : "", DENY_PROBES[i]);
+		}
+	}
+	if (cJSON_GetArraySize(sbs) == 0)
+		cf_fail(c, "the run succeeded but no guest was created");
+	cJSON_Delete(sbs);
+}
+
+/* Runs the deny probes (and the metadata fetch) with the network off:
+ * the result, or NULL when the backend refused or failed (et/em). */
+static cJSON *network_off_probe(struct cf_case *c, struct cf_driver *d, const char *tok, const char **et,
+				const char **em)
+{
+	char *code = cf_probe_code(DENY_PROBES, NDENY, tok, true);
+	cJSON *res;
+
+	if (code == NULL) {
+		cf_error(c, "harness: out of memory");
+		return NULL;
+	}
+	res = cf_run(d, code, NULL, CF_RUN_T, et, em);
+	free(code);
+	return res;
+}
 
 void ck_cap_004(struct cf_case *c)
 {
-	char tok[40], code[128];
+	char tok[40], why[600];
 	struct cf_driver *d;
 	const char *et, *em;
-	cJSON *res, *j, *sbs;
-	const cJSON *sb;
-	size_t i;
+	cJSON *res, *j;
+	bool live;
 
 	if (!cf_cap_bool(c->cf, "supports_deny_all_egress")) {
 		cf_skip(c, "capability not declared: supports_deny_all_egress is false");
 		return;
 	}
+	live = cf_live_egress(c, why, sizeof(why));
 	d = cf_start(c, NET_OFF);
 	if (d == NULL)
 		return;
 	cf_random_token(c, tok, sizeof(tok));
-	snprintf(code, sizeof(code), "print('%s')\n", tok);
-	res = cf_run(d, code, NULL, CF_RUN_T, &et, &em);
+	res = network_off_probe(c, d, tok, &et, &em);
 	j = cf_journal(c);
 	if (j == NULL)
 		goto out;
@@ -185,19 +237,11 @@ void ck_cap_004(struct cf_case *c)
 			cf_detail(c, "refused before creating anything: %s: %s", et, em);
 		goto out;
 	}
-	sbs = cf_sandboxes(c);
-	cJSON_ArrayForEach(sb, sbs) {
-		for (i = 0; i < sizeof(DENY_PROBES) / sizeof(DENY_PROBES[0]); i++) {
-			int a = cf_egress_allowed(c, cf_str(sb, "id"), DENY_PROBES[i]);
-
-			if (a == 1)
-				cf_fail(c, "network off, but guest %s (%s) admits %s", cf_str(sb, "id"),
-					cf_str(sb, "name") ? cf_str(sb, "name") : "", DENY_PROBES[i]);
-		}
-	}
-	if (cJSON_GetArraySize(sbs) == 0)
-		cf_fail(c, "the run succeeded but no guest was created");
-	cJSON_Delete(sbs);
+	if (live)
+		live_denied(c, cf_str(res, "stdout"));
+	else
+		cf_detail(c, "judged on the stored rules only: egress %s", why);
+	stored_denied(c);
 out:
 	cf_keep_journal(c, j);
 	cJSON_Delete(res);
@@ -209,24 +253,42 @@ void ck_cap_005(struct cf_case *c)
 					  "LANGFLOW_SANDBOX_ALLOWED_DOMAINS=pypi.org, files.pythonhosted.org", NULL};
 	static const char *const allow[] = {"pypi.org@151.101.0.223:443", "files.pythonhosted.org@151.101.1.63:443"};
 	static const char *const deny[] = {"example.com@93.184.216.34:443", "1.1.1.1:443"};
+	/* what the guest dials: names through the resolver, as code would */
+	static const char *const live_dests[] = {"pypi.org:443", "files.pythonhosted.org:443", "example.com:443",
+						 "1.1.1.1:443"};
+	char why[600], r[32], *code;
 	struct cf_driver *d;
-	const char *et, *em;
+	const char *et, *em, *res_s;
 	cJSON *res, *sbs;
 	const cJSON *sb;
+	bool live;
 	size_t i;
 
 	if (!cf_cap_bool(c->cf, "supports_domain_allowlist")) {
 		cf_skip(c, "capability not declared: supports_domain_allowlist is false");
 		return;
 	}
+	live = cf_live_egress(c, why, sizeof(why));
 	d = cf_start(c, env);
 	if (d == NULL)
 		return;
-	res = cf_run(d, "print('allowlist')\n", NULL, CF_RUN_T, &et, &em);
+	code = cf_probe_code(live_dests, 4, NULL, false);
+	res = code != NULL ? cf_run(d, code, NULL, CF_RUN_T, &et, &em) : NULL;
+	free(code);
 	if (res == NULL) {
 		cf_fail(c, "claims a domain allowlist but refused a run with allowed domains: %s: %s", et, em);
 		return;
 	}
+	for (i = 0; live && i < 4; i++) {
+		res_s = cf_probe_result(cf_str(res, "stdout"), live_dests[i], r, sizeof(r));
+		if (i < 2 && (res_s == NULL || strcmp(res_s, "ok") != 0))
+			cf_fail(c, "the guest's real connection to allowed %s did not complete (%s)", live_dests[i],
+				res_s != NULL ? res_s : "no result printed");
+		else if (i >= 2 && res_s != NULL && strcmp(res_s, "ok") == 0)
+			cf_fail(c, "the guest's real connection to %s, not an allowed domain, completed", live_dests[i]);
+	}
+	if (!live)
+		cf_detail(c, "judged on the stored rules only: egress %s", why);
 	cJSON_Delete(res);
 	sbs = cf_sandboxes(c);
 	sb = cf_find_sandbox(sbs, NULL);
@@ -243,6 +305,39 @@ void ck_cap_005(struct cf_case *c)
 			cf_fail(c, "guest %s admits %s, which is not an allowed domain", cf_str(sb, "id"), deny[i]);
 out:
 	cJSON_Delete(sbs);
+}
+
+/* Advisory: shows the link-local hole with the network off — the guest
+ * reaches 169.254.169.254 whatever its rules, as on the live service. */
+void ck_cap_006(struct cf_case *c)
+{
+	char tok[40], why[600];
+	struct cf_driver *d;
+	const char *et, *em, *meta;
+	cJSON *res;
+
+	if (!cf_live_egress(c, why, sizeof(why))) {
+		cf_skip(c, "egress %s", why);
+		return;
+	}
+	d = cf_start(c, NET_OFF);
+	if (d == NULL)
+		return;
+	cf_random_token(c, tok, sizeof(tok));
+	res = network_off_probe(c, d, tok, &et, &em);
+	if (res == NULL) {
+		cf_skip(c, "the backend refused a network-off run (%s: %s): no guest to show the hole in", et, em);
+		return;
+	}
+	meta = strstr(cf_s0(cf_str(res, "stdout")), "SBX-META ");
+	if (meta != NULL && strncmp(meta + 9, "unreachable", 11) != 0)
+		cf_fail(c, "with the network off the guest still reached the metadata service at "
+			"169.254.169.254:80 (link-local is always open on CreateOS; code in a guest can read "
+			"it): %.*s", (int)strcspn(meta + 9, "\n"), meta + 9);
+	else
+		cf_detail(c, "the guest did not reach 169.254.169.254:80: %.*s",
+			  meta != NULL ? (int)strcspn(meta + 9, "\n") : 4, meta != NULL ? meta + 9 : "none");
+	cJSON_Delete(res);
 }
 
 /* ---- REF ---- */

@@ -16,6 +16,7 @@ static const struct cf_check LANGFLOW_BACKEND[] = {
 	{"CAP-003", "CAP", "hardware-virtualized claim: successful runs execute in a guest", CK_ADMIN, false, ck_cap_003},
 	{"CAP-004", "CAP", "deny-all claim: network-off guest denies every probe, or refusal before create", CK_ADMIN, false, ck_cap_004},
 	{"CAP-005", "CAP", "domain-allowlist claim: guest admits exactly the allowed names", CK_ADMIN, false, ck_cap_005},
+	{"CAP-006", "CAP", "link-local hole: a network-off guest still reaches 169.254.169.254", CK_ADMIN, true, ck_cap_006},
 	{"REF-001", "REF", "refusals happen before any mutating control-plane request", CK_ADMIN, false, ck_ref_001},
 	{"REF-002", "REF", "every refusal is SandboxUnavailableError naming the setting", 0, false, ck_ref_002},
 	{"REF-003", "REF", "timeout above a declared cap is refused; equal to the cap runs", 0, false, ck_ref_003},

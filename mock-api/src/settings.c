@@ -92,6 +92,10 @@ cJSON *mock_settings_view(sbx_mock *mock)
 	cJSON_AddBoolToObject(o, "contained", mock->gmode == GUEST_CONTAINED);
 	if (mock->gmode == GUEST_CONTAINED)
 		cJSON_AddStringToObject(o, "cgroups", mock->cgroups_note);
+	/* read-only: whether guests' connections meet their egress rules in
+	 * the kernel (INTERNET.md), and why not */
+	cJSON_AddBoolToObject(o, "egress_enforced", mock->inet != NULL);
+	cJSON_AddStringToObject(o, "egress", mock->egress_note);
 	/* each contained sandbox has its own PID namespace */
 	cJSON_AddBoolToObject(o, "guest_pid_namespace", mock->gmode == GUEST_CONTAINED);
 	return o;

@@ -4,6 +4,8 @@
 #   -DEXPECT_RC=N         expected exit code
 #   -DJSON=file           where --json writes (added to ARGS when set)
 #   -DFAIL_ID=ID          this check must have verdict "fail"
+#   -DFAIL_TEXT=text      ... and its reason must contain text, unless its evidence
+#   -DUNLESS_DETAIL=text  has a detail containing this text
 #   -DALL_OK=ON           every check must pass or skip, cleanup never fail
 #   -DALLOWED_SKIPS=a|b   with ALL_OK: the only checks allowed to skip
 string(REPLACE "|" ";" args "${ARGS}")
@@ -33,6 +35,20 @@ foreach(i RANGE ${last})
   string(JSON advisory GET "${report}" checks ${i} advisory)
   if(FAIL_ID AND id STREQUAL FAIL_ID AND verdict STREQUAL "fail")
     set(found_fail ON)
+    if(FAIL_TEXT)
+      string(JSON reason GET "${report}" checks ${i} reason)
+      string(FIND "${reason}" "${FAIL_TEXT}" at)
+      set(excused -1)
+      if(UNLESS_DETAIL)
+        string(JSON evidence ERROR_VARIABLE no_evidence GET "${report}" checks ${i} evidence)
+        string(FIND "${evidence}" "${UNLESS_DETAIL}" excused)
+      endif()
+      if(excused GREATER -1)
+        message(STATUS "${id}: ${UNLESS_DETAIL} (so no \"${FAIL_TEXT}\" expected)")
+      elseif(at EQUAL -1)
+        message(FATAL_ERROR "${id} failed, but its reason lacks \"${FAIL_TEXT}\": ${reason}")
+      endif()
+    endif()
   endif()
   if(ALL_OK)
     if(verdict STREQUAL "skip")
