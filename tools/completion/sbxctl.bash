@@ -46,7 +46,7 @@ _sbxctl()
 	local opts=""
 	case "${cmd[*]}" in
 	"") COMPREPLY=($(compgen -W "$top $globals" -- "$cur")); return ;;
-	egress) COMPREPLY=($(compgen -W "show set clear check lint" -- "$cur")); return ;;
+	egress) COMPREPLY=($(compgen -W "show set clear check lint test" -- "$cur")); return ;;
 	files) COMPREPLY=($(compgen -W "push pull" -- "$cur")); return ;;
 	mock) COMPREPLY=($(compgen -W "faults scenario journal state reset clock" -- "$cur")); return ;;
 	"mock faults") COMPREPLY=($(compgen -W "add ls rm clear" -- "$cur")); return ;;
@@ -59,6 +59,7 @@ _sbxctl()
 	exec*) opts="--stream --env --" ;;
 	"egress check"*) opts="--rules --mode" ;;
 	"egress lint"*) opts="--max-rules"; COMPREPLY=($(compgen -f -- "$cur")) ;;
+	"egress test"*) opts="--mode" ;;
 	"mock journal") opts="--since --method --path --tenant --status --limit --follow --interval" ;;
 	"mock state") opts="--tenant" ;;
 	"mock faults add" | "mock scenario load" | "files push"* | "files pull"*) COMPREPLY=($(compgen -f -- "$cur")) ;;
@@ -68,7 +69,7 @@ _sbxctl()
 		return
 	fi
 	case "${cmd[*]}" in
-	get | rm | exec | pause | resume | fork | "egress show" | "egress set" | "egress clear" | "files push" | "files pull")
+	get | rm | exec | pause | resume | fork | "egress show" | "egress set" | "egress clear" | "egress test" | "files push" | "files pull")
 		COMPREPLY=($(compgen -W "$(_sbxctl_ids)" -- "$cur")) ;;
 	esac
 }

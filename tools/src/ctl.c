@@ -64,6 +64,14 @@ static const ctl_command commands[] = {
 	 "'documented' matches them. Exit 1 when a rule is invalid (every error is\n"
 	 "printed), 2 when a destination cannot be parsed.",
 	 ctl_opts_egress_check, 1, ANY, ctl_cmd_egress_check, CTL_CMD_OFFLINE},
+	{"egress test", "ID DEST...", "connect from inside the guest; the kernel's result next to the engine's",
+	 "Each DEST (ADDR:PORT, [V6]:PORT, NAME:PORT, NAME@ADDR:PORT: the guest dials\n"
+	 "the address, or resolves the name) is connected to at once from the guest\n"
+	 "(python3 there), for 2 s. KERNEL: connected, dropped (no answer), or stayed\n"
+	 "in the guest (refused or unroutable there). ENGINE: the sandbox's stored\n"
+	 "rules under --mode. Exit 1 if any row disagrees. Needs sbx-mock with\n"
+	 "enforced egress to mean anything (it says so at start).",
+	 ctl_opts_egress_test, 2, ANY, ctl_cmd_egress_test, 0},
 	{"egress lint", "FILE", "offline: validate a rule file (lines or a JSON array)",
 	 "Blank lines and lines starting with # are skipped in the line format.\n"
 	 "FILE '-' reads stdin. Every error is printed with its rule index and line;\n"

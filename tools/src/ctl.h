@@ -110,6 +110,7 @@ int ctl_cmd_egress_set(ctl_ctx *ctx);
 int ctl_cmd_egress_clear(ctl_ctx *ctx);
 int ctl_cmd_egress_check(ctl_ctx *ctx);
 int ctl_cmd_egress_lint(ctl_ctx *ctx);
+int ctl_cmd_egress_test(ctl_ctx *ctx);
 int ctl_cmd_whoami(ctl_ctx *ctx);
 int ctl_cmd_shapes(ctl_ctx *ctx);
 int ctl_cmd_rootfs(ctl_ctx *ctx);
@@ -132,6 +133,7 @@ extern const ctl_opt ctl_opts_fork[];
 extern const ctl_opt ctl_opts_exec[];
 extern const ctl_opt ctl_opts_egress_check[];
 extern const ctl_opt ctl_opts_egress_lint[];
+extern const ctl_opt ctl_opts_egress_test[];
 extern const ctl_opt ctl_opts_journal[];
 extern const ctl_opt ctl_opts_state[];
 

@@ -433,6 +433,54 @@ static void egress_show_set_clear(void **state)
 	ctl_result_free(&r);
 }
 
+/* Whether the mock said at start that it enforces egress. */
+static bool mock_enforces_egress(void)
+{
+	FILE *f = fopen(mock.log, "r");
+	char line[512];
+	bool on = false;
+
+	while (f != NULL && fgets(line, sizeof line, f) != NULL)
+		on = on || strncmp(line, "egress: enforced", 16) == 0;
+	if (f != NULL)
+		fclose(f);
+	return on;
+}
+
+/* `egress test` connects from inside the guest: what the kernel did, next
+ * to the engine's decision on the stored rules (issue 14). */
+static void egress_test_shows_kernel_next_to_engine(void **state)
+{
+	(void)state;
+	const char *key = "key-egress-test";
+	char id[64];
+	if (!mock_enforces_egress()) {
+		print_message("skipped: this mock does not enforce egress (see its start-up warning)\n");
+		skip();
+	}
+	create_sandbox(key, id, sizeof id, (const char *const[]){"--egress", "1.2.3.0/24", NULL});
+	ctl_result r = RUN(key, "egress", "test", id, "1.2.3.4:80", "5.6.7.8:80", "169.254.169.254:80");
+	expect_rc(&r, 0, "egress test");
+	expect_in(r.out, "1.2.3.4:80          connected (ok)", "allowed by a rule");
+	expect_in(r.out, "5.6.7.8:80          dropped (timeout)", "denied by default");
+	expect_in(r.out, "link-local exception", "the hole");
+	ctl_result_free(&r);
+	/* curl in the guest reaches the simulated internet */
+	r = RUN(key, "exec", id, "--", "curl", "-s", "http://1.2.3.99:8080/x");
+	expect_rc(&r, 0, "curl in the guest");
+	expect_in(r.out, "sbx-mock simulated internet: reached 1.2.3.99:8080", "curl answer");
+	ctl_result_free(&r);
+	/* the engine asked for documented semantics disagrees with the
+	 * observed kernel: exit 1, the row says NO */
+	r = RUN(key, "egress", "set", id, "pypi.org");
+	expect_rc(&r, 0, "egress set");
+	ctl_result_free(&r);
+	r = RUN(key, "egress", "test", "--mode", "documented", id, "pypi.org:443");
+	expect_rc(&r, 1, "egress test disagreement");
+	expect_in(r.out, "NO", "disagreement shown");
+	ctl_result_free(&r);
+}
+
 /* ---- files ---- */
 
 static void files_push_pull_are_binary_safe(void **state)
@@ -860,6 +908,7 @@ int main(int argc, char **argv)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(whoami_shapes_rootfs),
 		cmocka_unit_test(create_get_ls_rm),
+		cmocka_unit_test(egress_test_shows_kernel_next_to_engine),
 		cmocka_unit_test(ls_follows_every_page),
 		cmocka_unit_test(exec_buffered_passes_output_and_exit_code),
 		cmocka_unit_test(exec_stream_prints_output_as_it_arrives),
