@@ -64,7 +64,7 @@ static const ctl_command commands[] = {
 	 "'documented' matches them. Exit 1 when a rule is invalid (every error is\n"
 	 "printed), 2 when a destination cannot be parsed.",
 	 ctl_opts_egress_check, 1, ANY, ctl_cmd_egress_check, CTL_CMD_OFFLINE},
-	{"egress test", "ID DEST...", "connect from inside the guest; the kernel's result next to the engine's",
+	{"egress test", "ID DEST...", "connect from the guest: kernel vs engine",
 	 "Each DEST (ADDR:PORT, [V6]:PORT, NAME:PORT, NAME@ADDR:PORT: the guest dials\n"
 	 "the address, or resolves the name) is connected to at once from the guest\n"
 	 "(python3 there), for 2 s. KERNEL: connected, dropped (no answer), or stayed\n"
