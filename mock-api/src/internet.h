@@ -50,7 +50,7 @@ int mock_internet_wire(mock_internet *in, uint32_t slot, const char *id, const c
  * On failure the chain drops everything. */
 int mock_internet_apply(mock_internet *in, uint32_t slot, uint64_t gen, const sbx_egress_list *list,
 			sbx_host_rule_mode mode, bool blocked, sbx_err *err);
-/* Removes the slot's chain and link (its cell may already be gone). */
+/* Removes the slot's chain; its link goes with the cell's namespace. */
 void mock_internet_unwire(mock_internet *in, uint32_t slot);
 
 /* The resolver's table (for the documented mode's compilation and tests). */

@@ -1,0 +1,336 @@
+/* bench-internet: what enforced egress costs (issue 14, INTERNET.md). Starts
+ * embedded mocks (127.0.0.1 port 0) and measures over keep-alive HTTP:
+ *   - PUT egress with 1,024 rules (IPv4/IPv6 blocks and ports, a fresh list
+ *     each time), applied in the kernel before the answer: p50/p90;
+ *   - a TCP connect from inside a guest to the simulated internet: p50/p90,
+ *     timed in the guest (Python's time.perf_counter around connect());
+ *   - create -> exec(`true`) -> delete cycles/s with T threads, with egress
+ *     enforced (every sandbox wired) and stored only (loopback-only guests),
+ *     alternating R rounds each; the ratio is the issue's 70% target.
+ * A benchmark, never a test: exit 1 only when calls failed, 2 when egress
+ * cannot be enforced here (the mock's reason is printed).
+ *
+ * usage: bench-internet [-n PUTs=50] [-c connects=300] [-s cycle-seconds=4]
+ *                       [-t threads=2] [-r rounds=2] */
+#define _GNU_SOURCE
+#include <getopt.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cjson/cJSON.h>
+
+#include "sbx/http.h"
+#include "sbx/mock.h"
+#include "sbx/strbuf.h"
+
+static size_t g_fail;
+static pthread_mutex_t g_fail_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static void failed(const char *what, long status, const sbx_http_resp *r)
+{
+	pthread_mutex_lock(&g_fail_mu);
+	if (g_fail++ < 5)
+		fprintf(stderr, "bench-internet: %s: HTTP %ld %.300s\n", what, status,
+			r != NULL ? sbx_strbuf_str(&r->body) : "");
+	pthread_mutex_unlock(&g_fail_mu);
+}
+
+static sbx_http_client *client(const char *url, char *hdr, size_t cap, const char *key)
+{
+	sbx_http_opts o = {.base_url = url, .headers = {hdr}};
+
+	snprintf(hdr, cap, "X-Api-Key: %s", key);
+	return sbx_http_client_new(&o, NULL);
+}
+
+static long call(sbx_http_client *c, const char *method, const char *path, const char *body,
+		 sbx_http_resp *out)
+{
+	sbx_http_req rq = {.method = method, .path = path, .body = body, .body_len = body ? strlen(body) : 0};
+	sbx_err err;
+
+	sbx_http_resp_free(out);
+	return sbx_http_request(c, &rq, out, &err) != 0 ? -1 : out->status;
+}
+
+/* data.<field> (a string) of the answer, or "" */
+static void field(const sbx_http_resp *r, const char *k1, const char *k2, char *buf, size_t cap)
+{
+	cJSON *j = cJSON_Parse(sbx_strbuf_str(&r->body));
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "data"), k1);
+
+	if (k2 != NULL)
+		v = cJSON_GetObjectItemCaseSensitive(v, k2);
+	snprintf(buf, cap, "%s", cJSON_IsString(v) ? v->valuestring : "");
+	cJSON_Delete(j);
+}
+
+static int create(sbx_http_client *c, sbx_http_resp *out, char *id, size_t cap)
+{
+	long st = call(c, "POST", "/v1/sandboxes", "{\"shape\":\"s-1vcpu-256mb\"}", out);
+
+	field(out, "id", NULL, id, cap);
+	if (st != 200 || id[0] == '\0') {
+		failed("create", st, out);
+		return -1;
+	}
+	return 0;
+}
+
+static void destroy(sbx_http_client *c, sbx_http_resp *out, const char *id)
+{
+	char path[128];
+	long st;
+
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s", id);
+	st = call(c, "DELETE", path, NULL, out);
+	if (st != 200)
+		failed("delete", st, out);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : (x > y ? 1 : 0);
+}
+
+static double pct(double *v, size_t n, double p)
+{
+	if (n == 0)
+		return 0;
+	qsort(v, n, sizeof(*v), cmp_double);
+	return v[(size_t)(p / 100.0 * (double)(n - 1))];
+}
+
+/* {"egress":[1,024 rules]}: IPv4 /24 blocks and IPv6 /64 blocks, every
+ * fourth rule one address with a port; `salt` makes each list different. */
+static char *rules_body(unsigned salt)
+{
+	sbx_strbuf b;
+
+	sbx_strbuf_init(&b);
+	sbx_strbuf_puts(&b, "{\"egress\":[");
+	for (unsigned i = 0; i < 1024; i++) {
+		unsigned a = (i * 7 + salt) & 0xff, p = 1000 + (i + salt) % 60000;
+		bool v6 = i % 2 == 1, port = i % 4 >= 2;
+
+		if (!v6 && !port)
+			sbx_strbuf_printf(&b, "\"%u.%u.%u.0/24\"", 11 + i % 200, a, (i / 3) & 0xff);
+		else if (!v6)
+			sbx_strbuf_printf(&b, "\"%u.%u.%u.1:%u\"", 11 + i % 200, a, (i / 3) & 0xff, p);
+		else if (!port)
+			sbx_strbuf_printf(&b, "\"2001:db8:%x:%x::/64\"", a, i);
+		else
+			sbx_strbuf_printf(&b, "\"[2001:db8:%x:%x::1]:%u\"", a, i, p);
+		sbx_strbuf_puts(&b, i + 1 < 1024 ? "," : "");
+	}
+	sbx_strbuf_puts(&b, "]}");
+	return sbx_strbuf_detach(&b, NULL);
+}
+
+typedef struct worker {
+	const char *url;
+	double seconds;
+	size_t cycles;
+	pthread_t tid;
+	char key[32];
+} worker;
+
+static void *cycle_worker(void *arg)
+{
+	worker *w = arg;
+	char hdr[64], id[64];
+	sbx_http_client *c = client(w->url, hdr, sizeof(hdr), w->key);
+	sbx_http_resp out = {0};
+	double end = now_ms() + w->seconds * 1e3;
+	char path[128];
+
+	if (c == NULL)
+		return NULL;
+	while (now_ms() < end) {
+		if (create(c, &out, id, sizeof(id)) != 0)
+			continue;
+		snprintf(path, sizeof(path), "/v1/sandboxes/%s/exec", id);
+		if (call(c, "POST", path, "{\"cmd\":\"true\"}", &out) != 200)
+			failed("exec", (long)out.status, &out);
+		destroy(c, &out, id);
+		w->cycles++;
+	}
+	sbx_http_resp_free(&out);
+	sbx_http_client_free(c);
+	return NULL;
+}
+
+static double cycles_per_s(const char *url, long threads, double seconds)
+{
+	static worker w[64];
+	size_t cycles = 0;
+	double t0 = now_ms();
+
+	for (long i = 0; i < threads; i++) {
+		w[i] = (worker){.url = url, .seconds = seconds};
+		snprintf(w[i].key, sizeof(w[i].key), "cycle-%ld", i);
+		pthread_create(&w[i].tid, NULL, cycle_worker, &w[i]);
+	}
+	for (long i = 0; i < threads; i++) {
+		pthread_join(w[i].tid, NULL);
+		cycles += w[i].cycles;
+	}
+	return (double)cycles / ((now_ms() - t0) / 1e3);
+}
+
+/* p50/p90 of create (then delete) on a mock, n times. */
+static void create_latency(const char *url, long n, double *p50, double *p90)
+{
+	static double lat[1000];
+	char hdr[64], id[64];
+	sbx_http_client *c = client(url, hdr, sizeof(hdr), "create-latency");
+	sbx_http_resp out = {0};
+	long i;
+
+	for (i = 0; c != NULL && i < n; i++) {
+		double t0 = now_ms();
+
+		if (create(c, &out, id, sizeof(id)) != 0)
+			break;
+		lat[i] = now_ms() - t0;
+		destroy(c, &out, id);
+	}
+	*p50 = pct(lat, (size_t)i, 50);
+	*p90 = pct(lat, (size_t)i, 90);
+	sbx_http_resp_free(&out);
+	sbx_http_client_free(c);
+}
+
+static sbx_mock *start(const char *egress, sbx_err *err)
+{
+	sbx_mock_config cfg;
+
+	sbx_mock_config_init(&cfg);
+	cfg.quiet = true;
+	cfg.no_journal = true;
+	cfg.sandbox_cap = 100000;
+	cfg.admin_token = "bench";
+	cfg.egress = egress;
+	return sbx_mock_start(&cfg, err);
+}
+
+/* The guest times `n` connects to the simulated internet; their p50/p90. */
+static const char CONNECT_PROBE[] =
+	"import socket,sys,time\n"
+	"n=int(sys.argv[1]);t=[]\n"
+	"for i in range(n):\n"
+	" s=socket.socket();a=time.perf_counter();s.connect(('198.51.100.%d'%(1+i%250),80+i%1000))\n"
+	" t.append((time.perf_counter()-a)*1e3);s.close()\n"
+	"t.sort();print('%.3f %.3f'%(t[n//2],t[n*9//10]))\n";
+
+int main(int argc, char **argv)
+{
+	long n = 50, connects = 300, threads = 2, rounds = 2;
+	double seconds = 4, lat[1000], on = 0, off = 0, c50 = 0, c90 = 0, ce50, ce90, cs50, cs90;
+	sbx_err err = {{0}};
+	sbx_mock *enforced, *stored;
+	sbx_http_client *c;
+	sbx_http_resp out = {0};
+	char hdr[64], id[64], path[160], res[64];
+	int opt;
+
+	while ((opt = getopt(argc, argv, "n:c:s:t:r:h")) != -1) {
+		switch (opt) {
+		case 'n': n = strtol(optarg, NULL, 10); break;
+		case 'c': connects = strtol(optarg, NULL, 10); break;
+		case 's': seconds = strtod(optarg, NULL); break;
+		case 't': threads = strtol(optarg, NULL, 10); break;
+		case 'r': rounds = strtol(optarg, NULL, 10); break;
+		default:
+			fprintf(stderr, "usage: bench-internet [-n PUTs=50] [-c connects=300] [-s cycle-seconds=4] "
+					"[-t threads=2] [-r rounds=2]\n");
+			return 2;
+		}
+	}
+	if (n < 5 || n > 1000 || connects < 10 || connects > 100000 || seconds <= 0 || threads < 1 ||
+	    threads > 64 || rounds < 1 || rounds > 20 || sbx_http_global_init() != 0)
+		return 2;
+	enforced = start("enforced", &err);
+	if (enforced == NULL) {
+		fprintf(stderr, "bench-internet: %s\n", err.msg);
+		return 2;
+	}
+	c = client(sbx_mock_url(enforced), hdr, sizeof(hdr), "bench");
+	if (c == NULL || create(c, &out, id, sizeof(id)) != 0)
+		return 1;
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/egress", id);
+	for (long i = 0; i < n; i++) {
+		char *body = rules_body((unsigned)i);
+		double t0 = now_ms();
+		long st = call(c, "PUT", path, body, &out);
+
+		lat[i] = now_ms() - t0;
+		if (st != 200)
+			failed("PUT egress", st, &out);
+		free(body);
+	}
+	call(c, "PUT", path, "{\"egress\":null}", &out);
+	{
+		char cmd[2048], count[16];
+		cJSON *b = cJSON_CreateObject(), *args = cJSON_AddArrayToObject(b, "args");
+		char *text;
+
+		snprintf(count, sizeof(count), "%ld", connects);
+		cJSON_AddStringToObject(b, "cmd", "python3");
+		cJSON_AddItemToArray(args, cJSON_CreateString("-c"));
+		cJSON_AddItemToArray(args, cJSON_CreateString(CONNECT_PROBE));
+		cJSON_AddItemToArray(args, cJSON_CreateString(count));
+		text = cJSON_PrintUnformatted(b);
+		snprintf(cmd, sizeof(cmd), "/v1/sandboxes/%s/exec", id);
+		if (call(c, "POST", cmd, text, &out) != 200)
+			failed("connect probe", (long)out.status, &out);
+		field(&out, "result", "stdout", res, sizeof(res));
+		if (sscanf(res, "%lf %lf", &c50, &c90) != 2)
+			failed("connect probe output", (long)out.status, &out);
+		free(text);
+		cJSON_Delete(b);
+	}
+	destroy(c, &out, id);
+	stored = start("stored", &err);
+	if (stored == NULL) {
+		fprintf(stderr, "bench-internet: %s\n", err.msg);
+		return 2;
+	}
+	create_latency(sbx_mock_url(enforced), n, &ce50, &ce90);
+	create_latency(sbx_mock_url(stored), n, &cs50, &cs90);
+	for (long r = 0; r < rounds; r++) {
+		off += cycles_per_s(sbx_mock_url(stored), threads, seconds) / (double)rounds;
+		on += cycles_per_s(sbx_mock_url(enforced), threads, seconds) / (double)rounds;
+	}
+	printf("egress: %s\n", sbx_mock_egress_note(enforced));
+	printf("| %-44s | %9s | %9s | %-12s |\n", "measure", "p50", "p90", "target");
+	printf("| %-44s | %9.2f | %9.2f | %-12s |\n", "PUT egress, 1,024 rules into the kernel (ms)",
+	       pct(lat, (size_t)n, 50), pct(lat, (size_t)n, 90), "p50 <= 20");
+	printf("| %-44s | %9.3f | %9.3f | %-12s |\n", "TCP connect, guest -> internet (ms)", c50, c90,
+	       "p50 <= 1");
+	printf("| %-44s | %9.2f | %9.2f | %-12s |\n", "create, egress enforced (ms)", ce50, ce90, "");
+	printf("| %-44s | %9.2f | %9.2f | %-12s |\n", "create, egress stored (ms)", cs50, cs90, "");
+	printf("| %-44s | %9.1f | %9s | %-12s |\n", "cycles/s, egress enforced", on, "", "");
+	printf("| %-44s | %9.1f | %9s | %-12s |\n", "cycles/s, egress stored (loopback only)", off, "", "");
+	printf("| %-44s | %8.0f%% | %9s | %-12s |\n", "enforced / stored", off > 0 ? 100 * on / off : 0, "",
+	       ">= 70%");
+	sbx_http_resp_free(&out);
+	sbx_http_client_free(c);
+	sbx_mock_stop(stored);
+	sbx_mock_stop(enforced);
+	return g_fail > 0 ? 1 : 0;
+}
