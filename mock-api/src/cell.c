@@ -19,6 +19,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,9 +80,27 @@ static const char *cell_path(void)
 	return SBX_MOCK_CELL_INSTALL;
 }
 
+/* Root of the host's own user namespace (every id mapped), where the base
+ * range exists. Root of a namespace of the mock's own (an unprivileged
+ * sbx-mock that entered one for enforced egress) maps one id only. */
+bool mock_cell_host_root(void)
+{
+	unsigned long inside = 1, outside = 1, count = 0;
+	FILE *f;
+
+	if (geteuid() != 0)
+		return false;
+	f = fopen("/proc/self/uid_map", "re");
+	if (f != NULL && fscanf(f, "%lu %lu %lu", &inside, &outside, &count) != 3)
+		count = 0;
+	if (f != NULL)
+		fclose(f);
+	return inside == 0 && outside == 0 && count == 4294967295UL;
+}
+
 uid_t mock_cell_owner(void)
 {
-	return geteuid() == 0 ? (uid_t)MOCK_CELL_UID_BASE : (uid_t)-1;
+	return mock_cell_host_root() ? (uid_t)MOCK_CELL_UID_BASE : (uid_t)-1;
 }
 
 /* ---- the clone child ---- */
@@ -183,7 +202,7 @@ static int write_maps(pid_t pid, sbx_err *err)
 {
 	char map[64];
 
-	if (geteuid() == 0) {
+	if (mock_cell_host_root()) {
 		snprintf(map, sizeof(map), "0 %u %u\n", MOCK_CELL_UID_BASE, MOCK_CELL_ID_RANGE);
 		return write_proc(pid, "uid_map", map, err) != 0 || write_proc(pid, "gid_map", map, err) != 0
 			       ? -1

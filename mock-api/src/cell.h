@@ -10,6 +10,7 @@
 #ifndef SBX_MOCK_CELL_H
 #define SBX_MOCK_CELL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -41,6 +42,8 @@ typedef struct mock_cell_conf {
  * -1 with err saying why and what to do. */
 int mock_cell_probe(sbx_err *err);
 
+/* Root of the host's own user namespace (not of one the mock entered). */
+bool mock_cell_host_root(void);
 /* The host uid/gid root inside a cell is; -1 when the mock is not root
  * (files it makes for a guest then need no chown). */
 uid_t mock_cell_owner(void);

@@ -1,12 +1,12 @@
 /* internet: the simulated internet's namespace, the wiring of sandboxes
  * into it and their nftables chains; see internet.h and INTERNET.md.
  *
- * Every call that touches the internet's namespace runs on the calling
- * thread after setns into it, and returns the thread to where it was
- * (network namespaces are per thread). The netlink and nftables handles
- * were opened inside, so they talk to it from any thread; they are used
- * under `lock` only. Lock order: the model lock may be held when this
- * module's lock is taken, never the reverse (nothing here calls out). */
+ * Everything that touches the internet's namespace runs on one thread of
+ * its own that lives there (network namespaces are per thread); a call
+ * hands it a job and waits. To configure a guest's eth0 it steps into the
+ * cell's namespace and back. Lock order: the model lock may be held when
+ * this module's lock is taken, never the reverse (nothing here calls
+ * out). */
 #define _GNU_SOURCE
 #include "internet.h"
 
@@ -42,7 +42,22 @@ struct mock_internet {
 	mock_inet_servers *srv;
 	wired *w;
 	size_t nw, capw;
+	/* the namespace's thread: born in the host's network namespace, it
+	 * moves into the internet's for good (an unprivileged mock, root only
+	 * in a user namespace of its own, could never come back) and runs
+	 * every job there; callers hold `lock`, one job at a time */
+	pthread_t thread;
+	bool thread_up;
+	pthread_mutex_t jm;
+	pthread_cond_t jcv;
+	int (*job)(mock_internet *in, void *arg, sbx_err *err);
+	void *job_arg;
+	sbx_err *job_err;
+	int job_rc;
+	bool job_done, quit, ready;
 };
+
+typedef int (*job_fn)(mock_internet *in, void *arg, sbx_err *err);
 
 /* ---- namespaces ---- */
 
@@ -113,6 +128,44 @@ static const char base_ruleset[] =
 	"add rule " MOCK_NFT_TABLE " proxy iifname \"" MOCK_INET_IFPREFIX "*\" meta l4proto tcp "
 	"tproxy to :7 meta mark set 0x5b accept\n";
 
+static int sysctl_write(const char *path, const char *value);
+
+/* ---- an unprivileged mock's own user namespace ---- */
+
+static int write_self(const char *file, const char *text)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/self/%s", file);
+	return sysctl_write(path, text);
+}
+
+int mock_internet_own_userns(sbx_err *err)
+{
+	char map[64];
+	uid_t uid = geteuid();
+	gid_t gid = getegid();
+
+	if (uid == 0)
+		return 0;
+	if (unshare(CLONE_NEWUSER) != 0) {
+		sbx_err_set(err, "not root, and this host refuses a user namespace (%s): the simulated "
+			    "internet needs one to make network namespaces and links", strerror(errno));
+		return -1;
+	}
+	snprintf(map, sizeof(map), "0 %u 1\n", (unsigned)uid);
+	if (write_self("uid_map", map) != 0 || write_self("setgroups", "deny") != 0) {
+		sbx_err_set(err, "own user namespace: id map: %s", strerror(errno));
+		return -1;
+	}
+	snprintf(map, sizeof(map), "0 %u 1\n", (unsigned)gid);
+	if (write_self("gid_map", map) != 0) {
+		sbx_err_set(err, "own user namespace: gid map: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 /* ---- start and stop ---- */
 
 static int sysctl_write(const char *path, const char *value)
@@ -164,14 +217,72 @@ static int configure(mock_internet *in, sbx_err *err)
 	return in->srv != NULL ? 0 : -1;
 }
 
+/* The namespace's thread: makes the namespace, configures it, then runs
+ * jobs until quit. */
+static void *ns_main(void *arg)
+{
+	mock_internet *in = arg;
+	sbx_err err = {{0}};
+	int rc = -1;
+
+	if (unshare(CLONE_NEWNET) != 0)
+		sbx_err_set(&err, "new network namespace: %s", strerror(errno));
+	else if ((in->nsfd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC)) < 0)
+		sbx_err_set(&err, "open the new network namespace: %s", strerror(errno));
+	else
+		rc = configure(in, &err);
+	pthread_mutex_lock(&in->jm);
+	in->job_rc = rc;
+	*in->job_err = err;
+	in->ready = true;
+	pthread_cond_broadcast(&in->jcv);
+	while (rc == 0) {
+		while (in->job == NULL && !in->quit)
+			pthread_cond_wait(&in->jcv, &in->jm);
+		if (in->quit)
+			break;
+		pthread_mutex_unlock(&in->jm);
+		rc = in->job(in, in->job_arg, in->job_err);
+		pthread_mutex_lock(&in->jm);
+		in->job_rc = rc;
+		in->job = NULL;
+		in->job_done = true;
+		rc = 0;
+		pthread_cond_broadcast(&in->jcv);
+	}
+	pthread_mutex_unlock(&in->jm);
+	/* the servers' threads live in the namespace too: stop them here */
+	mock_inet_servers_stop(in->srv);
+	in->srv = NULL;
+	return NULL;
+}
+
+/* Runs fn in the internet's namespace; the caller holds in->lock. */
+static int inside(mock_internet *in, job_fn fn, void *arg, sbx_err *err)
+{
+	int rc;
+
+	pthread_mutex_lock(&in->jm);
+	in->job = fn;
+	in->job_arg = arg;
+	in->job_err = err;
+	in->job_done = false;
+	pthread_cond_broadcast(&in->jcv);
+	while (!in->job_done)
+		pthread_cond_wait(&in->jcv, &in->jm);
+	rc = in->job_rc;
+	pthread_mutex_unlock(&in->jm);
+	return rc;
+}
+
 mock_internet *mock_internet_start(const char *hosts_path, sbx_err *err)
 {
 	mock_internet *in;
-	int back, rc;
 
 	if (geteuid() != 0) {
-		sbx_err_set(err, "sbx-mock is not root: the simulated internet needs to create network "
-			    "namespaces and links on the host");
+		sbx_err_set(err, "not root (and not in a user namespace of its own: a program embedding "
+			    "libsbxmock calls sbx_mock_own_userns() first): the simulated internet needs to "
+			    "create network namespaces and links");
 		return NULL;
 	}
 	in = calloc(1, sizeof(*in));
@@ -181,21 +292,21 @@ mock_internet *mock_internet_start(const char *hosts_path, sbx_err *err)
 	}
 	in->nsfd = -1;
 	pthread_mutex_init(&in->lock, NULL);
+	pthread_mutex_init(&in->jm, NULL);
+	pthread_cond_init(&in->jcv, NULL);
 	if (hosts_path != NULL && mock_hosts_load(hosts_path, &in->hosts, err) != 0)
 		goto fail;
-	back = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-	if (back < 0 || unshare(CLONE_NEWNET) != 0) {
-		sbx_err_set(err, "new network namespace: %s", strerror(errno));
-		if (back >= 0)
-			close(back);
+	in->job_err = err;
+	if (pthread_create(&in->thread, NULL, ns_main, in) != 0) {
+		sbx_err_set(err, "internet: thread: %s", strerror(errno));
 		goto fail;
 	}
-	in->nsfd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-	rc = in->nsfd >= 0 ? configure(in, err) : -1;
-	if (in->nsfd < 0)
-		sbx_err_set(err, "open the new network namespace: %s", strerror(errno));
-	leave(back);
-	if (rc != 0)
+	in->thread_up = true;
+	pthread_mutex_lock(&in->jm);
+	while (!in->ready)
+		pthread_cond_wait(&in->jcv, &in->jm);
+	pthread_mutex_unlock(&in->jm);
+	if (in->job_rc != 0)
 		goto fail;
 	return in;
 
@@ -208,7 +319,13 @@ void mock_internet_stop(mock_internet *in)
 {
 	if (in == NULL)
 		return;
-	mock_inet_servers_stop(in->srv);
+	if (in->thread_up) {
+		pthread_mutex_lock(&in->jm);
+		in->quit = true;
+		pthread_cond_broadcast(&in->jcv);
+		pthread_mutex_unlock(&in->jm);
+		pthread_join(in->thread, NULL);
+	}
 	if (in->nft != NULL)
 		nft_ctx_free(in->nft);
 	mock_rtnl_close(in->nl);
@@ -218,6 +335,8 @@ void mock_internet_stop(mock_internet *in)
 		close(in->nsfd);
 	mock_hosts_free(&in->hosts);
 	free(in->w);
+	pthread_cond_destroy(&in->jcv);
+	pthread_mutex_destroy(&in->jm);
 	pthread_mutex_destroy(&in->lock);
 	free(in);
 }
@@ -302,12 +421,25 @@ static int wire_here(mock_internet *in, const wired *e, pid_t cell_pid, sbx_err 
 		       : 0;
 }
 
+typedef struct wire_job {
+	const wired *e;
+	pid_t cell_pid;
+} wire_job;
+
+static int wire_job_run(mock_internet *in, void *arg, sbx_err *err)
+{
+	const wire_job *j = arg;
+
+	return wire_here(in, j->e, j->cell_pid, err) != 0 ? -1 : configure_guest(j->e, j->cell_pid, err);
+}
+
 int mock_internet_wire(mock_internet *in, uint32_t slot, const char *id, const char *ip4,
 		       pid_t cell_pid, sbx_err *err)
 {
 	wired e = {.slot = slot};
+	wire_job j = {.e = &e, .cell_pid = cell_pid};
 	bool stale;
-	int back, rc;
+	int rc;
 
 	if (inet_pton(AF_INET, ip4, e.ip4) != 1) {
 		sbx_err_set(err, "internet: sandbox address \"%s\" is not IPv4", ip4);
@@ -335,13 +467,7 @@ int mock_internet_wire(mock_internet *in, uint32_t slot, const char *id, const c
 		in->w = w;
 		in->capw = cap;
 	}
-	rc = enter(in->nsfd, &back, err);
-	if (rc == 0) {
-		rc = wire_here(in, &e, cell_pid, err);
-		leave(back);
-	}
-	if (rc == 0)
-		rc = configure_guest(&e, cell_pid, err);
+	rc = inside(in, wire_job_run, &j, err);
 	if (rc == 0)
 		in->w[in->nw++] = e;
 	pthread_mutex_unlock(&in->lock);
@@ -350,66 +476,85 @@ int mock_internet_wire(mock_internet *in, uint32_t slot, const char *id, const c
 	return rc;
 }
 
-int mock_internet_apply(mock_internet *in, uint32_t slot, uint64_t gen, const sbx_egress_list *list,
-			sbx_host_rule_mode mode, bool blocked, sbx_err *err)
-{
-	char ifname[16], chain[16];
-	sbx_strbuf cmds;
-	wired *e;
-	int back, rc = 0;
+typedef struct apply_job {
+	const char *chain, *ifname;
+	const sbx_egress_list *list;
+	sbx_host_rule_mode mode;
+	bool blocked;
+} apply_job;
 
-	names(slot, ifname, chain);
+static int apply_job_run(mock_internet *in, void *arg, sbx_err *err)
+{
+	const apply_job *j = arg;
+	sbx_strbuf cmds;
+	int rc;
+
 	sbx_strbuf_init(&cmds);
-	pthread_mutex_lock(&in->lock);
-	e = find(in, slot);
-	if (e == NULL || gen < e->gen) /* gone, or a newer list is in already */
-		goto out;
-	if (!mock_nft_compile(&cmds, chain, list, mode, &in->hosts, blocked)) {
+	if (!mock_nft_compile(&cmds, j->chain, j->list, j->mode, &in->hosts, j->blocked)) {
+		sbx_strbuf_free(&cmds);
 		sbx_err_set(err, "out of memory");
-		rc = -1;
-		goto out;
+		return -1;
 	}
-	rc = enter(in->nsfd, &back, err);
-	if (rc != 0)
-		goto out;
 	rc = nft_run(in, sbx_strbuf_str(&cmds), "sandbox egress rules", err);
 	if (rc != 0) {
 		/* fail closed: never leave a sandbox more open than its rules */
 		sbx_strbuf_reset(&cmds);
-		if (!mock_nft_compile(&cmds, chain, list, mode, &in->hosts, true) ||
+		if (!mock_nft_compile(&cmds, j->chain, j->list, j->mode, &in->hosts, true) ||
 		    nft_run_cmd_from_buffer(in->nft, sbx_strbuf_str(&cmds)) != 0)
-			fprintf(stderr, "sbx-mock: egress: cannot close sandbox link %s: %s\n", ifname,
+			fprintf(stderr, "sbx-mock: egress: cannot close sandbox link %s: %s\n", j->ifname,
 				nft_ctx_get_error_buffer(in->nft));
 	}
-	leave(back);
-	e->gen = gen;
-out:
-	pthread_mutex_unlock(&in->lock);
 	sbx_strbuf_free(&cmds);
 	return rc;
 }
 
+int mock_internet_apply(mock_internet *in, uint32_t slot, uint64_t gen, const sbx_egress_list *list,
+			sbx_host_rule_mode mode, bool blocked, sbx_err *err)
+{
+	char ifname[16], chain[16];
+	apply_job j = {.chain = chain, .ifname = ifname, .list = list, .mode = mode, .blocked = blocked};
+	wired *e;
+	int rc = 0;
+
+	names(slot, ifname, chain);
+	pthread_mutex_lock(&in->lock);
+	e = find(in, slot);
+	if (e != NULL && gen >= e->gen) { /* else gone, or a newer list is in already */
+		rc = inside(in, apply_job_run, &j, err);
+		e->gen = gen;
+	}
+	pthread_mutex_unlock(&in->lock);
+	return rc;
+}
+
+static int unwire_job_run(mock_internet *in, void *arg, sbx_err *err)
+{
+	const char *const *n = arg; /* ifname, chain */
+	char cmds[256];
+
+	(void)err;
+	/* each on its own: a part never made must not keep the rest */
+	snprintf(cmds, sizeof(cmds), "delete element " MOCK_NFT_TABLE " ifmap { \"%s\" }\n", n[0]);
+	nft_run_cmd_from_buffer(in->nft, cmds);
+	snprintf(cmds, sizeof(cmds), "delete chain " MOCK_NFT_TABLE " %s\n", n[1]);
+	nft_run_cmd_from_buffer(in->nft, cmds);
+	/* not the link: it goes with the cell's namespace, and deleting it
+	 * here would wait for the kernel's RCU grace periods (~30 ms) */
+	return 0;
+}
+
 void mock_internet_unwire(mock_internet *in, uint32_t slot)
 {
-	char ifname[16], chain[16], cmds[256];
+	char ifname[16], chain[16];
+	const char *n[2] = {ifname, chain};
 	sbx_err err = {{0}};
 	wired *e;
-	int back;
 
 	if (in == NULL)
 		return;
 	names(slot, ifname, chain);
 	pthread_mutex_lock(&in->lock);
-	if (enter(in->nsfd, &back, &err) == 0) {
-		/* each on its own: a part never made must not keep the rest */
-		snprintf(cmds, sizeof(cmds), "delete element " MOCK_NFT_TABLE " ifmap { \"%s\" }\n", ifname);
-		nft_run_cmd_from_buffer(in->nft, cmds);
-		snprintf(cmds, sizeof(cmds), "delete chain " MOCK_NFT_TABLE " %s\n", chain);
-		nft_run_cmd_from_buffer(in->nft, cmds);
-		/* not the link: it goes with the cell's namespace, and deleting it
-		 * here would wait for the kernel's RCU grace periods (~30 ms) */
-		leave(back);
-	}
+	inside(in, unwire_job_run, n, &err);
 	e = find(in, slot);
 	if (e != NULL)
 		*e = in->w[--in->nw];

@@ -34,6 +34,12 @@
 
 typedef struct mock_internet mock_internet;
 
+/* Not root: moves this process into a user namespace of its own where it
+ * is root (its uid and gid the only ones mapped), so the internet can be
+ * made; no privilege on the host comes with it. Must run before any thread
+ * exists. 0 (also as root: nothing to do), or -1 with err saying why. */
+int mock_internet_own_userns(sbx_err *err);
+
 /* Creates the namespace and its servers. hosts_path: the resolver's names
  * (NULL: none, every name is NXDOMAIN). NULL + err when it cannot. */
 mock_internet *mock_internet_start(const char *hosts_path, sbx_err *err);

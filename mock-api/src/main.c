@@ -426,6 +426,7 @@ static void warn_start(const cli *c)
 
 static int run(cli *c)
 {
+	char userns_note[sizeof(((sbx_err *)0)->msg)] = "";
 	sigset_t set;
 	sbx_mock *mock;
 	sbx_err err = {{0}};
@@ -437,6 +438,18 @@ static int run(cli *c)
 	sigaddset(&set, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	/* unprivileged, enforced egress needs a user namespace of our own,
+	 * entered while this process has one thread; refused, the mock starts
+	 * with egress stored only and says why */
+	if ((c->cfg.egress == NULL || strcmp(c->cfg.egress, "stored") != 0) &&
+	    (c->cfg.guest_mode == NULL || strcmp(c->cfg.guest_mode, "plain") != 0) &&
+	    sbx_mock_own_userns(&err) != 0) {
+		if (c->cfg.egress != NULL && strcmp(c->cfg.egress, "enforced") == 0) {
+			fprintf(stderr, "sbx-mock: egress cannot be enforced: %s\n", err.msg);
+			return 2;
+		}
+		snprintf(userns_note, sizeof(userns_note), "%s", err.msg);
+	}
 	mock = sbx_mock_start(&c->cfg, &err);
 	if (mock == NULL) {
 		fprintf(stderr, "sbx-mock: %s\n", err.msg);
@@ -455,7 +468,8 @@ static int run(cli *c)
 		fprintf(stderr, "sbx-mock: self-signal endpoint off: %s (--self-listen)\n",
 			sbx_mock_self_note(mock));
 	if (!sbx_mock_egress_enforced(mock))
-		fprintf(stderr, "sbx-mock: WARNING: egress %s\n", sbx_mock_egress_note(mock));
+		fprintf(stderr, "sbx-mock: WARNING: egress %s%s%s\n", sbx_mock_egress_note(mock),
+			userns_note[0] != '\0' ? "; " : "", userns_note);
 	if (sbx_mock_cgroups_note(mock) != NULL && !c->cfg.quiet)
 		fprintf(stderr, "sbx-mock: %s\n", sbx_mock_cgroups_note(mock));
 	if (!sbx_mock_guests_contained(mock))

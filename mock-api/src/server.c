@@ -6,6 +6,7 @@
  * sets mock->stopping first, so every blocking wait returns, and waits for
  * the workers before it stops the daemons; it never waits on a client. */
 #define _GNU_SOURCE
+#include "cell.h"
 #include "cgroup.h"
 #include "server.h"
 #include "internet.h"
@@ -344,7 +345,8 @@ static int start_internet(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *e
 		mock->inet = mock_internet_start(hosts, &ierr);
 	}
 	if (mock->inet != NULL) {
-		snprintf(mock->egress_note, sizeof(mock->egress_note), "enforced (simulated internet)");
+		snprintf(mock->egress_note, sizeof(mock->egress_note), "enforced (simulated internet%s)",
+			 mock_cell_host_root() ? "" : "; sbx-mock is root only in a user namespace of its own");
 		return 0;
 	}
 	if (strcmp(want, "enforced") == 0) {
@@ -472,6 +474,11 @@ const char *sbx_mock_self_note(const sbx_mock *mock)
 bool sbx_mock_guests_contained(const sbx_mock *mock)
 {
 	return mock->gmode == GUEST_CONTAINED;
+}
+
+int sbx_mock_own_userns(sbx_err *err)
+{
+	return mock_internet_own_userns(err);
 }
 
 const char *sbx_mock_egress_note(const sbx_mock *mock)

@@ -19,6 +19,7 @@ own reason is printed).
 """
 import concurrent.futures
 import ipaddress
+import os
 import json
 import queue
 import socket
@@ -66,9 +67,10 @@ print(json.dumps([out[i] for i in range(len(dests))]))
 
 
 class Mock:
-    def __init__(self, binary):
+    def __init__(self, binary, hosts):
         self.proc = subprocess.Popen(
-            [binary, "--listen", "127.0.0.1:0", "--self-listen", "off", "--cap", "1000"],
+            [binary, "--listen", "127.0.0.1:0", "--self-listen", "off", "--cap", "1000",
+             "--internet-hosts", hosts],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.url = self.token = None
         self.enforced = False
@@ -288,7 +290,10 @@ def hole_and_resolver(mock):
 
 def main():
     binary, vectors_path = sys.argv[1], sys.argv[2]
-    mock = Mock(binary)
+    # fixtures/egress/vectors.json -> fixtures/internet/hosts.json
+    hosts = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(vectors_path))),
+                         "internet", "hosts.json")
+    mock = Mock(binary, hosts)
     if not mock.enforced:
         print("SKIP: egress enforcement is unavailable here; the mock says:\n" + mock.stop())
         return SKIP

@@ -89,6 +89,12 @@ const char *sbx_mock_cgroups_note(const sbx_mock *mock);
 /* "enforced (simulated internet)" or "not enforced: <why>" (also for
  * plain guests and --egress stored). */
 const char *sbx_mock_egress_note(const sbx_mock *mock);
+/* For an unprivileged process that wants egress enforced: enters a user
+ * namespace of its own (mock-api/INTERNET.md, "Unprivileged"). Call it
+ * before any thread exists, before sbx_mock_start. 0 (as root: nothing to
+ * do), or -1 with err saying why (sbx_mock_start then notes egress as not
+ * enforced). */
+int sbx_mock_own_userns(sbx_err *err);
 bool sbx_mock_egress_enforced(const sbx_mock *mock);
 /* The self-signal endpoint, "http://127.0.0.1:PORT", or NULL when off; and
  * why it is off when self_listen_optional kept it from failing the start.
