@@ -237,75 +237,6 @@ static void *acceptor_main(void *arg)
 
 /* ---- the resolver ---- */
 
-/* The question's name (dotted, lower-cased as given) and its end offset;
- * 0 for a malformed one. Compression is not allowed in a question. */
-static size_t qname(const uint8_t *p, size_t n, char *name, size_t cap)
-{
-	size_t off = 12, out = 0;
-
-	while (off < n && p[off] != 0) {
-		size_t len = p[off];
-
-		if (len > 63 || off + 1 + len >= n || out + len + 2 > cap)
-			return 0;
-		if (out > 0)
-			name[out++] = '.';
-		memcpy(name + out, p + off + 1, len);
-		out += len;
-		off += 1 + len;
-	}
-	if (off >= n)
-		return 0;
-	name[out] = '\0';
-	return off + 1;
-}
-
-static size_t dns_answer(const mock_hosts *hosts, const uint8_t *q, size_t n, uint8_t *r, size_t cap)
-{
-	char name[256];
-	size_t end = n >= 12 ? qname(q, n, name, sizeof(name)) : 0, off;
-	const mock_host *h;
-	unsigned qtype, ancount = 0;
-
-	if (end == 0 || end + 4 > n || end + 4 > cap || q[4] != 0 || q[5] != 1 || (q[2] & 0x80) != 0)
-		return 0; /* not one well-formed question: no answer */
-	qtype = (unsigned)q[end] << 8 | q[end + 1];
-	memcpy(r, q, end + 4);
-	r[2] = (uint8_t)(0x84 | (q[2] & 0x79)); /* answer, authoritative, opcode and RD kept */
-	r[3] = 0x80;                            /* recursion available, NOERROR */
-	memset(r + 6, 0, 6);
-	off = end + 4;
-	h = mock_hosts_find(hosts, name);
-	if (h == NULL) {
-		r[3] |= 3; /* NXDOMAIN */
-		return off;
-	}
-	for (size_t i = 0; i < h->naddr; i++) {
-		size_t alen = h->addr[i].family == 4 ? 4 : 16;
-		static const uint8_t ttl[4] = {0, 0, 0, 60};
-
-		if ((qtype != 1 || alen != 4) && (qtype != 28 || alen != 16))
-			continue;
-		if (off + 12 + alen > cap)
-			break;
-		r[off++] = 0xc0; /* the question's name */
-		r[off++] = 12;
-		r[off++] = 0;
-		r[off++] = (uint8_t)qtype;
-		r[off++] = 0;
-		r[off++] = 1;
-		memcpy(r + off, ttl, 4);
-		off += 4;
-		r[off++] = 0;
-		r[off++] = (uint8_t)alen;
-		memcpy(r + off, h->addr[i].addr, alen);
-		off += alen;
-		ancount++;
-	}
-	r[7] = (uint8_t)ancount;
-	return off;
-}
-
 static void *resolver_main(void *arg)
 {
 	mock_inet_servers *s = arg;
@@ -325,7 +256,7 @@ static void *resolver_main(void *arg)
 		n = recvfrom(s->dns, q, sizeof(q), MSG_DONTWAIT, (struct sockaddr *)&from, &fl);
 		if (n <= 0)
 			continue;
-		len = dns_answer(s->hosts, q, (size_t)n, r, sizeof(r));
+		len = mock_dns_answer(s->hosts, q, (size_t)n, r, sizeof(r));
 		if (len > 0)
 			sendto(s->dns, r, len, MSG_DONTWAIT, (struct sockaddr *)&from, fl);
 	}
