@@ -207,9 +207,10 @@ void ck_cos_005(struct cf_case *c)
 	if (el > 3000 * c->cf->timeout_scale)
 		cf_fail(c, "over the account cap, the run took %.1f s to fail: it waited or queued", el / 1000);
 	j = cf_journal(c);
-	if (cf_journal_count(j, "POST", "/v1/sandboxes", 0, 999) != 2)
+	/* the harness's own create (the one that fills the cap) is not counted */
+	if (cf_journal_count(j, "POST", "/v1/sandboxes", 0, 999) != 1)
 		cf_fail(c, "%d create attempts by the backend over the cap (expected exactly 1)",
-			cf_journal_count(j, "POST", "/v1/sandboxes", 0, 999) - 1);
+			cf_journal_count(j, "POST", "/v1/sandboxes", 0, 999));
 	cf_keep_journal(c, j);
 	cJSON_Delete(res);
 }

@@ -42,6 +42,7 @@ static void usage(FILE *f)
 	      "With no options: embedded mock + bundled reference backend and host.\n\n"
 	      "  --backend-cmd CMD       driver command line (run with /bin/sh -c)\n"
 	      "  --python-backend M:F    a Python backend through the adapter (module:factory)\n"
+	      "  --python PATH           the interpreter for the Python adapter (default: python3 on PATH)\n"
 	      "  --host-cmd CMD          host driver for the host-gate profile\n"
 	      "  --profile NAME          langflow-backend, createos-backend, createos-component,\n"
 	      "                          createos-executor, host-gate (repeatable)\n"
@@ -252,7 +253,7 @@ static int write_reports(const struct cf_config *cf, const cJSON *report)
 
 enum {
 	O_BACKEND = 256, O_PYTHON, O_HOST, O_PROFILE, O_FILTER, O_LIST, O_SHARD, O_MOCK, O_TOKEN, O_API,
-	O_SEED, O_SCALE, O_TAP, O_JUNIT, O_JSON, O_HTML, O_FIXTURES,
+	O_SEED, O_SCALE, O_TAP, O_JUNIT, O_JSON, O_HTML, O_FIXTURES, O_PYEXE,
 };
 
 static const struct option LONGOPTS[] = {
@@ -265,6 +266,7 @@ static const struct option LONGOPTS[] = {
 	{"jobs", required_argument, NULL, 'j'}, {"tap", no_argument, NULL, O_TAP},
 	{"junit", required_argument, NULL, O_JUNIT}, {"json", required_argument, NULL, O_JSON},
 	{"html", required_argument, NULL, O_HTML}, {"fixtures", required_argument, NULL, O_FIXTURES},
+	{"python", required_argument, NULL, O_PYEXE},
 	{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
 };
 
@@ -279,23 +281,26 @@ static int bad_usage(const char *what, const char *arg)
 	return 2;
 }
 
-/* --python-backend M:F: the adapter runs the Python backend object. */
-static void python_backend(struct cf_config *cf, const char *factory)
+/* --python-backend M:F: the adapter runs the Python backend object under
+ * the interpreter --python names (python3 on PATH by default); 2 when there
+ * is none, else -1. */
+static int python_backend(struct cf_config *cf, const char *factory)
 {
 	const char *dir = getenv("SBX_CONFORM_ADAPTERS") ? getenv("SBX_CONFORM_ADAPTERS")
 							 : SBX_CONFORM_ADAPTERS_DIR;
-	sbx_strbuf b = SBX_STRBUF_INIT;
-	char *q1, *q2;
+	const char *args[] = {factory, NULL};
+	sbx_err err = {{0}};
+	char *py = cf_python_resolve(cf->python, &err);
 
-	sbx_strbuf_printf(&b, "%s/langflow_backend.py", dir);
-	q1 = shell_quote(sbx_strbuf_str(&b));
-	q2 = shell_quote(factory);
-	sbx_strbuf_reset(&b);
-	sbx_strbuf_printf(&b, "python3 %s %s", q1, q2);
-	free(q1);
-	free(q2);
+	if (py == NULL) {
+		fprintf(stderr, "sbx-conform: %s\n", err.msg);
+		return 2;
+	}
+	free(cf->python);
+	cf->python = py;
 	free(cf->backend_cmd);
-	cf->backend_cmd = sbx_strbuf_detach(&b, NULL);
+	cf->backend_cmd = cf_python_driver_cmd(py, dir, "langflow_backend.py", args);
+	return -1;
 }
 
 /* Parses argv into cf; returns -1 to continue, else an exit code. */
@@ -303,6 +308,7 @@ static int parse_args(struct cf_config *cf, int argc, char **argv, const char **
 {
 	unsigned long v;
 	char *end;
+	const char *py_factory = NULL;
 	int o;
 
 	while ((o = getopt_long(argc, argv, "hj:", LONGOPTS, NULL)) != -1) {
@@ -317,7 +323,11 @@ static int parse_args(struct cf_config *cf, int argc, char **argv, const char **
 		case O_PYTHON:
 			if (strchr(optarg, ':') == NULL)
 				return bad_usage("--python-backend wants module:factory, got", optarg);
-			python_backend(cf, optarg);
+			py_factory = optarg; /* built after the loop: --python may follow */
+			break;
+		case O_PYEXE:
+			free(cf->python);
+			cf->python = strdup(optarg);
 			break;
 		case O_HOST:
 			cf->host_cmd = strdup(optarg);
@@ -387,7 +397,9 @@ static int parse_args(struct cf_config *cf, int argc, char **argv, const char **
 		return bad_usage("unexpected argument", argv[optind]);
 	if (*mock_url != NULL && *api_url != NULL)
 		return bad_usage("--mock-url and --api-url exclude each other", NULL);
-	return -1;
+	if (cf->python != NULL && py_factory == NULL)
+		return bad_usage("--python only applies to --python-backend", NULL);
+	return py_factory != NULL ? python_backend(cf, py_factory) : -1;
 }
 
 /* Without --profile: every profile whose default_on rule holds (all of them
@@ -419,6 +431,7 @@ static void free_config(struct cf_config *cf)
 	free(cf->backend_cmd);
 	free(cf->host_cmd);
 	free(cf->fixtures_dir);
+	free(cf->python);
 	cJSON_Delete(cf->capabilities);
 	pthread_mutex_destroy(&cf->lock);
 }

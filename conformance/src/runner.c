@@ -180,31 +180,6 @@ static cJSON *case_report(struct cf_case *c)
 	return o;
 }
 
-/* Trims the journal to the evidence shape of the report. */
-static cJSON *journal_excerpt(const cJSON *entries)
-{
-	cJSON *out = cJSON_CreateArray();
-	int n = cJSON_GetArraySize(entries);
-	int i;
-
-	for (i = n > 60 ? n - 60 : 0; i < n; i++) {
-		const cJSON *e = cJSON_GetArrayItem(entries, i);
-		cJSON *x = cJSON_CreateObject();
-		const char *fault = cf_str(e, "fault");
-
-		cJSON_AddNumberToObject(x, "seq", cf_num(e, "seq", 0));
-		cJSON_AddStringToObject(x, "method", cf_str(e, "method") ? cf_str(e, "method") : "");
-		cJSON_AddStringToObject(x, "path", cf_str(e, "path") ? cf_str(e, "path") : "");
-		cJSON_AddNumberToObject(x, "status", cf_num(e, "status", 0));
-		if (fault != NULL)
-			cJSON_AddStringToObject(x, "fault", fault);
-		else
-			cJSON_AddNullToObject(x, "fault");
-		cJSON_AddItemToArray(out, x);
-	}
-	return out;
-}
-
 static cJSON *run_case(struct cf_config *cf, const struct cf_pick *pick)
 {
 	struct cf_case c;
@@ -223,8 +198,8 @@ static cJSON *run_case(struct cf_config *cf, const struct cf_pick *pick)
 	if (cf->kind != CF_REAL && c.driver_count > 0 && (cf_failed(&c) || strcmp(c.cleanup_verdict, "fail") == 0)) {
 		cJSON *j = cf_journal(&c);
 
-		cf_keep_journal(&c, journal_excerpt(j));
-		cJSON_Delete(j);
+		if (j != NULL)
+			cf_keep_journal(&c, j);
 	}
 	for (i = 0; i < c.driver_count; i++)
 		cf_driver_free(c.drivers[i]);
@@ -364,6 +339,8 @@ int cf_run_all(struct cf_config *cf, cJSON **report, sbx_err *err)
 						      cf->host_cmd != NULL ? cf->host_cmd : cf->backend_cmd);
 	cJSON_AddStringToObject(b, "name", cf->driver_name);
 	cJSON_AddStringToObject(b, "driver", cf->driver_impl);
+	if (cf->python != NULL)
+		cJSON_AddStringToObject(b, "python", cf->python);
 	cJSON_AddItemToObject(b, "capabilities", cf->capabilities ? cJSON_Duplicate(cf->capabilities, true)
 							       : cJSON_CreateNull());
 	cp = cJSON_AddObjectToObject(r, "control_plane");
@@ -386,6 +363,21 @@ int cf_run_all(struct cf_config *cf, cJSON **report, sbx_err *err)
 	return err->msg[0] ? -1 : 0;
 }
 
+/* Says on stderr why a run that judged nothing exits 2, with the first
+ * skip reason (usually "surface not served: ..."). */
+static void say_nothing_checked(const cJSON *report, const struct sbx_report_totals *t)
+{
+	const cJSON *k = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(report, "checks"), 0);
+
+	if (t->total == 0) {
+		fprintf(stderr, "sbx-conform: nothing was checked: the report has no checks\n");
+		return;
+	}
+	fprintf(stderr, "sbx-conform: nothing was checked: all %d selected check%s skipped (%s: %s); "
+		"a run that judges nothing is not a pass\n", t->total, t->total == 1 ? " was" : "s were",
+		cf_str(k, "id") ? cf_str(k, "id") : "?", cf_str(k, "reason") ? cf_str(k, "reason") : "no reason");
+}
+
 int cf_report_exit_code(const cJSON *report)
 {
 	struct sbx_report_totals t;
@@ -397,5 +389,11 @@ int cf_report_exit_code(const cJSON *report)
 			return 2;
 	if (!sbx_report_count(report, &t, &err))
 		return 2;
-	return sbx_report_totals_ok(&t) ? 0 : 1;
+	if (!sbx_report_totals_ok(&t))
+		return 1;
+	if (sbx_report_nothing_checked(&t)) {
+		say_nothing_checked(report, &t);
+		return 2;
+	}
+	return 0;
 }

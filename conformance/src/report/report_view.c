@@ -231,3 +231,15 @@ bool sbx_report_totals_ok(const struct sbx_report_totals *t)
 {
 	return t->fail == 0 && t->error == 0 && t->cleanup_fail == 0;
 }
+
+bool sbx_report_nothing_checked(const struct sbx_report_totals *t)
+{
+	return t->skip == t->total;
+}
+
+const char *sbx_report_result_word(const struct sbx_report_totals *t)
+{
+	if (!sbx_report_totals_ok(t))
+		return "FAIL";
+	return sbx_report_nothing_checked(t) ? "NOTHING CHECKED" : "PASS";
+}

@@ -6,6 +6,8 @@
 #   -DFAIL_ID=ID          this check must have verdict "fail"
 #   -DALL_OK=ON           every check must pass or skip, cleanup never fail
 #   -DALLOWED_SKIPS=a|b   with ALL_OK: the only checks allowed to skip
+#   -DEXPECT_STDERR=re    stderr must match this regular expression
+#   -DEXPECT_STDOUT=re    stdout must match this regular expression
 string(REPLACE "|" ";" args "${ARGS}")
 if(JSON)
   list(APPEND args --json ${JSON})
@@ -14,6 +16,12 @@ endif()
 execute_process(COMMAND ${CONFORM} ${args} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 if(NOT rc EQUAL EXPECT_RC)
   message(FATAL_ERROR "sbx-conform ${ARGS}: exit ${rc}, expected ${EXPECT_RC}\nstdout:\n${out}\nstderr:\n${err}")
+endif()
+if(EXPECT_STDERR AND NOT err MATCHES "${EXPECT_STDERR}")
+  message(FATAL_ERROR "sbx-conform ${ARGS}: stderr does not match \"${EXPECT_STDERR}\"\nstderr:\n${err}")
+endif()
+if(EXPECT_STDOUT AND NOT out MATCHES "${EXPECT_STDOUT}")
+  message(FATAL_ERROR "sbx-conform ${ARGS}: stdout does not match \"${EXPECT_STDOUT}\"\nstdout:\n${out}")
 endif()
 if(NOT JSON)
   return()
