@@ -4,6 +4,7 @@
 #   -DEXPECT_RC=N         expected exit code
 #   -DJSON=file           where --json writes (added to ARGS when set)
 #   -DFAIL_ID=ID          this check must have verdict "fail"
+#   -DFAIL_DETAIL=re      with FAIL_ID: its evidence details must match (e.g. name the table row)
 #   -DALL_OK=ON           every check must pass or skip, cleanup never fail
 #   -DALLOWED_SKIPS=a|b   with ALL_OK: the only checks allowed to skip
 #   -DEXPECT_STDERR=re    stderr must match this regular expression
@@ -41,6 +42,23 @@ foreach(i RANGE ${last})
   string(JSON advisory GET "${report}" checks ${i} advisory)
   if(FAIL_ID AND id STREQUAL FAIL_ID AND verdict STREQUAL "fail")
     set(found_fail ON)
+    if(FAIL_DETAIL)
+      set(detail_found OFF)
+      string(JSON nd LENGTH "${report}" checks ${i} evidence details)
+      if(nd GREATER 0)
+        math(EXPR dlast "${nd} - 1")
+        foreach(k RANGE ${dlast})
+          string(JSON line GET "${report}" checks ${i} evidence details ${k})
+          if(line MATCHES "${FAIL_DETAIL}")
+            set(detail_found ON)
+          endif()
+        endforeach()
+      endif()
+      if(NOT detail_found)
+        string(JSON details GET "${report}" checks ${i} evidence details)
+        message(FATAL_ERROR "${id} failed, but no detail line matches \"${FAIL_DETAIL}\": ${details}")
+      endif()
+    endif()
   endif()
   if(ALL_OK)
     if(verdict STREQUAL "skip")
