@@ -184,8 +184,11 @@ bool cf_leftover_allowed(const struct cf_case *c, const cJSON *sb);
 /* The User-Agent of every request the harness itself sends; the mock's
  * journal records it, which is how evidence tells the harness's requests
  * (setup, listing, teardown) from the backend's. */
-#define CF_HARNESS_AGENT "sbx-conform/" SBX_CONFORM_VERSION " (harness)"
-/* True when the journal entry is one of the harness's own requests. */
+#define CF_HARNESS_MARK "(harness)"
+#define CF_HARNESS_AGENT "sbx-conform/" SBX_CONFORM_VERSION " " CF_HARNESS_MARK
+/* True when the journal entry is one of the harness's own requests: its
+ * agent is "sbx-conform/<anything> (harness)" (the runner, or a Python
+ * adapter's look-up on the harness's behalf). */
 bool cf_journal_by_harness(const cJSON *entry);
 /* Count the backend's journal entries (the harness's own are never counted)
  * of method + path pattern ({id} = one segment, a trailing * = any rest)

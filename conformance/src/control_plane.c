@@ -179,8 +179,12 @@ static bool path_match(const char *pat, const char *path)
 bool cf_journal_by_harness(const cJSON *entry)
 {
 	const char *a = cf_str(entry, "agent");
+	size_t n = a != NULL ? strlen(a) : 0;
 
-	return a != NULL && strncmp(a, CF_HARNESS_AGENT, strlen(CF_HARNESS_AGENT)) == 0;
+	/* the runner (CF_HARNESS_AGENT) and the Python adapters' own look-ups
+	 * ("sbx-conform/adapter (harness)") */
+	return n > strlen(CF_HARNESS_MARK) && strncmp(a, "sbx-conform/", 12) == 0 &&
+	       strcmp(a + n - strlen(CF_HARNESS_MARK), CF_HARNESS_MARK) == 0;
 }
 
 int cf_journal_count(const cJSON *entries, const char *method, const char *pattern, int lo, int hi)
