@@ -68,6 +68,7 @@ struct cf_config {
 	char **surfaces;
 	size_t surface_count;
 	bool bundled_backend;     /* no --backend-cmd: the bundled reference runs */
+	char *rerun;              /* the command line that repeats this run (set by cf_run_all) */
 	pthread_mutex_t lock;     /* guards the counters below and progress output */
 	unsigned next_tenant;
 	unsigned done;

@@ -14,6 +14,62 @@
 
 #include "conform.h"
 #include "report.h"
+#include "spec_clauses.h"
+
+#ifndef SBX_CONFORM_FIXTURES_DIR
+#define SBX_CONFORM_FIXTURES_DIR "fixtures"
+#endif
+
+/* The spec's text for a check id (an exact row, else its family's), or NULL. */
+static const char *clause_text(const char *id)
+{
+	size_t i;
+
+	for (i = 0; CF_SPEC_CLAUSES[i].id != NULL; i++)
+		if (strcmp(CF_SPEC_CLAUSES[i].id, id) == 0)
+			return CF_SPEC_CLAUSES[i].text;
+	for (i = 0; CF_SPEC_CLAUSES[i].id != NULL; i++) {
+		size_t n = strlen(CF_SPEC_CLAUSES[i].id);
+
+		if (n > 0 && CF_SPEC_CLAUSES[i].id[n - 1] == '-' && strncmp(CF_SPEC_CLAUSES[i].id, id, n) == 0)
+			return CF_SPEC_CLAUSES[i].text;
+	}
+	return NULL;
+}
+
+static void add_quoted(sbx_strbuf *b, const char *opt, const char *value)
+{
+	char *q = cf_shell_quote(value);
+
+	sbx_strbuf_printf(b, " %s %s", opt, q);
+	free(q);
+}
+
+/* The options that repeat this run's setup (the driver, the control plane,
+ * the seed and scale); a check's re-run adds --profile and --filter. The
+ * mock's admin token is never printed (SBX_MOCK_ADMIN_TOKEN carries it). */
+static char *rerun_base(const struct cf_config *cf)
+{
+	sbx_strbuf b = SBX_STRBUF_INIT;
+
+	sbx_strbuf_puts(&b, "sbx-conform");
+	if (!cf->bundled_backend && cf->backend_cmd != NULL)
+		add_quoted(&b, "--backend-cmd", cf->backend_cmd);
+	if (!cf->bundled_backend && cf->host_cmd != NULL && cf->backend_cmd != NULL &&
+	    strcmp(cf->host_cmd, cf->backend_cmd) != 0)
+		add_quoted(&b, "--host-cmd", cf->host_cmd);
+	if (cf->kind == CF_EXTERNAL_MOCK)
+		add_quoted(&b, "--mock-url", cf->url);
+	else if (cf->kind == CF_REAL)
+		add_quoted(&b, "--api-url", cf->url);
+	if (cf->fixtures_dir != NULL && strcmp(cf->fixtures_dir, SBX_CONFORM_FIXTURES_DIR) != 0)
+		add_quoted(&b, "--fixtures", cf->fixtures_dir);
+	if (cf->seed != 1)
+		sbx_strbuf_printf(&b, " --seed %lu", cf->seed);
+	if (cf->timeout_scale != 1.0)
+		sbx_strbuf_printf(&b, " --timeout-scale %g", cf->timeout_scale);
+	return sbx_strbuf_detach(&b, NULL);
+}
 
 /* ---- one case ---- */
 
@@ -157,6 +213,15 @@ static cJSON *case_report(struct cf_case *c)
 	cJSON_AddStringToObject(o, "title", c->def->title);
 	snprintf(clause, sizeof(clause), "backend-conformance.md#checks %s", c->def->id);
 	cJSON_AddStringToObject(o, "clause", clause);
+	if (clause_text(c->def->id) != NULL)
+		cJSON_AddStringToObject(o, "clause_text", clause_text(c->def->id));
+	if (c->cf->rerun != NULL) {
+		sbx_strbuf rr = SBX_STRBUF_INIT;
+
+		sbx_strbuf_printf(&rr, "%s --profile %s --filter %s", c->cf->rerun, c->profile, c->def->id);
+		cJSON_AddStringToObject(o, "rerun", sbx_strbuf_str(&rr));
+		sbx_strbuf_free(&rr);
+	}
 	cJSON_AddStringToObject(o, "verdict", c->verdict);
 	if (c->reason.len > 0)
 		cJSON_AddStringToObject(o, "reason", sbx_strbuf_str(&c->reason));
@@ -314,6 +379,7 @@ int cf_run_all(struct cf_config *cf, cJSON **report, sbx_err *err)
 
 	rfc3339_now(started, sizeof(started));
 	cf->total = (unsigned)n;
+	cf->rerun = rerun_base(cf);
 	s = (struct sched){cf, sel, results, n, 0, PTHREAD_MUTEX_INITIALIZER};
 	nth = cf->jobs < 1 ? 1 : (cf->jobs > 32 ? 32 : cf->jobs);
 	if (nth > n)
@@ -359,6 +425,8 @@ int cf_run_all(struct cf_config *cf, cJSON **report, sbx_err *err)
 			cJSON_AddItemToArray(checks, results[i]);
 	cJSON_AddItemToObject(r, "summary", cf_report_summary(checks));
 	cJSON_AddItemToObject(r, "checks", checks);
+	free(cf->rerun);
+	cf->rerun = NULL;
 	*report = r;
 	return err->msg[0] ? -1 : 0;
 }

@@ -43,6 +43,7 @@ static const char STYLE[] =
 	"pre{background:var(--bg);padding:.5rem;overflow:auto;max-height:24rem;white-space:pre-wrap;"
 	"word-break:break-all;font-size:.85rem}\n"
 	".muted{color:var(--muted)}.why{white-space:pre-wrap}\n"
+	"blockquote.clause{margin:.3rem 0;padding:.2rem .8rem;border-left:3px solid var(--line);color:var(--muted)}\n"
 	"</style>\n";
 
 static const char SCRIPT[] =
@@ -191,16 +192,29 @@ static void evidence(sbx_strbuf *sb, const struct rp_check *c)
 
 	sbx_strbuf_printf(sb, "<details class=\"evidence\"><summary>Evidence (%d request%s)</summary>\n",
 			  cJSON_GetArraySize(c->journal), cJSON_GetArraySize(c->journal) == 1 ? "" : "s");
+	if (c->rerun[0] != '\0') {
+		sbx_strbuf_puts(sb, "<p>Re-run this check alone:</p><pre class=\"rerun\">");
+		text(sb, c->rerun);
+		sbx_strbuf_puts(sb, "</pre>\n");
+	}
 	if (c->clause[0] != '\0') {
 		sbx_strbuf_puts(sb, "<p>Clause: <code>");
 		text(sb, c->clause);
 		sbx_strbuf_puts(sb, "</code></p>\n");
 	}
+	if (c->clause_text[0] != '\0') {
+		sbx_strbuf_puts(sb, "<blockquote class=\"clause\">");
+		text(sb, c->clause_text);
+		sbx_strbuf_puts(sb, "</blockquote>\n");
+	}
 	journal_table(sb, c->journal);
+	sbx_strbuf_puts(sb, "<p>Driver stderr:</p>");
 	if (c->driver_stderr[0] != '\0') {
-		sbx_strbuf_puts(sb, "<p>Driver stderr:</p><pre class=\"stderr\">");
+		sbx_strbuf_puts(sb, "<pre class=\"stderr\">");
 		text(sb, c->driver_stderr);
 		sbx_strbuf_puts(sb, "</pre>\n");
+	} else {
+		sbx_strbuf_puts(sb, "<p class=\"muted\">(the driver wrote nothing to stderr in this case)</p>\n");
 	}
 	if (cJSON_GetArraySize(c->details) > 0) {
 		sbx_strbuf_puts(sb, "<ul class=\"details\">");

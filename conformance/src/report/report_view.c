@@ -76,6 +76,8 @@ static void check_from_json(struct rp_check *c, const cJSON *j)
 	c->area = rp_str(j, "area");
 	c->title = rp_str(j, "title");
 	c->clause = rp_str(j, "clause");
+	c->clause_text = rp_str(j, "clause_text");
+	c->rerun = rp_str(j, "rerun");
 	c->verdict_text = rp_str(j, "verdict");
 	c->verdict = parse_verdict(c->verdict_text);
 	c->reason = rp_str(j, "reason");

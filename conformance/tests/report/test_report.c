@@ -387,6 +387,17 @@ static void html_escapes_everything_and_has_evidence_for_each_problem(void **sta
 	const char *stderr_mark = find(row, "STDERRMARK");
 	assert_true(journal < row_end);
 	assert_true(stderr_mark < row_end);
+	/* the failed check says how to re-run it alone and quotes its clause */
+	const char *rerun = find(row, "<p>Re-run this check alone:</p><pre class=\"rerun\">sbx-conform --backend-cmd "
+				      "&#39;RERUNMARK &lt;drv&gt; &amp; &quot;q&quot;&#39; --profile langflow-backend "
+				      "--filter CAP-003</pre>");
+	const char *clause = find(row, "<blockquote class=\"clause\">CLAUSEMARK isolation claimed hardware-virtualized "
+				      "\xe2\x87\x92 every run &lt;b&gt;executed&lt;/b&gt; in a guest</blockquote>");
+	assert_true(rerun < row_end);
+	assert_true(clause < row_end);
+	/* a failed check whose driver wrote nothing says so */
+	const char *cln = find(out, "<td class=\"id\">CLN-001</td>");
+	find(cln, "(the driver wrote nothing to stderr in this case)");
 	find(out, "<title>sbx-conform: FAIL \xe2\x80\x94 fixture &lt;backend&gt; &amp; &quot;co&quot;</title>");
 	find(out, "<span class=\"result fail\" id=\"result\">FAIL</span>");
 	free(out);
