@@ -45,9 +45,10 @@ static void add_quoted(sbx_strbuf *b, const char *opt, const char *value)
 	free(q);
 }
 
-/* The options that repeat this run's setup (the driver, the control plane,
- * the seed and scale); a check's re-run adds --profile and --filter. The
- * mock's admin token is never printed (SBX_MOCK_ADMIN_TOKEN carries it). */
+/* The options that repeat this run's setup (the backend driver, the control
+ * plane, the seed and scale); a check's re-run adds --host-cmd for host-gate,
+ * --profile and --filter. The mock's admin token is never printed
+ * (SBX_MOCK_ADMIN_TOKEN carries it). */
 static char *rerun_base(const struct cf_config *cf)
 {
 	sbx_strbuf b = SBX_STRBUF_INIT;
@@ -55,9 +56,6 @@ static char *rerun_base(const struct cf_config *cf)
 	sbx_strbuf_puts(&b, "sbx-conform");
 	if (!cf->bundled_backend && cf->backend_cmd != NULL)
 		add_quoted(&b, "--backend-cmd", cf->backend_cmd);
-	if (!cf->bundled_backend && cf->host_cmd != NULL && cf->backend_cmd != NULL &&
-	    strcmp(cf->host_cmd, cf->backend_cmd) != 0)
-		add_quoted(&b, "--host-cmd", cf->host_cmd);
 	if (cf->kind == CF_EXTERNAL_MOCK)
 		add_quoted(&b, "--mock-url", cf->url);
 	else if (cf->kind == CF_REAL)
@@ -218,7 +216,10 @@ static cJSON *case_report(struct cf_case *c)
 	if (c->cf->rerun != NULL) {
 		sbx_strbuf rr = SBX_STRBUF_INIT;
 
-		sbx_strbuf_printf(&rr, "%s --profile %s --filter %s", c->cf->rerun, c->profile, c->def->id);
+		sbx_strbuf_puts(&rr, c->cf->rerun);
+		if (strcmp(c->profile, "host-gate") == 0 && c->cf->host_cmd != NULL)
+			add_quoted(&rr, "--host-cmd", c->cf->host_cmd);
+		sbx_strbuf_printf(&rr, " --profile %s --filter %s", c->profile, c->def->id);
 		cJSON_AddStringToObject(o, "rerun", sbx_strbuf_str(&rr));
 		sbx_strbuf_free(&rr);
 	}
