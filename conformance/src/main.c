@@ -285,15 +285,20 @@ static int bad_usage(const char *what, const char *arg)
 
 /* --python-backend M:F (script langflow_backend.py) or --python-component
  * M:C (langflow_component.py): the adapter runs it under the interpreter
- * --python names (python3 on PATH by default); 2 when there is none, else -1. */
+ * --python names (python3 on PATH by default). factory NULL: neither was
+ * given. Returns 2 on a usage error or no interpreter, else -1. */
 static int python_backend(struct cf_config *cf, const char *script, const char *factory)
 {
 	const char *dir = getenv("SBX_CONFORM_ADAPTERS") ? getenv("SBX_CONFORM_ADAPTERS")
 							 : SBX_CONFORM_ADAPTERS_DIR;
 	const char *args[] = {factory, NULL};
 	sbx_err err = {{0}};
-	char *py = cf_python_resolve(cf->python, &err);
+	char *py;
 
+	if (factory == NULL)
+		return cf->python == NULL ? -1 : bad_usage("--python only applies to --python-backend and "
+							   "--python-component", NULL);
+	py = cf_python_resolve(cf->python, &err);
 	if (py == NULL) {
 		fprintf(stderr, "sbx-conform: %s\n", err.msg);
 		return 2;
@@ -323,16 +328,12 @@ static int parse_args(struct cf_config *cf, int argc, char **argv, const char **
 			cf->backend_cmd = strdup(optarg);
 			break;
 		case O_PYTHON:
-			if (strchr(optarg, ':') == NULL)
-				return bad_usage("--python-backend wants module:factory, got", optarg);
-			py_factory = optarg; /* built after the loop: --python may follow */
-			py_script = "langflow_backend.py";
-			break;
 		case O_PYCOMP:
 			if (strchr(optarg, ':') == NULL)
-				return bad_usage("--python-component wants module:Class, got", optarg);
-			py_factory = optarg;
-			py_script = "langflow_component.py";
+				return bad_usage(o == O_PYTHON ? "--python-backend wants module:factory, got"
+							       : "--python-component wants module:Class, got", optarg);
+			py_factory = optarg; /* built after the loop: --python may follow */
+			py_script = o == O_PYTHON ? "langflow_backend.py" : "langflow_component.py";
 			break;
 		case O_PYEXE:
 			free(cf->python);
@@ -406,9 +407,7 @@ static int parse_args(struct cf_config *cf, int argc, char **argv, const char **
 		return bad_usage("unexpected argument", argv[optind]);
 	if (*mock_url != NULL && *api_url != NULL)
 		return bad_usage("--mock-url and --api-url exclude each other", NULL);
-	if (cf->python != NULL && py_factory == NULL)
-		return bad_usage("--python only applies to --python-backend and --python-component", NULL);
-	return py_factory != NULL ? python_backend(cf, py_script, py_factory) : -1;
+	return python_backend(cf, py_script, py_factory);
 }
 
 /* Without --profile: every profile whose default_on rule holds (all of them
