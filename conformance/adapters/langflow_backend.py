@@ -118,12 +118,17 @@ def result_dict(res):
 
 
 def load_backend(spec, paths):
-    """module:factory -> backend object. The module part may also be a file
-    (path/to/backend.py:factory); its directory then joins sys.path."""
+    """module:factory -> backend object (the factory called when callable)."""
+    obj = load_object(spec, paths, "backend must be given as MODULE:FACTORY or FILE.py:FACTORY")
+    return obj() if callable(obj) else obj
+
+
+def load_object(spec, paths, usage):
+    """module:attr -> the attribute, uncalled. The module part may also be a
+    file (path/to/backend.py:attr); its directory then joins sys.path."""
     module_name, sep, attr = spec.rpartition(":")
     if not sep or not module_name or not attr:
-        raise ValueError("backend must be given as MODULE:FACTORY or FILE.py:FACTORY, got %r"
-                         % spec)
+        raise ValueError("%s, got %r" % (usage, spec))
     extra = [os.getcwd()] + [os.path.abspath(p) for p in paths]
     from_file = module_name.endswith(".py") or os.sep in module_name
     if from_file:
@@ -143,7 +148,7 @@ def load_backend(spec, paths):
         obj = importlib.import_module(module_name)
     for part in attr.split("."):
         obj = getattr(obj, part)
-    return obj() if callable(obj) else obj
+    return obj
 
 
 class Adapter:

@@ -36,6 +36,7 @@ import os
 import shlex
 import shutil
 import subprocess
+import sys
 import tempfile
 
 import pytest
@@ -100,7 +101,9 @@ def _backend_args(config):
         module, sep, factory = spec.rpartition(":")
         if sep and base and module.endswith(".py") and not os.path.isabs(module):
             spec = os.path.join(base, module) + ":" + factory
-        return ["--python-backend", spec]
+        # the backend runs under the interpreter running pytest, the one
+        # whose environment has the package under test installed
+        return ["--python-backend", spec, "--python", sys.executable]
     cmd, _ = _setting(config, "sbx_backend_cmd", "sbx_backend_cmd")
     return ["--backend-cmd", cmd] if cmd else None
 

@@ -65,6 +65,8 @@ struct ref_quirks {
 	bool files_uncapped;         /* Return Files without the count and size caps */
 	bool create_before_refusal;  /* creates (and deletes) a guest before refusing domains */
 	bool fork_shares_conn;       /* reset_after_fork keeps the parent's lock and connections */
+	bool ignore_shape_pin;       /* picks the shape automatically even when one is pinned */
+	bool pin_keeps_floor;        /* refuses a pinned shape below 4096 MiB (the automatic floor) */
 };
 
 struct ref {

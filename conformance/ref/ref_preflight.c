@@ -44,19 +44,56 @@ int refuse_early(const struct ref *r, bool allow_network, bool check_domains, sb
 
 /* ---- preflight: whoami once per process, then the shape ---- */
 
-static int pick_shape(struct ref *r, sbxd_error *err)
+/* A pinned CREATEOS_SANDBOX_SHAPE: refused only when a non-empty catalog
+ * does not list it or lists it with fewer MiB than LANGFLOW_SANDBOX_MEMORY_MB.
+ * The 4096 MiB floor is for the automatic choice only (a user who pins a
+ * small shape for a small job gets it). */
+static int check_pin(struct ref *r, const cJSON *list, sbxd_error *err)
+{
+	const char *pin = r->s.shape_pin;
+	long need = r->q.pin_keeps_floor && r->s.memory_mb < 4096 ? 4096 : r->s.memory_mb;
+	const cJSON *sh;
+	bool empty = cJSON_GetArraySize(list) == 0;
+
+	cJSON_ArrayForEach(sh, list) {
+		const char *id = str_field(sh, "id");
+		const cJSON *mem = cJSON_GetObjectItemCaseSensitive(sh, "mem_mib");
+		double m = cJSON_IsNumber(mem) ? mem->valuedouble : 0;
+
+		if (id == NULL || strcmp(id, pin) != 0)
+			continue;
+		if (m < (double)need) {
+			sbxd_error_set(err, SBXD_UNAVAILABLE,
+				       "CREATEOS_SANDBOX_SHAPE=%s has %.0f MiB, fewer than the %ld MiB "
+				       "this run needs", id, m, need);
+			return -1;
+		}
+		snprintf(r->shape, sizeof(r->shape), "%s", id);
+		return 0;
+	}
+	if (!empty) {
+		sbxd_error_set(err, SBXD_UNAVAILABLE, "CREATEOS_SANDBOX_SHAPE=%s is not a shape the "
+			       "control plane offers", pin);
+		return -1;
+	}
+	/* An empty catalog cannot contradict the pin: the create call will. */
+	snprintf(r->shape, sizeof(r->shape), "%s", pin);
+	return 0;
+}
+
+/* No pin: the smallest shape with at least max(memory_mb, 4096) MiB
+ * (ties: fewer vCPUs); an empty catalog means s-2vcpu-4gb. */
+static int auto_shape(struct ref *r, const cJSON *list, sbxd_error *err)
 {
 	long need = r->s.memory_mb > 4096 ? r->s.memory_mb : 4096;
-	cJSON *data = ref_http_json(r->http, "GET", "/v1/shapes?limit=500", NULL, "list shapes", NULL, err);
-	const cJSON *list = cJSON_GetObjectItemCaseSensitive(data, "data");
 	const cJSON *sh;
 	double best_mem = 0, best_cpu = 0;
 	bool found = false;
 
-	if (data == NULL)
-		return -1;
-	if (cJSON_IsArray(data))
-		list = data;
+	if (cJSON_GetArraySize(list) == 0) {
+		snprintf(r->shape, sizeof(r->shape), "s-2vcpu-4gb");
+		return 0;
+	}
 	cJSON_ArrayForEach(sh, list) {
 		const char *id = str_field(sh, "id");
 		const cJSON *mem = cJSON_GetObjectItemCaseSensitive(sh, "mem_mib");
@@ -64,23 +101,7 @@ static int pick_shape(struct ref *r, sbxd_error *err)
 		double m = cJSON_IsNumber(mem) ? mem->valuedouble : 0;
 		double c = cJSON_IsNumber(cpu) ? cpu->valuedouble : 0;
 
-		if (id == NULL)
-			continue;
-		if (r->s.shape_pin != NULL) {
-			if (strcmp(id, r->s.shape_pin) != 0)
-				continue;
-			found = true;
-			if (m < (double)need) {
-				sbxd_error_set(err, SBXD_UNAVAILABLE,
-					       "CREATEOS_SANDBOX_SHAPE=%s has %.0f MiB, below the %ld MiB this "
-					       "run needs (max(LANGFLOW_SANDBOX_MEMORY_MB, 4096))", id, m, need);
-				cJSON_Delete(data);
-				return -1;
-			}
-			snprintf(r->shape, sizeof(r->shape), "%s", id);
-			break;
-		}
-		if (m < (double)need)
+		if (id == NULL || m < (double)need)
 			continue;
 		if (!found || m < best_mem || (m == best_mem && c < best_cpu)) {
 			found = true;
@@ -89,17 +110,35 @@ static int pick_shape(struct ref *r, sbxd_error *err)
 			snprintf(r->shape, sizeof(r->shape), "%s", id);
 		}
 	}
-	cJSON_Delete(data);
 	if (!found) {
-		if (r->s.shape_pin != NULL)
-			sbxd_error_set(err, SBXD_UNAVAILABLE, "CREATEOS_SANDBOX_SHAPE=%s is not a shape the "
-				       "control plane offers", r->s.shape_pin);
-		else
-			sbxd_error_set(err, SBXD_UNAVAILABLE, "no shape with at least %ld MiB "
-				       "(LANGFLOW_SANDBOX_MEMORY_MB=%ld)", need, r->s.memory_mb);
+		sbxd_error_set(err, SBXD_UNAVAILABLE, "no shape with at least %ld MiB "
+			       "(max(LANGFLOW_SANDBOX_MEMORY_MB=%ld, 4096))", need, r->s.memory_mb);
 		return -1;
 	}
 	return 0;
+}
+
+static int pick_shape(struct ref *r, sbxd_error *err)
+{
+	cJSON *data = ref_http_json(r->http, "GET", "/v1/shapes?limit=500", NULL, "list shapes", NULL, err);
+	const cJSON *list = cJSON_GetObjectItemCaseSensitive(data, "data");
+	int rc;
+
+	if (data == NULL)
+		return -1;
+	if (cJSON_IsArray(data))
+		list = data;
+	if (!cJSON_IsArray(list)) {
+		sbxd_error_set(err, SBXD_UNAVAILABLE, "list shapes: the answer has no \"data\" array");
+		cJSON_Delete(data);
+		return -1;
+	}
+	if (r->s.shape_pin != NULL && !r->q.ignore_shape_pin)
+		rc = check_pin(r, list, err);
+	else
+		rc = auto_shape(r, list, err);
+	cJSON_Delete(data);
+	return rc;
 }
 
 static int preflight_locked(struct ref *r, sbxd_error *err)

@@ -39,6 +39,8 @@ static const struct {
 	Q("files-uncapped", files_uncapped),
 	Q("create-before-refusal", create_before_refusal),
 	Q("fork-shares-conn", fork_shares_conn),
+	Q("ignore-shape-pin", ignore_shape_pin),
+	Q("pin-keeps-floor", pin_keeps_floor),
 #undef Q
 };
 

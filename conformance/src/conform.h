@@ -39,6 +39,7 @@ struct cf_config {
 	char *backend_cmd;        /* shell command line of the driver */
 	char *host_cmd;           /* driver for the host-gate profile */
 	char *fixtures_dir;       /* fixtures/gate lives here */
+	char *python;             /* --python, then the resolved interpreter of a Python adapter */
 	char **profiles;          /* selected profile names */
 	size_t profile_count;
 	char **filters;           /* ID globs (any matches) */
@@ -67,6 +68,7 @@ struct cf_config {
 	char **surfaces;
 	size_t surface_count;
 	bool bundled_backend;     /* no --backend-cmd: the bundled reference runs */
+	char *rerun;              /* the command line that repeats this run (set by cf_run_all) */
 	pthread_mutex_t lock;     /* guards the counters below and progress output */
 	unsigned next_tenant;
 	unsigned done;
@@ -180,8 +182,18 @@ int cf_fault(struct cf_case *c, cJSON *rule);
 cJSON *cf_journal(struct cf_case *c);
 /* True when the check allowed this sandbox view to stay (cf_allow_leftover). */
 bool cf_leftover_allowed(const struct cf_case *c, const cJSON *sb);
-/* Count journal entries of method + path pattern ({id} = one segment, a
- * trailing * = any rest) with status in [lo, hi] (0,999 = any). */
+/* The User-Agent of every request the harness itself sends; the mock's
+ * journal records it, which is how evidence tells the harness's requests
+ * (setup, listing, teardown) from the backend's. */
+#define CF_HARNESS_MARK "(harness)"
+#define CF_HARNESS_AGENT "sbx-conform/" SBX_CONFORM_VERSION " " CF_HARNESS_MARK
+/* True when the journal entry is one of the harness's own requests: its
+ * agent is "sbx-conform/<anything> (harness)" (the runner, or a Python
+ * adapter's look-up on the harness's behalf). */
+bool cf_journal_by_harness(const cJSON *entry);
+/* Count the backend's journal entries (the harness's own are never counted)
+ * of method + path pattern ({id} = one segment, a trailing * = any rest)
+ * with status in [lo, hi] (0,999 = any). */
 int cf_journal_count(const cJSON *entries, const char *method, const char *pattern, int lo, int hi);
 /* Every sandbox the tenant ever had, destroyed included (caller frees). */
 cJSON *cf_sandboxes(struct cf_case *c);
@@ -190,7 +202,8 @@ bool cf_status_live(const char *status); /* not destroyed/destroying/failed */
 int cf_live_guests(struct cf_case *c, cJSON *sandboxes, sbx_strbuf *names);
 /* Egress oracle: 1 allowed, 0 denied, -1 error. */
 int cf_egress_allowed(struct cf_case *c, const char *sandbox_id, const char *dest);
-/* Remembers the journal as evidence (takes ownership). */
+/* Remembers the journal as evidence, in the report's shape (last 60 rows,
+ * each with "by": "backend" | "harness"); takes ownership. */
 void cf_keep_journal(struct cf_case *c, cJSON *entries);
 
 /* ---- small helpers (util.c) ---- */
@@ -210,8 +223,20 @@ int cf_run_all(struct cf_config *cf, cJSON **report, sbx_err *err);
 /* The report's "summary" object for its checks array (caller frees). */
 cJSON *cf_report_summary(const cJSON *checks);
 /* The exit code a report stands for: 0 all passed, 1 a check or its cleanup
- * failed, 2 an error verdict or a report that cannot be counted. */
+ * failed, 2 an error verdict, a report that cannot be counted, or a run in
+ * which nothing was checked (every check skipped; said on stderr). */
 int cf_report_exit_code(const cJSON *report);
+
+/* ---- the Python adapters' interpreter (python.c) ---- */
+/* want: --python's value (NULL: python3 on PATH; a bare name: looked up on
+ * PATH; a path: must be an executable file). Returns the program that will
+ * run (caller frees) or NULL with *err saying why. */
+char *cf_python_resolve(const char *want, sbx_err *err);
+/* 'python' 'adapters_dir/script' 'arg'... (args NULL-terminated), for /bin/sh -c. */
+char *cf_python_driver_cmd(const char *python, const char *adapters_dir, const char *script,
+			   const char *const *args);
+/* s in single quotes for /bin/sh (caller frees). */
+char *cf_shell_quote(const char *s);
 
 /* ---- sbx-conform merge (merge.c) ---- */
 /* argv[0] is "merge"; returns the exit code (0, 1 as for a run, 2 usage or

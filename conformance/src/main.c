@@ -42,6 +42,8 @@ static void usage(FILE *f)
 	      "With no options: embedded mock + bundled reference backend and host.\n\n"
 	      "  --backend-cmd CMD       driver command line (run with /bin/sh -c)\n"
 	      "  --python-backend M:F    a Python backend through the adapter (module:factory)\n"
+	      "  --python-component M:C  a Langflow component class through the adapter (module:Class)\n"
+	      "  --python PATH           the interpreter for the Python adapters (default: python3 on PATH)\n"
 	      "  --host-cmd CMD          host driver for the host-gate profile\n"
 	      "  --profile NAME          langflow-backend, createos-backend, createos-component,\n"
 	      "                          createos-executor, host-gate (repeatable)\n"
@@ -191,7 +193,8 @@ static int probe(struct cf_config *cf, const char *profile, sbx_err *err)
 		if (cJSON_IsString(s))
 			add_str(&cf->surfaces, &cf->surface_count, s->valuestring);
 	cJSON_Delete(res);
-	if (strcmp(profile, "host-gate") != 0) {
+	/* capabilities() belongs to the backend surface; a component-only driver has none */
+	if (strcmp(profile, "host-gate") != 0 && (cf->surface_count == 0 || cf_surface(cf, "backend"))) {
 		cf->capabilities = cf_op(d, "capabilities", NULL, 20, &et, &em);
 		if (cf->capabilities == NULL)
 			sbx_err_set(err, "the driver's capabilities() raised %s: %s", et, em);
@@ -252,7 +255,7 @@ static int write_reports(const struct cf_config *cf, const cJSON *report)
 
 enum {
 	O_BACKEND = 256, O_PYTHON, O_HOST, O_PROFILE, O_FILTER, O_LIST, O_SHARD, O_MOCK, O_TOKEN, O_API,
-	O_SEED, O_SCALE, O_TAP, O_JUNIT, O_JSON, O_HTML, O_FIXTURES,
+	O_SEED, O_SCALE, O_TAP, O_JUNIT, O_JSON, O_HTML, O_FIXTURES, O_PYEXE, O_PYCOMP,
 };
 
 static const struct option LONGOPTS[] = {
@@ -265,6 +268,7 @@ static const struct option LONGOPTS[] = {
 	{"jobs", required_argument, NULL, 'j'}, {"tap", no_argument, NULL, O_TAP},
 	{"junit", required_argument, NULL, O_JUNIT}, {"json", required_argument, NULL, O_JSON},
 	{"html", required_argument, NULL, O_HTML}, {"fixtures", required_argument, NULL, O_FIXTURES},
+	{"python", required_argument, NULL, O_PYEXE}, {"python-component", required_argument, NULL, O_PYCOMP},
 	{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
 };
 
@@ -279,23 +283,31 @@ static int bad_usage(const char *what, const char *arg)
 	return 2;
 }
 
-/* --python-backend M:F: the adapter runs the Python backend object. */
-static void python_backend(struct cf_config *cf, const char *factory)
+/* --python-backend M:F (script langflow_backend.py) or --python-component
+ * M:C (langflow_component.py): the adapter runs it under the interpreter
+ * --python names (python3 on PATH by default). factory NULL: neither was
+ * given. Returns 2 on a usage error or no interpreter, else -1. */
+static int python_backend(struct cf_config *cf, const char *script, const char *factory)
 {
 	const char *dir = getenv("SBX_CONFORM_ADAPTERS") ? getenv("SBX_CONFORM_ADAPTERS")
 							 : SBX_CONFORM_ADAPTERS_DIR;
-	sbx_strbuf b = SBX_STRBUF_INIT;
-	char *q1, *q2;
+	const char *args[] = {factory, NULL};
+	sbx_err err = {{0}};
+	char *py;
 
-	sbx_strbuf_printf(&b, "%s/langflow_backend.py", dir);
-	q1 = shell_quote(sbx_strbuf_str(&b));
-	q2 = shell_quote(factory);
-	sbx_strbuf_reset(&b);
-	sbx_strbuf_printf(&b, "python3 %s %s", q1, q2);
-	free(q1);
-	free(q2);
+	if (factory == NULL)
+		return cf->python == NULL ? -1 : bad_usage("--python only applies to --python-backend and "
+							   "--python-component", NULL);
+	py = cf_python_resolve(cf->python, &err);
+	if (py == NULL) {
+		fprintf(stderr, "sbx-conform: %s\n", err.msg);
+		return 2;
+	}
+	free(cf->python);
+	cf->python = py;
 	free(cf->backend_cmd);
-	cf->backend_cmd = sbx_strbuf_detach(&b, NULL);
+	cf->backend_cmd = cf_python_driver_cmd(py, dir, script, args);
+	return -1;
 }
 
 /* Parses argv into cf; returns -1 to continue, else an exit code. */
@@ -303,6 +315,7 @@ static int parse_args(struct cf_config *cf, int argc, char **argv, const char **
 {
 	unsigned long v;
 	char *end;
+	const char *py_factory = NULL, *py_script = "langflow_backend.py";
 	int o;
 
 	while ((o = getopt_long(argc, argv, "hj:", LONGOPTS, NULL)) != -1) {
@@ -315,9 +328,16 @@ static int parse_args(struct cf_config *cf, int argc, char **argv, const char **
 			cf->backend_cmd = strdup(optarg);
 			break;
 		case O_PYTHON:
+		case O_PYCOMP:
 			if (strchr(optarg, ':') == NULL)
-				return bad_usage("--python-backend wants module:factory, got", optarg);
-			python_backend(cf, optarg);
+				return bad_usage(o == O_PYTHON ? "--python-backend wants module:factory, got"
+							       : "--python-component wants module:Class, got", optarg);
+			py_factory = optarg; /* built after the loop: --python may follow */
+			py_script = o == O_PYTHON ? "langflow_backend.py" : "langflow_component.py";
+			break;
+		case O_PYEXE:
+			free(cf->python);
+			cf->python = strdup(optarg);
 			break;
 		case O_HOST:
 			cf->host_cmd = strdup(optarg);
@@ -387,7 +407,7 @@ static int parse_args(struct cf_config *cf, int argc, char **argv, const char **
 		return bad_usage("unexpected argument", argv[optind]);
 	if (*mock_url != NULL && *api_url != NULL)
 		return bad_usage("--mock-url and --api-url exclude each other", NULL);
-	return -1;
+	return python_backend(cf, py_script, py_factory);
 }
 
 /* Without --profile: every profile whose default_on rule holds (all of them
@@ -419,6 +439,7 @@ static void free_config(struct cf_config *cf)
 	free(cf->backend_cmd);
 	free(cf->host_cmd);
 	free(cf->fixtures_dir);
+	free(cf->python);
 	cJSON_Delete(cf->capabilities);
 	pthread_mutex_destroy(&cf->lock);
 }

@@ -82,15 +82,16 @@ static const struct cf_check HOST_GATE[] = {
 	{NULL, NULL, NULL, 0, false, NULL},
 };
 
-static bool always(const struct cf_config *cf)
+/* On unless the driver announces its surfaces and "backend" is not among
+ * them (e.g. --python-component: a component class only). */
+static bool backend_surface(const struct cf_config *cf)
 {
-	(void)cf;
-	return true;
+	return cf->bundled_backend || cf->surface_count == 0 || cf_surface(cf, "backend");
 }
 
 static bool createos_driver(const struct cf_config *cf)
 {
-	return cf->bundled_backend || strcmp(cf->driver_name, "createos") == 0;
+	return cf->bundled_backend || (backend_surface(cf) && strcmp(cf->driver_name, "createos") == 0);
 }
 
 static bool component_surface(const struct cf_config *cf)
@@ -109,7 +110,7 @@ static bool host_driver_known(const struct cf_config *cf)
 }
 
 const struct cf_profile cf_profiles[] = {
-	{"langflow-backend", LANGFLOW_BACKEND, always},
+	{"langflow-backend", LANGFLOW_BACKEND, backend_surface},
 	{"createos-backend", CREATEOS_BACKEND, createos_driver},
 	{"createos-component", CREATEOS_COMPONENT, component_surface},
 	{"createos-executor", CREATEOS_EXECUTOR, executor_surface},

@@ -14,6 +14,60 @@
 
 #include "conform.h"
 #include "report.h"
+#include "spec_clauses.h"
+
+#ifndef SBX_CONFORM_FIXTURES_DIR
+#define SBX_CONFORM_FIXTURES_DIR "fixtures"
+#endif
+
+/* The spec's text for a check id (an exact row, else its family's), or NULL. */
+static const char *clause_text(const char *id)
+{
+	size_t i;
+
+	for (i = 0; CF_SPEC_CLAUSES[i].id != NULL; i++)
+		if (strcmp(CF_SPEC_CLAUSES[i].id, id) == 0)
+			return CF_SPEC_CLAUSES[i].text;
+	for (i = 0; CF_SPEC_CLAUSES[i].id != NULL; i++) {
+		size_t n = strlen(CF_SPEC_CLAUSES[i].id);
+
+		if (n > 0 && CF_SPEC_CLAUSES[i].id[n - 1] == '-' && strncmp(CF_SPEC_CLAUSES[i].id, id, n) == 0)
+			return CF_SPEC_CLAUSES[i].text;
+	}
+	return NULL;
+}
+
+static void add_quoted(sbx_strbuf *b, const char *opt, const char *value)
+{
+	char *q = cf_shell_quote(value);
+
+	sbx_strbuf_printf(b, " %s %s", opt, q);
+	free(q);
+}
+
+/* The options that repeat this run's setup (the backend driver, the control
+ * plane, the seed and scale); a check's re-run adds --host-cmd for host-gate,
+ * --profile and --filter. The mock's admin token is never printed
+ * (SBX_MOCK_ADMIN_TOKEN carries it). */
+static char *rerun_base(const struct cf_config *cf)
+{
+	sbx_strbuf b = SBX_STRBUF_INIT;
+
+	sbx_strbuf_puts(&b, "sbx-conform");
+	if (!cf->bundled_backend && cf->backend_cmd != NULL)
+		add_quoted(&b, "--backend-cmd", cf->backend_cmd);
+	if (cf->kind == CF_EXTERNAL_MOCK)
+		add_quoted(&b, "--mock-url", cf->url);
+	else if (cf->kind == CF_REAL)
+		add_quoted(&b, "--api-url", cf->url);
+	if (cf->fixtures_dir != NULL && strcmp(cf->fixtures_dir, SBX_CONFORM_FIXTURES_DIR) != 0)
+		add_quoted(&b, "--fixtures", cf->fixtures_dir);
+	if (cf->seed != 1)
+		sbx_strbuf_printf(&b, " --seed %lu", cf->seed);
+	if (cf->timeout_scale != 1.0)
+		sbx_strbuf_printf(&b, " --timeout-scale %g", cf->timeout_scale);
+	return sbx_strbuf_detach(&b, NULL);
+}
 
 /* ---- one case ---- */
 
@@ -157,6 +211,18 @@ static cJSON *case_report(struct cf_case *c)
 	cJSON_AddStringToObject(o, "title", c->def->title);
 	snprintf(clause, sizeof(clause), "backend-conformance.md#checks %s", c->def->id);
 	cJSON_AddStringToObject(o, "clause", clause);
+	if (clause_text(c->def->id) != NULL)
+		cJSON_AddStringToObject(o, "clause_text", clause_text(c->def->id));
+	if (c->cf->rerun != NULL) {
+		sbx_strbuf rr = SBX_STRBUF_INIT;
+
+		sbx_strbuf_puts(&rr, c->cf->rerun);
+		if (strcmp(c->profile, "host-gate") == 0 && c->cf->host_cmd != NULL)
+			add_quoted(&rr, "--host-cmd", c->cf->host_cmd);
+		sbx_strbuf_printf(&rr, " --profile %s --filter %s", c->profile, c->def->id);
+		cJSON_AddStringToObject(o, "rerun", sbx_strbuf_str(&rr));
+		sbx_strbuf_free(&rr);
+	}
 	cJSON_AddStringToObject(o, "verdict", c->verdict);
 	if (c->reason.len > 0)
 		cJSON_AddStringToObject(o, "reason", sbx_strbuf_str(&c->reason));
@@ -180,31 +246,6 @@ static cJSON *case_report(struct cf_case *c)
 	return o;
 }
 
-/* Trims the journal to the evidence shape of the report. */
-static cJSON *journal_excerpt(const cJSON *entries)
-{
-	cJSON *out = cJSON_CreateArray();
-	int n = cJSON_GetArraySize(entries);
-	int i;
-
-	for (i = n > 60 ? n - 60 : 0; i < n; i++) {
-		const cJSON *e = cJSON_GetArrayItem(entries, i);
-		cJSON *x = cJSON_CreateObject();
-		const char *fault = cf_str(e, "fault");
-
-		cJSON_AddNumberToObject(x, "seq", cf_num(e, "seq", 0));
-		cJSON_AddStringToObject(x, "method", cf_str(e, "method") ? cf_str(e, "method") : "");
-		cJSON_AddStringToObject(x, "path", cf_str(e, "path") ? cf_str(e, "path") : "");
-		cJSON_AddNumberToObject(x, "status", cf_num(e, "status", 0));
-		if (fault != NULL)
-			cJSON_AddStringToObject(x, "fault", fault);
-		else
-			cJSON_AddNullToObject(x, "fault");
-		cJSON_AddItemToArray(out, x);
-	}
-	return out;
-}
-
 static cJSON *run_case(struct cf_config *cf, const struct cf_pick *pick)
 {
 	struct cf_case c;
@@ -223,8 +264,8 @@ static cJSON *run_case(struct cf_config *cf, const struct cf_pick *pick)
 	if (cf->kind != CF_REAL && c.driver_count > 0 && (cf_failed(&c) || strcmp(c.cleanup_verdict, "fail") == 0)) {
 		cJSON *j = cf_journal(&c);
 
-		cf_keep_journal(&c, journal_excerpt(j));
-		cJSON_Delete(j);
+		if (j != NULL)
+			cf_keep_journal(&c, j);
 	}
 	for (i = 0; i < c.driver_count; i++)
 		cf_driver_free(c.drivers[i]);
@@ -339,6 +380,7 @@ int cf_run_all(struct cf_config *cf, cJSON **report, sbx_err *err)
 
 	rfc3339_now(started, sizeof(started));
 	cf->total = (unsigned)n;
+	cf->rerun = rerun_base(cf);
 	s = (struct sched){cf, sel, results, n, 0, PTHREAD_MUTEX_INITIALIZER};
 	nth = cf->jobs < 1 ? 1 : (cf->jobs > 32 ? 32 : cf->jobs);
 	if (nth > n)
@@ -364,6 +406,8 @@ int cf_run_all(struct cf_config *cf, cJSON **report, sbx_err *err)
 						      cf->host_cmd != NULL ? cf->host_cmd : cf->backend_cmd);
 	cJSON_AddStringToObject(b, "name", cf->driver_name);
 	cJSON_AddStringToObject(b, "driver", cf->driver_impl);
+	if (cf->python != NULL)
+		cJSON_AddStringToObject(b, "python", cf->python);
 	cJSON_AddItemToObject(b, "capabilities", cf->capabilities ? cJSON_Duplicate(cf->capabilities, true)
 							       : cJSON_CreateNull());
 	cp = cJSON_AddObjectToObject(r, "control_plane");
@@ -382,8 +426,25 @@ int cf_run_all(struct cf_config *cf, cJSON **report, sbx_err *err)
 			cJSON_AddItemToArray(checks, results[i]);
 	cJSON_AddItemToObject(r, "summary", cf_report_summary(checks));
 	cJSON_AddItemToObject(r, "checks", checks);
+	free(cf->rerun);
+	cf->rerun = NULL;
 	*report = r;
 	return err->msg[0] ? -1 : 0;
+}
+
+/* Says on stderr why a run that judged nothing exits 2, with the first
+ * skip reason (usually "surface not served: ..."). */
+static void say_nothing_checked(const cJSON *report, const struct sbx_report_totals *t)
+{
+	const cJSON *k = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(report, "checks"), 0);
+
+	if (t->total == 0) {
+		fprintf(stderr, "sbx-conform: nothing was checked: the report has no checks\n");
+		return;
+	}
+	fprintf(stderr, "sbx-conform: nothing was checked: all %d selected check%s skipped (%s: %s); "
+		"a run that judges nothing is not a pass\n", t->total, t->total == 1 ? " was" : "s were",
+		cf_str(k, "id") ? cf_str(k, "id") : "?", cf_str(k, "reason") ? cf_str(k, "reason") : "no reason");
 }
 
 int cf_report_exit_code(const cJSON *report)
@@ -397,5 +458,11 @@ int cf_report_exit_code(const cJSON *report)
 			return 2;
 	if (!sbx_report_count(report, &t, &err))
 		return 2;
-	return sbx_report_totals_ok(&t) ? 0 : 1;
+	if (!sbx_report_totals_ok(&t))
+		return 1;
+	if (sbx_report_nothing_checked(&t)) {
+		say_nothing_checked(report, &t);
+		return 2;
+	}
+	return 0;
 }

@@ -110,6 +110,11 @@ static void journal_record(mreq *r, int status)
 		e.conn = ci != NULL ? (uint64_t)(uintptr_t)ci->socket_context : 0;
 	}
 	e.fault = r->fault_fired ? r->fault_label : NULL;
+	{
+		const char *ua = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "User-Agent");
+
+		snprintf(e.agent, sizeof(e.agent), "%s", ua != NULL ? ua : "");
+	}
 	mock_journal_add(r->mock->journal, &e);
 	sbx_strbuf_free(&q);
 }

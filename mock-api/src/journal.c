@@ -136,6 +136,8 @@ static cJSON *entry_json(const mock_journal_entry *e)
 		cJSON_AddNumberToObject(o, "conn", (double)e->conn);
 	if (e->fault != NULL)
 		cJSON_AddStringToObject(o, "fault", e->fault);
+	if (e->agent[0] != '\0')
+		cJSON_AddStringToObject(o, "agent", e->agent);
 	return o;
 }
 

@@ -24,6 +24,8 @@ typedef struct mock_journal_entry {
 	int64_t duration_us;
 	uint64_t conn;         /* serial of the TCP connection it came on (1, 2, ...), 0 unknown */
 	char *fault;           /* label of the fired rule, may be NULL */
+	char agent[96];        /* User-Agent header (truncated), "" when absent: tells
+	                        * a conformance harness's own requests from the backend's */
 } mock_journal_entry;
 
 typedef struct mock_journal_filter {

@@ -28,6 +28,20 @@ static void journal_records_and_filters(void **state)
 	th_resp_free(&r);
 	th_json(U, "other", "GET", "/v1/sandboxes/sb-nope", NULL, &r);
 	th_resp_free(&r);
+	{
+		/* the User-Agent is journalled as "agent": how sbx-conform tells its
+		 * own requests from the backend's */
+		th_req rq = {.method = "GET", .url = U, .path = "/v1/whoami", .key = "ua",
+			     .extra_header = "User-Agent: sbx-conform/9 (harness)"};
+
+		th_do(&rq, &r);
+		th_resp_free(&r);
+		th_admin(U, TOK, "GET", "/_mock/journal?tenant=ua", NULL, &r);
+		e = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(r.json, "data"), "entries"), 0);
+		assert_non_null(cJSON_GetObjectItem(e, "agent"));
+		assert_string_equal(cJSON_GetObjectItem(e, "agent")->valuestring, "sbx-conform/9 (harness)");
+		th_resp_free(&r);
+	}
 	th_admin(U, TOK, "GET", "/_mock/journal?tenant=jk", NULL, &r);
 	expect_status(&r, 200, "journal");
 	d = cJSON_GetObjectItem(r.json, "data");

@@ -294,17 +294,24 @@ class CreateOSBackend:
 
     @staticmethod
     def _pick_shape(shapes, s):
-        need = max(s.memory_mb, MIN_MEMORY_MIB)
+        # A pin is refused only when a non-empty catalogue lacks it or it has
+        # fewer MiB than memory_mb; the 4096 MiB floor is for the automatic
+        # choice only (spec: CreateOS backend surface, the memory rule).
         pinned = (_env("CREATEOS_SANDBOX_SHAPE") or "").strip()
         if pinned:
+            if not shapes:
+                return pinned
             found = [x for x in shapes if x.get("id") == pinned]
             if not found:
                 raise SandboxUnavailableError("CREATEOS_SANDBOX_SHAPE=%s does not exist" % pinned)
-            if (found[0].get("mem_mib") or 0) < need:
+            if (found[0].get("mem_mib") or 0) < s.memory_mb:
                 raise SandboxUnavailableError(
-                    "CREATEOS_SANDBOX_SHAPE=%s has %s MiB, less than the %d MiB needed"
-                    % (pinned, found[0].get("mem_mib"), need))
+                    "CREATEOS_SANDBOX_SHAPE=%s has %s MiB, less than LANGFLOW_SANDBOX_MEMORY_MB=%d"
+                    % (pinned, found[0].get("mem_mib"), s.memory_mb))
             return pinned
+        if not shapes:
+            return "s-2vcpu-4gb"
+        need = max(s.memory_mb, MIN_MEMORY_MIB)
         fits = [x for x in shapes if isinstance(x.get("mem_mib"), int) and x["mem_mib"] >= need]
         if not fits:
             raise SandboxUnavailableError("no CreateOS shape has at least %d MiB" % need)

@@ -81,4 +81,12 @@ bool sbx_report_count(const cJSON *report, struct sbx_report_totals *t, sbx_err 
  * cleanup-failing non-advisory check. */
 bool sbx_report_totals_ok(const struct sbx_report_totals *t);
 
+/* true when no check could be judged: every check was skipped (or there were
+ * none). Such a run proves nothing, so it is neither a pass nor a fail:
+ * the writers say "NOTHING CHECKED" and sbx-conform exits 2. */
+bool sbx_report_nothing_checked(const struct sbx_report_totals *t);
+
+/* The one-word result of a run: "PASS", "FAIL" or "NOTHING CHECKED". */
+const char *sbx_report_result_word(const struct sbx_report_totals *t);
+
 #endif

@@ -23,7 +23,7 @@ static const char STYLE[] =
 	"body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;margin:1.5rem;color:#1f2328}\n"
 	"h1{font-size:1.4rem;margin:0 0 .5rem}\n"
 	".result{display:inline-block;padding:.1rem .6rem;border-radius:4px;color:#fff;font-weight:700}\n"
-	".result.pass{background:var(--pass)}.result.fail{background:var(--fail)}\n"
+	".result.pass{background:var(--pass)}.result.fail{background:var(--fail)}.result.none{background:var(--skip)}\n"
 	"dl.meta{display:grid;grid-template-columns:max-content 1fr;gap:.1rem 1rem;margin:.8rem 0}\n"
 	"dl.meta dt{color:var(--muted)}dl.meta dd{margin:0;word-break:break-all}\n"
 	"nav.filters{margin:.8rem 0}nav.filters a{display:inline-block;margin:0 .3rem .3rem 0;"
@@ -43,6 +43,7 @@ static const char STYLE[] =
 	"pre{background:var(--bg);padding:.5rem;overflow:auto;max-height:24rem;white-space:pre-wrap;"
 	"word-break:break-all;font-size:.85rem}\n"
 	".muted{color:var(--muted)}.why{white-space:pre-wrap}\n"
+	"blockquote.clause{margin:.3rem 0;padding:.2rem .8rem;border-left:3px solid var(--line);color:var(--muted)}\n"
 	"</style>\n";
 
 static const char SCRIPT[] =
@@ -103,11 +104,13 @@ static void header(sbx_strbuf *sb, const cJSON *r, const struct sbx_report_total
 	bool first = true;
 
 	sbx_strbuf_printf(sb, "<header>\n<h1>sbx-conform report <span class=\"result %s\" id=\"result\">%s</span></h1>\n",
-			  ok ? "pass" : "fail", ok ? "PASS" : "FAIL");
+			  !ok ? "fail" : sbx_report_nothing_checked(t) ? "none" : "pass", sbx_report_result_word(t));
 	sbx_strbuf_puts(sb, "<dl class=\"meta\">\n");
 	meta(sb, "Backend", rp_str(backend, "name"));
 	meta(sb, "Driver", rp_str(backend, "driver"));
 	meta(sb, "Command", rp_str(backend, "command"));
+	if (rp_str(backend, "python")[0] != '\0')
+		meta(sb, "Python", rp_str(backend, "python"));
 	sbx_strbuf_puts(sb, "<dt>Control plane</dt><dd>");
 	text(sb, rp_str(cp, "kind"));
 	sbx_strbuf_puts(sb, " ");
@@ -166,11 +169,13 @@ static void journal_table(sbx_strbuf *sb, const cJSON *journal)
 		sbx_strbuf_puts(sb, "<p class=\"muted\">No control-plane requests in the journal.</p>\n");
 		return;
 	}
-	sbx_strbuf_puts(sb, "<table class=\"journal\"><thead><tr><th>#</th><th>Method</th><th>Path</th>"
+	sbx_strbuf_puts(sb, "<table class=\"journal\"><thead><tr><th>#</th><th>By</th><th>Method</th><th>Path</th>"
 			"<th>Status</th><th>Fault</th></tr></thead><tbody>\n");
 	cJSON_ArrayForEach(e, journal) {
 		const char *fault = rp_str_or_null(e, "fault");
 		sbx_strbuf_printf(sb, "<tr><td>%.0f</td><td>", rp_num(e, "seq", 0));
+		text(sb, rp_str(e, "by"));
+		sbx_strbuf_puts(sb, "</td><td>");
 		text(sb, rp_str(e, "method"));
 		sbx_strbuf_puts(sb, "</td><td>");
 		text(sb, rp_str(e, "path"));
@@ -187,16 +192,29 @@ static void evidence(sbx_strbuf *sb, const struct rp_check *c)
 
 	sbx_strbuf_printf(sb, "<details class=\"evidence\"><summary>Evidence (%d request%s)</summary>\n",
 			  cJSON_GetArraySize(c->journal), cJSON_GetArraySize(c->journal) == 1 ? "" : "s");
+	if (c->rerun[0] != '\0') {
+		sbx_strbuf_puts(sb, "<p>Re-run this check alone:</p><pre class=\"rerun\">");
+		text(sb, c->rerun);
+		sbx_strbuf_puts(sb, "</pre>\n");
+	}
 	if (c->clause[0] != '\0') {
 		sbx_strbuf_puts(sb, "<p>Clause: <code>");
 		text(sb, c->clause);
 		sbx_strbuf_puts(sb, "</code></p>\n");
 	}
+	if (c->clause_text[0] != '\0') {
+		sbx_strbuf_puts(sb, "<blockquote class=\"clause\">");
+		text(sb, c->clause_text);
+		sbx_strbuf_puts(sb, "</blockquote>\n");
+	}
 	journal_table(sb, c->journal);
+	sbx_strbuf_puts(sb, "<p>Driver stderr:</p>");
 	if (c->driver_stderr[0] != '\0') {
-		sbx_strbuf_puts(sb, "<p>Driver stderr:</p><pre class=\"stderr\">");
+		sbx_strbuf_puts(sb, "<pre class=\"stderr\">");
 		text(sb, c->driver_stderr);
 		sbx_strbuf_puts(sb, "</pre>\n");
+	} else {
+		sbx_strbuf_puts(sb, "<p class=\"muted\">(the driver wrote nothing to stderr in this case)</p>\n");
 	}
 	if (cJSON_GetArraySize(c->details) > 0) {
 		sbx_strbuf_puts(sb, "<ul class=\"details\">");
@@ -272,7 +290,7 @@ bool sbx_report_html(const cJSON *report, sbx_strbuf *out, sbx_err *err)
 	sbx_strbuf_puts(out, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
 			"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
 			"<title>sbx-conform: ");
-	sbx_strbuf_puts(out, sbx_report_totals_ok(&v.totals) ? "PASS" : "FAIL");
+	sbx_strbuf_puts(out, sbx_report_result_word(&v.totals));
 	sbx_strbuf_puts(out, " \xe2\x80\x94 ");
 	text(out, rp_str(backend, "name"));
 	sbx_strbuf_puts(out, "</title>\n");

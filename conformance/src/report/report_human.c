@@ -112,6 +112,10 @@ static void header(struct human *h, const cJSON *r)
 		sbx_strbuf_puts(h->out, "\n  command:       ");
 		rp_put_term(h->out, rp_str(backend, "command"), "                 ");
 	}
+	if (rp_str(backend, "python")[0] != '\0') {
+		sbx_strbuf_puts(h->out, "\n  python:        ");
+		rp_put_term(h->out, rp_str(backend, "python"), "");
+	}
 	sbx_strbuf_puts(h->out, "\n  control plane: ");
 	rp_put_term(h->out, rp_str(cp, "kind"), "");
 	sbx_strbuf_puts(h->out, " ");
@@ -194,7 +198,11 @@ static void totals(struct human *h, const struct sbx_report_totals *t, const cJS
 	sbx_strbuf_printf(h->out, "; cleanup failed: %d; time ", t->cleanup_fail);
 	rp_put_duration(h->out, rp_num(r, "duration_ms", t->duration_ms));
 	sbx_strbuf_puts(h->out, "\nResult: ");
-	paint(h, ok ? C_BOLD C_GREEN : C_BOLD C_RED, ok ? "PASS" : "FAIL");
+	paint(h, ok && !sbx_report_nothing_checked(t) ? C_BOLD C_GREEN : ok ? C_BOLD C_YELLOW : C_BOLD C_RED,
+	      sbx_report_result_word(t));
+	if (ok && sbx_report_nothing_checked(t))
+		sbx_strbuf_puts(h->out, t->total > 0 ? " (every selected check was skipped: nothing was checked)"
+						      : " (no check ran: nothing was checked)");
 	sbx_strbuf_puts(h->out, "\n");
 }
 

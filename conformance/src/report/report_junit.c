@@ -211,6 +211,10 @@ static void evidence_text(sbx_strbuf *sb, const struct rp_check *c)
 	cJSON_ArrayForEach(e, c->journal) {
 		const char *fault = rp_str_or_null(e, "fault");
 		sbx_strbuf_printf(sb, "\n  #%.0f ", rp_num(e, "seq", 0));
+		if (rp_str(e, "by")[0] != '\0') {
+			rp_put_markup(sb, rp_str(e, "by"), false);
+			sbx_strbuf_puts(sb, ": ");
+		}
 		rp_put_markup(sb, rp_str(e, "method"), false);
 		sbx_strbuf_puts(sb, " ");
 		rp_put_markup(sb, rp_str(e, "path"), false);

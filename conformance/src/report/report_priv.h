@@ -25,6 +25,8 @@ struct rp_check {
 	const char *area;
 	const char *title;
 	const char *clause;
+	const char *clause_text;    /* the spec row's text, "" when absent */
+	const char *rerun;          /* command that re-runs this check alone, "" when absent */
 	const char *verdict_text;   /* as written in the report */
 	enum rp_verdict verdict;
 	const char *reason;

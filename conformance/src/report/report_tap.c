@@ -69,6 +69,8 @@ static void yaml_journal(sbx_strbuf *sb, const cJSON *journal)
 	cJSON_ArrayForEach(e, journal) {
 		const char *fault = rp_str_or_null(e, "fault");
 		sbx_strbuf_printf(sb, "      - seq: %.0f\n", rp_num(e, "seq", 0));
+		if (rp_str(e, "by")[0] != '\0')
+			yaml_kv(sb, "        ", "by", rp_str(e, "by"));
 		yaml_kv(sb, "        ", "method", rp_str(e, "method"));
 		yaml_kv(sb, "        ", "path", rp_str(e, "path"));
 		sbx_strbuf_printf(sb, "        status: %.0f\n", rp_num(e, "status", 0));

@@ -76,6 +76,8 @@ static void check_from_json(struct rp_check *c, const cJSON *j)
 	c->area = rp_str(j, "area");
 	c->title = rp_str(j, "title");
 	c->clause = rp_str(j, "clause");
+	c->clause_text = rp_str(j, "clause_text");
+	c->rerun = rp_str(j, "rerun");
 	c->verdict_text = rp_str(j, "verdict");
 	c->verdict = parse_verdict(c->verdict_text);
 	c->reason = rp_str(j, "reason");
@@ -230,4 +232,16 @@ bool sbx_report_count(const cJSON *report, struct sbx_report_totals *t, sbx_err 
 bool sbx_report_totals_ok(const struct sbx_report_totals *t)
 {
 	return t->fail == 0 && t->error == 0 && t->cleanup_fail == 0;
+}
+
+bool sbx_report_nothing_checked(const struct sbx_report_totals *t)
+{
+	return t->skip == t->total;
+}
+
+const char *sbx_report_result_word(const struct sbx_report_totals *t)
+{
+	if (!sbx_report_totals_ok(t))
+		return "FAIL";
+	return sbx_report_nothing_checked(t) ? "NOTHING CHECKED" : "PASS";
 }

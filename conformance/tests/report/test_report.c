@@ -223,8 +223,10 @@ static void tap_yaml_block_carries_reason_cleanup_and_evidence(void **state)
 	find(block, "\n  ---\n  message: \"run executed outside a guest: FAILMARK-CAP003 <b>not bold</b> & ]]> "
 		    "\\x01\\x1B[31mred\\x7F caf\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac \xf0\x9f\x98\x80\\nsecond line\"\n");
 	find(block, "\n  severity: \"fail\"\n");
-	find(block, "\n      - seq: 2\n        method: \"POST\"\n        path: \"/v1/sandboxes?x=<y>&z=1\"\n"
+	find(block, "\n      - seq: 2\n        by: \"backend\"\n        method: \"POST\"\n        path: \"/v1/sandboxes?x=<y>&z=1\"\n"
 		    "        status: 503\n        fault: \"JOURNALMARK-503 \\\"inject\\\"\"\n");
+	/* the harness's own request is marked as such, not blamed on the backend */
+	find(block, "\n      - seq: 3\n        by: \"harness\"\n        method: \"GET\"\n");
 	find(block, "\n        fault: null\n");
 	find(block, "\n    driver_stderr: \"Traceback (most recent call last):\\n  File \\\"<stdin>\\\", line 1\\nSTDERRMARK");
 	assert_true(strstr(block, "JOURNALMARK") < end);
@@ -258,7 +260,7 @@ static void junit_maps_verdicts_to_elements_and_counts(void **state)
 	find(out, "<skipped message=\"advisory check did not pass (does not fail the run): ADVISORYMARK");
 	find(out, "<failure message=\"cleanup: CLEANUPMARK guest still running\" type=\"cleanup-failed\">");
 	find(out, "leftover: sb-01LEFTOVER&lt;1&gt;");
-	find(out, "  #2 POST /v1/sandboxes?x=&lt;y&gt;&amp;z=1 -> 503 [fault: JOURNALMARK-503 &quot;inject&quot;]");
+	find(out, "  #2 backend: POST /v1/sandboxes?x=&lt;y&gt;&amp;z=1 -> 503 [fault: JOURNALMARK-503 &quot;inject&quot;]");
 	free(out);
 }
 
@@ -385,6 +387,17 @@ static void html_escapes_everything_and_has_evidence_for_each_problem(void **sta
 	const char *stderr_mark = find(row, "STDERRMARK");
 	assert_true(journal < row_end);
 	assert_true(stderr_mark < row_end);
+	/* the failed check says how to re-run it alone and quotes its clause */
+	const char *rerun = find(row, "<p>Re-run this check alone:</p><pre class=\"rerun\">sbx-conform --backend-cmd "
+				      "&#39;RERUNMARK &lt;drv&gt; &amp; &quot;q&quot;&#39; --profile langflow-backend "
+				      "--filter CAP-003</pre>");
+	const char *clause = find(row, "<blockquote class=\"clause\">CLAUSEMARK isolation claimed hardware-virtualized "
+				      "\xe2\x87\x92 every run &lt;b&gt;executed&lt;/b&gt; in a guest</blockquote>");
+	assert_true(rerun < row_end);
+	assert_true(clause < row_end);
+	/* a failed check whose driver wrote nothing says so */
+	const char *cln = find(out, "<td class=\"id\">CLN-001</td>");
+	find(cln, "(the driver wrote nothing to stderr in this case)");
 	find(out, "<title>sbx-conform: FAIL \xe2\x80\x94 fixture &lt;backend&gt; &amp; &quot;co&quot;</title>");
 	find(out, "<span class=\"result fail\" id=\"result\">FAIL</span>");
 	free(out);
@@ -420,7 +433,7 @@ static void empty_run_renders_in_every_format(void **state)
 	find(tap, "TAP version 13\n1..0 # SKIP no checks selected\n");
 	char *human = render(r, SBX_REPORT_HUMAN, false);
 	find(human, "No checks were selected.");
-	find(human, "Result: PASS");
+	find(human, "Result: NOTHING CHECKED (no check ran: nothing was checked)");
 	char *junit = render(r, SBX_REPORT_JUNIT, false);
 	find(junit, "tests=\"0\"");
 	char *html = render(r, SBX_REPORT_HTML, false);
@@ -460,6 +473,38 @@ static void totals_pass_with_skips_and_advisories_only(void **state)
 	assert_true(sbx_report_count(r, &t, &err));
 	assert_int_equal(t.error, 1); /* an unknown verdict is an error */
 	assert_false(sbx_report_totals_ok(&t));
+	cJSON_Delete(r);
+}
+
+/* A run whose every check was skipped proved nothing: it is not a PASS in
+ * any format, and a single judged check (even a pass) makes it a real run. */
+static void all_skipped_is_nothing_checked_not_pass(void **state)
+{
+	(void)state;
+	struct sbx_report_totals t;
+	sbx_err err = {{0}};
+	cJSON *r = one_check_report("skipped", "");
+	cJSON *c = cJSON_GetArrayItem(cJSON_GetObjectItem(r, "checks"), 0);
+	cJSON_ReplaceItemInObject(c, "verdict", cJSON_CreateString("skip"));
+	cJSON_ReplaceItemInObject(c, "reason", cJSON_CreateString("surface not served"));
+	assert_true(sbx_report_count(r, &t, &err));
+	assert_true(sbx_report_totals_ok(&t));
+	assert_true(sbx_report_nothing_checked(&t));
+	assert_string_equal(sbx_report_result_word(&t), "NOTHING CHECKED");
+	char *human = render(r, SBX_REPORT_HUMAN, false);
+	find(human, "Result: NOTHING CHECKED (every selected check was skipped: nothing was checked)\n");
+	assert_null(strstr(human, "Result: PASS"));
+	char *html = render(r, SBX_REPORT_HTML, false);
+	find(html, "<span class=\"result none\" id=\"result\">NOTHING CHECKED</span>");
+	free(html);
+	free(human);
+
+	cJSON *pass = cJSON_Duplicate(c, true);
+	cJSON_ReplaceItemInObject(pass, "verdict", cJSON_CreateString("pass"));
+	cJSON_AddItemToArray(cJSON_GetObjectItem(r, "checks"), pass);
+	assert_true(sbx_report_count(r, &t, &err));
+	assert_false(sbx_report_nothing_checked(&t));
+	assert_string_equal(sbx_report_result_word(&t), "PASS");
 	cJSON_Delete(r);
 }
 
@@ -517,6 +562,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(unusable_reports_are_refused_with_a_reason),
 		cmocka_unit_test(empty_run_renders_in_every_format),
 		cmocka_unit_test(totals_pass_with_skips_and_advisories_only),
+		cmocka_unit_test(all_skipped_is_nothing_checked_not_pass),
 		cmocka_unit_test(save_writes_the_whole_file_or_reports_why_not),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,1 @@
+"""lfx stand-in (see conformance/adapters/lfx_standin/README.md)."""
