@@ -126,7 +126,10 @@ static const char base_ruleset[] =
 	"add rule " MOCK_NFT_TABLE " egress iifname \"" MOCK_INET_IFPREFIX "*\" drop\n"
 	"add chain " MOCK_NFT_TABLE " proxy { type filter hook prerouting priority -150; policy accept; }\n"
 	"add rule " MOCK_NFT_TABLE " proxy iifname \"" MOCK_INET_IFPREFIX "*\" meta l4proto tcp "
-	"tproxy to :7 meta mark set 0x5b accept\n";
+	"tproxy to :7 meta mark set 0x5b accept\n"
+	/* DNS to any IPv4 server reaches the resolver (when the rules let it) */
+	"add rule " MOCK_NFT_TABLE " proxy iifname \"" MOCK_INET_IFPREFIX "*\" meta nfproto ipv4 udp dport 53 "
+	"tproxy ip to :53 meta mark set 0x5b accept\n";
 
 static int sysctl_write(const char *path, const char *value);
 

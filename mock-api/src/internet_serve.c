@@ -17,6 +17,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,14 +72,18 @@ static int listener(int family, sbx_err *err)
 	return fd;
 }
 
+/* UDP port 53 of every IPv4 address: 169.254.169.253 is local here, and
+ * queries a guest sends to any other server arrive by tproxy; the answer
+ * goes out from the address the guest asked (IP_TRANSPARENT lets it). */
 static int resolver_socket(sbx_err *err)
 {
 	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(53)};
-	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), one = 1;
 
-	inet_pton(AF_INET, MOCK_INET_RESOLVER4, &a.sin_addr);
-	if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
-		sbx_err_set(err, "internet: resolver on %s:53: %s", MOCK_INET_RESOLVER4, strerror(errno));
+	if (fd < 0 || setsockopt(fd, IPPROTO_IP, IP_TRANSPARENT, &one, sizeof(one)) != 0 ||
+	    setsockopt(fd, IPPROTO_IP, IP_RECVORIGDSTADDR, &one, sizeof(one)) != 0 ||
+	    bind(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
+		sbx_err_set(err, "internet: resolver on UDP port 53: %s", strerror(errno));
 		if (fd >= 0)
 			close(fd);
 		return -1;
@@ -237,6 +242,54 @@ static void *acceptor_main(void *arg)
 
 /* ---- the resolver ---- */
 
+/* One query; *asked = the address the guest sent it to. */
+static ssize_t recv_query(int fd, uint8_t *q, size_t cap, struct sockaddr_storage *from, socklen_t *fl,
+			  struct in_addr *asked)
+{
+	union {
+		struct cmsghdr align;
+		char space[CMSG_SPACE(sizeof(struct sockaddr_in))];
+	} cbuf;
+	struct iovec iov = {.iov_base = q, .iov_len = cap};
+	struct msghdr m = {.msg_name = from, .msg_namelen = *fl, .msg_iov = &iov, .msg_iovlen = 1,
+			   .msg_control = cbuf.space, .msg_controllen = sizeof(cbuf.space)};
+	ssize_t n = recvmsg(fd, &m, MSG_DONTWAIT);
+
+	*fl = m.msg_namelen;
+	for (struct cmsghdr *c = n > 0 ? CMSG_FIRSTHDR(&m) : NULL; c != NULL; c = CMSG_NXTHDR(&m, c)) {
+		if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_ORIGDSTADDR) {
+			struct sockaddr_in dst;
+
+			memcpy(&dst, CMSG_DATA(c), sizeof(dst));
+			*asked = dst.sin_addr;
+		}
+	}
+	return n;
+}
+
+/* The answer, from the address the query went to. */
+static void send_answer(int fd, const uint8_t *r, size_t len, const struct sockaddr_storage *to,
+			socklen_t tl, const struct in_addr *asked)
+{
+	union {
+		struct cmsghdr align;
+		char space[CMSG_SPACE(sizeof(struct in_pktinfo))];
+	} cbuf;
+	struct iovec iov = {.iov_base = (void *)(uintptr_t)r, .iov_len = len};
+	struct msghdr m = {.msg_name = (void *)(uintptr_t)to, .msg_namelen = tl, .msg_iov = &iov,
+			   .msg_iovlen = 1, .msg_control = cbuf.space, .msg_controllen = sizeof(cbuf.space)};
+	struct cmsghdr *c;
+	struct in_pktinfo pi = {.ipi_spec_dst = *asked};
+
+	memset(&cbuf, 0, sizeof(cbuf));
+	c = CMSG_FIRSTHDR(&m);
+	c->cmsg_level = IPPROTO_IP;
+	c->cmsg_type = IP_PKTINFO;
+	c->cmsg_len = CMSG_LEN(sizeof(pi));
+	memcpy(CMSG_DATA(c), &pi, sizeof(pi));
+	sendmsg(fd, &m, MSG_DONTWAIT);
+}
+
 static void *resolver_main(void *arg)
 {
 	mock_inet_servers *s = arg;
@@ -246,6 +299,7 @@ static void *resolver_main(void *arg)
 		struct pollfd pf[2] = {{.fd = s->dns, .events = POLLIN}, {.fd = s->stopfd, .events = POLLIN}};
 		struct sockaddr_storage from;
 		socklen_t fl = sizeof(from);
+		struct in_addr asked = {0};
 		ssize_t n;
 		size_t len;
 
@@ -253,12 +307,12 @@ static void *resolver_main(void *arg)
 			break;
 		if (pf[1].revents != 0)
 			break;
-		n = recvfrom(s->dns, q, sizeof(q), MSG_DONTWAIT, (struct sockaddr *)&from, &fl);
+		n = recv_query(s->dns, q, sizeof(q), &from, &fl, &asked);
 		if (n <= 0)
 			continue;
 		len = mock_dns_answer(s->hosts, q, (size_t)n, r, sizeof(r));
 		if (len > 0)
-			sendto(s->dns, r, len, MSG_DONTWAIT, (struct sockaddr *)&from, fl);
+			send_answer(s->dns, r, len, &from, fl, &asked);
 	}
 	return NULL;
 }

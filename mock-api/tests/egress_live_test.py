@@ -288,6 +288,37 @@ def hole_and_resolver(mock):
     return failures
 
 
+# A raw DNS query for pypi.org/A to the server in argv[1]; prints the first
+# answer's address, or "no answer".
+DNS_PROBE = r"""
+import socket, struct, sys
+q = struct.pack('>HHHHHH', 0x5b5b, 0x0100, 1, 0, 0, 0) + b'\x04pypi\x03org\x00' + struct.pack('>HH', 1, 1)
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(1.5)
+s.sendto(q, (sys.argv[1], 53))
+try:
+    r, src = s.recvfrom(512)
+    print(socket.inet_ntoa(r[-4:]), 'from', src[0])
+except socket.timeout:
+    print('no answer')
+"""
+
+
+def dns_to_any_server(mock):
+    """UDP/53 to any server reaches the resolver, when the rules allow it."""
+    failures = []
+    for rules, want in ((None, "151.101.0.223 from 8.8.8.8"), (["240.0.0.0/4"], "no answer"),
+                        (["8.8.8.8:53"], "151.101.0.223 from 8.8.8.8")):
+        key = "dns"
+        sid = sandbox(mock, key, rules)
+        try:
+            out = guest_run(mock, key, sid, ["python3", "-c", DNS_PROBE, "8.8.8.8"]).strip()
+            if out != want:
+                failures.append("rules %s: a DNS query to 8.8.8.8:53 got %r, want %r" % (rules, out, want))
+        finally:
+            mock.call("DELETE", "/v1/sandboxes/" + sid, key=key)
+    return failures
+
+
 def main():
     binary, vectors_path = sys.argv[1], sys.argv[2]
     # fixtures/egress/vectors.json -> fixtures/internet/hosts.json
@@ -317,6 +348,7 @@ def main():
                     stays += local
                     failures += fails
         failures += hole_and_resolver(mock)
+        failures += dns_to_any_server(mock)
         failures += no_leak(mock)
     except BaseException:
         mock.stop()
