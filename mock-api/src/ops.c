@@ -274,10 +274,13 @@ cJSON *mock_op_destroy(mock_op *op)
 		/* a guest's own /self/delete (no tenant: self.c) keeps its
 		 * listener until reset or stop: removing it now would drop the
 		 * very connection that carries the answer */
-		if (op->t != NULL)
+		if (op->t != NULL) {
 			mock_destroy_guest(op->mock, sb);
-		else
+		} else {
+			if (!mock_guest_dead(sb->guest))
+				mock_egress_unwire(op->mock, sb);
 			mock_guest_kill(sb->guest);
+		}
 		d = cJSON_CreateObject();
 		cJSON_AddStringToObject(d, "id", sb->id);
 		cJSON_AddStringToObject(d, "status", mock_status_name(sb->status));
