@@ -14,6 +14,9 @@ enum MHD_Result mock_http_on_request(void *cls, struct MHD_Connection *conn, con
 				     const char *method, const char *version,
 				     const char *upload_data, size_t *upload_data_size,
 				     void **con_cls);
+/* MHD_OPTION_URI_LOG_CALLBACK: sees the raw URI before MHD decodes it
+ * (marks a %00 for refusal); its result is the request's first context. */
+void *mock_http_on_uri(void *cls, const char *uri, struct MHD_Connection *conn);
 /* MHD_OPTION_NOTIFY_COMPLETED: frees the request. */
 void mock_http_on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 			    enum MHD_RequestTerminationCode toe);

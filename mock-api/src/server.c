@@ -125,6 +125,7 @@ static int start_daemon(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *err
 					MHD_OPTION_EXTERNAL_LOGGER, mock_http_on_log, mock,
 					MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
 					MHD_OPTION_NOTIFY_COMPLETED, mock_http_on_completed, mock,
+					MHD_OPTION_URI_LOG_CALLBACK, mock_http_on_uri, mock,
 					MHD_OPTION_NOTIFY_CONNECTION, chaos_on_connection, mock,
 					MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
 					MHD_OPTION_CONNECTION_LIMIT, (unsigned)4096,
@@ -179,6 +180,7 @@ static int start_self_contained(sbx_mock *mock, uint16_t port, sbx_err *err)
 		0, NULL, NULL, mock_http_on_request, mock,
 		MHD_OPTION_EXTERNAL_LOGGER, mock_http_on_log, mock,
 		MHD_OPTION_NOTIFY_COMPLETED, mock_http_on_completed, mock,
+		MHD_OPTION_URI_LOG_CALLBACK, mock_http_on_uri, mock,
 		MHD_OPTION_NOTIFY_CONNECTION, mock_self_listen_on_connection, mock,
 		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
 		MHD_OPTION_CONNECTION_LIMIT, (unsigned)SBX_SELF_CONN_LIMIT,
@@ -217,6 +219,7 @@ static int start_self_daemon(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err
 		MHD_OPTION_EXTERNAL_LOGGER, mock_http_on_log, mock,
 		MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
 		MHD_OPTION_NOTIFY_COMPLETED, mock_http_on_completed, mock,
+		MHD_OPTION_URI_LOG_CALLBACK, mock_http_on_uri, mock,
 		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
 		MHD_OPTION_CONNECTION_LIMIT, (unsigned)256,
 		MHD_OPTION_END);

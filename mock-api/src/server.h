@@ -103,6 +103,8 @@ typedef struct mreq {
 	bool too_large;
 	cJSON *json;              /* parsed body when it is JSON, else NULL */
 	bool json_bad;            /* body present but not valid JSON */
+	char json_why[96];        /* why json_bad: what and at which byte */
+	bool uri_nul;             /* the raw URI held %00 (refused) */
 	int64_t start_us;
 	char request_id[40];
 	const char *api_key;      /* from the auth headers, may be NULL */
