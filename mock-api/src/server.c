@@ -243,9 +243,43 @@ static int start_self_daemon(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err
  * (48 random hex digits unless configured; no guessable fallback). */
 /* Combinations and values no start may take: each would run but not do
  * what was asked. */
+/* An option value that does not fit where it is kept is refused, never cut
+ * (a cut admin token would answer 401 to the token that was configured). */
+static int too_long(const char *opt, const char *v, size_t max, const char *why, sbx_err *err)
+{
+	if (v == NULL || strlen(v) <= max)
+		return 0;
+	sbx_err_set(err, "%s: %zu bytes, at most %zu%s", opt, strlen(v), max, why);
+	return -1;
+}
+
+/* The option values that are kept in fixed buffers (a directory leaves
+ * room for the names made below it). */
+static int check_lengths(const sbx_mock_config *cfg, sbx_err *err)
+{
+#define FIELD_MAX(type, field) (sizeof(((type *)0)->field) - 1)
+	const size_t dir_max = PATH_MAX - 256;
+
+	if (too_long("--admin-token", cfg->admin_token, FIELD_MAX(sbx_mock, admin_token), "", err) != 0 ||
+	    too_long("--cap-code", cfg->cap_code, FIELD_MAX(mock_settings, cap_code), "", err) != 0 ||
+	    too_long("--region", cfg->region, FIELD_MAX(mock_settings, region), "", err) != 0)
+		return -1;
+#undef FIELD_MAX
+	if (too_long("--work-dir", cfg->work_dir, dir_max, " (the guests' trees go below it)", err) !=
+		    0 ||
+	    too_long("--state-dir", cfg->state_dir, dir_max, " (the log and guests' trees go below it)",
+		     err) != 0 ||
+	    too_long("--scenario-dir", cfg->scenario_dir, dir_max, "", err) != 0)
+		return -1;
+	return 0;
+}
+
 static int check_config(const sbx_mock_config *cfg, sbx_err *err)
 {
 	struct stat st;
+
+	if (check_lengths(cfg, err) != 0)
+		return -1;
 
 	if (cfg->record_to != NULL && cfg->record_upstream == NULL) {
 		sbx_err_set(err, "--record-to needs --record-upstream (nothing would be recorded)");

@@ -35,7 +35,7 @@ struct sbx_mock {
 	struct MHD_Daemon *daemon;
 	char url[96];
 	uint16_t port;
-	char admin_token[72];
+	char admin_token[257];        /* at most 256 bytes (longer is refused) */
 	mock_model *model;
 	mock_faults *faults;
 	mock_journal *journal;

@@ -376,6 +376,37 @@ static void start_options_that_would_not_work_are_refused(void **state)
 		       "--scenario-dir");
 }
 
+/* A value longer than where it is kept: a start-up error naming the option
+ * and its limit, never a silently cut value (issue 16). */
+static void option_values_that_do_not_fit_are_refused(void **state)
+{
+	char tok[258], region[65], dir[4096], msg[4096];
+	th_resp resp;
+	run r;
+
+	(void)state;
+	/* a 100-byte token works as given (it was cut at 71: 401) */
+	memset(tok, 't', 100);
+	tok[100] = '\0';
+	start(&r, (const char *[]){"--self-listen", "off", "--admin-token", tok, NULL});
+	th_admin(r.url, tok, "GET", "/_mock/settings", NULL, &resp);
+	if (resp.status != 200)
+		fail_msg("a 100-byte admin token: expected 200, got %ld", resp.status);
+	th_resp_free(&resp);
+	stop(&r, msg, sizeof(msg));
+	memset(tok, 't', 257);
+	tok[257] = '\0';
+	expect_refused((const char *[]){"--admin-token", tok, NULL},
+		       "--admin-token: 257 bytes, at most 256");
+	memset(region, 'r', 64);
+	region[64] = '\0';
+	expect_refused((const char *[]){"--region", region, NULL}, "--region: 64 bytes, at most 63");
+	snprintf(dir, sizeof(dir), "%s/", g_tmp);
+	memset(dir + strlen(dir), 'd', 4000);
+	dir[sizeof(dir) - 1] = '\0';
+	expect_refused((const char *[]){"--work-dir", dir, NULL}, "--work-dir: ");
+}
+
 static void exposed_or_closed_starts_warn(void **state)
 {
 	char msg[8192];
@@ -423,6 +454,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_teardown(keys_file_must_hold_keys, teardown),
 		cmocka_unit_test_teardown(state_dir_is_locked, teardown),
 		cmocka_unit_test_teardown(start_options_that_would_not_work_are_refused, teardown),
+		cmocka_unit_test_teardown(option_values_that_do_not_fit_are_refused, teardown),
 		cmocka_unit_test_teardown(exposed_or_closed_starts_warn, teardown),
 	};
 	int rc;
