@@ -142,8 +142,8 @@ static int take_lock(mock_mutlog *st, const char *dir, sbx_err *err)
 		sbx_err_set(err, "state dir path too long");
 		return -1;
 	}
-	st->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-	if (st->lock_fd < 0) {
+	st->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (st->lock_fd < 0 || fchmod(st->lock_fd, 0600) != 0) {
 		sbx_err_set(err, "%s: %s", path, strerror(errno));
 		return -1;
 	}
@@ -186,7 +186,7 @@ mock_mutlog *mock_mutlog_open(const char *dir, bool quiet, mock_mutlog_record_fn
 	st->fd = -1;
 	st->lock_fd = -1;
 	pthread_mutex_init(&st->lock, NULL);
-	if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+	if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
 		sbx_err_set(err, "state dir %s: %s", dir, strerror(errno));
 		goto out_free;
 	}
@@ -196,8 +196,9 @@ mock_mutlog *mock_mutlog_open(const char *dir, bool quiet, mock_mutlog_record_fn
 		sbx_err_set(err, "state dir path too long");
 		goto out_free;
 	}
-	st->fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-	if (st->fd < 0) {
+	/* 0600 also for a log made by an older version (0644) */
+	st->fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (st->fd < 0 || fchmod(st->fd, 0600) != 0) {
 		sbx_err_set(err, "%s: %s", path, strerror(errno));
 		goto out_free;
 	}
