@@ -263,7 +263,8 @@ int mock_durable_start(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *err)
 	if (private_dir(cfg->state_dir, err) != 0 || load_secret(cfg->state_dir, secret, err) != 0)
 		return -1;
 	mock_model_set_key_secret(m, secret);
-	mock->state = mock_mutlog_open(cfg->state_dir, cfg->quiet, apply_record, &ctx, &dropped, err);
+	mock->state = mock_mutlog_open(cfg->state_dir, cfg->quiet, cfg->state_repair, apply_record,
+				       &ctx, &dropped, err);
 	if (mock->state == NULL)
 		return -1;
 	if (ctx.fatal[0] != '\0') {

@@ -48,6 +48,8 @@ static const char usage[] =
 	"                          a FILE that exists is refused unless --record-overwrite\n"
 	"  --replay FILE           replay mode: answer a recorded session in order\n"
 	"  --state-dir DIR         durable state: fsync'd mutation log + guest trees in DIR\n"
+	"  --state-repair          a damaged state log: move its tail aside into a dated\n"
+	"                          file and start from the last good record\n"
 	"  --self-listen HOST:PORT|off  the guests' self-signal endpoint, POST /self/pause\n"
 	"                          and /self/delete (default 127.0.0.1:1029, as in a VM;\n"
 	"                          a warning, not an error, when that port is taken)\n"
@@ -165,6 +167,7 @@ enum {
 	OPT_SEED, OPT_JOURNAL_SIZE, OPT_NO_JOURNAL, OPT_SCENARIO, OPT_QUIET, OPT_HELP,
 	OPT_SCENARIO_DIR, OPT_RECORD_UPSTREAM, OPT_RECORD_TO, OPT_REPLAY,
 	OPT_STATE_DIR, OPT_SELF_LISTEN, OPT_RECORD_OVERWRITE,
+	OPT_STATE_REPAIR,
 };
 
 static const struct option options[] = {
@@ -196,6 +199,7 @@ static const struct option options[] = {
 	{"record-overwrite", no_argument, NULL, OPT_RECORD_OVERWRITE},
 	{"replay", required_argument, NULL, OPT_REPLAY},
 	{"state-dir", required_argument, NULL, OPT_STATE_DIR},
+	{"state-repair", no_argument, NULL, OPT_STATE_REPAIR},
 	{"self-listen", required_argument, NULL, OPT_SELF_LISTEN},
 	{"quiet", no_argument, NULL, OPT_QUIET},
 	{"help", no_argument, NULL, OPT_HELP},
@@ -349,6 +353,9 @@ static int parse_opt(int opt, const char *arg, cli *c)
 		return 0;
 	case OPT_STATE_DIR:
 		c->cfg.state_dir = arg;
+		return 0;
+	case OPT_STATE_REPAIR:
+		c->cfg.state_repair = true;
 		return 0;
 	case OPT_SELF_LISTEN: /* the address itself is checked at start */
 		c->cfg.self_listen = strcmp(arg, "off") == 0 ? NULL : arg;

@@ -285,6 +285,10 @@ static int check_config(const sbx_mock_config *cfg, sbx_err *err)
 		sbx_err_set(err, "--record-to needs --record-upstream (nothing would be recorded)");
 		return -1;
 	}
+	if (cfg->state_repair && cfg->state_dir == NULL) {
+		sbx_err_set(err, "--state-repair needs --state-dir (there is no log to repair)");
+		return -1;
+	}
 	if (cfg->state_dir != NULL && cfg->replay != NULL) {
 		sbx_err_set(err, "--state-dir has no effect with --replay (a replay keeps no state)");
 		return -1;

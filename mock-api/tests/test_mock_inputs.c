@@ -236,7 +236,7 @@ static void damaged_state_records_are_refused(void **state)
 	(void)state;
 	path_in(dir, sizeof(dir), "state");
 	give_secret(dir);
-	log = mock_mutlog_open(dir, true, NULL, NULL, NULL, &err);
+	log = mock_mutlog_open(dir, true, false, NULL, NULL, NULL, &err);
 	assert_non_null(log);
 	append(log, "{\"t\":\"boot\"}");
 	appendf(log, "{\"t\":\"mut\",\"tenant\":{\"key_hash\":\"%s\",\"templates\":"
@@ -366,7 +366,7 @@ static void raw_key_log_is_refused(void **state)
 
 	(void)state;
 	path_in(dir, sizeof(dir), "old-format");
-	log = mock_mutlog_open(dir, true, NULL, NULL, NULL, &err);
+	log = mock_mutlog_open(dir, true, false, NULL, NULL, NULL, &err);
 	assert_non_null(log);
 	append(log, "{\"t\":\"boot\",\"start_wall_ms\":1700000000000}");
 	append(log, "{\"t\":\"mut\",\"tenant\":{\"key\":\"k1\"}}");
@@ -374,6 +374,47 @@ static void raw_key_log_is_refused(void **state)
 	expect_refused((const char *[]){"--state-dir", dir, NULL},
 		       "record 2 names a tenant by its raw API key");
 	expect_refused((const char *[]){"--state-dir", dir, NULL}, "start with a new --state-dir");
+}
+
+/* A damaged log refuses the start (exit 2, naming --state-repair); with
+ * --state-repair the mock starts from the good records and says what it set
+ * aside (issue 16; issue 19 item 13: garbage was cut with a warning). */
+static void damaged_log_needs_state_repair(void **state)
+{
+	char dir[128], path[256], msg[8192];
+	sbx_err err = {{0}};
+	mock_mutlog *log;
+	th_resp resp;
+	run r;
+
+	(void)state;
+	path_in(dir, sizeof(dir), "damaged");
+	give_secret(dir);
+	log = mock_mutlog_open(dir, true, false, NULL, NULL, NULL, &err);
+	assert_non_null(log);
+	append(log, "{\"t\":\"boot\",\"start_wall_ms\":1700000000000}");
+	appendf(log, "{\"t\":\"mut\",\"tenant\":{\"key_hash\":\"%s\",\"networks\":"
+		     "[{\"id\":\"net-kept\",\"name\":\"kept\",\"members\":[]}]}}", key_hash("k1"));
+	mock_mutlog_close(log);
+	snprintf(path, sizeof(path), "%s/state.log", dir);
+	{
+		FILE *fp = fopen(path, "ab");
+
+		assert_non_null(fp);
+		fputs("garbage where a record should be", fp);
+		fclose(fp);
+	}
+	expect_refused((const char *[]){"--state-dir", dir, NULL}, "--state-repair");
+	start(&r, (const char *[]){"--state-dir", dir, "--state-repair", NULL});
+	th_json(r.url, "k1", "GET", "/v1/networks", NULL, &resp);
+	assert_int_equal(resp.status, 200);
+	assert_non_null(strstr(sbx_strbuf_str(&resp.body), "net-kept"));
+	th_resp_free(&resp);
+	stop(&r, msg, sizeof(msg));
+	if (strstr(msg, "--state-repair") == NULL || strstr(msg, "set aside in ") == NULL ||
+	    strstr(msg, "state.log.damaged-") == NULL)
+		fail_msg("want the repair reported on stderr, got: %s", msg);
+	expect_refused((const char *[]){"--state-repair", NULL}, "--state-repair needs --state-dir");
 }
 
 /* ---- item 4 and 6: timing and scenarios ---- */
@@ -580,6 +621,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_teardown(option_values_that_do_not_fit_are_refused, teardown),
 		cmocka_unit_test_teardown(state_dir_keeps_no_secret, teardown),
 		cmocka_unit_test_teardown(raw_key_log_is_refused, teardown),
+		cmocka_unit_test_teardown(damaged_log_needs_state_repair, teardown),
 		cmocka_unit_test_teardown(exposed_or_closed_starts_warn, teardown),
 	};
 	int rc;

@@ -52,6 +52,8 @@ typedef struct sbx_mock_config {
 	const char *record_to;       /* ... writing the exchanges (JSON lines) here */
 	const char *replay;          /* replay mode: serve this recording in order */
 	const char *state_dir;       /* durable state: mutation log + guest trees here */
+	bool state_repair;           /* a damaged log: set its tail aside and start
+				      * from the last good record (else refused) */
 	/* The guests' self-signal endpoint (POST /self/pause, /self/delete),
 	 * "HOST:PORT"; the real one is 127.0.0.1:1029 inside every VM. NULL: off
 	 * (the default here; sbx-mock's own default is 127.0.0.1:1029). */
