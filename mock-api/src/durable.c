@@ -171,9 +171,11 @@ static int load_secret(const char *dir, uint8_t secret[32], sbx_err *err)
 	for (int i = 0; n >= 64 && i < 32; i++) {
 		int hi = hex_val(hex[2 * i]), lo = hex_val(hex[2 * i + 1]);
 
-		if (hi < 0 || lo < 0)
+		if (hi < 0 || lo < 0) {
 			n = -1;
-		secret[i] = (uint8_t)(hi << 4 | (lo & 15));
+			break;
+		}
+		secret[i] = (uint8_t)((unsigned)hi << 4 | (unsigned)lo);
 	}
 	if (n < 64 || n > 65 || (n == 65 && hex[64] != '\n')) {
 		sbx_err_set(err, "%s: not a state key (64 hex digits); it keys the tenants' hashes "

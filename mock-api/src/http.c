@@ -533,6 +533,27 @@ void mock_http_on_completed(void *cls, struct MHD_Connection *conn, void **con_c
 	*con_cls = NULL;
 }
 
+enum MHD_Result mock_http_on_accept(void *cls, const struct sockaddr *addr, socklen_t addrlen)
+{
+	sbx_mock *mock = cls;
+
+	(void)addr;
+	(void)addrlen;
+	return atomic_load(&mock->conns_open) >= mock->max_conns ? MHD_NO : MHD_YES;
+}
+
+void mock_http_on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+			     enum MHD_ConnectionNotificationCode toe)
+{
+	sbx_mock *mock = cls;
+
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED)
+		atomic_fetch_add(&mock->conns_open, 1);
+	else
+		atomic_fetch_sub(&mock->conns_open, 1);
+	chaos_on_connection(cls, conn, socket_context, toe);
+}
+
 void mock_http_on_log(void *cls, const char *fmt, va_list ap)
 {
 	sbx_mock *mock = cls;

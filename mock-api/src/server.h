@@ -57,6 +57,8 @@ struct sbx_mock {
 	atomic_bool stopping;
 	atomic_uint_fast64_t req_counter;
 	atomic_uint_fast64_t conn_counter; /* serials of accepted connections (chaos.c) */
+	atomic_uint conns_open;      /* open API connections (http.c) */
+	unsigned max_conns;          /* past it, new API connections are closed at once */
 	uint64_t anon_requests;
 	uint64_t seed;
 	size_t max_json;

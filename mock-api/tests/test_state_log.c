@@ -327,7 +327,7 @@ static void garbage_and_bad_lengths_are_refused(void **state)
 	assert_non_null(strstr(err.msg, "corrupt record length at byte offset 0"));
 	assert_int_equal(log_size(dir), 31);
 	cleanup(dir);
-	memcpy(dir + strlen(dir) - 6, "XXXXXX", 6);
+	snprintf(dir, sizeof(dir), "/tmp/sbx-state-XXXXXX");
 	make_dir(dir);
 	snprintf(path, sizeof(path), "%s/state.log", dir);
 	write_three(dir);
