@@ -15,7 +15,10 @@
  *     (no request smuggled behind an ambiguous one is served);
  *     libmicrohttpd's own error answers end the check (0.9.75 sends the
  *     header block of its 400 for a bad Content-Length twice);
- *   - the mock answers or closes within 5 s (no hang).
+ *   - the mock answers within 5 s (no hang). A connection it keeps open
+ *     once the answers are complete is closed after 30 quiet ms
+ *     (libmicrohttpd waits for the idle timeout on a half-closed
+ *     connection holding an unfinished request).
  * Side effects are kept in the model: every POST under /v1/sandboxes
  * (create, fork, exec, files...) is answered 503 by a fault rule, so no
  * guest process or tree is ever made; the model is reset after each input.
@@ -102,9 +105,13 @@ static int64_t now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+static bool check_answers(const char *out, size_t len, bool head_req, bool dry);
+
 /* Sends in[0..n) on fd while collecting what comes back, then half-closes
- * and reads to the end. The answer is malloc'ed into *out. */
-static size_t exchange(int fd, const uint8_t *in, size_t n, char **out)
+ * and reads until the mock closes, or until 30 ms pass without a byte while
+ * what came is complete answers: libmicrohttpd 0.9.75 keeps a half-closed
+ * connection with an unfinished request open until the idle timeout. */
+static size_t exchange(int fd, const uint8_t *in, size_t n, bool head_req, char **out)
 {
 	size_t sent = 0, len = 0, cap = 65536;
 	char *buf = malloc(cap);
@@ -115,11 +122,13 @@ static size_t exchange(int fd, const uint8_t *in, size_t n, char **out)
 		abort();
 	for (;;) {
 		struct pollfd p = {.fd = fd, .events = POLLIN | (shut ? 0 : POLLOUT)};
-		int rc = poll(&p, 1, 100);
+		int rc = poll(&p, 1, shut ? 30 : 100);
 		ssize_t k;
 
 		if (now_ms() > deadline)
 			die("no answer and no close within 5 s", buf, len);
+		if (rc == 0 && shut && check_answers(buf, len, head_req, true))
+			break;
 		if (rc <= 0)
 			continue;
 		if (!shut && (p.revents & POLLOUT) != 0) {
@@ -275,9 +284,11 @@ static size_t dechunk(const char *p, size_t len, char **body, size_t *blen)
 	return 0;
 }
 
-/* head: the input holds a HEAD request, whose answer has headers only
- * (its Content-Length is the GET's). */
-static void check_answers(const char *out, size_t len, bool head_req)
+/* Checks the answers in out. head_req: the input holds a HEAD request,
+ * whose answer has headers only (its Content-Length is the GET's). dry:
+ * only says whether out is complete answers (false when one is cut short
+ * or malformed), never aborts. */
+static bool check_answers(const char *out, size_t len, bool head_req, bool dry)
 {
 	size_t off = 0;
 
@@ -288,6 +299,8 @@ static void check_answers(const char *out, size_t len, bool head_req)
 		char *chunks = NULL;
 		size_t blen;
 
+		if (head == 0 && dry)
+			return false;
 		if (head == 0)
 			die("not an HTTP/1.1 answer", out + off, len - off);
 		/* libmicrohttpd's own error answers (no X-Request-Id) end the
@@ -295,7 +308,7 @@ static void check_answers(const char *out, size_t len, bool head_req)
 		 * Content-Length twice, which the mock cannot prevent (it never
 		 * sees that request) */
 		if (!a.mock && a.close)
-			return;
+			return true;
 		body = out + off + head;
 		if (head_req && (off + head == len || (len - off - head >= 9 &&
 							memcmp(body, "HTTP/1.1 ", 9) == 0))) {
@@ -304,21 +317,26 @@ static void check_answers(const char *out, size_t len, bool head_req)
 		}
 		if (a.chunked) {
 			used = dechunk(body, len - off - head, &chunks, &blen);
+			if (used == 0 && dry)
+				return false;
 			if (used == 0)
 				die("a chunked body that does not decode", out + off, len - off);
 			body = chunks;
 		} else {
+			if ((a.clen < 0 || (size_t)a.clen > len - off - head) && dry)
+				return false;
 			if (a.clen < 0 || (size_t)a.clen > len - off - head)
 				die("a body shorter than its Content-Length", out + off, len - off);
 			used = blen = (size_t)a.clen;
 		}
-		if ((a.json && !strict_json(body, blen)) || (a.ndjson && !strict_ndjson(body, blen)))
+		if (!dry && ((a.json && !strict_json(body, blen)) || (a.ndjson && !strict_ndjson(body, blen))))
 			die("a JSON answer that is not one JSON value in UTF-8", out + off, len - off);
 		free(chunks);
 		off += head + used;
-		if (a.close && off < len)
+		if (a.close && off < len && !dry)
 			die("bytes after an answer with Connection: close", out, len);
 	}
+	return true;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -340,9 +358,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (MHD_add_connection(g_mock->daemon, sv[1], (struct sockaddr *)&peer, sizeof(peer)) !=
 	    MHD_YES)
 		abort();
-	len = exchange(sv[0], data, size, &out);
+	len = exchange(sv[0], data, size, memmem(data, size, "HEAD", 4) != NULL, &out);
 	close(sv[0]);
-	check_answers(out, len, memmem(data, size, "HEAD", 4) != NULL);
+	(void)check_answers(out, len, memmem(data, size, "HEAD", 4) != NULL, false);
 	free(out);
 	pthread_mutex_lock(&g_mock->model->lock);
 	mock_model_reset(g_mock->model);
