@@ -78,8 +78,11 @@ static void start_mock(void)
 	cfg.guest_mode = "plain"; /* no guest is ever started (the rules) */
 	cfg.self_listen = NULL;
 	cfg.admin_token = "fuzz-admin-token";
-	cfg.max_connections = 64;
-	cfg.idle_timeout_s = 5;
+	/* a connection left with an unfinished request is closed by the
+	 * idle timeout only: keep that short and the limit far above what
+	 * piles up meanwhile (some hundred inputs a second) */
+	cfg.max_connections = 4000;
+	cfg.idle_timeout_s = 1;
 	g_mock = sbx_mock_start(&cfg, &err);
 	if (g_mock == NULL) {
 		fprintf(stderr, "mock_http fuzzer: the mock did not start: %s\n", err.msg);
@@ -362,8 +365,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	peer.sin_port = htons(40000);
 	/* MHD owns sv[1] from here */
 	if (MHD_add_connection(g_mock->daemon, sv[1], (struct sockaddr *)&peer, sizeof(peer)) !=
-	    MHD_YES)
+	    MHD_YES) {
+		fprintf(stderr, "mock_http fuzzer: MHD_add_connection refused (%u open)\n",
+			atomic_load(&g_mock->conns_open));
 		abort();
+	}
 	len = exchange(sv[0], data, size, memmem(data, size, "HEAD", 4) != NULL, &out);
 	close(sv[0]);
 	(void)check_answers(out, len, memmem(data, size, "HEAD", 4) != NULL, false);
