@@ -63,7 +63,9 @@ static void check(bool ok, const char *what)
 
 static mock_model *new_model(void)
 {
+	static const uint8_t secret[32] = {1, 2, 3};
 	mock_settings set;
+	mock_model *m;
 
 	memset(&set, 0, sizeof(set));
 	set.sandbox_cap = 5;
@@ -75,7 +77,12 @@ static mock_model *new_model(void)
 	set.max_egress_rules = SBX_EGRESS_MAX_RULES_DEFAULT;
 	snprintf(set.region, sizeof(set.region), "local");
 	set.ready = true;
-	return mock_model_new(&set);
+	m = mock_model_new(&set);
+	/* records name tenants by a keyed hash: a model that dumps and
+	 * restores needs the secret, as with --state-dir */
+	if (m != NULL)
+		mock_model_set_key_secret(m, secret);
+	return m;
 }
 
 static char *print(const cJSON *o)

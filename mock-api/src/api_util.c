@@ -24,7 +24,11 @@ cJSON *api_body_object(mreq *r, mresp *out, bool required)
 		return NULL;
 	}
 	if (r->json == NULL) {
-		resp_fail(out, 400, "body", "INVALID_JSON", "request body is not valid JSON");
+		char msg[160];
+
+		snprintf(msg, sizeof(msg), "request body is not valid JSON: %s",
+			 r->json_why[0] != '\0' ? r->json_why : "unreadable");
+		resp_fail(out, 400, "body", "INVALID_JSON", msg);
 		return NULL;
 	}
 	/* cJSON cuts strings at \u0000, so "pypi.org\u0000.evil" would be stored

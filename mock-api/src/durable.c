@@ -13,12 +13,21 @@
  *
  * Guest trees live in DIR/guests/<id>/ and are kept at stop. After a restart
  * the processes are gone, so live sandboxes come back `paused` (see
- * mock_model_after_restore). Never writes for GETs, exec or file uploads. */
+ * mock_model_after_restore). Never writes for GETs, exec or file uploads.
+ *
+ * Secrets at rest: no record holds an API key. A tenant is named by
+ * HMAC-SHA256(secret, key), the secret being DIR/state.key (32 random
+ * bytes, made once, 0600); a restored tenant gets its key back when a
+ * request presents one with that hash (model.c). DIR is 0700, its files
+ * 0600. A log written before this (raw keys in it) is refused, not used. */
 #define _GNU_SOURCE
 #include "ops.h"
 #include "server.h"
+#include "sha256.h"
+#include "sbx/sys.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,9 +46,33 @@ static uint32_t dump_crc(cJSON *o, char **text)
 	return c;
 }
 
+/* The replay's context: the records seen and the first one that makes the
+ * log unusable (a raw API key in it). */
+typedef struct replay_ctx {
+	sbx_mock *mock;
+	uint64_t n;
+	char fatal[256];
+} replay_ctx;
+
+/* A "mut" record that names a tenant by its raw key: the format before
+ * keyed hashes. */
+static bool names_raw_key(const cJSON *rec)
+{
+	const cJSON *it;
+
+	if (mock_record_has_raw_key(cJSON_GetObjectItemCaseSensitive(rec, "tenant")))
+		return true;
+	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(rec, "sbx")) {
+		if (mock_record_has_raw_key(it))
+			return true;
+	}
+	return false;
+}
+
 static void apply_record(void *arg, const char *payload, size_t len)
 {
-	sbx_mock *mock = arg;
+	replay_ctx *ctx = arg;
+	sbx_mock *mock = ctx->mock;
 	mock_model *m = mock->model;
 	cJSON *rec = cJSON_ParseWithLength(payload, len);
 	const cJSON *t = cJSON_GetObjectItemCaseSensitive(rec, "t");
@@ -58,6 +91,12 @@ static void apply_record(void *arg, const char *payload, size_t len)
 			snprintf(why, sizeof(why), "boot record without a valid start_wall_ms");
 	} else if (strcmp(t->valuestring, "reset") == 0) {
 		mock_model_reset(m);
+	} else if (strcmp(t->valuestring, "mut") == 0 && names_raw_key(rec)) {
+		if (ctx->fatal[0] == '\0')
+			snprintf(ctx->fatal, sizeof(ctx->fatal),
+				 "record %llu names a tenant by its raw API key (a log written "
+				 "before keys were stored as keyed hashes)",
+				 (unsigned long long)ctx->n + 1);
 	} else if (strcmp(t->valuestring, "mut") == 0) {
 		it = cJSON_GetObjectItemCaseSensitive(rec, "tenant");
 		if (it != NULL)
@@ -72,6 +111,93 @@ static void apply_record(void *arg, const char *payload, size_t len)
 	if (why[0] != '\0' && !mock->quiet)
 		fprintf(stderr, "sbx-mock: warning: state record skipped: %s\n", why);
 	cJSON_Delete(rec);
+	ctx->n++;
+}
+
+static int hex_val(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+/* Makes DIR/state.key once: written to a private temporary name, then
+ * linked into place, so a reader never sees half a key. */
+static int make_secret(const char *dir, const char *path, sbx_err *err)
+{
+	char tmp[PATH_MAX], hex[65];
+	int fd, rc = 0;
+
+	snprintf(tmp, sizeof(tmp), "%s/state.key.%ld", dir, (long)getpid());
+	if (sbx_random_hex(hex, 64) != 0) {
+		sbx_err_set(err, "state key: getrandom: %s", strerror(errno));
+		return -1;
+	}
+	hex[64] = '\n';
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0 || sbx_write_all(fd, hex, 65) != 0 || fsync(fd) != 0 ||
+	    (link(tmp, path) != 0 && errno != EEXIST)) {
+		sbx_err_set(err, "%s: %s", path, strerror(errno));
+		rc = -1;
+	}
+	if (fd >= 0)
+		close(fd);
+	unlink(tmp);
+	return rc;
+}
+
+/* Reads (making it the first time) the secret that keys the tenants'
+ * hashes: 64 hex digits in DIR/state.key, mode 0600. */
+static int load_secret(const char *dir, uint8_t secret[32], sbx_err *err)
+{
+	char path[PATH_MAX], hex[80];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/state.key", dir);
+	if (access(path, F_OK) != 0 && make_secret(dir, path, err) != 0)
+		return -1;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0) {
+		sbx_err_set(err, "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	n = read(fd, hex, sizeof(hex));
+	if (fchmod(fd, 0600) != 0)
+		n = -1;
+	close(fd);
+	for (int i = 0; n >= 64 && i < 32; i++) {
+		int hi = hex_val(hex[2 * i]), lo = hex_val(hex[2 * i + 1]);
+
+		if (hi < 0 || lo < 0) {
+			n = -1;
+			break;
+		}
+		secret[i] = (uint8_t)((unsigned)hi << 4 | (unsigned)lo);
+	}
+	if (n < 64 || n > 65 || (n == 65 && hex[64] != '\n')) {
+		sbx_err_set(err, "%s: not a state key (64 hex digits); it keys the tenants' hashes "
+				 "in state.log, so without it the log cannot be used", path);
+		return -1;
+	}
+	return 0;
+}
+
+/* DIR exists and is this user's alone (0700): it holds the key hashes'
+ * secret and every tenant's state. */
+static int private_dir(const char *dir, sbx_err *err)
+{
+	if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+		sbx_err_set(err, "state dir %s: %s", dir, strerror(errno));
+		return -1;
+	}
+	if (chmod(dir, 0700) != 0) {
+		sbx_err_set(err, "state dir %s: chmod 0700: %s", dir, strerror(errno));
+		return -1;
+	}
+	return 0;
 }
 
 static int append_json(sbx_mock *mock, cJSON *rec, sbx_err *err)
@@ -131,12 +257,25 @@ int mock_durable_start(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *err)
 {
 	mock_model *m = mock->model;
 	size_t dropped = 0;
+	replay_ctx ctx = {.mock = mock};
+	uint8_t secret[32];
 
 	if (cfg->state_dir == NULL)
 		return 0;
-	mock->state = mock_mutlog_open(cfg->state_dir, cfg->quiet, apply_record, mock, &dropped, err);
+	if (private_dir(cfg->state_dir, err) != 0 || load_secret(cfg->state_dir, secret, err) != 0)
+		return -1;
+	mock_model_set_key_secret(m, secret);
+	mock->state = mock_mutlog_open(cfg->state_dir, cfg->quiet, cfg->state_repair, apply_record,
+				       &ctx, &dropped, err);
 	if (mock->state == NULL)
 		return -1;
+	if (ctx.fatal[0] != '\0') {
+		sbx_err_set(err, "%s/state.log: %s. This sbx-mock keeps no API key at rest and does "
+				 "not read such a log: start with a new --state-dir (the old one is left "
+				 "as it is), or remove that state.log to discard its state",
+			    cfg->state_dir, ctx.fatal);
+		return -1;
+	}
 	if (use_state_work_dir(mock, cfg, err) != 0)
 		return -1;
 	pthread_mutex_lock(&m->lock);

@@ -15,6 +15,7 @@
 #include "http.h"
 
 #include "fault_apply.h"
+#include "json_print.h"
 #include "ops.h"
 #include "route.h"
 #include "server.h"
@@ -143,6 +144,52 @@ static enum MHD_Result queue(mreq *r, mresp *out)
 	return rc;
 }
 
+/* Parses the body as exactly one JSON value in UTF-8: cJSON alone copies
+ * invalid UTF-8 into strings (answers that echo them would not be JSON) and
+ * stops after the first value (trailing bytes would be silently ignored).
+ * On failure r->json stays NULL and r->json_why says what and where. */
+static void json_parse_strict(mreq *r)
+{
+	const char *end = NULL;
+	size_t off = 0, len = r->body.len;
+
+	r->json_bad = true;
+	if (!mock_utf8_valid(r->body.data, len, &off)) {
+		snprintf(r->json_why, sizeof(r->json_why), "invalid UTF-8 at byte offset %zu", off);
+		return;
+	}
+	for (off = 0; off < len; off++) {
+		unsigned char c = (unsigned char)r->body.data[off];
+
+		/* JSON allows no raw control byte (cJSON would keep one in a
+		 * string, and a NUL would silently cut it short) */
+		if (c < 0x20 && c != '\t' && c != '\n' && c != '\r') {
+			snprintf(r->json_why, sizeof(r->json_why),
+				 "control byte 0x%02x at byte offset %zu", c, off);
+			return;
+		}
+	}
+	r->json = cJSON_ParseWithLengthOpts(r->body.data, len, &end, false);
+	if (r->json == NULL) {
+		off = end != NULL && end >= r->body.data ? (size_t)(end - r->body.data) : 0;
+		snprintf(r->json_why, sizeof(r->json_why), "not valid JSON (error near byte offset %zu)",
+			 off);
+		return;
+	}
+	off = (size_t)(end - r->body.data);
+	while (off < len && (r->body.data[off] == ' ' || r->body.data[off] == '\t' ||
+			     r->body.data[off] == '\n' || r->body.data[off] == '\r'))
+		off++;
+	if (off < len) {
+		snprintf(r->json_why, sizeof(r->json_why),
+			 "trailing data after the JSON value at byte offset %zu", off);
+		cJSON_Delete(r->json);
+		r->json = NULL;
+		return;
+	}
+	r->json_bad = false;
+}
+
 static void parse_body(mreq *r)
 {
 	const char *ct = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
@@ -152,9 +199,7 @@ static void parse_body(mreq *r)
 		return;
 	if (ct != NULL && strstr(ct, "octet-stream") != NULL)
 		return;
-	r->json = cJSON_ParseWithLength(r->body.data, r->body.len);
-	if (r->json == NULL)
-		r->json_bad = true;
+	json_parse_strict(r);
 }
 
 static enum MHD_Result finish(mreq *r, mresp *out)
@@ -344,13 +389,14 @@ static const char *framing_problem(struct MHD_Connection *conn)
 /* Answers on the first call, before the body is read (and before MHD
  * sends 100 Continue), and closes the connection after the answer: MHD
  * then reads neither the body nor anything behind it. */
-static enum MHD_Result answer_early(mreq *r, int status, const char *code, const char *msg)
+static enum MHD_Result answer_early(mreq *r, int status, const char *field, const char *code,
+				    const char *msg)
 {
 	mresp out;
 
 	new_request_id(r);
 	memset(&out, 0, sizeof(out));
-	resp_fail(&out, status, "body", code, msg);
+	resp_fail(&out, status, field, code, msg);
 	resp_header(&out, MHD_HTTP_HEADER_CONNECTION, "close");
 	if (!r->admin)
 		journal_record(r, status);
@@ -365,15 +411,32 @@ static enum MHD_Result check_framing(mreq *r)
 	const char *cl;
 	char msg[128];
 
+	if (r->uri_nul)
+		return answer_early(r, 400, "path", "INVALID_PATH",
+				    "the request path or query holds a NUL byte (%00); it is refused "
+				    "rather than cut short");
 	if (why != NULL)
-		return answer_early(r, 400, "BAD_FRAMING", why);
+		return answer_early(r, 400, "body", "BAD_FRAMING", why);
 	cl = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
 	if (cl != NULL && strtoull(cl, NULL, 10) > r->limit) {
 		r->too_large = true;
 		snprintf(msg, sizeof(msg), "request body is over the %zu-byte limit", r->limit);
-		return answer_early(r, 413, "PAYLOAD_TOO_LARGE", msg);
+		return answer_early(r, 413, "body", "PAYLOAD_TOO_LARGE", msg);
 	}
 	return MHD_YES;
+}
+
+/* What mock_http_on_uri hands MHD as the request's context when the raw
+ * URI holds %00: MHD decodes the path and the query to C strings, which a
+ * NUL would cut short ("/workspace/a%00/../../etc" read as "/workspace/a"),
+ * so the request is refused whole (check_framing). Never freed. */
+static char uri_nul_mark;
+
+void *mock_http_on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+	(void)cls;
+	(void)conn;
+	return uri != NULL && strstr(uri, "%00") != NULL ? &uri_nul_mark : NULL;
 }
 
 static bool self_conn(const sbx_mock *mock, struct MHD_Connection *conn)
@@ -392,10 +455,14 @@ enum MHD_Result mock_http_on_request(void *cls, struct MHD_Connection *conn, con
 	mreq *r = *con_cls;
 
 	(void)version;
-	if (r == NULL) {
+	if (r == NULL || r == (void *)&uri_nul_mark) {
+		bool uri_nul = r != NULL;
+
 		r = calloc(1, sizeof(*r));
+		*con_cls = NULL;
 		if (r == NULL)
 			return MHD_NO;
+		r->uri_nul = uri_nul;
 		r->mock = mock;
 		r->conn = conn;
 		r->self = mock->self_daemon != NULL && self_conn(mock, conn);
@@ -415,14 +482,23 @@ enum MHD_Result mock_http_on_request(void *cls, struct MHD_Connection *conn, con
 		return check_framing(r);
 	}
 	if (*upload_data_size != 0) {
-		if (!r->too_large) {
-			if (r->body.len + *upload_data_size > r->limit) {
-				r->too_large = true;
-				sbx_strbuf_free(&r->body);
-			} else if (!sbx_strbuf_append(&r->body, upload_data, *upload_data_size)) {
-				return MHD_NO;
-			}
+		if (r->too_large)
+			return MHD_NO; /* not reached: the 413 below closes the connection */
+		if (r->body.len + *upload_data_size > r->limit) {
+			/* Only a chunked body (no declared length) gets here. It
+			 * stops at the limit: libmicrohttpd 0.9.75 refuses an
+			 * answer queued mid-body, so the connection is closed
+			 * (journalled as status 0) instead of reading the rest. */
+			r->too_large = true;
+			sbx_strbuf_free(&r->body);
+			*upload_data_size = 0;
+			new_request_id(r);
+			if (!r->admin)
+				journal_record(r, 0);
+			return MHD_NO;
 		}
+		if (!sbx_strbuf_append(&r->body, upload_data, *upload_data_size))
+			return MHD_NO;
 		*upload_data_size = 0;
 		return MHD_YES;
 	}
@@ -449,7 +525,7 @@ void mock_http_on_completed(void *cls, struct MHD_Connection *conn, void **con_c
 	(void)cls;
 	(void)conn;
 	(void)toe;
-	if (r == NULL)
+	if (r == NULL || r == (void *)&uri_nul_mark)
 		return;
 	if (r->pending != NULL) {
 		mresp_release(r->pending);
@@ -460,6 +536,27 @@ void mock_http_on_completed(void *cls, struct MHD_Connection *conn, void **con_c
 	free(r->path);
 	free(r);
 	*con_cls = NULL;
+}
+
+enum MHD_Result mock_http_on_accept(void *cls, const struct sockaddr *addr, socklen_t addrlen)
+{
+	sbx_mock *mock = cls;
+
+	(void)addr;
+	(void)addrlen;
+	return atomic_load(&mock->conns_open) >= mock->max_conns ? MHD_NO : MHD_YES;
+}
+
+void mock_http_on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+			     enum MHD_ConnectionNotificationCode toe)
+{
+	sbx_mock *mock = cls;
+
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED)
+		atomic_fetch_add(&mock->conns_open, 1);
+	else
+		atomic_fetch_sub(&mock->conns_open, 1);
+	chaos_on_connection(cls, conn, socket_context, toe);
 }
 
 void mock_http_on_log(void *cls, const char *fmt, va_list ap)

@@ -45,6 +45,23 @@ static size_t utf8_len(const unsigned char *s, size_t n)
 	return need;
 }
 
+bool mock_utf8_valid(const char *s, size_t len, size_t *bad_off)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	for (size_t i = 0; i < len;) {
+		size_t n = p[i] < 0x80 ? 1 : utf8_len(p + i, len - i);
+
+		if (n == 0) {
+			if (bad_off != NULL)
+				*bad_off = i;
+			return false;
+		}
+		i += n;
+	}
+	return true;
+}
+
 void json_escape(sbx_strbuf *sb, const char *s, size_t len)
 {
 	const unsigned char *p = (const unsigned char *)s;
@@ -110,6 +127,27 @@ static void json_print_str(sbx_strbuf *sb, const char *s)
 		const char *esc = NULL;
 		char u[8];
 
+		if (*p >= 0x80) {
+			/* a stored string may hold bytes that are not UTF-8 (a
+			 * file name, a path segment): the answer must stay valid
+			 * UTF-8 JSON, so each bad byte becomes U+FFFD; valid
+			 * sequences are copied as cJSON copies them */
+			size_t avail = 1, n;
+
+			while (avail < 4 && p[avail] != '\0')
+				avail++;
+			n = utf8_len(p, avail);
+
+			if (n > 0) {
+				p += n - 1;
+				continue;
+			}
+			if (p > run)
+				sbx_strbuf_append(sb, (const char *)run, (size_t)(p - run));
+			run = p + 1;
+			sbx_strbuf_append(sb, "\\ufffd", 6);
+			continue;
+		}
 		if (*p >= 32 && *p != '"' && *p != '\\')
 			continue;
 		if (p > run)

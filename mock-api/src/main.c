@@ -52,6 +52,11 @@ static const char usage[] =
 	"                          a FILE that exists is refused unless --record-overwrite\n"
 	"  --replay FILE           replay mode: answer a recorded session in order\n"
 	"  --state-dir DIR         durable state: fsync'd mutation log + guest trees in DIR\n"
+	"  --state-repair          a damaged state log: move its tail aside into a dated\n"
+	"                          file and start from the last good record\n"
+	"  --max-connections N     open API connections; past it new ones are closed at\n"
+	"                          once (default 4000, less if the fd limit is lower)\n"
+	"  --idle-timeout S        idle connections are closed after S seconds (default 120)\n"
 	"  --self-listen HOST:PORT|off  the guests' self-signal endpoint, POST /self/pause\n"
 	"                          and /self/delete (default 127.0.0.1:1029, as in a VM;\n"
 	"                          a warning, not an error, when that port is taken)\n"
@@ -169,6 +174,7 @@ enum {
 	OPT_SEED, OPT_JOURNAL_SIZE, OPT_NO_JOURNAL, OPT_SCENARIO, OPT_QUIET, OPT_HELP,
 	OPT_SCENARIO_DIR, OPT_RECORD_UPSTREAM, OPT_RECORD_TO, OPT_REPLAY,
 	OPT_STATE_DIR, OPT_SELF_LISTEN, OPT_RECORD_OVERWRITE, OPT_EGRESS, OPT_INTERNET_HOSTS,
+	OPT_STATE_REPAIR, OPT_MAX_CONNS, OPT_IDLE_TIMEOUT,
 };
 
 static const struct option options[] = {
@@ -202,6 +208,9 @@ static const struct option options[] = {
 	{"record-overwrite", no_argument, NULL, OPT_RECORD_OVERWRITE},
 	{"replay", required_argument, NULL, OPT_REPLAY},
 	{"state-dir", required_argument, NULL, OPT_STATE_DIR},
+	{"state-repair", no_argument, NULL, OPT_STATE_REPAIR},
+	{"max-connections", required_argument, NULL, OPT_MAX_CONNS},
+	{"idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT},
 	{"self-listen", required_argument, NULL, OPT_SELF_LISTEN},
 	{"quiet", no_argument, NULL, OPT_QUIET},
 	{"help", no_argument, NULL, OPT_HELP},
@@ -256,6 +265,16 @@ static int parse_num_opt(int opt, const char *arg, cli *c)
 		if (parse_ull(arg, 0, UINT64_MAX, &v) != 0)
 			return die_usage("--seed: \"%s\" is not a non-negative integer", arg);
 		c->cfg.seed = v;
+		return 0;
+	case OPT_MAX_CONNS:
+		if (parse_ull(arg, 1, 1000000, &v) != 0)
+			return die_usage("--max-connections: \"%s\" is not a number 1-1000000", arg);
+		c->cfg.max_connections = (unsigned)v;
+		return 0;
+	case OPT_IDLE_TIMEOUT:
+		if (parse_ull(arg, 1, 86400, &v) != 0)
+			return die_usage("--idle-timeout: \"%s\" is not a number of seconds 1-86400", arg);
+		c->cfg.idle_timeout_s = (unsigned)v;
 		return 0;
 	case OPT_JOURNAL_SIZE:
 		if (parse_ull(arg, 1, SBX_MOCK_JOURNAL_MAX, &v) != 0)
@@ -365,6 +384,9 @@ static int parse_opt(int opt, const char *arg, cli *c)
 		return 0;
 	case OPT_STATE_DIR:
 		c->cfg.state_dir = arg;
+		return 0;
+	case OPT_STATE_REPAIR:
+		c->cfg.state_repair = true;
 		return 0;
 	case OPT_SELF_LISTEN: /* the address itself is checked at start */
 		c->cfg.self_listen = strcmp(arg, "off") == 0 ? NULL : arg;

@@ -8,6 +8,7 @@
  * Never does I/O beyond reading the clock and the id seed, never knows
  * about HTTP, and never calls up into a resource file (they call it). */
 #include "model_internal.h"
+#include "sha256.h"
 #include "sbx/sys.h"
 
 #include <ctype.h>
@@ -361,6 +362,7 @@ void mock_model_reset(mock_model *m)
 		t->next = m->dead_tenants;
 		m->dead_tenants = t;
 	}
+	m->dormant = 0;
 	m->next_due_ms = INT64_MAX;
 	m->not_ready_until_ms = 0;
 	m->ip_next = 2;
@@ -387,17 +389,34 @@ void mock_model_free(mock_model *m)
 
 /* ---- tenants ---- */
 
-mock_tenant *mock_tenant_add(mock_model *m, const char *key)
+static void hash_key(const mock_model *m, mock_tenant *t)
+{
+	if (m->key_secret_set && t->key != NULL)
+		mock_hmac_sha256_hex(m->key_secret, sizeof(m->key_secret), t->key, t->key_hash);
+}
+
+void mock_model_set_key_secret(mock_model *m, const uint8_t secret[32])
+{
+	memcpy(m->key_secret, secret, sizeof(m->key_secret));
+	m->key_secret_set = true;
+	for (mock_tenant *t = m->tenants; t != NULL; t = t->next)
+		hash_key(m, t);
+}
+
+/* A new tenant with key, or without one (key NULL: restored from the log
+ * under hash). */
+static mock_tenant *tenant_new(mock_model *m, const char *key, const char *hash)
 {
 	mock_tenant *t = calloc(1, sizeof(*t));
 
 	if (t == NULL)
 		return NULL;
-	t->key = strdup(key);
+	t->key = key != NULL ? strdup(key) : NULL;
 	t->networks = cJSON_CreateArray();
 	t->disks = cJSON_CreateArray();
 	t->templates = cJSON_CreateArray();
-	if (t->key == NULL || t->networks == NULL || t->disks == NULL || t->templates == NULL) {
+	if ((key != NULL && t->key == NULL) || t->networks == NULL || t->disks == NULL ||
+	    t->templates == NULL) {
 		t->next = NULL;
 		tenants_free(t);
 		return NULL;
@@ -406,20 +425,71 @@ mock_tenant *mock_tenant_add(mock_model *m, const char *key)
 	t->credit = -1;
 	m->tenant_counter++;
 	snprintf(t->user_id, sizeof(t->user_id), "usr_mock%04u", m->tenant_counter);
+	if (key != NULL)
+		hash_key(m, t);
+	else
+		snprintf(t->key_hash, sizeof(t->key_hash), "%s", hash);
 	t->next = m->tenants;
 	m->tenants = t;
 	return t;
 }
 
+mock_tenant *mock_tenant_add(mock_model *m, const char *key)
+{
+	return tenant_new(m, key, NULL);
+}
+
+/* A tenant restored from the log whose hash is key's: it gets its key. */
+static mock_tenant *tenant_claim(mock_model *m, const char *key)
+{
+	char hash[65];
+
+	mock_hmac_sha256_hex(m->key_secret, sizeof(m->key_secret), key, hash);
+	for (mock_tenant *t = m->tenants; t != NULL; t = t->next) {
+		if (t->key != NULL || strcmp(t->key_hash, hash) != 0)
+			continue;
+		t->key = strdup(key);
+		if (t->key == NULL)
+			return NULL;
+		m->dormant--;
+		return t;
+	}
+	return NULL;
+}
+
 mock_tenant *mock_tenant_get(mock_model *m, const char *key, bool create)
 {
-	for (mock_tenant *t = m->tenants; t != NULL; t = t->next) {
-		if (strcmp(t->key, key) == 0)
+	mock_tenant *t;
+
+	for (t = m->tenants; t != NULL; t = t->next) {
+		if (t->key != NULL && strcmp(t->key, key) == 0)
+			return t;
+	}
+	/* hashing only while restored tenants wait for their keys */
+	if (m->dormant > 0 && m->key_secret_set) {
+		t = tenant_claim(m, key);
+		if (t != NULL)
 			return t;
 	}
 	if (!create)
 		return NULL;
 	return mock_tenant_add(m, key);
+}
+
+mock_tenant *mock_tenant_by_hash(mock_model *m, const char *hash, bool create)
+{
+	mock_tenant *t;
+
+	for (t = m->tenants; t != NULL; t = t->next) {
+		if (strcmp(t->key_hash, hash) == 0)
+			return t;
+	}
+	if (!create)
+		return NULL;
+	t = tenant_new(m, NULL, hash);
+	if (t != NULL)
+		m->dormant++;
+	return t;
 }
 
 unsigned mock_tenant_cap(const mock_model *m, const mock_tenant *t)

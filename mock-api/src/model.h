@@ -92,7 +92,11 @@ extern const size_t mock_rootfs_count;
 struct mock_guest; /* owned by the HTTP/guest layer, opaque here */
 
 typedef struct mock_tenant {
+	/* The API key; NULL for a tenant restored from the durable log until a
+	 * request presents the key whose key_hash matches (the log stores no
+	 * key, only that hash). */
 	char *key;
+	char key_hash[65];  /* HMAC-SHA256(state dir secret, key), hex; "" without a secret */
 	char user_id[40];
 	int cap;            /* -1: the global setting */
 	int credit;         /* -1: the global setting, else 0/1 */
@@ -182,6 +186,11 @@ typedef struct mock_model {
 	unsigned hosts_dead;
 	uint64_t id_counter;
 	unsigned tenant_counter;
+	/* --state-dir: the secret that keys the tenants' key_hash, and how
+	 * many tenants still wait for their key (key == NULL) */
+	uint8_t key_secret[32];
+	bool key_secret_set;
+	unsigned dormant;
 } mock_model;
 
 mock_model *mock_model_new(const mock_settings *set);
@@ -210,6 +219,13 @@ void mock_new_id(mock_model *m, const char *prefix, char *buf, size_t cap);
 /* Tenants. lookup returns NULL when unknown and accept_any_key is false
  * (or known_only). */
 mock_tenant *mock_tenant_get(mock_model *m, const char *key, bool create);
+/* The tenant whose key_hash is hash; with create, a new one without a key
+ * (restored from the durable log; mock_tenant_get re-associates it when its
+ * key is presented). NULL when absent (or out of memory). */
+mock_tenant *mock_tenant_by_hash(mock_model *m, const char *hash, bool create);
+/* Sets the secret of the tenants' key hashes (--state-dir) and hashes the
+ * keys of the tenants that exist. */
+void mock_model_set_key_secret(mock_model *m, const uint8_t secret[32]);
 mock_tenant *mock_tenant_add(mock_model *m, const char *key);
 unsigned mock_tenant_cap(const mock_model *m, const mock_tenant *t);
 bool mock_tenant_credit(const mock_model *m, const mock_tenant *t);
@@ -287,6 +303,9 @@ bool mock_ready(const mock_model *m);
 cJSON *mock_tenant_dump(const mock_tenant *t);
 cJSON *mock_sandbox_dump(const mock_sandbox *sb);
 int mock_tenant_restore(mock_model *m, const cJSON *o, char *why, size_t cap);
+/* True when a tenant or sandbox record names its tenant by the raw API key
+ * (the format before keyed hashes): such a log is refused (durable.c). */
+bool mock_record_has_raw_key(const cJSON *o);
 int mock_sandbox_restore(mock_model *m, const cJSON *o, char *why, size_t cap);
 /* The log began at wall time start_wall_ms: keep the clock continuous
  * (in model.c, with the rest of the clock). */

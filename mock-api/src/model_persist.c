@@ -20,7 +20,8 @@ cJSON *mock_tenant_dump(const mock_tenant *t)
 {
 	cJSON *o = cJSON_CreateObject();
 
-	cJSON_AddStringToObject(o, "key", t->key);
+	/* never the key itself: its keyed hash (model.h) */
+	cJSON_AddStringToObject(o, "key_hash", t->key_hash);
 	cJSON_AddStringToObject(o, "user_id", t->user_id);
 	cJSON_AddNumberToObject(o, "cap", t->cap);
 	cJSON_AddNumberToObject(o, "credit", t->credit);
@@ -36,7 +37,7 @@ cJSON *mock_sandbox_dump(const mock_sandbox *sb)
 
 	cJSON_AddStringToObject(o, "id", sb->id);
 	cJSON_AddStringToObject(o, "name", sb->name);
-	cJSON_AddStringToObject(o, "tenant", sb->tenant != NULL ? sb->tenant->key : "");
+	cJSON_AddStringToObject(o, "tenant_hash", sb->tenant != NULL ? sb->tenant->key_hash : "");
 	cJSON_AddStringToObject(o, "status", mock_status_name(sb->status));
 	cJSON_AddStringToObject(o, "shape", sb->shape->id);
 	cJSON_AddStringToObject(o, "rootfs", sb->rootfs);
@@ -143,6 +144,15 @@ static const char *resource_fault(const char *what, const cJSON *r, char *buf, s
 	return buf;
 }
 
+/* How a warning names a tenant record: its user id, else its key hash's
+ * start (never a key). */
+static const char *tenant_name(const cJSON *o)
+{
+	const char *u = model_str(o, "user_id"), *h = model_str(o, "key_hash");
+
+	return u != NULL ? u : h != NULL ? h : "(unnamed)";
+}
+
 /* The tenant record's networks, disks and templates are arrays of valid
  * items (absent: empty); else why says which and the record is refused. */
 static int tenant_arrays_ok(const cJSON *o, char *why, size_t cap)
@@ -157,12 +167,12 @@ static int tenant_arrays_ok(const cJSON *o, char *why, size_t cap)
 		if (arr == NULL)
 			continue;
 		if (!cJSON_IsArray(arr)) {
-			snprintf(why, cap, "tenant %s: %s is not an array", model_str(o, "key"), keys[i]);
+			snprintf(why, cap, "tenant %s: %s is not an array", tenant_name(o), keys[i]);
 			return -1;
 		}
 		cJSON_ArrayForEach(it, arr) {
 			if (resource_fault(keys[i], it, buf, sizeof(buf)) != NULL) {
-				snprintf(why, cap, "tenant %s: %s", model_str(o, "key"), buf);
+				snprintf(why, cap, "tenant %s: %s", tenant_name(o), buf);
 				return -1;
 			}
 		}
@@ -170,18 +180,35 @@ static int tenant_arrays_ok(const cJSON *o, char *why, size_t cap)
 	return 0;
 }
 
+/* A key hash as written by mock_tenant_dump: 64 lower-case hex digits. */
+static bool is_key_hash(const char *h)
+{
+	size_t n = 0;
+
+	for (; h != NULL && h[n] != '\0'; n++) {
+		if (!((h[n] >= '0' && h[n] <= '9') || (h[n] >= 'a' && h[n] <= 'f')))
+			return false;
+	}
+	return n == 64;
+}
+
+bool mock_record_has_raw_key(const cJSON *o)
+{
+	return cJSON_HasObjectItem(o, "key") || cJSON_HasObjectItem(o, "tenant");
+}
+
 int mock_tenant_restore(mock_model *m, const cJSON *o, char *why, size_t cap)
 {
-	const char *key = model_str(o, "key"), *uid = model_str(o, "user_id");
+	const char *hash = model_str(o, "key_hash"), *uid = model_str(o, "user_id");
 	mock_tenant *t;
 
-	if (key == NULL || key[0] == '\0') {
-		snprintf(why, cap, "tenant record without a key");
+	if (!is_key_hash(hash)) {
+		snprintf(why, cap, "tenant record without a valid key_hash");
 		return -1;
 	}
 	if (tenant_arrays_ok(o, why, cap) != 0)
 		return -1;
-	t = mock_tenant_get(m, key, true);
+	t = mock_tenant_by_hash(m, hash, true);
 	if (t == NULL) {
 		snprintf(why, cap, "out of memory");
 		return -1;
@@ -262,21 +289,22 @@ static bool sandbox_arrays_bad(const cJSON *o, char *why, size_t cap)
  * set when the record is refused or memory runs out. */
 static mock_sandbox *sandbox_from_record(mock_model *m, const cJSON *o, char *why, size_t cap)
 {
-	const char *id = model_str(o, "id"), *tk = model_str(o, "tenant"), *st = model_str(o, "status");
+	const char *id = model_str(o, "id"), *tk = model_str(o, "tenant_hash");
+	const char *st = model_str(o, "status");
 	const mock_shape *shape = model_str(o, "shape") != NULL ? mock_shape_find(model_str(o, "shape")) : NULL;
 	const cJSON *eg = cJSON_GetObjectItemCaseSensitive(o, "egress");
 	int status = st != NULL ? mock_status_parse(st) : -1;
 	sbx_egress_error ee;
 	mock_sandbox *sb;
 
-	if (id == NULL || tk == NULL || status < 0 || shape == NULL || strlen(id) >= MOCK_ID_MAX) {
-		snprintf(why, cap, "sandbox record needs id, tenant, a known status and shape");
+	if (id == NULL || !is_key_hash(tk) || status < 0 || shape == NULL || strlen(id) >= MOCK_ID_MAX) {
+		snprintf(why, cap, "sandbox record needs id, tenant_hash, a known status and shape");
 		return NULL;
 	}
 	sb = calloc(1, sizeof(*sb));
 	if (sb == NULL)
 		goto out_oom;
-	sb->tenant = mock_tenant_get(m, tk, true);
+	sb->tenant = mock_tenant_by_hash(m, tk, true);
 	sb->due_ms = -1;
 	copy_str(sb->id, sizeof(sb->id), id);
 	sb->status = (mock_status)status;

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 struct mock_mutlog {
@@ -89,19 +90,32 @@ static int read_all(int fd, char **out, size_t *len, sbx_err *err)
 	return 0;
 }
 
-/* Replays the good prefix; returns its length. */
+/* A record cut short by a crash in the middle of its one write(): what
+ * there is of its payload is the start of a JSON object, and holds no NUL.
+ * Anything else past the end of a record (another record's header: a
+ * length under 16 MiB has a zero byte) means the length itself is damaged. */
+static bool torn_payload(const char *p, size_t have)
+{
+	return (have == 0 || p[0] == '{') && memchr(p, '\0', have) == NULL;
+}
+
+/* Replays the good prefix; returns its length. *torn: the bad part is a
+ * record cut short at the end of the file (a crash while appending: never
+ * acknowledged); otherwise it is damage. */
 static size_t replay(char *buf, size_t len, mock_mutlog_record_fn fn, void *arg, uint64_t *records,
-		     const char **why)
+		     const char **why, bool *torn)
 {
 	size_t off = 0;
 
 	*why = NULL;
+	*torn = false;
 	while (off < len) {
 		uint32_t n, crc;
 		char saved;
 
 		if (len - off < 8) {
 			*why = "torn record header";
+			*torn = true;
 			break;
 		}
 		n = get_le32((unsigned char *)buf + off);
@@ -111,7 +125,9 @@ static size_t replay(char *buf, size_t len, mock_mutlog_record_fn fn, void *arg,
 			break;
 		}
 		if (len - off - 8 < n) {
-			*why = "torn record (shorter than its length)";
+			*torn = torn_payload(buf + off + 8, len - off - 8);
+			*why = *torn ? "torn record (shorter than its length)"
+				     : "corrupt record (its length runs past the end of the file)";
 			break;
 		}
 		if (mock_crc32(buf + off + 8, n) != crc) {
@@ -142,8 +158,8 @@ static int take_lock(mock_mutlog *st, const char *dir, sbx_err *err)
 		sbx_err_set(err, "state dir path too long");
 		return -1;
 	}
-	st->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-	if (st->lock_fd < 0) {
+	st->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (st->lock_fd < 0 || fchmod(st->lock_fd, 0600) != 0) {
 		sbx_err_set(err, "%s: %s", path, strerror(errno));
 		return -1;
 	}
@@ -168,14 +184,104 @@ static int take_lock(mock_mutlog *st, const char *dir, sbx_err *err)
 	return 0;
 }
 
-mock_mutlog *mock_mutlog_open(const char *dir, bool quiet, mock_mutlog_record_fn fn, void *arg,
-			      size_t *dropped, sbx_err *err)
+/* How many records the bad tail holds: the damaged one, then every intact
+ * frame found after it (resynchronising byte by byte). */
+static uint64_t tail_records(const char *p, size_t len)
+{
+	uint64_t count = 1;
+	size_t off = 1;
+
+	while (off + 8 < len) {
+		uint32_t n = get_le32((const unsigned char *)p + off);
+
+		if (n > 0 && n <= len - off - 8 && p[off + 8] == '{' &&
+		    mock_crc32(p + off + 8, n) == get_le32((const unsigned char *)p + off + 4)) {
+			count++;
+			off += 8 + (size_t)n;
+		} else {
+			off++;
+		}
+	}
+	return count;
+}
+
+/* Copies the bad tail into DIR/state.log.<what>-<UTC time>[-N] (0600,
+ * never over an existing file) and syncs it; its name into aside. */
+static int set_aside(const char *dir, const char *what, const char *p, size_t len, char *aside,
+		     size_t cap, sbx_err *err)
+{
+	char stamp[32];
+	time_t now = time(NULL);
+	struct tm tm;
+	int fd = -1;
+
+	gmtime_r(&now, &tm);
+	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
+	for (int i = 1; i < 100 && fd < 0; i++) {
+		if (i == 1)
+			snprintf(aside, cap, "%s/state.log.%s-%s", dir, what, stamp);
+		else
+			snprintf(aside, cap, "%s/state.log.%s-%s-%d", dir, what, stamp, i);
+		fd = open(aside, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+		if (fd < 0 && errno != EEXIST)
+			break;
+	}
+	if (fd < 0 || sbx_write_all(fd, p, len) != 0 || fsync(fd) != 0) {
+		sbx_err_set(err, "%s: %s", aside, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
+/* The replay stopped at good < len. A torn last record is moved aside and
+ * cut off with a warning (it was never acknowledged); damage refuses the
+ * start unless repair is asked for, which moves everything from the damage
+ * on aside into a dated file and starts from the last good record. */
+static int handle_bad_tail(mock_mutlog *st, const char *dir, const char *path, const char *buf,
+			   size_t len, size_t good, const char *why, bool torn, bool quiet,
+			   bool repair, sbx_err *err)
+{
+	char aside[4200];
+	uint64_t set = tail_records(buf + good, len - good);
+
+	if (!torn && !repair) {
+		sbx_err_set(err, "%s: %s at byte offset %zu (record %llu; %llu good records before it, "
+				 "%zu bytes from there to the end). Nothing was changed. To start from "
+				 "the %llu good records and move the rest aside into a dated file, start "
+				 "once with --state-repair; or put back a copy of the file",
+			    path, why, good, (unsigned long long)st->records + 1,
+			    (unsigned long long)st->records, len - good,
+			    (unsigned long long)st->records);
+		return -1;
+	}
+	if (set_aside(dir, torn ? "torn" : "damaged", buf + good, len - good, aside, sizeof(aside),
+		      err) != 0)
+		return -1;
+	if (ftruncate(st->fd, (off_t)good) != 0 || fdatasync(st->fd) != 0) {
+		sbx_err_set(err, "%s: cutting the bad tail: %s", path, strerror(errno));
+		return -1;
+	}
+	if (!quiet || repair)
+		fprintf(stderr,
+			"sbx-mock: %s: %s: %s at byte offset %zu; %llu record%s (%zu bytes) set aside "
+			"in %s; starting from the %llu good records before it\n",
+			torn ? "warning" : "--state-repair", path, why, good, (unsigned long long)set,
+			set == 1 ? "" : "s", len - good, aside, (unsigned long long)st->records);
+	return 0;
+}
+
+mock_mutlog *mock_mutlog_open(const char *dir, bool quiet, bool repair, mock_mutlog_record_fn fn,
+			      void *arg, size_t *dropped, sbx_err *err)
 {
 	mock_mutlog *st = calloc(1, sizeof(*st));
 	char path[4096];
 	char *buf = NULL;
 	size_t len = 0, good;
 	const char *why;
+	bool torn;
 
 	if (dropped != NULL)
 		*dropped = 0;
@@ -186,7 +292,7 @@ mock_mutlog *mock_mutlog_open(const char *dir, bool quiet, mock_mutlog_record_fn
 	st->fd = -1;
 	st->lock_fd = -1;
 	pthread_mutex_init(&st->lock, NULL);
-	if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+	if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
 		sbx_err_set(err, "state dir %s: %s", dir, strerror(errno));
 		goto out_free;
 	}
@@ -196,8 +302,9 @@ mock_mutlog *mock_mutlog_open(const char *dir, bool quiet, mock_mutlog_record_fn
 		sbx_err_set(err, "state dir path too long");
 		goto out_free;
 	}
-	st->fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-	if (st->fd < 0) {
+	/* 0600 also for a log made by an older version (0644) */
+	st->fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (st->fd < 0 || fchmod(st->fd, 0600) != 0) {
 		sbx_err_set(err, "%s: %s", path, strerror(errno));
 		goto out_free;
 	}
@@ -205,21 +312,16 @@ mock_mutlog *mock_mutlog_open(const char *dir, bool quiet, mock_mutlog_record_fn
 		sbx_err_prefix(err, "%s", path);
 		goto out_free;
 	}
-	good = replay(buf, len, fn, arg, &st->records, &why);
-	free(buf);
+	good = replay(buf, len, fn, arg, &st->records, &why, &torn);
 	if (good < len) {
-		if (!quiet)
-			fprintf(stderr,
-				"sbx-mock: warning: %s: %s at byte %zu; dropping the last %zu bytes "
-				"(%llu good records kept)\n",
-				path, why, good, len - good, (unsigned long long)st->records);
-		if (ftruncate(st->fd, (off_t)good) != 0 || fdatasync(st->fd) != 0) {
-			sbx_err_set(err, "%s: truncating a torn tail: %s", path, strerror(errno));
+		if (handle_bad_tail(st, dir, path, buf, len, good, why, torn, quiet, repair, err) != 0) {
+			free(buf);
 			goto out_free;
 		}
 		if (dropped != NULL)
 			*dropped = len - good;
 	}
+	free(buf);
 	if (lseek(st->fd, 0, SEEK_END) < 0) {
 		sbx_err_set(err, "%s: %s", path, strerror(errno));
 		goto out_free;

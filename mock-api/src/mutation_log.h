@@ -5,10 +5,15 @@
  *   the payload | payload (a JSON object)
  * and every append is fdatasync'd before it returns, so a caller that
  * appends before answering never acknowledges an operation the log lacks.
- * On open the log is read back; the first record that is torn (short
- * header or payload) or corrupt (CRC mismatch, absurd length) ends the
- * replay: a warning goes to stderr and the file is truncated to the last
- * good record.
+ * On open the log is read back; the first bad record ends the replay.
+ * Nothing is deleted: the bytes from the bad record on are copied into
+ * DIR/state.log.<torn|damaged>-<UTC time> before the log is cut back.
+ *   - torn (the last record cut short by a crash in its write, so never
+ *     acknowledged): set aside with a warning, and the open goes on;
+ *   - damaged (CRC mismatch, absurd length, a length running past the end
+ *     over another record): the open fails naming the file, the offset and
+ *     --state-repair, unless repair is true, which sets the tail aside
+ *     (reporting how many records it holds) and goes on.
  *
  * This module knows framing and files only — what a record means is the
  * model's business (model.c), when to write one the HTTP layer's. */
@@ -29,12 +34,12 @@ typedef struct mock_mutlog mock_mutlog;
 typedef void (*mock_mutlog_record_fn)(void *arg, const char *payload, size_t len);
 
 /* Opens (creating DIR and the log when missing) and replays. *dropped gets
- * the number of bytes cut off a torn/corrupt tail (0 when clean). Takes an
+ * the number of bytes set aside from a torn/damaged tail (0 when clean). Takes an
  * exclusive flock on DIR/lock (holding this pid) until mock_mutlog_close:
  * NULL with "already used by another sbx-mock (pid N)" when another holds
  * it. */
-mock_mutlog *mock_mutlog_open(const char *dir, bool quiet, mock_mutlog_record_fn fn, void *arg,
-			      size_t *dropped, sbx_err *err);
+mock_mutlog *mock_mutlog_open(const char *dir, bool quiet, bool repair, mock_mutlog_record_fn fn,
+			      void *arg, size_t *dropped, sbx_err *err);
 /* Appends one record and fdatasyncs. 0, or -1 with err. Thread-safe. */
 int mock_mutlog_append(mock_mutlog *st, const char *payload, size_t len, sbx_err *err);
 /* Number of records read at open plus appended since. */

@@ -55,7 +55,11 @@ static cJSON *admin_sandbox_view(mock_model *m, const mock_sandbox *sb)
 {
 	cJSON *v = mock_sandbox_view(m, sb);
 
-	cJSON_AddStringToObject(v, "tenant", sb->tenant != NULL ? sb->tenant->key : "");
+	/* a tenant restored from the durable log has no key until it is used */
+	if (sb->tenant != NULL && sb->tenant->key == NULL)
+		cJSON_AddNullToObject(v, "tenant");
+	else
+		cJSON_AddStringToObject(v, "tenant", sb->tenant != NULL ? sb->tenant->key : "");
 	cJSON_AddBoolToObject(v, "egress_is_null", sb->egress.is_null);
 	if (!cJSON_HasObjectItem(v, "egress"))
 		cJSON_AddItemToObject(v, "egress", sbx_egress_list_to_json(&sb->egress));
@@ -66,7 +70,10 @@ static cJSON *tenant_view(mock_model *m, const mock_tenant *t)
 {
 	cJSON *to = cJSON_CreateObject();
 
-	cJSON_AddStringToObject(to, "key", t->key);
+	if (t->key != NULL)
+		cJSON_AddStringToObject(to, "key", t->key);
+	else
+		cJSON_AddNullToObject(to, "key"); /* restored, its key not presented yet */
 	cJSON_AddStringToObject(to, "user_id", t->user_id);
 	cJSON_AddNumberToObject(to, "cap", mock_tenant_cap(m, t));
 	cJSON_AddBoolToObject(to, "credit", mock_tenant_credit(m, t));
@@ -79,14 +86,18 @@ cJSON *mock_op_admin_state(sbx_mock *mock, const char *tenant)
 	cJSON *d = cJSON_CreateObject();
 	cJSON *tenants;
 
+	mock_tenant *want;
+
 	LOCK(mock);
 	mock_tick(m, mock_on_state_change, mock);
+	/* by key, so a tenant restored from the durable log is found too */
+	want = tenant != NULL ? mock_tenant_get(m, tenant, false) : NULL;
 	cJSON_AddNumberToObject(d, "clock_ms", (double)mock_now(m));
 	tenants = cJSON_AddArrayToObject(d, "tenants");
 	for (mock_tenant *t = m->tenants; t != NULL; t = t->next) {
 		cJSON *to, *arr;
 
-		if (tenant != NULL && strcmp(tenant, t->key) != 0)
+		if (tenant != NULL && t != want)
 			continue;
 		to = tenant_view(m, t);
 		arr = cJSON_AddArrayToObject(to, "sandboxes");
@@ -105,13 +116,15 @@ cJSON *mock_op_admin_sandboxes(sbx_mock *mock, const char *tenant, int want)
 	mock_model *m = mock->model;
 	cJSON *d = cJSON_CreateObject();
 	cJSON *arr = cJSON_AddArrayToObject(d, "sandboxes");
+	mock_tenant *owner;
 
 	LOCK(mock);
 	mock_tick(m, mock_on_state_change, mock);
+	owner = tenant != NULL ? mock_tenant_get(m, tenant, false) : NULL;
 	for (size_t i = 0; i < m->nsbx; i++) {
 		mock_sandbox *sb = m->sbx[i];
 
-		if (tenant != NULL && (sb->tenant == NULL || strcmp(sb->tenant->key, tenant) != 0))
+		if (tenant != NULL && (owner == NULL || sb->tenant != owner))
 			continue;
 		if (want >= 0 && (int)sb->status != want)
 			continue;

@@ -24,6 +24,7 @@
 #include <string.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -103,6 +104,43 @@ static int copy_keys(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *err)
 	return 0;
 }
 
+/* File descriptors a mock needs beside its API connections: MHD's margin
+ * over max_conns, the self-signal daemon, guests' pipes, logs. */
+#define FD_RESERVE 768u
+
+/* max_conns from --max-connections (default 4000), within RLIMIT_NOFILE
+ * (its soft limit raised toward the hard one when needed): past it accept
+ * would fail with EMFILE, and MHD then stops accepting for everyone. A
+ * value given that cannot fit is an error; the default is lowered. */
+static int conn_budget(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *err)
+{
+	unsigned want = cfg->max_connections != 0 ? cfg->max_connections : 4000;
+	rlim_t need = (rlim_t)want + FD_RESERVE;
+	struct rlimit rl;
+
+	mock->max_conns = want;
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= need)
+		return 0;
+	if (rl.rlim_max == RLIM_INFINITY || rl.rlim_max > rl.rlim_cur) {
+		rl.rlim_cur = rl.rlim_max != RLIM_INFINITY && rl.rlim_max < need ? rl.rlim_max : need;
+		(void)setrlimit(RLIMIT_NOFILE, &rl);
+		(void)getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	if (rl.rlim_cur >= need)
+		return 0;
+	if (cfg->max_connections != 0 || rl.rlim_cur < FD_RESERVE + 64) {
+		sbx_err_set(err, "--max-connections %u needs %llu file descriptors; the limit is %llu "
+				 "(raise it with ulimit -n, or give a smaller --max-connections)",
+			    want, (unsigned long long)need, (unsigned long long)rl.rlim_cur);
+		return -1;
+	}
+	mock->max_conns = (unsigned)(rl.rlim_cur - FD_RESERVE);
+	if (!cfg->quiet)
+		fprintf(stderr, "sbx-mock: note: at most %u API connections (file descriptor limit "
+				"%llu)\n", mock->max_conns, (unsigned long long)rl.rlim_cur);
+	return 0;
+}
+
 static int start_daemon(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *err)
 {
 	struct sockaddr_in sa;
@@ -114,7 +152,10 @@ static int start_daemon(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *err
 	 * loaded 2-core machine: 4 threads served 1.1-1.8x the GETs of 2 at
 	 * the same CPU per request) */
 	unsigned pool = ncpu < 2 ? 4 : (ncpu > 4 ? 8 : (unsigned)ncpu * 2);
+	unsigned idle_s = cfg->idle_timeout_s != 0 ? cfg->idle_timeout_s : 120;
 
+	if (conn_budget(mock, cfg, err) != 0)
+		return -1;
 	memset(&sa, 0, sizeof(sa));
 	sa.sin_family = AF_INET;
 	sa.sin_port = htons(cfg->listen_port);
@@ -122,14 +163,16 @@ static int start_daemon(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *err
 		sbx_err_set(err, "listen host \"%s\" is not an IPv4 address", cfg->listen_host);
 		return -1;
 	}
-	mock->daemon = MHD_start_daemon(flags, cfg->listen_port, NULL, NULL,
+	mock->daemon = MHD_start_daemon(flags, cfg->listen_port, mock_http_on_accept, mock,
 					mock_http_on_request, mock,
 					MHD_OPTION_EXTERNAL_LOGGER, mock_http_on_log, mock,
 					MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
 					MHD_OPTION_NOTIFY_COMPLETED, mock_http_on_completed, mock,
-					MHD_OPTION_NOTIFY_CONNECTION, chaos_on_connection, mock,
-					MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
-					MHD_OPTION_CONNECTION_LIMIT, (unsigned)4096,
+					MHD_OPTION_URI_LOG_CALLBACK, mock_http_on_uri, mock,
+					MHD_OPTION_NOTIFY_CONNECTION, mock_http_on_connection, mock,
+					MHD_OPTION_CONNECTION_TIMEOUT, idle_s,
+					/* above max_conns: MHD's limit is never what refuses */
+					MHD_OPTION_CONNECTION_LIMIT, mock->max_conns + 64 + 16 * pool,
 					MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024,
 					MHD_OPTION_THREAD_POOL_SIZE, pool,
 					MHD_OPTION_END);
@@ -181,6 +224,7 @@ static int start_self_contained(sbx_mock *mock, uint16_t port, sbx_err *err)
 		0, NULL, NULL, mock_http_on_request, mock,
 		MHD_OPTION_EXTERNAL_LOGGER, mock_http_on_log, mock,
 		MHD_OPTION_NOTIFY_COMPLETED, mock_http_on_completed, mock,
+		MHD_OPTION_URI_LOG_CALLBACK, mock_http_on_uri, mock,
 		MHD_OPTION_NOTIFY_CONNECTION, mock_self_listen_on_connection, mock,
 		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
 		MHD_OPTION_CONNECTION_LIMIT, (unsigned)SBX_SELF_CONN_LIMIT,
@@ -219,6 +263,7 @@ static int start_self_daemon(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err
 		MHD_OPTION_EXTERNAL_LOGGER, mock_http_on_log, mock,
 		MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
 		MHD_OPTION_NOTIFY_COMPLETED, mock_http_on_completed, mock,
+		MHD_OPTION_URI_LOG_CALLBACK, mock_http_on_uri, mock,
 		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
 		MHD_OPTION_CONNECTION_LIMIT, (unsigned)256,
 		MHD_OPTION_END);
@@ -242,12 +287,50 @@ static int start_self_daemon(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err
  * (48 random hex digits unless configured; no guessable fallback). */
 /* Combinations and values no start may take: each would run but not do
  * what was asked. */
+/* An option value that does not fit where it is kept is refused, never cut
+ * (a cut admin token would answer 401 to the token that was configured). */
+static int too_long(const char *opt, const char *v, size_t max, const char *why, sbx_err *err)
+{
+	if (v == NULL || strlen(v) <= max)
+		return 0;
+	sbx_err_set(err, "%s: %zu bytes, at most %zu%s", opt, strlen(v), max, why);
+	return -1;
+}
+
+/* The option values that are kept in fixed buffers (a directory leaves
+ * room for the names made below it). */
+static int check_lengths(const sbx_mock_config *cfg, sbx_err *err)
+{
+#define FIELD_MAX(type, field) (sizeof(((type *)0)->field) - 1)
+	const size_t dir_max = PATH_MAX - 256;
+
+	if (too_long("--admin-token", cfg->admin_token, FIELD_MAX(sbx_mock, admin_token), "", err) != 0 ||
+	    too_long("--cap-code", cfg->cap_code, FIELD_MAX(mock_settings, cap_code), "", err) != 0 ||
+	    too_long("--region", cfg->region, FIELD_MAX(mock_settings, region), "", err) != 0)
+		return -1;
+#undef FIELD_MAX
+	if (too_long("--work-dir", cfg->work_dir, dir_max, " (the guests' trees go below it)", err) !=
+		    0 ||
+	    too_long("--state-dir", cfg->state_dir, dir_max, " (the log and guests' trees go below it)",
+		     err) != 0 ||
+	    too_long("--scenario-dir", cfg->scenario_dir, dir_max, "", err) != 0)
+		return -1;
+	return 0;
+}
+
 static int check_config(const sbx_mock_config *cfg, sbx_err *err)
 {
 	struct stat st;
 
+	if (check_lengths(cfg, err) != 0)
+		return -1;
+
 	if (cfg->record_to != NULL && cfg->record_upstream == NULL) {
 		sbx_err_set(err, "--record-to needs --record-upstream (nothing would be recorded)");
+		return -1;
+	}
+	if (cfg->state_repair && cfg->state_dir == NULL) {
+		sbx_err_set(err, "--state-repair needs --state-dir (there is no log to repair)");
 		return -1;
 	}
 	if (cfg->state_dir != NULL && cfg->replay != NULL) {

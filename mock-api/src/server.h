@@ -35,7 +35,7 @@ struct sbx_mock {
 	struct MHD_Daemon *daemon;
 	char url[96];
 	uint16_t port;
-	char admin_token[72];
+	char admin_token[257];        /* at most 256 bytes (longer is refused) */
 	mock_model *model;
 	mock_faults *faults;
 	mock_journal *journal;
@@ -60,6 +60,8 @@ struct sbx_mock {
 	atomic_bool stopping;
 	atomic_uint_fast64_t req_counter;
 	atomic_uint_fast64_t conn_counter; /* serials of accepted connections (chaos.c) */
+	atomic_uint conns_open;      /* open API connections (http.c) */
+	unsigned max_conns;          /* past it, new API connections are closed at once */
 	uint64_t anon_requests;
 	uint64_t seed;
 	size_t max_json;
@@ -106,6 +108,8 @@ typedef struct mreq {
 	bool too_large;
 	cJSON *json;              /* parsed body when it is JSON, else NULL */
 	bool json_bad;            /* body present but not valid JSON */
+	char json_why[96];        /* why json_bad: what and at which byte */
+	bool uri_nul;             /* the raw URI held %00 (refused) */
 	int64_t start_us;
 	char request_id[40];
 	const char *api_key;      /* from the auth headers, may be NULL */

@@ -33,7 +33,13 @@ typedef struct th_req {
 	const char *ctype;     /* default application/json when body */
 	const char *extra_header; /* "Name: value" or NULL */
 	long timeout_ms;       /* 0: 30 s */
+	bool raw_ok;           /* a JSON answer need not parse (a fault's garbage) */
 } th_req;
+
+/* When true (the default), th_do aborts the test program on any answer
+ * with a JSON Content-Type that is not exactly one JSON value in valid
+ * UTF-8. Tests of faults that send broken JSON on purpose turn it off. */
+extern bool th_strict_json;
 
 /* Performs the request; the caller frees with th_resp_free. */
 void th_do(const th_req *rq, th_resp *out);

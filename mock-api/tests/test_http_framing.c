@@ -5,7 +5,11 @@
  *     closed, a request smuggled behind it never answered;
  *   - Content-Length with Transfer-Encoding: chunked → the same;
  *   - a declared Content-Length over the limit → 413 before any body byte
- *     is sent, and with Expect: 100-continue no 100 Continue first. */
+ *     is sent, and with Expect: 100-continue no 100 Continue first;
+ *   - a Content-Length that is not a number, or a chunk size that is not
+ *     hex → 400 and close (libmicrohttpd answers these itself, in HTML);
+ *   - a chunked body past the limit → the connection closed at the limit,
+ *     not read to its end. */
 #define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
@@ -149,6 +153,69 @@ static void test_expect_continue_gets_413(void **state)
 			"HTTP/1.1 413");
 }
 
+static void test_non_numeric_length_refused(void **state)
+{
+	char buf[8192];
+	bool closed;
+
+	(void)state;
+	closed = exchange("POST /v1/sandboxes HTTP/1.1\r\nHost: x\r\n"
+			  "Content-Type: application/json\r\n"
+			  "Content-Length: 2x\r\n\r\n{}" SMUGGLED,
+			  buf, sizeof(buf));
+	if (strncmp(buf, "HTTP/1.1 400", 12) != 0 || !closed || strstr(buf, "200 OK") != NULL)
+		fail_msg("want 400 then close, nothing served; closed=%d, got:\n%s", closed, buf);
+}
+
+static void test_bad_chunk_size_refused(void **state)
+{
+	char buf[8192];
+	bool closed;
+
+	(void)state;
+	closed = exchange("POST /v1/sandboxes HTTP/1.1\r\nHost: x\r\n"
+			  "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+			  "zz\r\n{}\r\n0\r\n\r\n" SMUGGLED,
+			  buf, sizeof(buf));
+	if (strncmp(buf, "HTTP/1.1 400", 12) != 0 || !closed || answers(buf) != 1)
+		fail_msg("want one 400 then close; closed=%d, got:\n%s", closed, buf);
+}
+
+/* A chunked body declares no length: the mock must stop reading it at the
+ * limit (1 MiB here) instead of taking everything the client sends. The
+ * body is never finished, so a mock that keeps reading never answers. */
+static void test_chunked_body_stops_at_limit(void **state)
+{
+	static const char head[] = "POST /v1/sandboxes HTTP/1.1\r\nHost: x\r\n"
+				   "Content-Type: application/json\r\n"
+				   "Transfer-Encoding: chunked\r\n\r\n";
+	static char chunk[6 + 4096 + 2];
+	int fd = connect_mock();
+	bool closed = false;
+	char c;
+	ssize_t n;
+
+	(void)state;
+	assert_true(fd >= 0);
+	memcpy(chunk, "1000\r\n", 6);
+	memset(chunk + 6, ' ', 4096);
+	memcpy(chunk + 6 + 4096, "\r\n", 2);
+	assert_int_equal(send(fd, head, sizeof(head) - 1, MSG_NOSIGNAL), (ssize_t)sizeof(head) - 1);
+	/* 1.5 MiB in 4 KiB chunks; the mock may close part way (EPIPE) */
+	for (int i = 0; i < 384; i++) {
+		if (send(fd, chunk, sizeof(chunk), MSG_NOSIGNAL) < 0)
+			break;
+	}
+	/* nothing more is sent: the mock closes, or 3 s pass */
+	do {
+		n = recv(fd, &c, 1, 0);
+	} while (n > 0);
+	closed = n == 0 || errno == ECONNRESET;
+	close(fd);
+	if (!closed)
+		fail_msg("the mock kept reading a chunked body past its 1 MiB limit (errno %d)", errno);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -157,6 +224,9 @@ int main(void)
 		cmocka_unit_test_setup(test_equal_duplicates_served, mf_reset),
 		cmocka_unit_test_setup(test_huge_length_answered_at_once, mf_reset),
 		cmocka_unit_test_setup(test_expect_continue_gets_413, mf_reset),
+		cmocka_unit_test_setup(test_non_numeric_length_refused, mf_reset),
+		cmocka_unit_test_setup(test_bad_chunk_size_refused, mf_reset),
+		cmocka_unit_test_setup(test_chunked_body_stops_at_limit, mf_reset),
 	};
 
 	return cmocka_run_group_tests(tests, mf_group_setup, mf_group_teardown);

@@ -20,6 +20,7 @@
 
 #include "mock_http.h"
 #include "sbx/mock.h"
+#include "json_print.h"
 #include "server.h"
 
 #define NBLOCK 3 /* of each kind: 9 blocked requests, more than the pool (2-4) */
@@ -258,11 +259,29 @@ static double rnd_number(void)
 	}
 }
 
+/* n bytes: one string in four any bytes but NUL (mostly not UTF-8), the
+ * others valid UTF-8 with controls, quotes and 2-, 3- and 4-byte forms. */
 static void rnd_string(char *buf, size_t n)
 {
-	for (size_t i = 0; i < n; i++)
-		buf[i] = (char)(1 + rnd() % 255); /* every byte but NUL */
-	buf[n] = '\0';
+	static const char *const pieces[] = {"a", "\"", "\\", "\n", "\x01", "\x1f", "\x7f",
+					     "\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80"};
+	bool any = rnd() % 4 == 0;
+	size_t i = 0;
+
+	while (i < n) {
+		const char *p = pieces[rnd() % 10];
+		size_t k = strlen(p);
+
+		if (any) {
+			buf[i++] = (char)(1 + rnd() % 255); /* every byte but NUL */
+			continue;
+		}
+		if (i + k > n)
+			break;
+		memcpy(buf + i, p, k);
+		i += k;
+	}
+	buf[i] = '\0';
 }
 
 static cJSON *rnd_tree(int depth)
@@ -306,18 +325,44 @@ static void json_printer_matches_cjson(void **state)
 
 		assert_non_null(want);
 		assert_non_null(got);
-		assert_string_equal(got, want);
-		assert_int_equal(len, strlen(want));
+		assert_int_equal(len, strlen(got));
+		if (mock_utf8_valid(want, strlen(want), NULL)) {
+			assert_string_equal(got, want);
+		} else {
+			/* cJSON copies bytes that are not UTF-8; the mock's answers
+			 * must stay UTF-8 JSON (issue 16) */
+			cJSON *back = cJSON_Parse(got);
+
+			assert_true(mock_utf8_valid(got, len, NULL));
+			assert_non_null(back);
+			cJSON_Delete(back);
+		}
 		free(want);
 		free(got);
 		cJSON_Delete(t);
 	}
 }
 
+static void json_printer_replaces_bytes_that_are_not_utf8(void **state)
+{
+	cJSON *o = cJSON_CreateObject();
+	size_t len = 0;
+	char *got;
+
+	(void)state;
+	cJSON_AddStringToObject(o, "k\xff", "a\xc3(\xe2\x82\xac\xed\xa0\x80z\xc3\xa9");
+	got = mock_json_print(o, &len);
+	assert_non_null(got);
+	assert_string_equal(got, "{\"k\\ufffd\":\"a\\ufffd(\xe2\x82\xac\\ufffd\\ufffd\\ufffdz\xc3\xa9\"}");
+	free(got);
+	cJSON_Delete(o);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(json_printer_matches_cjson),
+		cmocka_unit_test(json_printer_replaces_bytes_that_are_not_utf8),
 		cmocka_unit_test(reads_answered_while_many_requests_block),
 		cmocka_unit_test(silent_stream_killed_when_client_leaves),
 	};

@@ -24,6 +24,7 @@
 
 #include "mock_http.h"
 #include "mutation_log.h"
+#include "sha256.h"
 
 #define TOKEN "in-admin"
 #define MAXARGS 32
@@ -185,6 +186,45 @@ static void append(mock_mutlog *log, const char *rec)
 	assert_int_equal(mock_mutlog_append(log, rec, strlen(rec), &err), 0);
 }
 
+/* The state secret these tests give a state dir, and the tenant hash it
+ * makes of a key (what the mock writes instead of the key). */
+#define SECRET_HEX "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
+
+static void give_secret(const char *dir)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), "%s/state.key", dir);
+	assert_true(mkdir(dir, 0700) == 0 || errno == EEXIST);
+	write_file(path, SECRET_HEX "\n");
+}
+
+static const char *key_hash(const char *key)
+{
+	static char out[8][65];
+	static int next;
+	uint8_t secret[32];
+	char *h = out[next++ % 8];
+
+	for (int i = 0; i < 32; i++)
+		secret[i] = (uint8_t)i;
+	mock_hmac_sha256_hex(secret, sizeof(secret), key, h);
+	return h;
+}
+
+/* append with printf formatting (the hashes) */
+static void appendf(mock_mutlog *log, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void appendf(mock_mutlog *log, const char *fmt, ...)
+{
+	char rec[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(rec, sizeof(rec), fmt, ap);
+	va_end(ap);
+	append(log, rec);
+}
+
 static void damaged_state_records_are_refused(void **state)
 {
 	char dir[128], msg[8192];
@@ -195,24 +235,26 @@ static void damaged_state_records_are_refused(void **state)
 
 	(void)state;
 	path_in(dir, sizeof(dir), "state");
-	log = mock_mutlog_open(dir, true, NULL, NULL, NULL, &err);
+	give_secret(dir);
+	log = mock_mutlog_open(dir, true, false, NULL, NULL, NULL, &err);
 	assert_non_null(log);
 	append(log, "{\"t\":\"boot\"}");
-	append(log, "{\"t\":\"mut\",\"tenant\":{\"key\":\"k1\",\"templates\":"
-		    "[{\"id\":\"tpl_a\",\"name\":\"a\",\"status\":\"ready\"}]}}");
-	append(log, "{\"t\":\"mut\",\"tenant\":{\"key\":\"k2\",\"templates\":"
-		    "[{\"id\":\"tpl_b\",\"name\":\"b\",\"_created_ms\":1e300}]}}");
-	append(log, "{\"t\":\"mut\",\"tenant\":{\"key\":\"k3\",\"networks\":"
-		    "[{\"name\":\"n\",\"members\":[]}]}}");
-	append(log, "{\"t\":\"mut\",\"tenant\":{\"key\":\"k4\",\"networks\":"
-		    "[{\"id\":\"net-ok\",\"name\":\"ok\",\"members\":[]}]}}");
-	append(log, "{\"t\":\"mut\",\"tenant\":{\"key\":\"k5\",\"disks\":{}}}");
-	append(log, "{\"t\":\"mut\",\"sbx\":[{\"id\":\"sb-x\",\"tenant\":\"k4\",\"status\":"
-		    "\"destroyed\",\"shape\":\"s-1vcpu-1gb\",\"networks\":[7]}]}");
-	append(log, "{\"t\":\"mut\",\"sbx\":[{\"id\":\"sb-y\",\"tenant\":\"k4\",\"status\":"
-		    "\"destroyed\",\"shape\":\"s-1vcpu-1gb\",\"ssh_pubkeys\":[null]}]}");
-	append(log, "{\"t\":\"mut\",\"sbx\":[{\"id\":\"sb-z\",\"tenant\":\"k4\",\"status\":"
-		    "\"destroyed\",\"shape\":\"s-1vcpu-1gb\",\"envs\":{\"A\":1}}]}");
+	appendf(log, "{\"t\":\"mut\",\"tenant\":{\"key_hash\":\"%s\",\"templates\":"
+		     "[{\"id\":\"tpl_a\",\"name\":\"a\",\"status\":\"ready\"}]}}", key_hash("k1"));
+	appendf(log, "{\"t\":\"mut\",\"tenant\":{\"key_hash\":\"%s\",\"templates\":"
+		     "[{\"id\":\"tpl_b\",\"name\":\"b\",\"_created_ms\":1e300}]}}", key_hash("k2"));
+	appendf(log, "{\"t\":\"mut\",\"tenant\":{\"key_hash\":\"%s\",\"networks\":"
+		     "[{\"name\":\"n\",\"members\":[]}]}}", key_hash("k3"));
+	appendf(log, "{\"t\":\"mut\",\"tenant\":{\"key_hash\":\"%s\",\"networks\":"
+		     "[{\"id\":\"net-ok\",\"name\":\"ok\",\"members\":[]}]}}", key_hash("k4"));
+	appendf(log, "{\"t\":\"mut\",\"tenant\":{\"key_hash\":\"%s\",\"user_id\":\"u5\","
+		     "\"disks\":{}}}", key_hash("k5"));
+	appendf(log, "{\"t\":\"mut\",\"sbx\":[{\"id\":\"sb-x\",\"tenant_hash\":\"%s\",\"status\":"
+		     "\"destroyed\",\"shape\":\"s-1vcpu-1gb\",\"networks\":[7]}]}", key_hash("k4"));
+	appendf(log, "{\"t\":\"mut\",\"sbx\":[{\"id\":\"sb-y\",\"tenant_hash\":\"%s\",\"status\":"
+		     "\"destroyed\",\"shape\":\"s-1vcpu-1gb\",\"ssh_pubkeys\":[null]}]}", key_hash("k4"));
+	appendf(log, "{\"t\":\"mut\",\"sbx\":[{\"id\":\"sb-z\",\"tenant_hash\":\"%s\",\"status\":"
+		     "\"destroyed\",\"shape\":\"s-1vcpu-1gb\",\"envs\":{\"A\":1}}]}", key_hash("k4"));
 	mock_mutlog_close(log);
 
 	start(&r, (const char *[]){"--state-dir", dir, NULL});
@@ -247,10 +289,132 @@ static void damaged_state_records_are_refused(void **state)
 	    strstr(msg, "templates tpl_a: _created_ms") == NULL ||
 	    strstr(msg, "templates tpl_b: _created_ms") == NULL ||
 	    strstr(msg, "networks item without a string id") == NULL ||
-	    strstr(msg, "tenant k5: disks is not an array") == NULL ||
+	    strstr(msg, "tenant u5: disks is not an array") == NULL ||
 	    strstr(msg, "sandbox sb-x: networks") == NULL ||
 	    strstr(msg, "sandbox sb-y: ssh_pubkeys") == NULL || strstr(msg, "sandbox sb-z: envs") == NULL)
 		fail_msg("expected a warning naming each bad record, got: %s", msg);
+}
+
+/* Secrets at rest (issue 16): the state dir holds no API key and no admin
+ * token, only keyed hashes; it is 0700 and its files 0600; after a restart
+ * the tenant comes back when its key is presented; a log with raw keys
+ * (the earlier format) is refused, naming what to do. */
+static void file_holds(const char *path, const char *needle, bool *holds, mode_t *mode)
+{
+	char buf[65536];
+	FILE *fp = fopen(path, "rb");
+	size_t n;
+	struct stat st;
+
+	assert_non_null(fp);
+	assert_int_equal(fstat(fileno(fp), &st), 0);
+	*mode = st.st_mode & 0777;
+	n = fread(buf, 1, sizeof(buf), fp);
+	fclose(fp);
+	*holds = memmem(buf, n, needle, strlen(needle)) != NULL;
+}
+
+static void state_dir_keeps_no_secret(void **state)
+{
+	static const char *const files[] = {"state.log", "state.key", "lock"};
+	char dir[128], path[256], msg[8192];
+	const char *key = "sk-live-very-secret-key-0001";
+	th_resp resp;
+	struct stat st;
+	bool holds;
+	mode_t mode;
+	run r;
+
+	(void)state;
+	path_in(dir, sizeof(dir), "secret-state");
+	start(&r, (const char *[]){"--state-dir", dir, NULL});
+	th_json(r.url, key, "POST", "/v1/sandboxes", "{\"shape\":\"s-1vcpu-256mb\"}", &resp);
+	assert_int_equal(resp.status, 200);
+	th_resp_free(&resp);
+	stop(&r, msg, sizeof(msg));
+	assert_int_equal(stat(dir, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0700);
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
+		file_holds(path, key, &holds, &mode);
+		if (holds || mode != 0600)
+			fail_msg("%s: holds the API key: %d, mode %o (want 0600)", path, holds, mode);
+		file_holds(path, TOKEN, &holds, &mode);
+		assert_false(holds);
+	}
+	/* restarted: the key finds its sandbox again, another key nothing */
+	start(&r, (const char *[]){"--state-dir", dir, NULL});
+	th_json(r.url, "someone-else", "GET", "/v1/sandboxes", NULL, &resp);
+	assert_int_equal(resp.status, 200);
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(cJSON_GetObjectItem(resp.json, "data"), "data")), 0);
+	th_resp_free(&resp);
+	th_json(r.url, key, "GET", "/v1/sandboxes", NULL, &resp);
+	assert_int_equal(resp.status, 200);
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(cJSON_GetObjectItem(resp.json, "data"), "data")), 1);
+	th_resp_free(&resp);
+	stop(&r, msg, sizeof(msg));
+	snprintf(path, sizeof(path), "%s/state.log", dir);
+	file_holds(path, key, &holds, &mode);
+	assert_false(holds);
+}
+
+static void raw_key_log_is_refused(void **state)
+{
+	char dir[128];
+	sbx_err err = {{0}};
+	mock_mutlog *log;
+
+	(void)state;
+	path_in(dir, sizeof(dir), "old-format");
+	log = mock_mutlog_open(dir, true, false, NULL, NULL, NULL, &err);
+	assert_non_null(log);
+	append(log, "{\"t\":\"boot\",\"start_wall_ms\":1700000000000}");
+	append(log, "{\"t\":\"mut\",\"tenant\":{\"key\":\"k1\"}}");
+	mock_mutlog_close(log);
+	expect_refused((const char *[]){"--state-dir", dir, NULL},
+		       "record 2 names a tenant by its raw API key");
+	expect_refused((const char *[]){"--state-dir", dir, NULL}, "start with a new --state-dir");
+}
+
+/* A damaged log refuses the start (exit 2, naming --state-repair); with
+ * --state-repair the mock starts from the good records and says what it set
+ * aside (issue 16; issue 19 item 13: garbage was cut with a warning). */
+static void damaged_log_needs_state_repair(void **state)
+{
+	char dir[128], path[256], msg[8192];
+	sbx_err err = {{0}};
+	mock_mutlog *log;
+	th_resp resp;
+	run r;
+
+	(void)state;
+	path_in(dir, sizeof(dir), "damaged");
+	give_secret(dir);
+	log = mock_mutlog_open(dir, true, false, NULL, NULL, NULL, &err);
+	assert_non_null(log);
+	append(log, "{\"t\":\"boot\",\"start_wall_ms\":1700000000000}");
+	appendf(log, "{\"t\":\"mut\",\"tenant\":{\"key_hash\":\"%s\",\"networks\":"
+		     "[{\"id\":\"net-kept\",\"name\":\"kept\",\"members\":[]}]}}", key_hash("k1"));
+	mock_mutlog_close(log);
+	snprintf(path, sizeof(path), "%s/state.log", dir);
+	{
+		FILE *fp = fopen(path, "ab");
+
+		assert_non_null(fp);
+		fputs("garbage where a record should be", fp);
+		fclose(fp);
+	}
+	expect_refused((const char *[]){"--state-dir", dir, NULL}, "--state-repair");
+	start(&r, (const char *[]){"--state-dir", dir, "--state-repair", NULL});
+	th_json(r.url, "k1", "GET", "/v1/networks", NULL, &resp);
+	assert_int_equal(resp.status, 200);
+	assert_non_null(strstr(sbx_strbuf_str(&resp.body), "net-kept"));
+	th_resp_free(&resp);
+	stop(&r, msg, sizeof(msg));
+	if (strstr(msg, "--state-repair") == NULL || strstr(msg, "set aside in ") == NULL ||
+	    strstr(msg, "state.log.damaged-") == NULL)
+		fail_msg("want the repair reported on stderr, got: %s", msg);
+	expect_refused((const char *[]){"--state-repair", NULL}, "--state-repair needs --state-dir");
 }
 
 /* ---- item 4 and 6: timing and scenarios ---- */
@@ -376,6 +540,37 @@ static void start_options_that_would_not_work_are_refused(void **state)
 		       "--scenario-dir");
 }
 
+/* A value longer than where it is kept: a start-up error naming the option
+ * and its limit, never a silently cut value (issue 16). */
+static void option_values_that_do_not_fit_are_refused(void **state)
+{
+	char tok[258], region[65], dir[4096], msg[4096];
+	th_resp resp;
+	run r;
+
+	(void)state;
+	/* a 100-byte token works as given (it was cut at 71: 401) */
+	memset(tok, 't', 100);
+	tok[100] = '\0';
+	start(&r, (const char *[]){"--self-listen", "off", "--admin-token", tok, NULL});
+	th_admin(r.url, tok, "GET", "/_mock/settings", NULL, &resp);
+	if (resp.status != 200)
+		fail_msg("a 100-byte admin token: expected 200, got %ld", resp.status);
+	th_resp_free(&resp);
+	stop(&r, msg, sizeof(msg));
+	memset(tok, 't', 257);
+	tok[257] = '\0';
+	expect_refused((const char *[]){"--admin-token", tok, NULL},
+		       "--admin-token: 257 bytes, at most 256");
+	memset(region, 'r', 64);
+	region[64] = '\0';
+	expect_refused((const char *[]){"--region", region, NULL}, "--region: 64 bytes, at most 63");
+	snprintf(dir, sizeof(dir), "%s/", g_tmp);
+	memset(dir + strlen(dir), 'd', 4000);
+	dir[sizeof(dir) - 1] = '\0';
+	expect_refused((const char *[]){"--work-dir", dir, NULL}, "--work-dir: ");
+}
+
 static void exposed_or_closed_starts_warn(void **state)
 {
 	char msg[8192];
@@ -423,6 +618,10 @@ int main(int argc, char **argv)
 		cmocka_unit_test_teardown(keys_file_must_hold_keys, teardown),
 		cmocka_unit_test_teardown(state_dir_is_locked, teardown),
 		cmocka_unit_test_teardown(start_options_that_would_not_work_are_refused, teardown),
+		cmocka_unit_test_teardown(option_values_that_do_not_fit_are_refused, teardown),
+		cmocka_unit_test_teardown(state_dir_keeps_no_secret, teardown),
+		cmocka_unit_test_teardown(raw_key_log_is_refused, teardown),
+		cmocka_unit_test_teardown(damaged_log_needs_state_repair, teardown),
 		cmocka_unit_test_teardown(exposed_or_closed_starts_warn, teardown),
 	};
 	int rc;

@@ -52,6 +52,13 @@ typedef struct sbx_mock_config {
 	const char *record_to;       /* ... writing the exchanges (JSON lines) here */
 	const char *replay;          /* replay mode: serve this recording in order */
 	const char *state_dir;       /* durable state: mutation log + guest trees here */
+	bool state_repair;           /* a damaged log: set its tail aside and start
+				      * from the last good record (else refused) */
+	/* Open connections on the API port past which a new one is closed at
+	 * once (0: the default, 4000, lowered to fit RLIMIT_NOFILE), and the
+	 * seconds after which an idle connection is closed (0: 120). */
+	unsigned max_connections;
+	unsigned idle_timeout_s;
 	/* The guests' self-signal endpoint (POST /self/pause, /self/delete),
 	 * "HOST:PORT"; the real one is 127.0.0.1:1029 inside every VM. NULL: off
 	 * (the default here; sbx-mock's own default is 127.0.0.1:1029). */
