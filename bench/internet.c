@@ -299,8 +299,14 @@ int main(int argc, char **argv)
 		if (call(c, "POST", cmd, text, &out) != 200)
 			failed("connect probe", (long)out.status, &out);
 		field(&out, "result", "stdout", res, sizeof(res));
-		if (sscanf(res, "%lf %lf", &c50, &c90) != 2)
-			failed("connect probe output", (long)out.status, &out);
+		{
+			char *end = NULL, *end2 = NULL;
+
+			c50 = strtod(res, &end);
+			c90 = end != NULL ? strtod(end, &end2) : 0;
+			if (end == res || end2 == end)
+				failed("connect probe output", (long)out.status, &out);
+		}
 		free(text);
 		cJSON_Delete(b);
 	}

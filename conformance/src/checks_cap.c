@@ -213,7 +213,7 @@ void ck_cap_004(struct cf_case *c)
 {
 	char tok[40], why[600];
 	struct cf_driver *d;
-	const char *et, *em;
+	const char *et = "", *em = "";
 	cJSON *res, *j;
 	bool live;
 
@@ -258,7 +258,7 @@ void ck_cap_005(struct cf_case *c)
 						 "1.1.1.1:443"};
 	char why[600], r[32], *code;
 	struct cf_driver *d;
-	const char *et, *em, *res_s;
+	const char *et = "", *em = "", *res_s;
 	cJSON *res, *sbs;
 	const cJSON *sb;
 	bool live;
@@ -313,7 +313,7 @@ void ck_cap_006(struct cf_case *c)
 {
 	char tok[40], why[600];
 	struct cf_driver *d;
-	const char *et, *em, *meta;
+	const char *et = "", *em = "", *meta;
 	cJSON *res;
 
 	if (!cf_live_egress(c, why, sizeof(why))) {

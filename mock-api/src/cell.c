@@ -85,17 +85,25 @@ static const char *cell_path(void)
  * sbx-mock that entered one for enforced egress) maps one id only. */
 bool mock_cell_host_root(void)
 {
-	unsigned long inside = 1, outside = 1, count = 0;
+	char line[128] = "";
+	char *p = line, *end;
+	unsigned long v[3] = {1, 1, 0};
 	FILE *f;
 
 	if (geteuid() != 0)
 		return false;
 	f = fopen("/proc/self/uid_map", "re");
-	if (f != NULL && fscanf(f, "%lu %lu %lu", &inside, &outside, &count) != 3)
-		count = 0;
+	if (f == NULL || fgets(line, sizeof(line), f) == NULL)
+		line[0] = '\0';
 	if (f != NULL)
 		fclose(f);
-	return inside == 0 && outside == 0 && count == 4294967295UL;
+	for (int i = 0; i < 3; i++, p = end) {
+		errno = 0;
+		v[i] = strtoul(p, &end, 10);
+		if (end == p || errno != 0)
+			return false;
+	}
+	return v[0] == 0 && v[1] == 0 && v[2] == 4294967295UL;
 }
 
 uid_t mock_cell_owner(void)

@@ -12,6 +12,7 @@
 #include "internet.h"
 #include "server.h"
 
+#include <arpa/inet.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,11 +20,11 @@
 /* The sandbox's address index: 10.(200+hi).mid.lo of model_sandbox.c. */
 static uint32_t slot_of(const char *ip)
 {
-	unsigned a, b, c, d;
+	uint8_t a[4];
 
-	if (sscanf(ip, "%u.%u.%u.%u", &a, &b, &c, &d) != 4 || a != 10 || b < 200)
+	if (inet_pton(AF_INET, ip, a) != 1 || a[0] != 10 || a[1] < 200)
 		return 0;
-	return (b - 200) << 16 | (c & 0xff) << 8 | (d & 0xff);
+	return (uint32_t)(a[1] - 200) << 16 | (uint32_t)a[2] << 8 | a[3];
 }
 
 typedef struct egress_copy {

@@ -216,7 +216,7 @@ static int configure(mock_internet *in, sbx_err *err)
 	}
 	if (nft_run(in, base_ruleset, "base ruleset", err) != 0)
 		return -1;
-	in->srv = mock_inet_servers_start(&in->hosts, in, err);
+	in->srv = mock_inet_servers_start(&in->hosts, mock_internet_who, in, err);
 	return in->srv != NULL ? 0 : -1;
 }
 
@@ -564,8 +564,10 @@ void mock_internet_unwire(mock_internet *in, uint32_t slot)
 	pthread_mutex_unlock(&in->lock);
 }
 
-void mock_internet_who(mock_internet *in, int family, const uint8_t *addr, char *id, size_t cap)
+void mock_internet_who(void *arg, int family, const uint8_t *addr, char *id, size_t cap)
 {
+	mock_internet *in = arg;
+
 	id[0] = '\0';
 	pthread_mutex_lock(&in->lock);
 	for (size_t i = 0; i < in->nw; i++) {

@@ -62,14 +62,18 @@ void mock_internet_unwire(mock_internet *in, uint32_t slot);
 /* The resolver's table (for the documented mode's compilation and tests). */
 const mock_hosts *mock_internet_hosts(const mock_internet *in);
 
-/* internet_serve.c: the listeners inside the namespace. */
+/* internet_serve.c: the listeners inside the namespace. who: the sandbox
+ * id wired at a guest address ("" when none), for the metadata document
+ * (a callback: the servers sit below internet.c). */
 typedef struct mock_inet_servers mock_inet_servers;
+typedef void (*mock_inet_who_fn)(void *arg, int family, const uint8_t *addr, char *id, size_t cap);
 /* Called inside the internet's namespace. */
-mock_inet_servers *mock_inet_servers_start(const mock_hosts *hosts, mock_internet *in, sbx_err *err);
+mock_inet_servers *mock_inet_servers_start(const mock_hosts *hosts, mock_inet_who_fn who, void *who_arg,
+					   sbx_err *err);
 void mock_inet_servers_stop(mock_inet_servers *s);
-/* The sandbox id wired at a guest address ("" when none): the metadata
- * document names it. */
-void mock_internet_who(mock_internet *in, int family, const uint8_t *addr, char *id, size_t cap);
+/* The sandbox id wired at a guest address ("" when none); in is a
+ * mock_internet (the servers' who callback). */
+void mock_internet_who(void *in, int family, const uint8_t *addr, char *id, size_t cap);
 
 /* The transparent proxy's port inside the namespace (fixed: the namespace
  * is the mock's alone). */

@@ -38,7 +38,8 @@ struct mock_inet_servers {
 	pthread_mutex_t lock;
 	pthread_cond_t idle; /* conns reached 0 */
 	const mock_hosts *hosts;
-	mock_internet *in;
+	mock_inet_who_fn who;
+	void *who_arg;
 };
 
 typedef struct conn {
@@ -100,19 +101,21 @@ static void addr_text(const struct sockaddr_storage *ss, char *out, size_t cap, 
 	char a[INET6_ADDRSTRLEN] = "?";
 
 	if (ss->ss_family == AF_INET6) {
-		const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)ss;
+		struct sockaddr_in6 s6;
 
-		inet_ntop(AF_INET6, &s6->sin6_addr, a, sizeof(a));
-		snprintf(out, cap, "[%s]:%u", a, (unsigned)ntohs(s6->sin6_port));
+		memcpy(&s6, ss, sizeof(s6));
+		inet_ntop(AF_INET6, &s6.sin6_addr, a, sizeof(a));
+		snprintf(out, cap, "[%s]:%u", a, (unsigned)ntohs(s6.sin6_port));
 		*fam = 6;
-		memcpy(raw, &s6->sin6_addr, 16);
+		memcpy(raw, &s6.sin6_addr, 16);
 	} else {
-		const struct sockaddr_in *s4 = (const struct sockaddr_in *)ss;
+		struct sockaddr_in s4;
 
-		inet_ntop(AF_INET, &s4->sin_addr, a, sizeof(a));
-		snprintf(out, cap, "%s:%u", a, (unsigned)ntohs(s4->sin_port));
+		memcpy(&s4, ss, sizeof(s4));
+		inet_ntop(AF_INET, &s4.sin_addr, a, sizeof(a));
+		snprintf(out, cap, "%s:%u", a, (unsigned)ntohs(s4.sin_port));
 		*fam = 4;
-		memcpy(raw, &s4->sin_addr, 4);
+		memcpy(raw, &s4.sin_addr, 4);
 	}
 }
 
@@ -154,7 +157,7 @@ static void answer(const conn *c)
 	addr_text(&here, dest, sizeof(dest), &fam, raw);
 	metadata = strcmp(dest, MOCK_INET_METADATA4 ":80") == 0;
 	addr_text(&peer, from, sizeof(from), &fam, raw);
-	mock_internet_who(c->s->in, fam, raw, id, sizeof(id));
+	c->s->who(c->s->who_arg, fam, raw, id, sizeof(id));
 	if (metadata)
 		snprintf(body, sizeof(body),
 			 "{\"service\":\"sbx-mock simulated metadata\",\"sandbox_id\":\"%s\","
@@ -319,7 +322,8 @@ static void *resolver_main(void *arg)
 
 /* ---- start and stop ---- */
 
-mock_inet_servers *mock_inet_servers_start(const mock_hosts *hosts, mock_internet *in, sbx_err *err)
+mock_inet_servers *mock_inet_servers_start(const mock_hosts *hosts, mock_inet_who_fn who, void *who_arg,
+					   sbx_err *err)
 {
 	mock_inet_servers *s = calloc(1, sizeof(*s));
 
@@ -328,7 +332,8 @@ mock_inet_servers *mock_inet_servers_start(const mock_hosts *hosts, mock_interne
 		return NULL;
 	}
 	s->hosts = hosts;
-	s->in = in;
+	s->who = who;
+	s->who_arg = who_arg;
 	s->tcp4 = s->tcp6 = s->dns = -1;
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_cond_init(&s->idle, NULL);
