@@ -88,7 +88,8 @@ const char *fz_action_kind(unsigned action);
  * dribble): the results must stay exact when only these fired. */
 bool fz_kind_benign(const char *kind);
 
-/* Human / replay output of the whole input: export lines, the scenario
+/* Human / replay output of the whole input: export lines (url NULL: none
+ * for the control plane), the scenario
  * file (rules without tenant scoping) and the driver request lines. */
 void fz_print_exports(FILE *f, const struct fz_input *in, const char *url, const char *key);
 cJSON *fz_scenario(const struct fz_input *in, const char *name);

@@ -37,6 +37,27 @@ static int write_seeds(const char *dir)
 	return 0;
 }
 
+/* fz_describe's lines as shell comments. */
+static void print_commented(const struct fz_input *in)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&text, &len);
+	const char *p;
+
+	if (m == NULL)
+		return;
+	fz_describe(m, in);
+	fclose(m);
+	fputs("# ", stdout);
+	for (p = text; *p != '\0'; p++) {
+		fputc(*p, stdout);
+		if (*p == '\n' && p[1] != '\0')
+			fputs("# ", stdout);
+	}
+	free(text);
+}
+
 static int print_replay(const char *file)
 {
 	uint8_t buf[4096];
@@ -55,20 +76,31 @@ static int print_replay(const char *file)
 	fz_decode(buf, len, &in);
 	sc = fz_scenario(&in, "backend-fuzzer-replay");
 	s = cJSON_Print(sc);
-	printf("#!/bin/sh\n# Replay of backend_fuzzer input %s:\n# ", file);
-	fz_describe(stdout, &in);
-	printf("# Needs sbx-mock and the backend driver on PATH (build/default/mock-api,\n"
-	       "# build/default/conformance); DRIVER overrides the driver command.\n"
-	       "set -e\ncd \"$(mktemp -d)\"\n"
+	printf("#!/bin/sh\n# Replay of backend_fuzzer input %s:\n", file);
+	print_commented(&in);
+	printf("# Needs sbx-mock and the driver on PATH (build/default/mock-api, build/default/conformance);\n"
+	       "# DRIVER overrides the driver command (default sbx-ref-backend), SBX_MOCK_PORT the port.\n"
+	       "set -e\ndir=$(mktemp -d)\ncd \"$dir\"\n"
 	       "cat > scenario.json <<'SBX_EOF'\n%s\nSBX_EOF\n"
-	       "sbx-mock --listen 127.0.0.1:${SBX_MOCK_PORT:-8090} --self-listen off --quiet "
-	       "--scenario ./scenario.json &\nmock=$!\ntrap 'kill $mock' EXIT\nsleep 1\n", s);
+	       "sbx-mock --listen 127.0.0.1:${SBX_MOCK_PORT:-0} --self-listen off --quiet "
+	       "--scenario ./scenario.json > mock.out 2>&1 &\nmock=$!\n"
+	       "trap 'kill $mock 2>/dev/null; wait $mock 2>/dev/null; rm -rf \"$dir\"' EXIT\nurl=\n"
+	       "for i in $(seq 100); do url=$(sed -n 's/^sbx-mock listening on //p' mock.out); "
+	       "[ -n \"$url\" ] && break; sleep 0.1; done\n"
+	       "[ -n \"$url\" ] || { cat mock.out; exit 2; }\n", s);
 	free(s);
 	cJSON_Delete(sc);
-	fz_print_exports(stdout, &in, "http://127.0.0.1:${SBX_MOCK_PORT:-8090}", "fuzz-replay-key");
+	printf("export CREATEOS_SANDBOX_BASE_URL=\"$url\"\n");
+	fz_print_exports(stdout, &in, NULL, "fuzz-replay-key");
+	if (in.url == FZ_N_URL - 1)
+		printf("export CREATEOS_SANDBOX_BASE_URL=http://127.0.0.1:9   # the input's unreachable control plane\n");
 	printf("cat > requests.jsonl <<'SBX_EOF'\n");
 	fz_print_requests(stdout, &in);
-	printf("SBX_EOF\n${DRIVER:-sbx-ref-backend} < requests.jsonl\n");
+	printf("SBX_EOF\nrm -f /tmp/sbx-fuzz-trip-replay\n${DRIVER:-sbx-ref-backend} < requests.jsonl\n"
+	       "if [ -e /tmp/sbx-fuzz-trip-replay ]; then echo 'TRIP-WIRE: the code ran on the host'; "
+	       "rm -f /tmp/sbx-fuzz-trip-replay; fi\n"
+	       "curl -s -H \"X-Mock-Admin-Token: $(sed -n 's/^admin token: //p' mock.out)\" "
+	       "\"$url/_mock/journal\" || true\necho\n");
 	return 0;
 }
 
