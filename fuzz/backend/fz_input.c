@@ -79,11 +79,18 @@ void fz_decode(const uint8_t *data, size_t size, struct fz_input *in)
 {
 	struct reader r = {data, size};
 	unsigned flags = take(&r, 256), i;
+	bool custom;
 
 	memset(in, 0, sizeof(*in));
-	in->fresh = flags & 1u;
-	in->concurrent = (flags >> 1) & 1u;
-	in->nruns = NRUNS[(flags >> 2) % 4];
+	/* Flags: a fresh driver (bits 0 and 1: one input in four), concurrent
+	 * runs (bit 2), the run count (bits 3-4), own settings (bit 5; else the
+	 * eight settings bytes are read but ignored, so the layout stays put).
+	 * Defaults are common on purpose: a driver serves one combination of
+	 * settings, and reusing it is what makes an input cost milliseconds. */
+	in->fresh = (flags & 3u) == 3u;
+	in->concurrent = (flags >> 2) & 1u;
+	in->nruns = NRUNS[(flags >> 3) % 4];
+	custom = (flags >> 5) & 1u;
 	in->network = take(&r, FZ_N_NETWORK);
 	in->accept = take(&r, FZ_N_ACCEPT);
 	in->domains = take(&r, FZ_N_DOMAINS);
@@ -92,6 +99,8 @@ void fz_decode(const uint8_t *data, size_t size, struct fz_input *in)
 	in->shape = take(&r, FZ_N_SHAPE);
 	in->key = take(&r, FZ_N_KEY);
 	in->url = take(&r, FZ_N_URL);
+	if (!custom)
+		in->network = in->accept = in->domains = in->timeout = in->memory = in->shape = in->key = in->url = 0;
 	in->nfaults = take(&r, FZ_MAX_FAULTS + 1);
 	for (i = 0; i < in->nfaults; i++) {
 		struct fz_fault *f = &in->faults[i];
@@ -121,8 +130,11 @@ size_t fz_encode(const struct fz_input *in, uint8_t *out, size_t cap)
 	uint8_t b[128];
 	size_t n = 0;
 	unsigned i;
+	bool custom = in->network || in->accept || in->domains || in->timeout || in->memory || in->shape ||
+		      in->key || in->url;
 
-	b[n++] = (uint8_t)((in->fresh ? 1 : 0) | (in->concurrent ? 2 : 0) | ((in->nruns == 1 ? 0 : in->nruns) << 2));
+	b[n++] = (uint8_t)((in->fresh ? 3 : 0) | (in->concurrent ? 4 : 0) | ((in->nruns == 1 ? 0 : in->nruns) << 3) |
+			   (custom ? 32 : 0));
 	b[n++] = (uint8_t)in->network;
 	b[n++] = (uint8_t)in->accept;
 	b[n++] = (uint8_t)in->domains;
