@@ -73,6 +73,11 @@ static const struct fz_seed SEEDS[] = {
 				     .runs = {{0}, {.exit_idx = 1}}}},
 	{"combo-latency-everywhere", {.nfaults = 1, .faults = {FAULT(E_ANY, A_LATENCY, 1, 0)}, .concurrent = true,
 				      .nruns = 2, .runs = {{.out_idx = 3}, {.err_idx = 3}}}},
+	/* found by the fuzzer: an empty 200 to the code upload ran a missing
+	 * file (exit 2) instead of raising; the reference now checks the answer */
+	{"found-upload-empty-200", {.nfaults = 1, .faults = {FAULT(E_UPLOAD, A_EMPTY200, 0, 0)},
+				    .nruns = 1, .runs = {{.exit_idx = 2, .out_idx = 2}}}},
+	{"found-upload-garbage", {.nfaults = 1, .faults = {FAULT(E_UPLOAD, A_GARBAGE, 0, 1)}, RUN1}},
 };
 
 size_t fz_seeds(const struct fz_seed **out)
