@@ -9,6 +9,8 @@
 #include <sys/stat.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+/* Optional, as in libFuzzer: called once with argc/argv before any input. */
+int LLVMFuzzerInitialize(int *argc, char ***argv) __attribute__((weak));
 
 static int replay_file(const char *path)
 {
@@ -83,6 +85,8 @@ static int replay_path(const char *path, size_t *count)
 
 int main(int argc, char **argv)
 {
+	if (LLVMFuzzerInitialize != NULL)
+		LLVMFuzzerInitialize(&argc, &argv);
 	if (argc < 2) {
 		fprintf(stderr, "usage: %s CORPUS_DIR_OR_FILE...\n", argv[0]);
 		return 2;

@@ -156,8 +156,18 @@ int upload(struct ref *r, const char *id, const char *path, const char *data, sb
 	sbx_strbuf_printf(&p, "/v1/sandboxes/%s/files?path=%s", id, path);
 	ref_http_raw(r->http, "PUT", sbx_strbuf_str(&p), data, strlen(data), "application/octet-stream",
 		     NULL, NULL, &resp);
-	if (ref_http_classify(&resp, "PUT", sbx_strbuf_str(&p), "upload code", err))
+	if (ref_http_classify(&resp, "PUT", sbx_strbuf_str(&p), "upload code", err)) {
 		rc = -1;
+	} else { /* a 2xx that is no JSend success (empty, garbage) stored nothing (backend fuzzer) */
+		cJSON *j = cJSON_ParseWithLength(resp.body.data ? resp.body.data : "", resp.body.len);
+
+		if (str_field(j, "status") == NULL || strcmp(str_field(j, "status"), "success") != 0) {
+			sbxd_error_set(err, SBXD_EXECUTION, "upload code: PUT %s: answer %ld is not a JSend success "
+				       "(%zu bytes)", sbx_strbuf_str(&p), resp.status, resp.body.len);
+			rc = -1;
+		}
+		cJSON_Delete(j);
+	}
 	ref_resp_free(&resp);
 	sbx_strbuf_free(&p);
 	return rc;

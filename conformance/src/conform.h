@@ -162,6 +162,9 @@ bool cf_driver_broken(const struct cf_driver *d);
 /* Sends exit, waits briefly, kills the process group; collects stderr. */
 void cf_driver_stop(struct cf_driver *d);
 pid_t cf_driver_pid(const struct cf_driver *d);
+/* The file the driver's stderr goes to (removed by cf_driver_stop); for a
+ * caller that keeps one driver over many runs and reads its log as it grows. */
+const char *cf_driver_stderr_path(const struct cf_driver *d);
 /* Frees a driver after cf_driver_stop (the case teardown does this). */
 void cf_driver_free(struct cf_driver *d);
 

@@ -43,6 +43,11 @@ bool cf_driver_broken(const struct cf_driver *d)
 	return d->broken;
 }
 
+const char *cf_driver_stderr_path(const struct cf_driver *d)
+{
+	return d->errpath;
+}
+
 /* True when the environment entry "NAME=value" has the name of `spec`
  * ("NAME=value" or a bare "NAME"). */
 static bool env_name_eq(const char *entry, const char *spec)

@@ -1,0 +1,153 @@
+/* fz: the backend fuzzer's parts (fuzz/backend_fuzzer.c is the libFuzzer
+ * entry point): the structure-aware input decoder and its printers
+ * (fz_input.c), the harness that drives a backend driver process against
+ * the embedded mock (fz_harness.c) and the invariants (fz_check.c).
+ *
+ * An input is a byte string read front to back by a FuzzedDataProvider-style
+ * reader: every byte string decodes to a valid input (missing bytes read as
+ * 0), every choice is an index into a fixed table below, so the same bytes
+ * always mean the same settings, fault plan and guest behaviour. */
+#ifndef SBX_FZ_H
+#define SBX_FZ_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <cjson/cJSON.h>
+
+#define FZ_MAX_FAULTS 4
+#define FZ_MAX_RUNS 3
+
+/* ---- the decoded input ---- */
+
+struct fz_fault {
+	unsigned endpoint; /* index into FZ_ENDPOINTS */
+	unsigned action;   /* index into FZ_ACTIONS */
+	unsigned param;    /* action parameter choice (status, ms, ...) */
+	unsigned after;    /* fire.after */
+	unsigned times;    /* fire.times; 0 = always */
+};
+
+struct fz_run {
+	unsigned exit_idx;   /* FZ_EXITS */
+	unsigned out_idx;    /* FZ_SIZES: stdout bytes */
+	unsigned err_idx;    /* FZ_SIZES: stderr bytes */
+	unsigned sleep_idx;  /* FZ_SLEEPS */
+	bool env;            /* run env {"SBX_FZ": token} printed by the code */
+	bool unicode;        /* multi-byte UTF-8 in the output */
+};
+
+struct fz_input {
+	bool fresh;          /* start a new driver for this input */
+	bool concurrent;     /* run_concurrent instead of sequential runs */
+	unsigned network, accept, domains, timeout, memory, shape, key, url; /* settings table indices */
+	unsigned nfaults;
+	struct fz_fault faults[FZ_MAX_FAULTS];
+	unsigned nruns;
+	struct fz_run runs[FZ_MAX_RUNS];
+};
+
+/* Table sizes (indices are taken modulo these). */
+enum {
+	FZ_N_NETWORK = 8, FZ_N_ACCEPT = 10, FZ_N_DOMAINS = 6, FZ_N_TIMEOUT = 9, FZ_N_MEMORY = 8,
+	FZ_N_SHAPE = 5, FZ_N_KEY = 3, FZ_N_URL = 6, FZ_N_ENDPOINTS = 9, FZ_N_ACTIONS = 21, FZ_N_EXITS = 6,
+	FZ_N_SIZES = 6, FZ_N_SLEEPS = 6,
+};
+
+/* Decodes bytes (any) into *in. */
+void fz_decode(const uint8_t *data, size_t size, struct fz_input *in);
+/* Encodes *in back into bytes that decode to it; returns the length (<= cap). */
+size_t fz_encode(const struct fz_input *in, uint8_t *out, size_t cap);
+
+/* ---- what the input means ---- */
+
+/* Environment overrides for the driver ("NAME=value" or "NAME" = unset),
+ * NULL-terminated, at most 12 entries; dead_url replaces the control plane
+ * when the input asks for an unreachable one. Strings are static or in buf. */
+void fz_settings_env(const struct fz_input *in, const char *dead_url, const char *key, const char **env,
+		     char *buf, size_t cap);
+/* The timeout the driver runs with (the runner's default 10 when unset),
+ * or -1 when the setting is invalid. */
+long fz_timeout_s(const struct fz_input *in);
+/* True when run r sleeps past the run's timeout (then exit must be -1). */
+bool fz_sleeps_past(const struct fz_input *in, unsigned r);
+/* The Python code of run r, the env object (NULL when none) and the exact
+ * stdout / stderr / exit code it produces in a guest. trip is the
+ * trip-wire path, guard_dir the mock's guest work dir (a guest whose cwd
+ * is under it never writes the trip-wire). Caller frees the strings. */
+char *fz_code(const struct fz_input *in, unsigned r, const char *trip, const char *guard_dir, const char *token);
+char *fz_expected(const struct fz_input *in, unsigned r, bool err_stream, const char *token);
+int fz_expected_exit(const struct fz_input *in, unsigned r);
+/* The fault rule of fault i as a mock rule object (caller frees); its
+ * "name" is "fz<i>:<kind>" so the journal names the kind. */
+cJSON *fz_fault_rule(const struct fz_input *in, unsigned i);
+const char *fz_action_kind(unsigned action);
+/* True for kinds that never change an answer's content (latency, a fast
+ * dribble): the results must stay exact when only these fired. */
+bool fz_kind_benign(const char *kind);
+
+/* Human / replay output of the whole input: export lines (url NULL: none
+ * for the control plane), the scenario
+ * file (rules without tenant scoping) and the driver request lines. */
+void fz_print_exports(FILE *f, const struct fz_input *in, const char *url, const char *key);
+cJSON *fz_scenario(const struct fz_input *in, const char *name);
+void fz_print_requests(FILE *f, const struct fz_input *in);
+/* One line describing the input ("3 runs, concurrent, 2 faults: ..."). */
+void fz_describe(FILE *f, const struct fz_input *in);
+
+/* ---- one input driven against the backend (fz_harness.c) ---- */
+
+struct fz_run_out {
+	cJSON *result;       /* the run's result, NULL when it raised */
+	char etype[64];      /* the error class when it raised */
+	char emsg[512];
+	bool broken;         /* no protocol answer (driver died, hung, garbage) */
+	int j_lo, j_hi;      /* the run's journal entries [j_lo, j_hi) (whole input when concurrent) */
+	char token[40];      /* the value of SBX_FZ in the run's env */
+	double ms;
+};
+
+struct fz_outcome {
+	bool createos;           /* the createos-backend profile's rules apply */
+	const char *profile;
+	const cJSON *caps;       /* the driver's capabilities (borrowed) */
+	int caps_io;             /* journal entries caused by hello + capabilities (-1: reused driver) */
+	bool concurrent;         /* run_concurrent was used */
+	struct fz_run_out runs[FZ_MAX_RUNS];
+	cJSON *journal;          /* the tenant's journal for the input */
+	cJSON *sandboxes;        /* every sandbox of the tenant after the runs */
+	cJSON *after_shutdown;   /* the same after shutdown(), when guests were left (else NULL) */
+	char *stderr_tail;       /* what the driver wrote to stderr during the input */
+	bool trip;               /* the trip-wire exists */
+	char key[64];
+	char trip_path[400];
+	const char *backend_cmd;
+	const char *mock_url;
+	cJSON *shapes;           /* the control plane's shape catalog (borrowed) */
+	long fresh_whoami;       /* 1 when the driver was started for this input */
+};
+
+/* Starts the embedded mock and reads the backend from the environment
+ * (SBX_FUZZ_BACKEND_CMD, SBX_FUZZ_PYTHON_BACKEND, SBX_FUZZ_PROFILE,
+ * SBX_FUZZ_QUIRK, SBX_FUZZ_RESTART_EVERY); exits with a message when it
+ * cannot. self_exe runs the built-in reference backend. */
+void fz_harness_init(const char *self_exe);
+/* Runs the input; the caller checks and then frees the outcome. */
+void fz_harness_run(const struct fz_input *in, struct fz_outcome *out);
+void fz_outcome_free(struct fz_outcome *out);
+/* Stops every driver and the mock (atexit). */
+void fz_harness_fini(void);
+
+/* ---- the invariants (fz_check.c): abort() with the explanation on stderr ---- */
+void fz_check(const struct fz_input *in, struct fz_outcome *out);
+
+/* The seed inputs (the conformance checks' own cases). */
+struct fz_seed {
+	const char *name;
+	struct fz_input in;
+};
+size_t fz_seeds(const struct fz_seed **out);
+
+#endif

@@ -1,0 +1,668 @@
+/* fz_harness: drives one backend-fuzzer input against a backend driver and
+ * the embedded mock, with the conformance runner's own machinery (driver
+ * processes, fault rules scoped to the tenant, journal and sandbox reads:
+ * conformance/src runner_driver.c, control_plane.c, checks_common.c).
+ *
+ * Driver reuse: settings reach a driver as its environment (PROTOCOL.md), so
+ * a driver serves one combination of settings. Drivers are kept in a small
+ * pool keyed by that environment, each with its own API key; before every
+ * input the mock is reset (POST /_mock/reset), so the key names a new, empty
+ * tenant: no journal entry, sandbox or fault rule of an earlier input
+ * remains. A driver is replaced when it dies, after SBX_FUZZ_RESTART_EVERY
+ * inputs (default 200), when the input asks for a fresh one, or when it left
+ * guests behind (after shutdown()). Never leaves a process behind: drivers
+ * are process-group leaders stopped by fz_harness_fini. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "conform.h"
+#include "fz.h"
+#include "sbx/mock.h"
+#include "sbx/sys.h"
+
+#define POOL 6
+#define RUN_T 30.0
+
+struct slot {
+	char envkey[2048];
+	struct cf_case *c;
+	struct cf_driver *d;
+	cJSON *caps;
+	char name[64];
+	unsigned served;
+	unsigned long used;
+	bool no_concurrent; /* answered run_concurrent with a ProtocolError */
+	off_t err_off;
+};
+
+static struct {
+	bool ready;
+	sbx_mock *mock;
+	struct cf_config cf;
+	char workdir[300];
+	char dead_url[64];
+	char *cmd;
+	char *python;      /* SBX_FUZZ_PYTHON_BACKEND */
+	bool builtin;      /* the built-in reference backend (self-exec) */
+	const char *profile; /* SBX_FUZZ_PROFILE or NULL (decided by the driver's name) */
+	unsigned restart_every;
+	struct slot pool[POOL];
+	unsigned long clock;
+	unsigned long keys;
+	cJSON *shapes;
+} H;
+
+static const struct cf_check FUZZ_DEF = {"FUZZ", "fuzz", "backend fuzzer input", 0, false, NULL};
+
+__attribute__((noreturn, format(printf, 1, 2)))
+static void die(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "backend_fuzzer: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(2);
+}
+
+static char *shell_quote(const char *s)
+{
+	sbx_strbuf b = SBX_STRBUF_INIT;
+
+	sbx_strbuf_puts(&b, "'");
+	for (; *s != '\0'; s++) {
+		if (*s == '\'')
+			sbx_strbuf_puts(&b, "'\\''");
+		else
+			sbx_strbuf_append(&b, s, 1);
+	}
+	sbx_strbuf_puts(&b, "'");
+	return sbx_strbuf_detach(&b, NULL);
+}
+
+/* A loopback port nothing listens on (bound, then closed), as FB-001. */
+static int dead_port(void)
+{
+	struct sockaddr_in a = {0};
+	socklen_t len = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	int port = 9;
+
+	a.sin_family = AF_INET;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
+	    getsockname(fd, (struct sockaddr *)&a, &len) == 0)
+		port = ntohs(a.sin_port);
+	if (fd >= 0)
+		close(fd);
+	return port;
+}
+
+static void backend_from_env(const char *self_exe)
+{
+	const char *cmd = getenv("SBX_FUZZ_BACKEND_CMD");
+	const char *py = getenv("SBX_FUZZ_PYTHON_BACKEND");
+	const char *quirk = getenv("SBX_FUZZ_QUIRK");
+	const char *every = getenv("SBX_FUZZ_RESTART_EVERY");
+	sbx_strbuf b = SBX_STRBUF_INIT;
+
+	H.profile = getenv("SBX_FUZZ_PROFILE");
+	if (H.profile != NULL && strcmp(H.profile, "langflow-backend") != 0 &&
+	    strcmp(H.profile, "createos-backend") != 0)
+		die("SBX_FUZZ_PROFILE must be langflow-backend or createos-backend, got \"%s\"", H.profile);
+	H.restart_every = 200;
+	if (every != NULL) {
+		char *end;
+		long v = strtol(every, &end, 10);
+
+		if (end == every || *end != '\0' || v < 1 || v > 1000000)
+			die("SBX_FUZZ_RESTART_EVERY wants 1..1000000, got \"%s\"", every);
+		H.restart_every = (unsigned)v;
+	}
+	if (cmd != NULL && *cmd != '\0') {
+		H.cmd = strdup(cmd);
+	} else if (py != NULL && *py != '\0') {
+		const char *dir = getenv("SBX_CONFORM_ADAPTERS") ? getenv("SBX_CONFORM_ADAPTERS")
+								 : SBX_CONFORM_ADAPTERS_DIR;
+		char *q1, *q2;
+
+		if (strchr(py, ':') == NULL)
+			die("SBX_FUZZ_PYTHON_BACKEND wants module:factory, got \"%s\"", py);
+		sbx_strbuf_printf(&b, "%s/langflow_backend.py", dir);
+		q1 = shell_quote(sbx_strbuf_str(&b));
+		q2 = shell_quote(py);
+		sbx_strbuf_reset(&b);
+		sbx_strbuf_printf(&b, "python3 %s %s", q1, q2);
+		free(q1);
+		free(q2);
+		H.cmd = sbx_strbuf_detach(&b, NULL);
+	} else {
+		char *q = shell_quote(self_exe);
+
+		sbx_strbuf_puts(&b, q);
+		free(q);
+		if (quirk != NULL && *quirk != '\0') {
+			q = shell_quote(quirk);
+			sbx_strbuf_printf(&b, " --quirk %s", q);
+			free(q);
+		}
+		H.cmd = sbx_strbuf_detach(&b, NULL);
+		H.builtin = true;
+	}
+	sbx_strbuf_free(&b);
+}
+
+static void start_mock(void)
+{
+	sbx_err err = {{0}};
+	sbx_mock_config mc;
+
+	sbx_mock_config_init(&mc);
+	mc.quiet = true;
+	mc.host_rule_mode = SBX_HOST_RULES_OBSERVED;
+	mc.timing = "instant"; /* the fastest timing: transitions complete at the next read */
+	/* An input makes at most a few hundred requests, and the reset before
+	 * each input walks the whole ring: 65536 slots cost ~30 ms under ASan. */
+	mc.journal_size = 4096;
+	mc.work_dir = H.workdir;
+	/* Plain guests by default: no cell to build per sandbox, ~40 % more
+	 * inputs per second; the guest code is the fuzzer's own (prints,
+	 * sleeps, exits). SBX_FUZZ_GUEST_MODE=contained for the real thing. */
+	mc.guest_mode = getenv("SBX_FUZZ_GUEST_MODE") ? getenv("SBX_FUZZ_GUEST_MODE") : "plain";
+	H.mock = sbx_mock_start(&mc, &err);
+	if (H.mock == NULL && strcmp(mc.guest_mode, "plain") != 0) {
+		/* No user namespaces here (some CI runners): plain guests. The
+		 * trip-wire stays sound: the guest code never writes it from a
+		 * cwd under the work dir, where plain guests run. */
+		fprintf(stderr, "backend_fuzzer: contained guests unavailable (%s); using plain guests\n", err.msg);
+		mc.guest_mode = "plain";
+		H.mock = sbx_mock_start(&mc, &err);
+	}
+	if (H.mock == NULL)
+		die("cannot start the embedded mock: %s", err.msg);
+	snprintf(H.cf.url, sizeof(H.cf.url), "%s", sbx_mock_url(H.mock));
+	snprintf(H.cf.admin_token, sizeof(H.cf.admin_token), "%s", sbx_mock_admin_token(H.mock));
+}
+
+void fz_harness_init(const char *self_exe)
+{
+	sbx_err err = {{0}};
+	const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+
+	if (H.ready)
+		return;
+	signal(SIGPIPE, SIG_IGN);
+	memset(&H.cf, 0, sizeof(H.cf));
+	pthread_mutex_init(&H.cf.lock, NULL);
+	H.cf.timeout_scale = 1.0;
+	H.cf.seed = 1;
+	H.cf.kind = CF_EMBEDDED_MOCK;
+	backend_from_env(self_exe);
+	H.cf.backend_cmd = H.cmd;
+	sbx_http_global_init();
+	snprintf(H.cf.tmpdir, sizeof(H.cf.tmpdir), "%s/sbx-fuzz-XXXXXX", tmp);
+	if (mkdtemp(H.cf.tmpdir) == NULL)
+		die("cannot create a scratch dir under %s", tmp);
+	snprintf(H.workdir, sizeof(H.workdir), "%s/guests", H.cf.tmpdir);
+	start_mock();
+	if (cf_control_plane_open(&H.cf, &err) != 0)
+		die("%s", err.msg);
+	snprintf(H.dead_url, sizeof(H.dead_url), "http://127.0.0.1:%d", dead_port());
+	H.ready = true;
+	atexit(fz_harness_fini);
+}
+
+/* ---- the pool ---- */
+
+static struct cf_case *case_new(void)
+{
+	struct cf_case *c = calloc(1, sizeof(*c));
+	char hex[17];
+
+	c->cf = &H.cf;
+	c->def = &FUZZ_DEF;
+	c->profile = "langflow-backend";
+	(void)sbx_random_hex(hex, 16);
+	snprintf(c->key, sizeof(c->key), "fz-%ld-%lu-%s", (long)getpid(), ++H.keys, hex);
+	snprintf(c->trip, sizeof(c->trip), "%s/trip-%s", H.cf.tmpdir, c->key);
+	snprintf(c->verdict, sizeof(c->verdict), "pass");
+	snprintf(c->cleanup_verdict, sizeof(c->cleanup_verdict), "pass");
+	sbx_strbuf_init(&c->reason);
+	sbx_strbuf_init(&c->cleanup_reason);
+	sbx_strbuf_init(&c->driver_stderr);
+	c->details = cJSON_CreateArray();
+	c->fault_ids = cJSON_CreateArray();
+	c->allowed_leftover = cJSON_CreateArray();
+	c->leftover = cJSON_CreateArray();
+	return c;
+}
+
+/* Clears the verdict a driver's case collects between inputs. */
+static void case_clear(struct cf_case *c)
+{
+	snprintf(c->verdict, sizeof(c->verdict), "pass");
+	sbx_strbuf_reset(&c->reason);
+	cJSON_Delete(c->details);
+	c->details = cJSON_CreateArray();
+	cJSON_Delete(c->fault_ids);
+	c->fault_ids = cJSON_CreateArray();
+}
+
+static void slot_retire(struct slot *s, bool shutdown)
+{
+	size_t i;
+
+	if (s->c == NULL)
+		return;
+	if (shutdown && s->d != NULL && !cf_driver_broken(s->d)) {
+		cJSON *r = cf_op(s->d, "shutdown", NULL, RUN_T, NULL, NULL);
+
+		cJSON_Delete(r);
+	}
+	for (i = 0; i < s->c->driver_count; i++) {
+		cf_driver_stop(s->c->drivers[i]);
+		cf_driver_free(s->c->drivers[i]);
+	}
+	unlink(s->c->trip);
+	sbx_strbuf_free(&s->c->reason);
+	sbx_strbuf_free(&s->c->cleanup_reason);
+	sbx_strbuf_free(&s->c->driver_stderr);
+	cJSON_Delete(s->c->details);
+	cJSON_Delete(s->c->fault_ids);
+	cJSON_Delete(s->c->allowed_leftover);
+	cJSON_Delete(s->c->leftover);
+	cJSON_Delete(s->c->journal);
+	free(s->c);
+	cJSON_Delete(s->caps);
+	memset(s, 0, sizeof(*s));
+}
+
+static size_t env_count(const char *const *env)
+{
+	size_t n = 0;
+
+	while (env[n] != NULL)
+		n++;
+	return n;
+}
+
+/* Starts the slot's driver (hello + capabilities). The mock was just reset,
+ * so every journal entry of the tenant now came from those two calls. */
+static bool slot_start(struct slot *s, const struct fz_input *in, struct fz_outcome *out)
+{
+	const char *env[20];
+	char buf[2048];
+	size_t n;
+	const char *et, *em;
+	cJSON *j, *f, *hello;
+
+	s->c = case_new();
+	fz_settings_env(in, H.dead_url, s->c->key, env, buf, sizeof(buf));
+	n = env_count(env);
+	if (H.builtin)
+		env[n++] = "SBX_FUZZ_AS_REF_BACKEND=1";
+	env[n] = NULL;
+	s->d = cf_driver_start(s->c, env);
+	if (s->d == NULL)
+		return false;
+	f = cJSON_CreateObject();
+	cJSON_AddNumberToObject(f, "protocol", 1);
+	hello = cf_op(s->d, "hello", f, 20, &et, &em);
+	cJSON_Delete(f);
+	if (hello == NULL)
+		return false;
+	snprintf(s->name, sizeof(s->name), "%s", cf_str(hello, "name") ? cf_str(hello, "name") : "");
+	cJSON_Delete(hello);
+	s->caps = cf_op(s->d, "capabilities", NULL, 20, &et, &em);
+	if (s->caps == NULL)
+		return false;
+	j = cf_journal(s->c);
+	out->caps_io = j != NULL ? cJSON_GetArraySize(j) : 0;
+	cJSON_Delete(j);
+	return true;
+}
+
+/* The driver for these settings: the pooled one, or a new one. */
+static struct slot *slot_for(const struct fz_input *in, struct fz_outcome *out)
+{
+	const char *env[20];
+	char buf[2048];
+	char envkey[2048] = "";
+	struct slot *s = NULL, *lru = &H.pool[0];
+	size_t i;
+
+	fz_settings_env(in, H.dead_url, "KEY", env, buf, sizeof(buf));
+	for (i = 0; env[i] != NULL; i++) {
+		size_t len = strlen(envkey);
+
+		snprintf(envkey + len, sizeof(envkey) - len, "%s\n", env[i]);
+	}
+	out->caps_io = -1;
+	for (i = 0; i < POOL; i++) {
+		if (H.pool[i].c != NULL && strcmp(H.pool[i].envkey, envkey) == 0)
+			s = &H.pool[i];
+		if (H.pool[i].used < lru->used)
+			lru = &H.pool[i];
+	}
+	if (s != NULL && !in->fresh && s->served < H.restart_every && s->d != NULL && !cf_driver_broken(s->d))
+		return s;
+	if (s == NULL)
+		s = lru;
+	slot_retire(s, true);
+	snprintf(s->envkey, sizeof(s->envkey), "%s", envkey);
+	(void)slot_start(s, in, out); /* on failure the caller sees the broken driver */
+	out->fresh_whoami = 1;
+	return s;
+}
+
+/* ---- one input ---- */
+
+static void admin(const char *method, const char *path)
+{
+	sbx_err err = {{0}};
+	cJSON *d = cf_admin(&H.cf, method, path, NULL, &err);
+
+	if (d == NULL)
+		die("the mock's admin API failed: %s", err.msg);
+	cJSON_Delete(d);
+}
+
+static cJSON *journal(struct cf_case *c)
+{
+	cJSON *j = cf_journal(c);
+
+	if (j == NULL)
+		die("cannot read the journal: %s", sbx_strbuf_str(&c->reason));
+	return j;
+}
+
+static void fill_error(struct fz_run_out *ro, struct slot *s, const char *et, const char *em)
+{
+	snprintf(ro->etype, sizeof(ro->etype), "%s", et ? et : "?");
+	snprintf(ro->emsg, sizeof(ro->emsg), "%s", em ? em : "");
+	if (cf_driver_broken(s->d)) {
+		ro->broken = true;
+		snprintf(ro->emsg, sizeof(ro->emsg), "%s", sbx_strbuf_str(&s->c->reason));
+	}
+}
+
+static cJSON *run_env(const struct fz_input *in, unsigned r, const char *token)
+{
+	cJSON *e;
+
+	if (!in->runs[r].env)
+		return NULL;
+	e = cJSON_CreateObject();
+	cJSON_AddStringToObject(e, "SBX_FZ", token);
+	return e;
+}
+
+static void runs_sequential(const struct fz_input *in, struct slot *s, struct fz_outcome *out)
+{
+	unsigned r;
+	int lo = 0;
+
+	for (r = 0; r < in->nruns; r++) {
+		struct fz_run_out *ro = &out->runs[r];
+		char *code = fz_code(in, r, out->trip_path, H.workdir, ro->token);
+		cJSON *env = run_env(in, r, ro->token);
+		const char *et = NULL, *em = NULL;
+		double t0 = cf_now_ms();
+		cJSON *j;
+
+		ro->result = cf_run(s->d, code, env, RUN_T, &et, &em);
+		ro->ms = cf_now_ms() - t0;
+		if (ro->result == NULL)
+			fill_error(ro, s, et, em);
+		free(code);
+		cJSON_Delete(env);
+		j = journal(s->c);
+		ro->j_lo = lo;
+		ro->j_hi = lo = cJSON_GetArraySize(j);
+		cJSON_Delete(j);
+		if (ro->broken)
+			break;
+	}
+}
+
+/* run_concurrent; false when the driver does not serve it. */
+static bool runs_concurrent(const struct fz_input *in, struct slot *s, struct fz_outcome *out)
+{
+	cJSON *f = cJSON_CreateObject();
+	cJSON *runs = cJSON_AddArrayToObject(f, "runs");
+	const char *et = NULL, *em = NULL;
+	const cJSON *results, *item;
+	double t0 = cf_now_ms();
+	unsigned r = 0;
+	cJSON *res;
+
+	for (r = 0; r < in->nruns; r++) {
+		cJSON *o = cJSON_CreateObject();
+		char *code = fz_code(in, r, out->trip_path, H.workdir, out->runs[r].token);
+		cJSON *env = run_env(in, r, out->runs[r].token);
+
+		cJSON_AddStringToObject(o, "code", code);
+		if (env != NULL)
+			cJSON_AddItemToObject(o, "env", env);
+		else
+			cJSON_AddNullToObject(o, "env");
+		cJSON_AddItemToArray(runs, o);
+		free(code);
+	}
+	res = cf_op(s->d, "run_concurrent", f, RUN_T, &et, &em);
+	cJSON_Delete(f);
+	if (res == NULL && !cf_driver_broken(s->d) && et != NULL && strcmp(et, "ProtocolError") == 0) {
+		s->no_concurrent = true;
+		return false;
+	}
+	out->concurrent = true;
+	results = cJSON_GetObjectItemCaseSensitive(res, "results");
+	r = 0;
+	for (r = 0; r < in->nruns; r++) {
+		struct fz_run_out *ro = &out->runs[r];
+
+		ro->ms = cf_now_ms() - t0;
+		item = cJSON_GetArrayItem(results, (int)r);
+		if (res == NULL) {
+			fill_error(ro, s, et, em);
+		} else if (item == NULL) {
+			ro->broken = true;
+			snprintf(ro->etype, sizeof(ro->etype), "HarnessError");
+			snprintf(ro->emsg, sizeof(ro->emsg), "run_concurrent answered %d results for %u runs",
+				 cJSON_GetArraySize(results), in->nruns);
+		} else if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(item, "ok"))) {
+			ro->result = cJSON_DetachItemFromObjectCaseSensitive((cJSON *)item, "result");
+			if (ro->result == NULL)
+				ro->result = cJSON_CreateObject();
+		} else {
+			const cJSON *e = cJSON_GetObjectItemCaseSensitive(item, "error");
+
+			fill_error(ro, s, cf_str(e, "type"), cf_str(e, "message"));
+		}
+	}
+	cJSON_Delete(res);
+	return true;
+}
+
+static char *read_from(const char *path, off_t *off)
+{
+	sbx_strbuf b = SBX_STRBUF_INIT;
+	char buf[8192];
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd >= 0) {
+		if (lseek(fd, *off, SEEK_SET) == *off)
+			while ((n = read(fd, buf, sizeof(buf))) > 0) {
+				sbx_strbuf_append(&b, buf, (size_t)n);
+				*off += n;
+			}
+		close(fd);
+	}
+	return sbx_strbuf_detach(&b, NULL);
+}
+
+static bool preflight_fault(const cJSON *journal)
+{
+	const cJSON *e;
+
+	cJSON_ArrayForEach(e, journal) {
+		const char *p = cf_str(e, "path") ? cf_str(e, "path") : "";
+
+		if (cf_str(e, "fault") != NULL && (strcmp(p, "/v1/whoami") == 0 || strcmp(p, "/v1/shapes") == 0))
+			return true;
+	}
+	return false;
+}
+
+void fz_harness_run(const struct fz_input *in, struct fz_outcome *out)
+{
+	struct slot *s;
+	unsigned i;
+
+	double t0 = cf_now_ms(), t1, t2, t3;
+
+	memset(out, 0, sizeof(*out));
+	out->backend_cmd = H.cmd;
+	out->mock_url = H.cf.url;
+	admin("POST", "/_mock/reset"); /* a new, empty tenant for every key */
+	t1 = cf_now_ms();
+	s = slot_for(in, out);
+	t2 = cf_now_ms();
+	s->used = ++H.clock;
+	s->served++;
+	if (s->d == NULL || cf_driver_broken(s->d)) {
+		out->runs[0].broken = true;
+		snprintf(out->runs[0].etype, sizeof(out->runs[0].etype), "HarnessError");
+		snprintf(out->runs[0].emsg, sizeof(out->runs[0].emsg), "the driver did not start: %s",
+			 sbx_strbuf_str(&s->c->reason));
+	}
+	case_clear(s->c);
+	snprintf(out->key, sizeof(out->key), "%s", s->c->key);
+	snprintf(out->trip_path, sizeof(out->trip_path), "%s", s->c->trip);
+	unlink(out->trip_path);
+	out->caps = s->caps;
+	out->profile = H.profile != NULL ? H.profile
+					 : strcmp(s->name, "createos") == 0 ? "createos-backend" : "langflow-backend";
+	out->createos = strcmp(out->profile, "createos-backend") == 0;
+	if (H.shapes == NULL) {
+		sbx_err err = {{0}};
+		cJSON *d = cf_api(s->c, "GET", "/v1/shapes?limit=500", NULL, NULL, &err);
+
+		H.shapes = cJSON_DetachItemFromObjectCaseSensitive(d, "data");
+		if (!cJSON_IsArray(H.shapes)) {
+			cJSON_Delete(H.shapes);
+			H.shapes = cJSON_IsArray(d) ? cJSON_Duplicate(d, true) : cJSON_CreateArray();
+		}
+		cJSON_Delete(d);
+		admin("POST", "/_mock/reset"); /* that GET is not the backend's */
+	}
+	out->shapes = H.shapes;
+	for (i = 0; i < in->nruns; i++) {
+		char hex[9];
+
+		(void)sbx_random_hex(hex, 8);
+		snprintf(out->runs[i].token, sizeof(out->runs[i].token), "v-%u-%s", i, hex);
+	}
+	if (out->runs[0].broken) {
+		out->journal = cJSON_CreateArray();
+		out->sandboxes = cJSON_CreateArray();
+		out->stderr_tail = s->d != NULL ? read_from(cf_driver_stderr_path(s->d), &s->err_off) : strdup("");
+		return;
+	}
+	for (i = 0; i < in->nfaults; i++)
+		if (cf_fault(s->c, fz_fault_rule(in, i)) != 0)
+			die("the mock refused a fault rule: %s", sbx_strbuf_str(&s->c->reason));
+	if (!(in->concurrent && in->nruns > 1 && !s->no_concurrent && runs_concurrent(in, s, out)))
+		runs_sequential(in, s, out);
+	t3 = cf_now_ms();
+	admin("DELETE", "/_mock/faults"); /* the reads below must not meet them */
+	out->journal = journal(s->c);
+	for (i = 0; i < in->nruns && out->concurrent; i++)
+		out->runs[i].j_hi = cJSON_GetArraySize(out->journal);
+	out->sandboxes = cf_sandboxes(s->c);
+	if (out->sandboxes == NULL)
+		die("cannot list the tenant's sandboxes: %s", sbx_strbuf_str(&s->c->reason));
+	out->stderr_tail = read_from(cf_driver_stderr_path(s->d), &s->err_off);
+	if (cf_live_guests(s->c, out->sandboxes, NULL) > 0 || cf_driver_broken(s->d)) {
+		/* Guests are left (or the driver is gone): shutdown() may still
+		 * clean up; the invariant is judged after it. */
+		struct cf_case t;
+
+		memset(&t, 0, sizeof(t));
+		t.cf = &H.cf;
+		snprintf(t.key, sizeof(t.key), "%s", out->key);
+		slot_retire(s, true);
+		out->after_shutdown = cf_sandboxes(&t);
+		if (out->after_shutdown == NULL)
+			die("cannot list the tenant's sandboxes after shutdown");
+	} else if (s->served >= H.restart_every || preflight_fault(out->journal)) {
+		/* A preflight runs once per process and a refusal-class failure
+		 * of it sticks (as in the integration): a driver that met a
+		 * fault there would carry this input into the next one. */
+		slot_retire(s, true);
+	}
+	out->trip = access(out->trip_path, F_OK) == 0;
+	unlink(out->trip_path);
+	if (getenv("SBX_FUZZ_TRACE") != NULL) {
+		const cJSON *e;
+
+		cJSON_ArrayForEach(e, out->journal)
+			fprintf(stderr, "  %s %s %g %.1f ms\n", cf_str(e, "method"), cf_str(e, "path"),
+				cf_num(e, "status", 0), cf_num(e, "duration_us", 0) / 1000.0);
+	}
+	if (getenv("SBX_FUZZ_TRACE") != NULL)
+		fprintf(stderr, "backend_fuzzer: reset %.1f ms, driver %.1f ms, runs %.1f ms, after %.1f ms\n", t1 - t0,
+			t2 - t1, t3 - t2, cf_now_ms() - t3);
+}
+
+void fz_outcome_free(struct fz_outcome *out)
+{
+	unsigned i;
+
+	for (i = 0; i < FZ_MAX_RUNS; i++)
+		cJSON_Delete(out->runs[i].result);
+	cJSON_Delete(out->journal);
+	cJSON_Delete(out->sandboxes);
+	cJSON_Delete(out->after_shutdown);
+	free(out->stderr_tail);
+	memset(out, 0, sizeof(*out));
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	remove(path);
+	return 0;
+}
+
+void fz_harness_fini(void)
+{
+	size_t i;
+
+	if (!H.ready)
+		return;
+	H.ready = false;
+	for (i = 0; i < POOL; i++)
+		slot_retire(&H.pool[i], false);
+	cf_control_plane_close(&H.cf);
+	sbx_mock_stop(H.mock);
+	nftw(H.cf.tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	cJSON_Delete(H.shapes);
+	free(H.cmd);
+	sbx_http_global_cleanup();
+}

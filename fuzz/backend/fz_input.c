@@ -1,0 +1,519 @@
+/* fz_input: what a backend-fuzzer input means. The decoder (a
+ * FuzzedDataProvider-style reader: one byte per choice, read front to back,
+ * 0 past the end, each byte an index modulo its table), its inverse for the
+ * seeds, and the printers: the driver's environment, the guest code and the
+ * exact output it produces, the mock fault rules, the replay scenario.
+ *
+ * Every table value is one the reference backend and the gate library
+ * agree on (no spelling one accepts and the other refuses), so a finding
+ * against the reference is a real disagreement with the spec. */
+#define _GNU_SOURCE
+#include <stdlib.h>
+#include <string.h>
+
+#include "fz.h"
+#include "sbx/strbuf.h"
+
+/* ---- settings tables (NULL = the variable is unset, KEEP = the runner's
+ * default stays: ACCEPT_EGRESS_EXCEPTIONS=true) ---- */
+
+static const char KEEP[] = "(runner default)";
+static const char *const NETWORK[FZ_N_NETWORK] = {NULL, "true", "TRUE", "1", "false", "0", "no", "maybe"};
+static const char *const ACCEPT[FZ_N_ACCEPT] = {KEEP, NULL, " Yes ", "T", "1", "on", "false", "0", "", "maybe"};
+static const char *const DOMAINS[FZ_N_DOMAINS] = {
+	NULL, "", " , ", "pypi.org", "pypi.org, files.pythonhosted.org", "*.example.com",
+};
+/* NULL: the runner's default (10). */
+static const char *const TIMEOUT[FZ_N_TIMEOUT] = {NULL, "1", "2", "3", "0", "301", "abc", "300", "5"};
+static const char *const MEMORY[FZ_N_MEMORY] = {NULL, "128", "2048", "4096", "6000", "20000", "100", "abc"};
+static const char *const SHAPE[FZ_N_SHAPE] = {NULL, "s-1vcpu-1gb", "s-8vcpu-16gb", "s-4vcpu-8gb", "s-nope"};
+
+static const struct {
+	const char *method; /* NULL = any */
+	const char *path;
+} ENDPOINTS[FZ_N_ENDPOINTS] = {
+	{"POST", "/v1/sandboxes"},       {"GET", "/v1/whoami"},
+	{"GET", "/v1/shapes"},           {"PUT", "/v1/sandboxes/{id}/files"},
+	{"POST", "/v1/sandboxes/{id}/exec"}, {"DELETE", "/v1/sandboxes/{id}"},
+	{"GET", "/v1/sandboxes/{id}"},   {"GET", "/v1/sandboxes"},
+	{NULL, "/v1/*"},
+};
+
+/* The mock's 21 action kinds (mock-api/ADMIN.md). */
+static const char *const ACTIONS[FZ_N_ACTIONS] = {
+	"http", "reset", "close", "empty_200", "malformed_json", "truncated", "garbage", "dribble", "hang",
+	"latency", "commit_then_fail", "create_failed", "pause_error", "resume_polls", "destroy_stuck",
+	"host_dies", "cp_restart", "exec_agent_error", "exec_oom", "exec_stream_cut", "exec_heartbeats_only",
+};
+
+static const int HTTP_STATUS[] = {400, 401, 402, 403, 404, 409, 429, 500, 502, 503, 504, 200};
+#define N_HTTP (sizeof(HTTP_STATUS) / sizeof(HTTP_STATUS[0]))
+
+static const int EXITS[FZ_N_EXITS] = {0, 1, 3, 42, 2, 255}; /* never 124/137: those mean timeout/kill */
+static const unsigned SIZES[FZ_N_SIZES] = {0, 1, 10, 1000, 65536, 300000};
+/* Seconds to sleep; -1 = past the timeout (only with a timeout of 1 s, else
+ * 0.1 s: a longer wait costs throughput and proves nothing more). */
+static const double SLEEPS[FZ_N_SLEEPS] = {0, 0, 0.02, 0.1, -1, 0};
+/* Runs per input by flag bits: one run twice as often (throughput). */
+static const unsigned NRUNS[4] = {1, 1, 2, 3};
+
+/* ---- decoding ---- */
+
+struct reader {
+	const uint8_t *p;
+	size_t n;
+};
+
+static unsigned take(struct reader *r, unsigned mod)
+{
+	unsigned v = 0;
+
+	if (r->n > 0) {
+		v = *r->p++;
+		r->n--;
+	}
+	return v % mod;
+}
+
+void fz_decode(const uint8_t *data, size_t size, struct fz_input *in)
+{
+	struct reader r = {data, size};
+	unsigned flags = take(&r, 256), i;
+	bool custom;
+
+	memset(in, 0, sizeof(*in));
+	/* Flags: a fresh driver (bits 0 and 1: one input in four), concurrent
+	 * runs (bit 2), the run count (bits 3-4), own settings (bit 5; else the
+	 * eight settings bytes are read but ignored, so the layout stays put).
+	 * Defaults are common on purpose: a driver serves one combination of
+	 * settings, and reusing it is what makes an input cost milliseconds. */
+	in->fresh = (flags & 3u) == 3u;
+	in->concurrent = (flags >> 2) & 1u;
+	in->nruns = NRUNS[(flags >> 3) % 4];
+	custom = (flags >> 5) & 1u;
+	in->network = take(&r, FZ_N_NETWORK);
+	in->accept = take(&r, FZ_N_ACCEPT);
+	in->domains = take(&r, FZ_N_DOMAINS);
+	in->timeout = take(&r, FZ_N_TIMEOUT);
+	in->memory = take(&r, FZ_N_MEMORY);
+	in->shape = take(&r, FZ_N_SHAPE);
+	in->key = take(&r, FZ_N_KEY);
+	in->url = take(&r, FZ_N_URL);
+	if (!custom)
+		in->network = in->accept = in->domains = in->timeout = in->memory = in->shape = in->key = in->url = 0;
+	in->nfaults = take(&r, FZ_MAX_FAULTS + 1);
+	for (i = 0; i < in->nfaults; i++) {
+		struct fz_fault *f = &in->faults[i];
+
+		f->endpoint = take(&r, FZ_N_ENDPOINTS);
+		f->action = take(&r, FZ_N_ACTIONS);
+		f->param = take(&r, 256);
+		f->after = take(&r, 4);
+		f->times = take(&r, 4);
+	}
+	for (i = 0; i < in->nruns; i++) {
+		struct fz_run *run = &in->runs[i];
+		unsigned b;
+
+		run->exit_idx = take(&r, FZ_N_EXITS);
+		run->out_idx = take(&r, FZ_N_SIZES);
+		run->err_idx = take(&r, FZ_N_SIZES);
+		run->sleep_idx = take(&r, FZ_N_SLEEPS);
+		b = take(&r, 4);
+		run->env = b & 1u;
+		run->unicode = (b >> 1) & 1u;
+	}
+}
+
+size_t fz_encode(const struct fz_input *in, uint8_t *out, size_t cap)
+{
+	uint8_t b[128];
+	size_t n = 0;
+	unsigned i;
+	bool custom = in->network || in->accept || in->domains || in->timeout || in->memory || in->shape ||
+		      in->key || in->url;
+
+	b[n++] = (uint8_t)((in->fresh ? 3 : 0) | (in->concurrent ? 4 : 0) | ((in->nruns == 1 ? 0 : in->nruns) << 3) |
+			   (custom ? 32 : 0));
+	b[n++] = (uint8_t)in->network;
+	b[n++] = (uint8_t)in->accept;
+	b[n++] = (uint8_t)in->domains;
+	b[n++] = (uint8_t)in->timeout;
+	b[n++] = (uint8_t)in->memory;
+	b[n++] = (uint8_t)in->shape;
+	b[n++] = (uint8_t)in->key;
+	b[n++] = (uint8_t)in->url;
+	b[n++] = (uint8_t)in->nfaults;
+	for (i = 0; i < in->nfaults; i++) {
+		b[n++] = (uint8_t)in->faults[i].endpoint;
+		b[n++] = (uint8_t)in->faults[i].action;
+		b[n++] = (uint8_t)in->faults[i].param;
+		b[n++] = (uint8_t)in->faults[i].after;
+		b[n++] = (uint8_t)in->faults[i].times;
+	}
+	for (i = 0; i < in->nruns; i++) {
+		const struct fz_run *r = &in->runs[i];
+
+		b[n++] = (uint8_t)r->exit_idx;
+		b[n++] = (uint8_t)r->out_idx;
+		b[n++] = (uint8_t)r->err_idx;
+		b[n++] = (uint8_t)r->sleep_idx;
+		b[n++] = (uint8_t)((r->env ? 1 : 0) | (r->unicode ? 2 : 0));
+	}
+	if (n > cap)
+		n = cap;
+	memcpy(out, b, n);
+	return n;
+}
+
+/* ---- settings ---- */
+
+void fz_settings_env(const struct fz_input *in, const char *dead_url, const char *key, const char **env,
+		     char *buf, size_t cap)
+{
+	size_t k = 0, used = 0;
+
+#define PUT(name, value)                                                                      \
+	do {                                                                                  \
+		if ((value) == NULL) {                                                        \
+			env[k++] = name;                                                      \
+		} else {                                                                      \
+			int w_ = snprintf(buf + used, cap - used, "%s=%s", name, (value));    \
+			env[k++] = buf + used;                                                \
+			used += (size_t)w_ + 1;                                               \
+		}                                                                             \
+	} while (0)
+	PUT("LANGFLOW_SANDBOX_ALLOW_NETWORK", NETWORK[in->network]);
+	if (ACCEPT[in->accept] != KEEP)
+		PUT("LANGFLOW_SANDBOX_CREATEOS_ACCEPT_EGRESS_EXCEPTIONS", ACCEPT[in->accept]);
+	PUT("LANGFLOW_SANDBOX_ALLOWED_DOMAINS", DOMAINS[in->domains]);
+	if (TIMEOUT[in->timeout] != NULL)
+		PUT("LANGFLOW_SANDBOX_TIMEOUT_SECONDS", TIMEOUT[in->timeout]);
+	PUT("LANGFLOW_SANDBOX_MEMORY_MB", MEMORY[in->memory]);
+	PUT("CREATEOS_SANDBOX_SHAPE", SHAPE[in->shape]);
+	if (in->key == 1) { /* no key at all */
+		env[k++] = "CREATEOS_SANDBOX_API_KEY";
+		env[k++] = "CREATEOS_API_KEY";
+	} else if (in->key == 2) { /* the fallback variable */
+		env[k++] = "CREATEOS_SANDBOX_API_KEY";
+		PUT("CREATEOS_API_KEY", key);
+	}
+	if (in->url == FZ_N_URL - 1 && dead_url != NULL)
+		PUT("CREATEOS_SANDBOX_BASE_URL", dead_url);
+#undef PUT
+	env[k] = NULL;
+}
+
+long fz_timeout_s(const struct fz_input *in)
+{
+	const char *t = TIMEOUT[in->timeout];
+	char *end;
+	long v;
+
+	if (t == NULL)
+		return 10;
+	v = strtol(t, &end, 10);
+	if (end == t || *end != '\0' || v < 1 || v > 300)
+		return -1;
+	return v;
+}
+
+bool fz_sleeps_past(const struct fz_input *in, unsigned r)
+{
+	long t = fz_timeout_s(in);
+
+	return SLEEPS[in->runs[r].sleep_idx] < 0 && t == 1;
+}
+
+static double sleep_s(const struct fz_input *in, unsigned r)
+{
+	double s = SLEEPS[in->runs[r].sleep_idx];
+
+	if (s >= 0)
+		return s;
+	return fz_sleeps_past(in, r) ? 2.5 : 0.1;
+}
+
+/* ---- guest code and its exact output ---- */
+
+static void pattern(sbx_strbuf *b, const char *head, unsigned n, bool unicode)
+{
+	unsigned i;
+
+	sbx_strbuf_puts(b, head);
+	for (i = 0; i < n; i++)
+		sbx_strbuf_puts(b, unicode ? "\xc3\xa9" : "a");
+}
+
+char *fz_expected(const struct fz_input *in, unsigned r, bool err_stream, const char *token)
+{
+	const struct fz_run *run = &in->runs[r];
+	sbx_strbuf b = SBX_STRBUF_INIT;
+	char head[160];
+
+	if (err_stream) {
+		snprintf(head, sizeof(head), "E%u|", r);
+		pattern(&b, head, SIZES[run->err_idx], run->unicode);
+	} else {
+		snprintf(head, sizeof(head), "R%u|%s%s%s", r, run->env ? "env=" : "", run->env ? token : "",
+			 run->env ? "|" : "");
+		pattern(&b, head, SIZES[run->out_idx], run->unicode);
+	}
+	return sbx_strbuf_detach(&b, NULL);
+}
+
+int fz_expected_exit(const struct fz_input *in, unsigned r)
+{
+	return fz_sleeps_past(in, r) ? -1 : EXITS[in->runs[r].exit_idx];
+}
+
+char *fz_code(const struct fz_input *in, unsigned r, const char *trip, const char *guard_dir, const char *token)
+{
+	const struct fz_run *run = &in->runs[r];
+	sbx_strbuf b = SBX_STRBUF_INIT;
+	const char *ch = run->unicode ? "\\u00e9" : "a";
+
+	(void)token;
+	/* The trip-wire and the canary: only a process on the host can write
+	 * the trip-wire (a contained guest has its own /tmp; a plain guest's
+	 * cwd is under the mock's work dir); the canary is printed only then. */
+	sbx_strbuf_printf(&b,
+			  "import os, sys, time\n"
+			  "if not os.getcwd().startswith('%s'):\n"
+			  "    try:\n"
+			  "        open('%s', 'w').write('ran')\n"
+			  "        print('CANARY-%u')\n"
+			  "    except OSError:\n"
+			  "        pass\n",
+			  guard_dir, trip, r);
+	if (run->env)
+		sbx_strbuf_printf(&b, "sys.stdout.write('R%u|env=' + os.environ.get('SBX_FZ', '<unset>') + '|' + '%s' * %u)\n",
+				  r, ch, SIZES[run->out_idx]);
+	else
+		sbx_strbuf_printf(&b, "sys.stdout.write('R%u|' + '%s' * %u)\n", r, ch, SIZES[run->out_idx]);
+	sbx_strbuf_printf(&b, "sys.stderr.write('E%u|' + '%s' * %u)\n", r, ch, SIZES[run->err_idx]);
+	sbx_strbuf_puts(&b, "sys.stdout.flush()\nsys.stderr.flush()\n");
+	if (sleep_s(in, r) > 0)
+		sbx_strbuf_printf(&b, "time.sleep(%.2f)\n", sleep_s(in, r));
+	sbx_strbuf_printf(&b, "sys.exit(%d)\n", EXITS[run->exit_idx]);
+	return sbx_strbuf_detach(&b, NULL);
+}
+
+/* ---- faults ---- */
+
+const char *fz_action_kind(unsigned action)
+{
+	return ACTIONS[action % FZ_N_ACTIONS];
+}
+
+bool fz_kind_benign(const char *kind)
+{
+	return strcmp(kind, "latency") == 0 || strcmp(kind, "dribble") == 0;
+}
+
+static cJSON *action_json(const struct fz_fault *f)
+{
+	cJSON *a = cJSON_CreateObject();
+	const char *kind = fz_action_kind(f->action);
+	unsigned p = f->param;
+
+	cJSON_AddStringToObject(a, "kind", kind);
+	if (strcmp(kind, "http") == 0) {
+		int st = HTTP_STATUS[p % N_HTTP];
+
+		cJSON_AddNumberToObject(a, "status", st);
+		if (st == 200)
+			cJSON_AddStringToObject(a, "envelope", "fail");
+		if (st == 403)
+			cJSON_AddStringToObject(a, "code", "QUOTA_EXCEEDED");
+		if (st == 429)
+			cJSON_AddNumberToObject(a, "retry_after", 1);
+	} else if (strcmp(kind, "dribble") == 0) {
+		cJSON_AddNumberToObject(a, "bytes_per_sec", p % 2 ? 1000000 : 200000);
+	} else if (strcmp(kind, "hang") == 0) {
+		static const int ms[] = {20, 100, 300};
+
+		cJSON_AddNumberToObject(a, "max_ms", ms[p % 3]);
+	} else if (strcmp(kind, "latency") == 0) {
+		static const int ms[] = {1, 10, 50};
+
+		cJSON_AddStringToObject(a, "dist", "fixed");
+		cJSON_AddNumberToObject(a, "ms", ms[p % 3]);
+	} else if (strcmp(kind, "commit_then_fail") == 0) {
+		if (p % 3 == 2) {
+			cJSON *then = cJSON_AddObjectToObject(a, "then");
+
+			cJSON_AddNumberToObject(then, "status", 502);
+		} else {
+			cJSON_AddStringToObject(a, "then", p % 3 ? "close" : "reset");
+		}
+	} else if (strcmp(kind, "resume_polls") == 0) {
+		cJSON_AddNumberToObject(a, "polls", 1 + p % 3);
+	} else if (strcmp(kind, "cp_restart") == 0) {
+		cJSON_AddNumberToObject(a, "not_ready_ms", p % 2 ? 5000 : 100);
+	} else if (strcmp(kind, "exec_agent_error") == 0) {
+		cJSON_AddStringToObject(a, "message", "agent gone");
+	} else if (strcmp(kind, "exec_stream_cut") == 0) {
+		cJSON_AddNumberToObject(a, "after_frames", p % 3);
+	}
+	return a;
+}
+
+cJSON *fz_fault_rule(const struct fz_input *in, unsigned i)
+{
+	const struct fz_fault *f = &in->faults[i];
+	cJSON *rule = cJSON_CreateObject();
+	cJSON *m, *fire;
+	char name[48];
+
+	snprintf(name, sizeof(name), "fz%u:%s", i, fz_action_kind(f->action));
+	cJSON_AddStringToObject(rule, "name", name);
+	m = cJSON_AddObjectToObject(rule, "match");
+	if (ENDPOINTS[f->endpoint].method != NULL)
+		cJSON_AddStringToObject(m, "method", ENDPOINTS[f->endpoint].method);
+	cJSON_AddStringToObject(m, "path", ENDPOINTS[f->endpoint].path);
+	fire = cJSON_AddObjectToObject(rule, "fire");
+	if (f->after > 0)
+		cJSON_AddNumberToObject(fire, "after", f->after);
+	if (f->times > 0)
+		cJSON_AddNumberToObject(fire, "times", f->times);
+	cJSON_AddItemToObject(rule, "action", action_json(f));
+	return rule;
+}
+
+/* ---- printers ---- */
+
+static void export_line(FILE *f, const char *entry)
+{
+	const char *eq = strchr(entry, '=');
+	const char *s;
+
+	if (eq == NULL) {
+		fprintf(f, "unset %s\n", entry);
+		return;
+	}
+	fprintf(f, "export %.*s='", (int)(eq - entry), entry);
+	for (s = eq + 1; *s != '\0'; s++) {
+		if (*s == '\'')
+			fputs("'\\''", f);
+		else
+			fputc(*s, f);
+	}
+	fputs("'\n", f);
+}
+
+void fz_print_exports(FILE *f, const struct fz_input *in, const char *url, const char *key)
+{
+	const char *env[16];
+	char buf[2048];
+	char line[700];
+	size_t i;
+
+	if (url != NULL) {
+		snprintf(line, sizeof(line), "CREATEOS_SANDBOX_BASE_URL=%s", url);
+		export_line(f, line);
+	}
+	snprintf(line, sizeof(line), "CREATEOS_SANDBOX_API_KEY=%s", key);
+	export_line(f, line);
+	export_line(f, "LANGFLOW_SANDBOX_BACKEND=createos");
+	export_line(f, "LANGFLOW_SANDBOX_BACKEND_PLUGINS=createos");
+	export_line(f, "LANGFLOW_SANDBOX_TIMEOUT_SECONDS=10");
+	export_line(f, "LANGFLOW_SANDBOX_CREATEOS_ACCEPT_EGRESS_EXCEPTIONS=true");
+	fz_settings_env(in, NULL, key, env, buf, sizeof(buf));
+	for (i = 0; env[i] != NULL; i++)
+		export_line(f, env[i]);
+	if (in->url == FZ_N_URL - 1)
+		fprintf(f, "# the control plane is unreachable in this input (a dead loopback port)\n");
+}
+
+cJSON *fz_scenario(const struct fz_input *in, const char *name)
+{
+	cJSON *s = cJSON_CreateObject();
+	cJSON *rules;
+	unsigned i;
+
+	cJSON_AddStringToObject(s, "name", name);
+	cJSON_AddStringToObject(s, "description", "fault plan of a backend_fuzzer input (fuzz/README.md)");
+	rules = cJSON_AddArrayToObject(s, "rules");
+	for (i = 0; i < in->nfaults; i++)
+		cJSON_AddItemToArray(rules, fz_fault_rule(in, i));
+	return s;
+}
+
+static cJSON *run_fields(const struct fz_input *in, unsigned r)
+{
+	cJSON *o = cJSON_CreateObject();
+	char token[32];
+	char *code;
+
+	snprintf(token, sizeof(token), "v-%u-replay", r);
+	code = fz_code(in, r, "/tmp/sbx-fuzz-trip-replay", "/nonexistent/", token);
+	cJSON_AddStringToObject(o, "code", code);
+	free(code);
+	if (in->runs[r].env) {
+		cJSON *e = cJSON_AddObjectToObject(o, "env");
+
+		cJSON_AddStringToObject(e, "SBX_FZ", token);
+	} else {
+		cJSON_AddNullToObject(o, "env");
+	}
+	return o;
+}
+
+void fz_print_requests(FILE *f, const struct fz_input *in)
+{
+	cJSON *req;
+	char *s;
+	unsigned r;
+	int id = 1;
+
+	fprintf(f, "{\"id\":%d,\"op\":\"hello\",\"protocol\":1}\n", id++);
+	if (in->concurrent && in->nruns > 1) {
+		cJSON *runs;
+
+		req = cJSON_CreateObject();
+		cJSON_AddNumberToObject(req, "id", id++);
+		cJSON_AddStringToObject(req, "op", "run_concurrent");
+		runs = cJSON_AddArrayToObject(req, "runs");
+		for (r = 0; r < in->nruns; r++)
+			cJSON_AddItemToArray(runs, run_fields(in, r));
+		s = cJSON_PrintUnformatted(req);
+		fprintf(f, "%s\n", s);
+		free(s);
+		cJSON_Delete(req);
+	} else {
+		for (r = 0; r < in->nruns; r++) {
+			req = run_fields(in, r);
+			cJSON_AddNumberToObject(req, "id", id++);
+			cJSON_AddStringToObject(req, "op", "run");
+			s = cJSON_PrintUnformatted(req);
+			fprintf(f, "%s\n", s);
+			free(s);
+			cJSON_Delete(req);
+		}
+	}
+	fprintf(f, "{\"id\":%d,\"op\":\"shutdown\"}\n{\"id\":%d,\"op\":\"exit\"}\n", id, id + 1);
+}
+
+void fz_describe(FILE *f, const struct fz_input *in)
+{
+	unsigned i;
+
+	fprintf(f, "%u run(s)%s%s; timeout %ld; %u fault(s)", in->nruns,
+		in->concurrent && in->nruns > 1 ? " concurrent" : "", in->fresh ? ", fresh driver" : "",
+		fz_timeout_s(in), in->nfaults);
+	for (i = 0; i < in->nfaults; i++) {
+		cJSON *rule = fz_fault_rule(in, i);
+		char *s = cJSON_PrintUnformatted(rule);
+
+		fprintf(f, "\n  fault %u: %s", i, s);
+		free(s);
+		cJSON_Delete(rule);
+	}
+	for (i = 0; i < in->nruns; i++)
+		fprintf(f, "\n  run %u: exit %d, stdout %u+ bytes, stderr %u+ bytes, sleep %.2f s%s%s%s", i,
+			EXITS[in->runs[i].exit_idx], SIZES[in->runs[i].out_idx], SIZES[in->runs[i].err_idx],
+			sleep_s(in, i), fz_sleeps_past(in, i) ? " (past the timeout)" : "",
+			in->runs[i].env ? ", env" : "", in->runs[i].unicode ? ", UTF-8" : "");
+	fputc('\n', f);
+}

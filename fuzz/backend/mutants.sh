@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# ctest fuzz_backend_mutants: the seed corpus of the backend fuzzer, replayed
+# against each mutant of the built-in reference backend (SBX_FUZZ_QUIRK),
+# must break the invariant named here (and the reference must break none:
+# that is fuzz_replay_backend). Usage: mutants.sh REPLAY_BIN CORPUS_DIR [QUIRK...]
+# The five mutants of the component, executor and fork surfaces are out of
+# the target's reach (it drives `run` and `run_concurrent` only).
+set -uo pipefail
+bin=$1 corpus=$2
+shift 2
+declare -A want=(
+  [local-fallback]="2 fallback" [delete-only-on-success]="3 cleanup" [leak-on-timeout]="3 cleanup"
+  [retry-create-503]="4 results" [egress-empty-when-off]="4 results" [egress-star-when-off]="4 results"
+  [forward-domains]="1 refusal" [claim-allowlist]="1 refusal" [no-accept-check]="1 refusal"
+  [io-in-capabilities]="0 protocol" [ignore-timeout]="4 results" [shared-output]="4 results"
+  [whoami-every-run]="4 results" [autopause-wrong]="4 results" [no-timeout-map]="4 results"
+  [refuse-as-execution]="1 refusal" [wait-on-cap]="4 results" [create-before-refusal]="1 refusal"
+)
+quirks=("$@")
+[ ${#quirks[@]} -gt 0 ] || quirks=("${!want[@]}")
+fail=0
+for q in "${quirks[@]}"; do
+  [ -n "${want[$q]:-}" ] || { echo "mutants: unknown quirk $q"; fail=1; continue; }
+  out=$(SBX_FUZZ_QUIRK=$q timeout 300 "$bin" "$corpus" 2>&1)
+  rc=$?
+  got=$(printf '%s\n' "$out" | sed -n 's/^==== backend_fuzzer: invariant broken: \(.*\) ====$/\1/p' | head -n 1)
+  if [ $rc -eq 0 ] || [ -z "$got" ]; then
+    echo "mutants: FAIL: $q: the seed corpus found nothing (exit $rc)"; fail=1
+  elif [ "$got" != "${want[$q]}" ]; then
+    echo "mutants: FAIL: $q: broke \"$got\", expected \"${want[$q]}\""
+    printf '%s\n' "$out" | grep -A1 'invariant broken' | head -n 2; fail=1
+  else
+    echo "mutants: $q: $got: $(printf '%s\n' "$out" | grep -A1 'invariant broken' | sed -n 2p | cut -c1-140)"
+  fi
+done
+exit $fail

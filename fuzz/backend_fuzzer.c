@@ -1,0 +1,67 @@
+/* Fuzz target: a sandbox backend driven end to end. Each input decodes
+ * (fuzz/backend/fz_input.c) into gate settings, a fault plan for the
+ * embedded mock control plane (rules over its 21 actions on the endpoints a
+ * backend uses, with times/after), guest behaviour (exit code, output sizes
+ * and bytes, sleeps against the timeout, run env) and 1-3 runs, sequential
+ * or concurrent; the harness (fuzz/backend/fz_harness.c) runs them through
+ * a backend driver process with the conformance runner's library, and the
+ * invariants (fuzz/backend/fz_check.c: protocol, refusal, no fallback,
+ * cleanup, result mapping) are checked after every input; a broken one
+ * prints what broke, with the settings and fault plan to replay it, and
+ * abort()s.
+ *
+ * The backend: SBX_FUZZ_BACKEND_CMD (a driver command, as --backend-cmd),
+ * or SBX_FUZZ_PYTHON_BACKEND=module:factory (the Python adapter), else the
+ * reference backend built into this binary (SBX_FUZZ_QUIRK=NAME makes it the
+ * mutant NAME). SBX_FUZZ_PROFILE=langflow-backend|createos-backend picks the
+ * rules (default: createos-backend when the driver's hello name is
+ * "createos"). See fuzz/README.md.
+ *
+ * The built-in reference backend: this binary re-executes itself with
+ * SBX_FUZZ_AS_REF_BACKEND=1, and LLVMFuzzerInitialize (which libFuzzer and
+ * replay_main.c call first) then becomes sbx-ref-backend's main, so the
+ * target needs no other file at run time (ClusterFuzzLite ships only it). */
+#define _GNU_SOURCE
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backend/fz.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+int sbx_ref_backend_main(int argc, char **argv); /* conformance/ref/ref_backend.c, renamed */
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	char self[PATH_MAX];
+	ssize_t n;
+
+	if (getenv("SBX_FUZZ_AS_REF_BACKEND") != NULL) {
+		unsetenv("SBX_FUZZ_AS_REF_BACKEND");
+		exit(sbx_ref_backend_main(*argc, *argv));
+	}
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n <= 0) {
+		fprintf(stderr, "backend_fuzzer: cannot find this program (/proc/self/exe)\n");
+		exit(2);
+	}
+	self[n] = '\0';
+	fz_harness_init(self);
+	return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct fz_input in;
+	struct fz_outcome out;
+
+	fz_decode(data, size, &in);
+	fz_harness_run(&in, &out);
+	fz_check(&in, &out);
+	fz_outcome_free(&out);
+	return 0;
+}
