@@ -39,7 +39,8 @@ static const char usage[] =
 	"  --seed N                fault RNG seed (default 1)\n"
 	"  --journal-size N        request journal ring size (default 65536)\n"
 	"  --no-journal            do not record requests\n"
-	"  --scenario NAME|FILE    load a fault scenario (NAME.json in the scenario path)\n"
+	"  --scenario NAME|FILE    load a fault scenario: an existing file, else\n"
+	"                          NAME.json in the scenario path\n"
 	"  --scenario-dir DIR      look for scenario names here first, then in\n"
 	"                          $SBX_SCENARIO_DIR, the source fixtures/scenarios,\n"
 	"                          the installed share/sbx-harness/scenarios\n"
@@ -209,6 +210,7 @@ typedef struct cli {
 	size_t nkeys;
 	int any_key; /* -1 unset */
 	bool record_overwrite;
+	char scenario_file[4096]; /* "./NAME" for --scenario NAME naming a file here */
 } cli;
 
 static int parse_num_opt(int opt, const char *arg, cli *c)
@@ -259,6 +261,19 @@ static int parse_num_opt(int opt, const char *arg, cli *c)
 		return 0;
 	default:
 		return 2;
+	}
+}
+
+/* --scenario NAME|FILE: an existing file wins over a scenario name (a file
+ * called "myscenario" here was looked up as a name). */
+static void scenario_opt(const char *arg, cli *c)
+{
+	struct stat st;
+
+	c->cfg.scenario = arg;
+	if (strchr(arg, '/') == NULL && stat(arg, &st) == 0 && S_ISREG(st.st_mode)) {
+		snprintf(c->scenario_file, sizeof(c->scenario_file), "./%s", arg);
+		c->cfg.scenario = c->scenario_file;
 	}
 }
 
@@ -330,7 +345,7 @@ static int parse_opt(int opt, const char *arg, cli *c)
 		c->cfg.no_journal = true;
 		return 0;
 	case OPT_SCENARIO:
-		c->cfg.scenario = arg;
+		scenario_opt(arg, c);
 		return 0;
 	case OPT_SCENARIO_DIR:
 		c->cfg.scenario_dir = arg;
