@@ -361,6 +361,15 @@ static void take_headers(const sbx_http_resp *hr, upstream_resp *u)
 	}
 }
 
+/* The proxy's upstream deadline is long (a slow exec), so a stopping mock
+ * must not wait for it: sbx_mock_stop sets `stopping` first. */
+static bool mock_stopping(void *ud)
+{
+	const sbx_mock *mock = ud;
+
+	return atomic_load(&mock->stopping);
+}
+
 /* Forwards r upstream; fills u and returns the status, or -1 with err. */
 static long forward(mock_rec *rc, mreq *r, const char *query, upstream_resp *u, sbx_err *err)
 {
@@ -374,6 +383,8 @@ static long forward(mock_rec *rc, mreq *r, const char *query, upstream_resp *u, 
 		.body_len = r->body.len,
 		.content_type = ctype != NULL ? ctype : "", /* a proxy adds none */
 		.max_body = u->max,
+		.cancel = mock_stopping,
+		.cancel_ud = r->mock,
 	};
 	sbx_http_resp hr;
 	sbx_err herr;
@@ -389,7 +400,10 @@ static long forward(mock_rec *rc, mreq *r, const char *query, upstream_resp *u, 
 	}
 	if (sbx_http_request(rc->http, &hq, &hr, &herr) != 0) {
 		/* libcurl's short words, as the recording proxy always said. */
-		sbx_err_set(err, "upstream %s: %s", rc->upstream, sbx_http_code_str(hr.curl_code));
+		if (hr.fail == SBX_HTTP_FAIL_CANCELLED)
+			sbx_err_set(err, "upstream %s: request abandoned, the mock is stopping", rc->upstream);
+		else
+			sbx_err_set(err, "upstream %s: %s", rc->upstream, sbx_http_code_str(hr.curl_code));
 		goto out_free_resp;
 	}
 	status = hr.status;

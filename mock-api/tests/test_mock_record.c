@@ -12,9 +12,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <sys/socket.h>
 
 #include "mock_http.h"
 #include "sbx/mock.h"
+#include "sbx/sys.h"
 
 #define NSTEPS 9
 
@@ -197,6 +202,59 @@ static void bad_record_and_replay_settings_fail_at_start(void **state)
 	assert_non_null(strstr(err.msg, "/nonexistent/recording.jsonl"));
 }
 
+struct hang_call {
+	const char *url;
+	long status;
+};
+
+static void *hang_call_main(void *arg)
+{
+	struct hang_call *h = arg;
+	th_req rq = {.method = "GET", .url = h->url, .path = "/v1/whoami", .key = "k", .timeout_ms = 20000};
+	th_resp r;
+
+	th_do(&rq, &r);
+	h->status = r.status;
+	th_resp_free(&r);
+	return NULL;
+}
+
+/* issue 19 item 14: a recording mock whose upstream never answers stops at
+ * once when asked (it waited for the 900 s proxy deadline). The upstream
+ * is a listener that never accepts: the request is sent, no answer comes. */
+static void stop_interrupts_a_hanging_upstream(void **state)
+{
+	char file[] = "/tmp/sbx-rec-hang-XXXXXX";
+	int fd = mkstemp(file);
+	int lfd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t alen = sizeof(a);
+	char upstream[64];
+	struct hang_call h = {NULL, -1};
+	pthread_t th;
+	sbx_mock *rec;
+	uint64_t t0;
+
+	(void)state;
+	assert_true(fd >= 0 && lfd >= 0);
+	close(fd);
+	assert_int_equal(bind(lfd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(lfd, 8), 0);
+	assert_int_equal(getsockname(lfd, (struct sockaddr *)&a, &alen), 0);
+	snprintf(upstream, sizeof(upstream), "http://127.0.0.1:%d", ntohs(a.sin_port));
+	rec = start(upstream, file, NULL);
+	h.url = sbx_mock_url(rec);
+	assert_int_equal(pthread_create(&th, NULL, hang_call_main, &h), 0);
+	usleep(400000); /* the proxy request is on its way upstream */
+	t0 = sbx_mono_us();
+	sbx_mock_stop(rec);
+	if (sbx_mono_us() - t0 > 3000000)
+		fail_msg("stop took %.1f s with an upstream request hanging", (double)(sbx_mono_us() - t0) / 1e6);
+	pthread_join(th, NULL);
+	close(lfd);
+	unlink(file);
+}
+
 /* issue 19 item 23: each broken recording line says what is wrong with it. */
 static void bad_recording_lines_say_what_is_wrong(void **state)
 {
@@ -247,6 +305,7 @@ int main(void)
 		cmocka_unit_test(record_then_replay_is_byte_identical),
 		cmocka_unit_test(bad_record_and_replay_settings_fail_at_start),
 		cmocka_unit_test(bad_recording_lines_say_what_is_wrong),
+		cmocka_unit_test(stop_interrupts_a_hanging_upstream),
 	};
 	int rc;
 
