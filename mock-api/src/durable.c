@@ -17,6 +17,7 @@
 #define _GNU_SOURCE
 #include "ops.h"
 #include "server.h"
+#include "settings.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -37,17 +38,17 @@ static uint32_t dump_crc(cJSON *o, char **text)
 	return c;
 }
 
-static void apply_record(void *arg, const char *payload, size_t len)
+/* Applies one record to m; why gets the reason when it (or part of it) was
+ * skipped. The one restore path: start (apply_record) and --check-state
+ * (check_record) both come through here. */
+static void restore_record(mock_model *m, const char *payload, size_t len, char *why, size_t cap)
 {
-	sbx_mock *mock = arg;
-	mock_model *m = mock->model;
 	cJSON *rec = cJSON_ParseWithLength(payload, len);
 	const cJSON *t = cJSON_GetObjectItemCaseSensitive(rec, "t");
 	const cJSON *it;
-	char why[256] = "";
 
 	if (!cJSON_IsString(t)) {
-		snprintf(why, sizeof(why), "record without a type");
+		snprintf(why, cap, "record without a type");
 	} else if (strcmp(t->valuestring, "boot") == 0) {
 		const cJSON *w = cJSON_GetObjectItemCaseSensitive(rec, "start_wall_ms");
 
@@ -55,23 +56,31 @@ static void apply_record(void *arg, const char *payload, size_t len)
 		if (cJSON_IsNumber(w) && w->valuedouble > 0 && w->valuedouble < 9.5e13)
 			mock_model_restore_clock(m, (int64_t)w->valuedouble);
 		else
-			snprintf(why, sizeof(why), "boot record without a valid start_wall_ms");
+			snprintf(why, cap, "boot record without a valid start_wall_ms");
 	} else if (strcmp(t->valuestring, "reset") == 0) {
 		mock_model_reset(m);
 	} else if (strcmp(t->valuestring, "mut") == 0) {
 		it = cJSON_GetObjectItemCaseSensitive(rec, "tenant");
 		if (it != NULL)
-			mock_tenant_restore(m, it, why, sizeof(why));
+			mock_tenant_restore(m, it, why, cap);
 		cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(rec, "sbx")) {
-			if (mock_sandbox_restore(m, it, why, sizeof(why)) != 0)
+			if (mock_sandbox_restore(m, it, why, cap) != 0)
 				break;
 		}
 	} else {
-		snprintf(why, sizeof(why), "unknown record type \"%.32s\"", t->valuestring);
+		snprintf(why, cap, "unknown record type \"%.32s\"", t->valuestring);
 	}
+	cJSON_Delete(rec);
+}
+
+static void apply_record(void *arg, const char *payload, size_t len)
+{
+	sbx_mock *mock = arg;
+	char why[256] = "";
+
+	restore_record(mock->model, payload, len, why, sizeof(why));
 	if (why[0] != '\0' && !mock->quiet)
 		fprintf(stderr, "sbx-mock: warning: state record skipped: %s\n", why);
-	cJSON_Delete(rec);
 }
 
 static int append_json(sbx_mock *mock, cJSON *rec, sbx_err *err)
@@ -242,5 +251,69 @@ int mock_durable_reset(sbx_mock *mock, sbx_err *err)
 	cJSON_AddStringToObject(rec, "t", "reset");
 	rc = append_json(mock, rec, err);
 	cJSON_Delete(rec);
+	return rc;
+}
+
+/* ---- sbx-mock --check-state DIR ---- */
+
+typedef struct check_ctx {
+	mock_model *model;
+	FILE *out;
+	uint64_t seen;
+	unsigned skipped;
+} check_ctx;
+
+static void check_record(void *arg, const char *payload, size_t len)
+{
+	check_ctx *cc = arg;
+	char why[256] = "";
+
+	cc->seen++;
+	restore_record(cc->model, payload, len, why, sizeof(why));
+	if (why[0] != '\0') {
+		cc->skipped++;
+		fprintf(cc->out, "record %llu: skipped at start: %s\n", (unsigned long long)cc->seen, why);
+	}
+}
+
+int sbx_mock_check_state(const sbx_mock_config *cfg, FILE *out, sbx_err *err)
+{
+	check_ctx cc = {NULL, out, 0, 0};
+	mock_settings set;
+	uint64_t records;
+	size_t len, good, ntenants = 0, counts[ST__COUNT] = {0};
+	const char *why;
+	int rc;
+
+	if (mock_settings_from_config(cfg, &set, err) != 0)
+		return -1;
+	cc.model = mock_model_new(&set);
+	if (cc.model == NULL) {
+		sbx_err_set(err, "out of memory");
+		return -1;
+	}
+	if (mock_mutlog_check(cfg->state_dir, check_record, &cc, &records, &len, &good, &why, err) != 0) {
+		mock_model_free(cc.model);
+		return -1;
+	}
+	mock_model_after_restore(cc.model);
+	for (mock_tenant *t = cc.model->tenants; t != NULL; t = t->next)
+		ntenants++;
+	for (size_t i = 0; i < cc.model->nsbx; i++)
+		counts[cc.model->sbx[i]->status]++;
+	fprintf(out, "%s/state.log: %zu bytes, %llu good records\n", cfg->state_dir, len,
+		(unsigned long long)records);
+	if (good < len)
+		fprintf(out, "problem: %s at byte %zu: a start would drop the last %zu bytes\n", why, good,
+			len - good);
+	fprintf(out, "after a restart: %zu tenants, %zu sandboxes", ntenants, cc.model->nsbx);
+	for (int st = 0; st < ST__COUNT; st++)
+		if (counts[st] > 0)
+			fprintf(out, ", %zu %s", counts[st], mock_status_name((mock_status)st));
+	fputc('\n', out);
+	rc = good < len || cc.skipped > 0 ? 1 : 0;
+	fprintf(out, "%s\n", rc == 0 ? "ok: a start restores every record"
+				    : "not clean: see the problems above");
+	mock_model_free(cc.model);
 	return rc;
 }
