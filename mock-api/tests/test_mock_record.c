@@ -275,14 +275,17 @@ static void bad_recording_lines_say_what_is_wrong(void **state)
 		 "line 1: data after the JSON object, from byte 42"},
 		{"{\"method\":\"GET\",\"path\":\"/x\",\"status\":}\n", "line 1: not valid JSON (the parser stopped at byte"},
 	};
-	char path[] = "/tmp/sbx-rec-bad-XXXXXX";
+	char path[64];
 	sbx_mock_config cfg;
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		sbx_err err = {{0}};
-		int fd = mkstemp(path);
+		int fd;
 		FILE *f;
+
+		snprintf(path, sizeof(path), "/tmp/sbx-rec-bad-XXXXXX");
+		fd = mkstemp(path);
 
 		assert_true(fd >= 0);
 		f = fdopen(fd, "w");
@@ -295,7 +298,6 @@ static void bad_recording_lines_say_what_is_wrong(void **state)
 		if (strstr(err.msg, cases[i].want) == NULL)
 			fail_msg("case %zu: expected '%s' in '%s'", i, cases[i].want, err.msg);
 		unlink(path);
-		memcpy(path + sizeof(path) - 7, "XXXXXX", 6);
 	}
 }
 
