@@ -168,5 +168,4 @@ int mock_durable_persist(sbx_mock *mock, mock_tenant *t, sbx_err *err);
 int mock_durable_reset(sbx_mock *mock, sbx_err *err);
 
 
-
 #endif
