@@ -11,6 +11,7 @@ struct cf_driver *cf_start(struct cf_case *c, const char *const *env)
 	struct cf_driver *d = cf_driver_start(c, env);
 	cJSON *f, *res;
 	const char *et, *em;
+	char why[256];
 
 	if (d == NULL)
 		return NULL;
@@ -23,8 +24,8 @@ struct cf_driver *cf_start(struct cf_case *c, const char *const *env)
 			cf_fail(c, "driver: hello failed: %s: %s", et, em);
 		return NULL;
 	}
-	if (cf_num(res, "protocol", 0) != 1)
-		cf_fail(c, "driver: hello announced protocol %g, the runner speaks 1", cf_num(res, "protocol", 0));
+	if (!cf_hello_protocol_ok(res, why, sizeof(why)))
+		cf_fail(c, "driver: %s", why);
 	cJSON_Delete(res);
 	return cf_failed(c) ? NULL : d;
 }

@@ -49,6 +49,7 @@ struct cf_config {
 	unsigned long seed;
 	double timeout_scale;
 	unsigned jobs;
+	unsigned max_timeouts;    /* give up after this many consecutive cases timed out; 0: never */
 	bool tap;
 	bool list;
 	bool progress;            /* live progress line (stderr is a TTY) */
@@ -159,6 +160,12 @@ cJSON *cf_op(struct cf_driver *d, const char *op, const cJSON *fields, double ti
 /* True when the last call failed for protocol/transport reasons (not an
  * error answer). */
 bool cf_driver_broken(const struct cf_driver *d);
+/* True when an answer of this driver did not come in time (the runner's
+ * fail-fast counts cases that ended so). */
+bool cf_driver_timed_out(const struct cf_driver *d);
+/* True when a hello result announces protocol 1; else why says what is
+ * wrong (missing, another version, not a number). */
+bool cf_hello_protocol_ok(const cJSON *hello, char *why, size_t cap);
 /* Sends exit, waits briefly, kills the process group; collects stderr. */
 void cf_driver_stop(struct cf_driver *d);
 pid_t cf_driver_pid(const struct cf_driver *d);
@@ -172,6 +179,10 @@ void cf_driver_free(struct cf_driver *d);
 /* The HTTP client of every call below (cf->url must be set): 0 or -1. */
 int cf_control_plane_open(struct cf_config *cf, sbx_err *err);
 void cf_control_plane_close(struct cf_config *cf);
+/* Before any check: an external mock answers its admin API with the token
+ * (GET /_mock/settings), a real control plane answers HTTP at all. 0, or -1
+ * with *err naming the URL and what went wrong. */
+int cf_control_plane_reachable(struct cf_config *cf, sbx_err *err);
 /* Admin call: returns `data` (caller frees) or NULL with *err set. */
 cJSON *cf_admin(struct cf_config *cf, const char *method, const char *path, const cJSON *body,
 		sbx_err *err);

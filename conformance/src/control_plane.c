@@ -50,7 +50,10 @@ static cJSON *http_json(struct cf_config *cf, const char *url, const char *metho
 
 	*status = 0;
 	if (sbx_http_request(cf->http, &req, &resp, &herr) != 0) {
-		sbx_err_set(err, "%s %s: %s", method, url, resp.curl_code != 0 ? sbx_http_code_str(resp.curl_code) : herr.msg);
+		/* libcurl's own words name the host, port and errno ("Failed to
+		 * connect to 127.0.0.1 port 1: Connection refused"). */
+		sbx_err_set(err, "%s %s: %s", method, url,
+			    herr.msg[0] != '\0' ? herr.msg : sbx_http_code_str(resp.curl_code));
 		goto out;
 	}
 	*status = resp.status;
@@ -111,6 +114,40 @@ cJSON *cf_api(struct cf_case *c, const char *method, const char *path, const cJS
 		status = &st;
 	j = http_json(c->cf, url, method, hdr, body, status, err);
 	return unwrap(j, *status, method, path, err);
+}
+
+int cf_control_plane_reachable(struct cf_config *cf, sbx_err *err)
+{
+	char url[1024], hdr[320];
+	long status = 0;
+	sbx_err e = {{0}};
+	cJSON *j;
+
+	if (cf->kind == CF_EMBEDDED_MOCK)
+		return 0;
+	if (cf->kind == CF_REAL) {
+		/* Any HTTP answer will do: the user's key is the checks' business. */
+		snprintf(url, sizeof(url), "%s/v1/whoami", cf->url);
+		snprintf(hdr, sizeof(hdr), "X-Api-Key: %s", cf->real_key);
+		j = http_json(cf, url, "GET", hdr, NULL, &status, &e);
+		cJSON_Delete(j);
+		if (status == 0) {
+			sbx_err_set(err, "--api-url %s: the control plane cannot be reached: %s", cf->url, e.msg);
+			return -1;
+		}
+		return 0;
+	}
+	j = cf_admin(cf, "GET", "/_mock/settings", NULL, &e);
+	if (j != NULL) {
+		cJSON_Delete(j);
+		return 0;
+	}
+	if (strstr(e.msg, ": 401 ") != NULL || strstr(e.msg, ": 403 ") != NULL)
+		sbx_err_set(err, "--mock-url %s: the mock refuses the admin token (--admin-token or "
+			    "SBX_MOCK_ADMIN_TOKEN): %s", cf->url, e.msg);
+	else
+		sbx_err_set(err, "--mock-url %s: no sbx-mock admin API answers there: %s", cf->url, e.msg);
+	return -1;
 }
 
 int cf_fault(struct cf_case *c, cJSON *rule)

@@ -57,6 +57,8 @@ static void usage(FILE *f)
 	      "  --seed N                seed for tenant keys and fault draws\n"
 	      "  --timeout-scale X       multiply every harness timeout by X\n"
 	      "  -j, --jobs N            cases run in parallel (default 4)\n"
+	      "  --max-timeouts N        stop running checks after N checks in a row whose\n"
+	      "                          driver did not answer in time (default 3, 0 never)\n"
 	      "  --fixtures DIR          where fixtures/gate lives\n"
 	      "  --tap                   TAP 13 on stdout instead of the human report\n"
 	      "  --junit FILE, --json FILE, --html FILE   also write these reports\n"
@@ -162,6 +164,7 @@ static int probe(struct cf_config *cf, const char *profile, sbx_err *err)
 	struct cf_case c;
 	struct cf_driver *d;
 	const char *et, *em;
+	char why[256];
 	cJSON *res, *f;
 	const cJSON *s;
 
@@ -182,7 +185,16 @@ static int probe(struct cf_config *cf, const char *profile, sbx_err *err)
 	res = cf_op(d, "hello", f, 20, &et, &em);
 	cJSON_Delete(f);
 	if (res == NULL) {
-		sbx_err_set(err, "the driver did not answer hello: %s: %s %s", et, em, sbx_strbuf_str(&c.reason));
+		if (cf_driver_broken(d))
+			sbx_err_set(err, "%s", sbx_strbuf_str(&c.reason));
+		else
+			sbx_err_set(err, "the driver refused `hello` (protocol 1): %s: %s", et, em);
+		goto out_stop;
+	}
+	if (!cf_hello_protocol_ok(res, why, sizeof(why))) {
+		/* One harness error up front, not the same failure in every check. */
+		sbx_err_set(err, "driver: %s", why);
+		cJSON_Delete(res);
 		goto out_stop;
 	}
 	if (strcmp(profile, "host-gate") != 0 || cf->driver_name[0] == '\0') {
@@ -196,7 +208,9 @@ static int probe(struct cf_config *cf, const char *profile, sbx_err *err)
 	/* capabilities() belongs to the backend surface; a component-only driver has none */
 	if (strcmp(profile, "host-gate") != 0 && (cf->surface_count == 0 || cf_surface(cf, "backend"))) {
 		cf->capabilities = cf_op(d, "capabilities", NULL, 20, &et, &em);
-		if (cf->capabilities == NULL)
+		if (cf->capabilities == NULL && cf_driver_broken(d))
+			sbx_err_set(err, "%s", sbx_strbuf_str(&c.reason));
+		else if (cf->capabilities == NULL)
 			sbx_err_set(err, "the driver's capabilities() raised %s: %s", et, em);
 	}
 out_stop:
@@ -255,7 +269,7 @@ static int write_reports(const struct cf_config *cf, const cJSON *report)
 
 enum {
 	O_BACKEND = 256, O_PYTHON, O_HOST, O_PROFILE, O_FILTER, O_LIST, O_SHARD, O_MOCK, O_TOKEN, O_API,
-	O_SEED, O_SCALE, O_TAP, O_JUNIT, O_JSON, O_HTML, O_FIXTURES, O_PYEXE, O_PYCOMP,
+	O_SEED, O_SCALE, O_TAP, O_JUNIT, O_JSON, O_HTML, O_FIXTURES, O_PYEXE, O_PYCOMP, O_MAXTO,
 };
 
 static const struct option LONGOPTS[] = {
@@ -269,6 +283,7 @@ static const struct option LONGOPTS[] = {
 	{"junit", required_argument, NULL, O_JUNIT}, {"json", required_argument, NULL, O_JSON},
 	{"html", required_argument, NULL, O_HTML}, {"fixtures", required_argument, NULL, O_FIXTURES},
 	{"python", required_argument, NULL, O_PYEXE}, {"python-component", required_argument, NULL, O_PYCOMP},
+	{"max-timeouts", required_argument, NULL, O_MAXTO},
 	{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
 };
 
@@ -381,6 +396,11 @@ static int parse_args(struct cf_config *cf, int argc, char **argv, const char **
 			if (!parse_uint(optarg, &v) || v < 1 || v > 32)
 				return bad_usage("--jobs wants 1..32, got", optarg);
 			cf->jobs = (unsigned)v;
+			break;
+		case O_MAXTO:
+			if (!parse_uint(optarg, &v) || v > 1000)
+				return bad_usage("--max-timeouts wants 0..1000, got", optarg);
+			cf->max_timeouts = (unsigned)v;
 			break;
 		case O_TAP:
 			cf->tap = true;
@@ -593,6 +613,7 @@ int main(int argc, char **argv)
 	pthread_mutex_init(&cf.lock, NULL);
 	cf.timeout_scale = 1.0;
 	cf.jobs = 4;
+	cf.max_timeouts = 3;
 	cf.seed = 1;
 	signal(SIGPIPE, SIG_IGN);
 	rc = parse_args(&cf, argc, argv, &mock_url, &api_url);
@@ -622,6 +643,8 @@ int main(int argc, char **argv)
 		connected = start_embedded_mock(&cf, &mock);
 	if (connected && cf_control_plane_open(&cf, &err) != 0)
 		fprintf(stderr, "sbx-conform: %s\n", err.msg);
+	else if (connected && cf_control_plane_reachable(&cf, &err) != 0)
+		fprintf(stderr, "sbx-conform: harness error: %s\n", err.msg);
 	else if (connected)
 		rc = probe_and_run(&cf);
 	cf_control_plane_close(&cf);

@@ -246,7 +246,18 @@ static cJSON *case_report(struct cf_case *c)
 	return o;
 }
 
-static cJSON *run_case(struct cf_config *cf, const struct cf_pick *pick)
+/* A case's drivers timed out (1), all answered (0), or none ran (-1). */
+static int case_timed_out(const struct cf_case *c)
+{
+	size_t i;
+
+	for (i = 0; i < c->driver_count; i++)
+		if (cf_driver_timed_out(c->drivers[i]))
+			return 1;
+	return c->driver_count > 0 ? 0 : -1;
+}
+
+static cJSON *run_case(struct cf_config *cf, const struct cf_pick *pick, int *timed_out)
 {
 	struct cf_case c;
 	cJSON *rep;
@@ -267,10 +278,26 @@ static cJSON *run_case(struct cf_config *cf, const struct cf_pick *pick)
 		if (j != NULL)
 			cf_keep_journal(&c, j);
 	}
+	*timed_out = case_timed_out(&c);
 	for (i = 0; i < c.driver_count; i++)
 		cf_driver_free(c.drivers[i]);
 	unlink(c.trip);
 	c.duration_ms = cf_now_ms() - c.started_ms;
+	rep = case_report(&c);
+	case_free(&c);
+	return rep;
+}
+
+/* The report row of a case not run because the driver kept timing out. */
+static cJSON *not_run_case(struct cf_config *cf, const struct cf_pick *pick, const char *why)
+{
+	struct cf_case c;
+	cJSON *rep;
+
+	case_init(&c, cf, pick);
+	cf_error(&c, "not run: %s", why);
+	snprintf(c.cleanup_verdict, sizeof(c.cleanup_verdict), "skip");
+	sbx_strbuf_puts(&c.cleanup_reason, "the check did not run");
 	rep = case_report(&c);
 	case_free(&c);
 	return rep;
@@ -285,6 +312,11 @@ struct sched {
 	size_t n;
 	size_t next;
 	pthread_mutex_t lock;
+	/* fail-fast: cases in a row (in completion order) whose driver timed
+	 * out; at cf->max_timeouts the cases not yet started are not run */
+	unsigned streak;
+	char streak_ids[200];
+	char gave_up[400];
 };
 
 static void progress(struct cf_config *cf, const char *id, const char *verdict)
@@ -307,20 +339,52 @@ static void progress(struct cf_config *cf, const char *id, const char *verdict)
 	pthread_mutex_unlock(&cf->lock);
 }
 
+/* Counts a finished case into the timeout streak (under s->lock). A driver
+ * that hangs on every request would otherwise make a run take the timeout
+ * times the number of checks (7 minutes for one suite). */
+static void count_timeout(struct sched *s, const char *id, int timed_out)
+{
+	size_t used = strlen(s->streak_ids);
+
+	if (timed_out < 0 || s->gave_up[0] != '\0')
+		return;
+	if (timed_out == 0) {
+		s->streak = 0;
+		s->streak_ids[0] = '\0';
+		return;
+	}
+	s->streak++;
+	snprintf(s->streak_ids + used, sizeof(s->streak_ids) - used, "%s%s", used > 0 ? ", " : "", id);
+	if (s->cf->max_timeouts > 0 && s->streak >= s->cf->max_timeouts)
+		snprintf(s->gave_up, sizeof(s->gave_up),
+			 "the driver did not answer in time in %u checks in a row (%s); the run stopped early "
+			 "(--max-timeouts %u; raise it or --timeout-scale for a slow backend)",
+			 s->streak, s->streak_ids, s->cf->max_timeouts);
+}
+
 static void *worker(void *arg)
 {
 	struct sched *s = arg;
 
 	for (;;) {
+		char why[sizeof(s->gave_up)];
+		int timed_out = -1;
 		size_t i;
 		cJSON *r;
 
 		pthread_mutex_lock(&s->lock);
 		i = s->next++;
+		snprintf(why, sizeof(why), "%s", s->gave_up);
 		pthread_mutex_unlock(&s->lock);
 		if (i >= s->n)
 			return NULL;
-		r = run_case(s->cf, &s->sel[i]);
+		if (why[0] != '\0')
+			r = not_run_case(s->cf, &s->sel[i], why);
+		else
+			r = run_case(s->cf, &s->sel[i], &timed_out);
+		pthread_mutex_lock(&s->lock);
+		count_timeout(s, s->sel[i].check->id, timed_out);
+		pthread_mutex_unlock(&s->lock);
 		s->results[i] = r;
 		progress(s->cf, s->sel[i].check->id, cf_str(r, "verdict"));
 	}
@@ -381,7 +445,7 @@ int cf_run_all(struct cf_config *cf, cJSON **report, sbx_err *err)
 	rfc3339_now(started, sizeof(started));
 	cf->total = (unsigned)n;
 	cf->rerun = rerun_base(cf);
-	s = (struct sched){cf, sel, results, n, 0, PTHREAD_MUTEX_INITIALIZER};
+	s = (struct sched){cf, sel, results, n, 0, PTHREAD_MUTEX_INITIALIZER, 0, "", ""};
 	nth = cf->jobs < 1 ? 1 : (cf->jobs > 32 ? 32 : cf->jobs);
 	if (nth > n)
 		nth = n ? (unsigned)n : 1;

@@ -8,8 +8,10 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -29,6 +31,10 @@ struct cf_driver {
 	int next_id;
 	bool broken;
 	bool stopped;
+	bool timed_out;           /* an answer did not come in time */
+	bool reaped;              /* wstatus holds the driver's exit */
+	int wstatus;
+	double started_ms;
 	char etype[64];
 	char emsg[1024];
 };
@@ -46,6 +52,126 @@ bool cf_driver_broken(const struct cf_driver *d)
 const char *cf_driver_stderr_path(const struct cf_driver *d)
 {
 	return d->errpath;
+}
+
+bool cf_driver_timed_out(const struct cf_driver *d)
+{
+	return d->timed_out;
+}
+
+/* Evidence is capped in bytes, not lines: a driver that writes 500 MB of
+ * stderr (or one endless line) must not make a 500 MB report. */
+#define STDERR_KEEP_BYTES 8192
+#define STDERR_KEEP_LINES 40
+
+/* The last `keep` bytes (at most) of the driver's stderr file, starting at a
+ * line start when the tail holds one, and at a UTF-8 character start; *omitted
+ * receives how many bytes came before. Never reads more than keep bytes. */
+static void stderr_tail(const struct cf_driver *d, size_t keep, sbx_strbuf *out, long long *omitted)
+{
+	int fd = open(d->errpath, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	off_t from = 0;
+	char buf[8192];
+	ssize_t n;
+	size_t skip = 0, got = 0;
+
+	*omitted = 0;
+	if (fd < 0)
+		return;
+	if (fstat(fd, &st) == 0 && st.st_size > (off_t)keep)
+		from = st.st_size - (off_t)keep;
+	if (from > 0 && lseek(fd, from, SEEK_SET) < 0)
+		from = 0;
+	while (got < keep && (n = read(fd, buf, sizeof(buf) < keep - got ? sizeof(buf) : keep - got)) > 0) {
+		sbx_strbuf_append(out, buf, (size_t)n);
+		got += (size_t)n;
+	}
+	close(fd);
+	if (from > 0 && out->len > 0) {
+		const char *nl = memchr(out->data, '\n', out->len);
+
+		if (nl != NULL && (size_t)(nl - out->data) + 1 < out->len)
+			skip = (size_t)(nl - out->data) + 1;
+		while (skip < out->len && ((unsigned char)out->data[skip] & 0xC0) == 0x80)
+			skip++;
+		memmove(out->data, out->data + skip, out->len - skip);
+		out->len -= skip;
+		out->data[out->len] = '\0';
+	}
+	*omitted = (long long)from + (long long)skip;
+}
+
+/* The last `lines` lines of s (all of it when it has fewer). */
+static const char *last_lines(const sbx_strbuf *s, int lines)
+{
+	int seen = 0;
+
+	for (size_t i = s->len; i > 0; i--)
+		if (s->data[i - 1] == '\n' && i < s->len && ++seen >= lines)
+			return s->data + i;
+	return sbx_strbuf_str(s);
+}
+
+/* Reaps the driver if it exits within wait_ms (it closed its stdout, so it
+ * usually is exiting). True when d->wstatus is known. */
+static bool reap(struct cf_driver *d, double wait_ms)
+{
+	double deadline = cf_now_ms() + wait_ms;
+
+	while (!d->reaped) {
+		struct timespec ts = {0, 5000000};
+		pid_t r = waitpid(d->pid, &d->wstatus, WNOHANG);
+
+		if (r == d->pid || (r < 0 && errno == ECHILD)) {
+			d->reaped = r == d->pid;
+			return d->reaped;
+		}
+		if (cf_now_ms() > deadline)
+			return false;
+		nanosleep(&ts, NULL);
+	}
+	return true;
+}
+
+/* What happened to a driver that stopped talking: its exit status or
+ * signal, how long it lived, and the end of its stderr ("exited with status
+ * 127 (command not found) after 0.03 s; stderr ends: sh: 1: exec: ./x: not
+ * found"). */
+static void exit_story(struct cf_driver *d, char *out, size_t cap)
+{
+	sbx_strbuf tail = SBX_STRBUF_INIT;
+	char what[160], *p;
+	long long omitted;
+	double lived = (cf_now_ms() - d->started_ms) / 1000.0;
+
+	if (!reap(d, 1000)) {
+		snprintf(what, sizeof(what), "is still running %.2f s after it started", lived);
+	} else if (WIFEXITED(d->wstatus)) {
+		int st = WEXITSTATUS(d->wstatus);
+
+		snprintf(what, sizeof(what), "exited with status %d%s after %.2f s", st,
+			 st == 127 ? " (command not found)" : st == 126 ? " (command not executable)" : "", lived);
+	} else if (WIFSIGNALED(d->wstatus)) {
+		const char *name = sigabbrev_np(WTERMSIG(d->wstatus)); /* thread-safe, unlike strsignal */
+
+		snprintf(what, sizeof(what), "was killed by signal %d (SIG%s) after %.2f s", WTERMSIG(d->wstatus),
+			 name != NULL ? name : "?", lived);
+	} else {
+		snprintf(what, sizeof(what), "stopped after %.2f s", lived);
+	}
+	stderr_tail(d, 2048, &tail, &omitted);
+	while (tail.len > 0 && (tail.data[tail.len - 1] == '\n' || tail.data[tail.len - 1] == '\r'))
+		tail.data[--tail.len] = '\0';
+	p = (char *)last_lines(&tail, 5);
+	for (char *q = p; *q != '\0'; q++)
+		if (*q == '\n')
+			*q = '|';
+	if (*p != '\0')
+		snprintf(out, cap, "the driver %s; its stderr ends: %.400s", what, p);
+	else
+		snprintf(out, cap, "the driver %s; its stderr is empty", what);
+	sbx_strbuf_free(&tail);
 }
 
 /* True when the environment entry "NAME=value" has the name of `spec`
@@ -169,6 +295,7 @@ struct cf_driver *cf_driver_start(struct cf_case *c, const char *const *env)
 	}
 	setpgid(pid, pid);
 	d->pid = pid;
+	d->started_ms = cf_now_ms();
 	d->in_fd = in[1];
 	d->out_fd = out[0];
 	d->next_id = 1;
@@ -181,13 +308,16 @@ static void kill_group(struct cf_driver *d)
 {
 	if (d->pid > 0) {
 		kill(-d->pid, SIGKILL);
-		kill(d->pid, SIGKILL);
+		if (!d->reaped) /* a reaped pid may belong to someone else by now */
+			kill(d->pid, SIGKILL);
 	}
 }
 
+enum line_why { LINE_OK, LINE_TIMEOUT, LINE_EOF, LINE_TOO_LONG, LINE_POLL };
+
 /* Reads until a full line is buffered or the deadline passes. Returns the
  * line (caller frees) or NULL; *why says why not. */
-static char *read_line(struct cf_driver *d, double deadline_ms, const char **why)
+static char *read_line(struct cf_driver *d, double deadline_ms, enum line_why *why)
 {
 	for (;;) {
 		char *nl = d->rbuf.data ? memchr(d->rbuf.data, '\n', d->rbuf.len) : NULL;
@@ -209,11 +339,11 @@ static char *read_line(struct cf_driver *d, double deadline_ms, const char **why
 		}
 		left = deadline_ms - cf_now_ms();
 		if (left <= 0) {
-			*why = "timeout";
+			*why = LINE_TIMEOUT;
 			return NULL;
 		}
 		if (poll(&p, 1, (int)(left > 1000 ? 1000 : left + 1)) < 0 && errno != EINTR) {
-			*why = "poll failed";
+			*why = LINE_POLL;
 			return NULL;
 		}
 		if (!(p.revents & (POLLIN | POLLHUP | POLLERR)))
@@ -222,24 +352,56 @@ static char *read_line(struct cf_driver *d, double deadline_ms, const char **why
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0) {
-			*why = "the driver closed its stdout (exited or crashed)";
+			*why = LINE_EOF;
 			return NULL;
 		}
 		if (d->rbuf.len + (size_t)n > 64u * 1024 * 1024) {
-			*why = "answer line longer than 64 MiB";
+			*why = LINE_TOO_LONG;
 			return NULL;
 		}
 		sbx_strbuf_append(&d->rbuf, buf, (size_t)n);
 	}
 }
 
+/* Gives up on the driver: marks it broken, fails the case with `fmt`
+ * followed by what became of the driver when it stopped talking, and kills
+ * its process group. */
+static void give_up(struct cf_driver *d, bool story, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void give_up(struct cf_driver *d, bool story, const char *fmt, ...)
+{
+	char msg[600], why[700] = "";
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	d->broken = true;
+	if (story)
+		exit_story(d, why, sizeof(why));
+	kill_group(d);
+	cf_fail(d->c, "%s%s%s", msg, story ? ": " : "", why);
+}
+
+/* The answer's id as the driver wrote it, for messages ("1.5", "\"1\"",
+ * "null", "missing"). */
+static void id_text(const cJSON *aid, char *out, size_t cap)
+{
+	char *t = aid != NULL ? cJSON_PrintUnformatted(aid) : NULL;
+
+	snprintf(out, cap, "%.60s", t != NULL ? t : "missing");
+	free(t);
+}
+
 cJSON *cf_call(struct cf_driver *d, const char *op, const cJSON *fields, double timeout_s)
 {
 	cJSON *req = fields ? cJSON_Duplicate(fields, true) : cJSON_CreateObject();
-	double deadline = cf_now_ms() + timeout_s * d->c->cf->timeout_scale * 1000.0;
-	const char *why = NULL;
-	cJSON *ans = NULL;
+	double scaled = timeout_s * d->c->cf->timeout_scale;
+	double deadline = cf_now_ms() + scaled * 1000.0;
+	enum line_why why = LINE_OK;
+	const cJSON *aid;
+	cJSON *ans;
 	char *text, *line;
+	char got[64];
 	int id = d->next_id++;
 
 	if (d->broken) {
@@ -251,40 +413,72 @@ cJSON *cf_call(struct cf_driver *d, const char *op, const cJSON *fields, double 
 	text = cJSON_PrintUnformatted(req);
 	cJSON_Delete(req);
 	if (sbx_write_all(d->in_fd, text, strlen(text)) != 0 || sbx_write_all(d->in_fd, "\n", 1) != 0) {
+		int e = errno;
+
 		free(text);
-		d->broken = true;
-		cf_fail(d->c, "driver: cannot send `%s` (driver gone: %s)", op, strerror(errno));
+		give_up(d, true, "driver: cannot send `%s` (%s)", op, strerror(e));
 		return NULL;
 	}
 	free(text);
-	for (;;) {
-		const cJSON *aid;
-
-		line = read_line(d, deadline, &why);
-		if (line == NULL) {
-			d->broken = true;
-			kill_group(d);
-			cf_fail(d->c, "driver: no answer to `%s` within %.1f s: %s", op,
-				timeout_s * d->c->cf->timeout_scale, why);
-			return NULL;
+	line = read_line(d, deadline, &why);
+	if (line == NULL) {
+		if (why == LINE_TIMEOUT) {
+			d->timed_out = true;
+			give_up(d, false, "driver: no answer to `%s` within %.1f s", op, scaled);
+		} else if (why == LINE_EOF) {
+			give_up(d, true, "driver: no answer to `%s`: it closed its stdout", op);
+		} else {
+			give_up(d, false, "driver: no answer to `%s`: %s", op,
+				why == LINE_TOO_LONG ? "answer line longer than 64 MiB" : "poll failed");
 		}
-		ans = cJSON_Parse(line);
-		aid = cJSON_GetObjectItemCaseSensitive(ans, "id");
-		if (ans == NULL || !cJSON_IsBool(cJSON_GetObjectItemCaseSensitive(ans, "ok"))) {
-			d->broken = true;
-			cf_fail(d->c, "driver: answer to `%s` is not a protocol answer: %.200s", op, line);
-			free(line);
-			cJSON_Delete(ans);
-			kill_group(d);
-			return NULL;
-		}
-		free(line);
-		if (cJSON_IsNumber(aid) && aid->valueint == id)
-			return ans;
-		cf_detail(d->c, "driver answered id %d while `%s` (id %d) was pending; ignored",
-			  cJSON_IsNumber(aid) ? aid->valueint : -1, op, id);
-		cJSON_Delete(ans);
+		return NULL;
 	}
+	ans = cJSON_Parse(line);
+	aid = cJSON_GetObjectItemCaseSensitive(ans, "id");
+	if (ans == NULL || !cJSON_IsBool(cJSON_GetObjectItemCaseSensitive(ans, "ok"))) {
+		give_up(d, false, "driver: answer to `%s` is not a protocol answer: %.200s", op, line);
+		free(line);
+		cJSON_Delete(ans);
+		return NULL;
+	}
+	free(line);
+	/* Requests are never pipelined, so the only right id is the pending
+	 * one, compared as a number exactly (1.5 is not 1, "1" is not 1). */
+	if (cJSON_IsNumber(aid) && aid->valuedouble == (double)id)
+		return ans;
+	id_text(aid, got, sizeof(got));
+	{
+		const cJSON *e = cJSON_GetObjectItemCaseSensitive(ans, "error");
+
+		give_up(d, false, "driver: answered id %s, expected %d (the id of `%s`)%s%s%s%.200s", got, id, op,
+			e != NULL ? "; its error: " : "", cf_str(e, "type") ? cf_str(e, "type") : "",
+			e != NULL ? ": " : "", cf_str(e, "message") ? cf_str(e, "message") : "");
+	}
+	cJSON_Delete(ans);
+	return NULL;
+}
+
+bool cf_hello_protocol_ok(const cJSON *hello, char *why, size_t cap)
+{
+	const cJSON *p = cJSON_GetObjectItemCaseSensitive(hello, "protocol");
+	char *t;
+
+	if (cJSON_IsNumber(p) && p->valuedouble == 1.0)
+		return true;
+	if (p == NULL) {
+		snprintf(why, cap, "the hello answer has no `protocol` (this runner speaks protocol 1)");
+		return false;
+	}
+	t = cJSON_PrintUnformatted(p);
+	/* PROTOCOL.md: a driver that cannot speak the runner's version answers
+	 * hello with a ProtocolError; announcing another version is a driver
+	 * that does not follow the protocol, and nothing it answers later can
+	 * be read as version 1. */
+	snprintf(why, cap, "the hello answer announces protocol %.40s; this runner speaks protocol 1 "
+		 "(a driver that cannot speak it answers hello with a ProtocolError, PROTOCOL.md)",
+		 t != NULL ? t : "?");
+	free(t);
+	return false;
 }
 
 cJSON *cf_op(struct cf_driver *d, const char *op, const cJSON *fields, double timeout_s,
@@ -332,35 +526,27 @@ cJSON *cf_run(struct cf_driver *d, const char *code, const cJSON *env, double ti
 	return res;
 }
 
-/* Keeps the last ~40 lines of the driver's stderr as evidence. */
+/* Keeps the end of the driver's stderr as evidence: at most the last
+ * STDERR_KEEP_LINES lines within the last STDERR_KEEP_BYTES bytes. */
 static void collect_stderr(struct cf_driver *d)
 {
-	sbx_strbuf all = SBX_STRBUF_INIT;
-	char buf[8192];
-	ssize_t n;
-	int fd = open(d->errpath, O_RDONLY | O_CLOEXEC);
+	sbx_strbuf tail = SBX_STRBUF_INIT;
+	long long omitted;
 	const char *start;
-	int lines = 0;
 
-	if (fd >= 0) {
-		while ((n = read(fd, buf, sizeof(buf))) > 0)
-			sbx_strbuf_append(&all, buf, (size_t)n);
-		close(fd);
-	}
+	stderr_tail(d, STDERR_KEEP_BYTES, &tail, &omitted);
 	unlink(d->errpath);
-	start = sbx_strbuf_str(&all);
-	for (size_t i = all.len; i > 0; i--) {
-		if (all.data[i - 1] == '\n' && ++lines > 40) {
-			start = all.data + i;
-			break;
-		}
-	}
+	start = last_lines(&tail, STDERR_KEEP_LINES);
+	omitted += (long long)(start - sbx_strbuf_str(&tail));
 	if (*start != '\0') {
-		sbx_strbuf_printf(&d->c->driver_stderr, "[driver %ld]\n%s", (long)d->pid, start);
+		sbx_strbuf_printf(&d->c->driver_stderr, "[driver %ld]\n", (long)d->pid);
+		if (omitted > 0)
+			sbx_strbuf_printf(&d->c->driver_stderr, "[... %lld earlier bytes not kept]\n", omitted);
+		sbx_strbuf_puts(&d->c->driver_stderr, start);
 		if (d->c->driver_stderr.len > 0 && d->c->driver_stderr.data[d->c->driver_stderr.len - 1] != '\n')
 			sbx_strbuf_puts(&d->c->driver_stderr, "\n");
 	}
-	sbx_strbuf_free(&all);
+	sbx_strbuf_free(&tail);
 }
 
 void cf_driver_stop(struct cf_driver *d)
@@ -378,7 +564,7 @@ void cf_driver_stop(struct cf_driver *d)
 	}
 	close(d->in_fd);
 	deadline = cf_now_ms() + 2000;
-	while (waitpid(d->pid, &status, WNOHANG) == 0) {
+	while (!d->reaped && waitpid(d->pid, &status, WNOHANG) == 0) {
 		struct timespec ts = {0, 5000000};
 
 		if (cf_now_ms() > deadline) {

@@ -32,6 +32,7 @@ typedef struct xfer {
 	bool sink_stopped;  /* the sink returned false */
 	bool too_big;       /* resp->body would pass req->max_body */
 	bool oom;
+	bool cancelled;     /* req->cancel said stop */
 } xfer;
 
 int sbx_http_global_init(void)
@@ -235,6 +236,24 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *ud)
 	return len;
 }
 
+/* libcurl calls this several times a second while a transfer runs, also
+ * while it waits for an answer that never comes; that is what lets a
+ * stopping program end a request whose deadline is minutes away. */
+static int on_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow)
+{
+	xfer *x = ud;
+
+	(void)dltotal;
+	(void)dlnow;
+	(void)ultotal;
+	(void)ulnow;
+	if (x->req->cancel(x->req->cancel_ud)) {
+		x->cancelled = true;
+		return 1;
+	}
+	return 0;
+}
+
 static bool method_is(const char *method, const char *name)
 {
 	return strcmp(method, name) == 0;
@@ -348,6 +367,11 @@ static void setup_easy(const sbx_http_client *c, CURL *e, const sbx_http_req *re
 		curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, timeout);
 	if (c->connect_timeout_ms > 0)
 		curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, c->connect_timeout_ms);
+	if (req->cancel != NULL) {
+		curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, on_progress);
+		curl_easy_setopt(e, CURLOPT_XFERINFODATA, x);
+		curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
+	}
 	set_connection_policy(c, e, method);
 	set_method_and_body(e, req, method);
 }
@@ -367,6 +391,9 @@ static int classify(const xfer *x, CURLcode rc, const char *errbuf, sbx_err *err
 	} else if (x->too_big) {
 		resp->fail = SBX_HTTP_FAIL_SINK;
 		sbx_err_set(err, "answer body over %zu bytes", x->req->max_body);
+	} else if (x->cancelled) {
+		resp->fail = SBX_HTTP_FAIL_CANCELLED;
+		sbx_err_set(err, "the request was cancelled before its answer came");
 	} else if (rc == CURLE_OK) {
 		resp->fail = SBX_HTTP_OK;
 		return 0;
@@ -419,6 +446,7 @@ int sbx_http_request(sbx_http_client *c, const sbx_http_req *req, sbx_http_resp 
 	ret = classify(&x, rc, errbuf, err);
 	/* The reused handle must not keep pointers into this call's frame. */
 	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, NULL);
+	curl_easy_setopt(e, CURLOPT_XFERINFODATA, NULL);
 out_free_url:
 	curl_slist_free_all(h);
 	sbx_strbuf_free(&url);

@@ -23,6 +23,7 @@
 #define _GNU_SOURCE
 #include "ops.h"
 #include "server.h"
+#include "settings.h"
 #include "sha256.h"
 #include "sbx/sys.h"
 
@@ -69,18 +70,19 @@ static bool names_raw_key(const cJSON *rec)
 	return false;
 }
 
-static void apply_record(void *arg, const char *payload, size_t len)
+/* Applies one record to m; why gets the reason when it (or part of it) was
+ * skipped. The one restore path: start (apply_record) and --check-state
+ * (check_record) both come through here. True when the record makes the
+ * whole log unusable (a raw API key: why says so). */
+static bool restore_record(mock_model *m, const char *payload, size_t len, char *why, size_t cap)
 {
-	replay_ctx *ctx = arg;
-	sbx_mock *mock = ctx->mock;
-	mock_model *m = mock->model;
+	bool fatal = false;
 	cJSON *rec = cJSON_ParseWithLength(payload, len);
 	const cJSON *t = cJSON_GetObjectItemCaseSensitive(rec, "t");
 	const cJSON *it;
-	char why[256] = "";
 
 	if (!cJSON_IsString(t)) {
-		snprintf(why, sizeof(why), "record without a type");
+		snprintf(why, cap, "record without a type");
 	} else if (strcmp(t->valuestring, "boot") == 0) {
 		const cJSON *w = cJSON_GetObjectItemCaseSensitive(rec, "start_wall_ms");
 
@@ -88,29 +90,41 @@ static void apply_record(void *arg, const char *payload, size_t len)
 		if (cJSON_IsNumber(w) && w->valuedouble > 0 && w->valuedouble < 9.5e13)
 			mock_model_restore_clock(m, (int64_t)w->valuedouble);
 		else
-			snprintf(why, sizeof(why), "boot record without a valid start_wall_ms");
+			snprintf(why, cap, "boot record without a valid start_wall_ms");
 	} else if (strcmp(t->valuestring, "reset") == 0) {
 		mock_model_reset(m);
 	} else if (strcmp(t->valuestring, "mut") == 0 && names_raw_key(rec)) {
-		if (ctx->fatal[0] == '\0')
-			snprintf(ctx->fatal, sizeof(ctx->fatal),
-				 "record %llu names a tenant by its raw API key (a log written "
-				 "before keys were stored as keyed hashes)",
-				 (unsigned long long)ctx->n + 1);
+		snprintf(why, cap, "names a tenant by its raw API key (a log written before keys were "
+			 "stored as keyed hashes)");
+		fatal = true;
 	} else if (strcmp(t->valuestring, "mut") == 0) {
 		it = cJSON_GetObjectItemCaseSensitive(rec, "tenant");
 		if (it != NULL)
-			mock_tenant_restore(m, it, why, sizeof(why));
+			mock_tenant_restore(m, it, why, cap);
 		cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(rec, "sbx")) {
-			if (mock_sandbox_restore(m, it, why, sizeof(why)) != 0)
+			if (mock_sandbox_restore(m, it, why, cap) != 0)
 				break;
 		}
 	} else {
-		snprintf(why, sizeof(why), "unknown record type \"%.32s\"", t->valuestring);
+		snprintf(why, cap, "unknown record type \"%.32s\"", t->valuestring);
 	}
-	if (why[0] != '\0' && !mock->quiet)
-		fprintf(stderr, "sbx-mock: warning: state record skipped: %s\n", why);
 	cJSON_Delete(rec);
+	return fatal;
+}
+
+static void apply_record(void *arg, const char *payload, size_t len)
+{
+	replay_ctx *ctx = arg;
+	sbx_mock *mock = ctx->mock;
+	char why[256] = "";
+
+	if (restore_record(mock->model, payload, len, why, sizeof(why))) {
+		if (ctx->fatal[0] == '\0')
+			snprintf(ctx->fatal, sizeof(ctx->fatal), "record %llu %s", (unsigned long long)ctx->n + 1,
+				 why);
+	} else if (why[0] != '\0' && !mock->quiet) {
+		fprintf(stderr, "sbx-mock: warning: state record skipped: %s\n", why);
+	}
 	ctx->n++;
 }
 
@@ -381,5 +395,77 @@ int mock_durable_reset(sbx_mock *mock, sbx_err *err)
 	cJSON_AddStringToObject(rec, "t", "reset");
 	rc = append_json(mock, rec, err);
 	cJSON_Delete(rec);
+	return rc;
+}
+
+/* ---- sbx-mock --check-state DIR ---- */
+
+typedef struct check_ctx {
+	mock_model *model;
+	FILE *out;
+	uint64_t seen;
+	unsigned skipped;
+} check_ctx;
+
+static void check_record(void *arg, const char *payload, size_t len)
+{
+	check_ctx *cc = arg;
+	char why[256] = "";
+
+	cc->seen++;
+	if (restore_record(cc->model, payload, len, why, sizeof(why))) {
+		cc->skipped++;
+		fprintf(cc->out, "record %llu: a start refuses this log: it %s\n", (unsigned long long)cc->seen,
+			why);
+	} else if (why[0] != '\0') {
+		cc->skipped++;
+		fprintf(cc->out, "record %llu: skipped at start: %s\n", (unsigned long long)cc->seen, why);
+	}
+}
+
+int sbx_mock_check_state(const sbx_mock_config *cfg, FILE *out, sbx_err *err)
+{
+	check_ctx cc = {NULL, out, 0, 0};
+	mock_settings set;
+	uint64_t records;
+	size_t len, good, ntenants = 0, counts[ST__COUNT] = {0};
+	const char *why;
+	bool torn = false;
+	int rc;
+
+	if (mock_settings_from_config(cfg, &set, err) != 0)
+		return -1;
+	cc.model = mock_model_new(&set);
+	if (cc.model == NULL) {
+		sbx_err_set(err, "out of memory");
+		return -1;
+	}
+	if (mock_mutlog_check(cfg->state_dir, check_record, &cc, &records, &len, &good, &why, &torn, err) != 0) {
+		mock_model_free(cc.model);
+		return -1;
+	}
+	mock_model_after_restore(cc.model);
+	for (mock_tenant *t = cc.model->tenants; t != NULL; t = t->next)
+		ntenants++;
+	for (size_t i = 0; i < cc.model->nsbx; i++)
+		counts[cc.model->sbx[i]->status]++;
+	fprintf(out, "%s/state.log: %zu bytes, %llu good records\n", cfg->state_dir, len,
+		(unsigned long long)records);
+	if (good < len && torn)
+		fprintf(out, "problem: %s at byte %zu: a start sets the last %zu bytes aside (a dated copy) "
+			     "and goes on\n", why, good, len - good);
+	else if (good < len)
+		fprintf(out, "problem: %s at byte %zu: a start refuses this log; --state-repair moves the "
+			     "last %zu bytes aside (a dated copy) and starts from the good records\n",
+			why, good, len - good);
+	fprintf(out, "after a restart: %zu tenants, %zu sandboxes", ntenants, cc.model->nsbx);
+	for (int st = 0; st < ST__COUNT; st++)
+		if (counts[st] > 0)
+			fprintf(out, ", %zu %s", counts[st], mock_status_name((mock_status)st));
+	fputc('\n', out);
+	rc = good < len || cc.skipped > 0 ? 1 : 0;
+	fprintf(out, "%s\n", rc == 0 ? "ok: a start restores every record"
+				    : "not clean: see the problems above");
+	mock_model_free(cc.model);
 	return rc;
 }

@@ -61,7 +61,7 @@ static void fault_http(mreq *r, mresp *out)
 	} else if (error) {
 		resp_error(out, a->status, msg);
 	} else {
-		resp_fail(out, a->status, "error", a->code, msg);
+		resp_fail(out, a->status, a->field[0] != '\0' ? a->field : "error", a->code, msg);
 	}
 	if (a->retry_after >= 0) {
 		char v[24];

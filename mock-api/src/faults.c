@@ -191,6 +191,23 @@ static int copy_buf(const cJSON *o, const char *key, char *buf, size_t cap, size
 	return 0;
 }
 
+/* http action `field`: the JSend fail data member that carries the message
+ * ({"status": "sandbox is not running"}), so that a scenario can send what
+ * the mock itself sends; a name of letters, digits and '_', not "code". */
+static int parse_field(const cJSON *o, mock_fault_action *a, size_t idx, sbx_err *err)
+{
+	if (copy_buf(o, "field", a->field, sizeof(a->field), idx, "action", err) != 0)
+		return -1;
+	if (cJSON_GetObjectItemCaseSensitive(o, "field") == NULL)
+		return 0;
+	if (a->field[0] == '\0' || a->field[strspn(a->field, "abcdefghijklmnopqrstuvwxyz"
+				"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")] != '\0' || strcmp(a->field, "code") == 0) {
+		sbx_err_set(err, "rule %zu: action.field must be a member name ([A-Za-z0-9_]+, not \"code\")", idx);
+		return -1;
+	}
+	return 0;
+}
+
 static int parse_headers(const cJSON *hdrs, mock_fault_action *a, size_t idx, sbx_err *err)
 {
 	const cJSON *h;
@@ -342,7 +359,8 @@ static int parse_action(const cJSON *o, mock_fault_action *a, size_t idx, sbx_er
 		a->status = (int)num;
 		if (copy_buf(o, "envelope", a->envelope, sizeof(a->envelope), idx, "action", err) != 0 ||
 		    copy_buf(o, "code", a->code, sizeof(a->code), idx, "action", err) != 0 ||
-		    copy_buf(o, "message", a->message, sizeof(a->message), idx, "action", err) != 0)
+		    copy_buf(o, "message", a->message, sizeof(a->message), idx, "action", err) != 0 ||
+		    parse_field(o, a, idx, err) != 0)
 			return -1;
 		if (a->envelope[0] != '\0' && strcmp(a->envelope, "fail") != 0 &&
 		    strcmp(a->envelope, "error") != 0) {

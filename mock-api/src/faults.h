@@ -60,6 +60,7 @@ typedef struct mock_fault_action {
 	char envelope[8];         /* "fail" | "error" | "" (by status) */
 	char code[64];
 	char message[256];
+	char field[32];           /* http fail: the data member carrying message ("" = "error") */
 	int retry_after;          /* seconds, -1 none */
 	size_t nheaders;
 	char hname[MOCK_FAULT_MAX_HEADERS][64];

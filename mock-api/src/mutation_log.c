@@ -333,6 +333,37 @@ out_free:
 	return NULL;
 }
 
+int mock_mutlog_check(const char *dir, mock_mutlog_record_fn fn, void *arg, uint64_t *records, size_t *len,
+		      size_t *good, const char **why, bool *torn, sbx_err *err)
+{
+	char path[4096];
+	char *buf = NULL;
+	int fd;
+
+	*records = 0;
+	*len = 0;
+	*good = 0;
+	*why = NULL;
+	if ((size_t)snprintf(path, sizeof(path), "%s/state.log", dir) >= sizeof(path)) {
+		sbx_err_set(err, "state dir path too long");
+		return -1;
+	}
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		sbx_err_set(err, "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (read_all(fd, &buf, len, err) != 0) {
+		sbx_err_prefix(err, "%s", path);
+		close(fd);
+		return -1;
+	}
+	close(fd);
+	*good = replay(buf, *len, fn, arg, records, why, torn);
+	free(buf);
+	return 0;
+}
+
 /* One write of header + payload; on a failed or short write the file is cut
  * back to where the record began, so a later record never follows garbage. */
 int mock_mutlog_append(mock_mutlog *st, const char *payload, size_t len, sbx_err *err)

@@ -46,6 +46,16 @@ int mock_mutlog_append(mock_mutlog *st, const char *payload, size_t len, sbx_err
 uint64_t mock_mutlog_records(mock_mutlog *st);
 void mock_mutlog_close(mock_mutlog *st);
 
+/* Reads DIR/state.log without changing anything (no create, no lock, no
+ * truncation) and calls fn for each good record, as mock_mutlog_open would.
+ * *records gets the good records, *len the file's size, *good the length of
+ * the good prefix (< *len: *why says what ends it, *torn whether it is a
+ * record cut short at the end, which a start sets aside, or damage, which
+ * a start refuses without --state-repair). 0, or -1 with err when
+ * the log cannot be read (a missing log is an error here). */
+int mock_mutlog_check(const char *dir, mock_mutlog_record_fn fn, void *arg, uint64_t *records, size_t *len,
+		      size_t *good, const char **why, bool *torn, sbx_err *err);
+
 uint32_t mock_crc32(const void *data, size_t len);
 
 #endif

@@ -110,6 +110,34 @@ static int b64_val(char c)
 	return p != NULL ? (int)(p - b64chars) : -1;
 }
 
+/* What makes s not canonical padded base64 (RFC 4648 section 4), written
+ * into buf; NULL when it is valid. */
+static const char *b64_problem(const char *s, char *buf, size_t cap)
+{
+	size_t n = strlen(s);
+
+	if (n % 4 != 0) {
+		snprintf(buf, cap, "not valid base64: %zu characters, not a multiple of 4", n);
+		return buf;
+	}
+	for (size_t i = 0; i < n; i++) {
+		bool pad_ok = i >= n - 2 && (i == n - 1 || s[n - 1] == '=');
+
+		if (s[i] == '=' && !pad_ok) {
+			snprintf(buf, cap, "not valid base64: '=' at character %zu, before the end", i + 1);
+			return buf;
+		}
+		if (s[i] != '=' && b64_val(s[i]) < 0) {
+			snprintf(buf, cap, "not valid base64: character %zu is %s%c%s", i + 1,
+				 (unsigned char)s[i] >= 0x20 && (unsigned char)s[i] < 0x7f ? "'" : "byte ",
+				 (unsigned char)s[i] >= 0x20 && (unsigned char)s[i] < 0x7f ? s[i] : '?',
+				 (unsigned char)s[i] >= 0x20 && (unsigned char)s[i] < 0x7f ? "'" : "");
+			return buf;
+		}
+	}
+	return NULL;
+}
+
 static char *b64_decode(const char *s, size_t *len)
 {
 	size_t n = strlen(s), j = 0;
@@ -199,19 +227,33 @@ static void add_body(cJSON *o, const char *name, const char *body, size_t len)
 }
 
 /* Reads "<name>" or "<name>_b64" back; malloc'ed, NUL-terminated. */
-static char *get_body(const cJSON *o, const char *name, size_t *len)
+/* The body `name` (text) or `name`_b64 (base64) of a recorded exchange;
+ * "" when neither is there. NULL with *why set (what is wrong with the
+ * base64, written into whybuf, or "out of memory"). */
+static char *get_body(const cJSON *o, const char *name, size_t *len, const char **why, char *whybuf,
+		      size_t whycap)
 {
 	char key[32];
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
+	char *out;
 
+	*why = "out of memory";
 	if (cJSON_IsString(v)) {
 		*len = strlen(v->valuestring);
 		return strdup(v->valuestring);
 	}
 	snprintf(key, sizeof(key), "%s_b64", name);
 	v = cJSON_GetObjectItemCaseSensitive(o, key);
-	if (cJSON_IsString(v))
-		return b64_decode(v->valuestring, len);
+	if (cJSON_IsString(v)) {
+		const char *bad = b64_problem(v->valuestring, whybuf, whycap);
+
+		if (bad != NULL) {
+			*why = bad;
+			return NULL;
+		}
+		out = b64_decode(v->valuestring, len);
+		return out;
+	}
 	*len = 0;
 	return strdup("");
 }
@@ -235,6 +277,19 @@ static void redact(mock_rec *rc, const char *key, char *buf, size_t cap)
 			rc->nkeys++;
 	}
 	snprintf(buf, cap, "redacted-%zu", i + 1);
+}
+
+/* The "redacted-N" name of a key the replay has already seen (lock held):
+ * N, or 0 when it is new (buf untouched). Never learns the key. */
+static size_t key_known(const mock_rec *rc, const char *key, char *buf, size_t cap)
+{
+	for (size_t i = 0; i < rc->nkeys; i++) {
+		if (strcmp(rc->keys[i], key) == 0) {
+			snprintf(buf, cap, "redacted-%zu", i + 1);
+			return i + 1;
+		}
+	}
+	return 0;
 }
 
 static enum MHD_Result add_arg(void *cls, enum MHD_ValueKind kind, const char *key,
@@ -306,6 +361,15 @@ static void take_headers(const sbx_http_resp *hr, upstream_resp *u)
 	}
 }
 
+/* The proxy's upstream deadline is long (a slow exec), so a stopping mock
+ * must not wait for it: sbx_mock_stop sets `stopping` first. */
+static bool mock_stopping(void *ud)
+{
+	const sbx_mock *mock = ud;
+
+	return atomic_load(&mock->stopping);
+}
+
 /* Forwards r upstream; fills u and returns the status, or -1 with err. */
 static long forward(mock_rec *rc, mreq *r, const char *query, upstream_resp *u, sbx_err *err)
 {
@@ -319,6 +383,8 @@ static long forward(mock_rec *rc, mreq *r, const char *query, upstream_resp *u, 
 		.body_len = r->body.len,
 		.content_type = ctype != NULL ? ctype : "", /* a proxy adds none */
 		.max_body = u->max,
+		.cancel = mock_stopping,
+		.cancel_ud = r->mock,
 	};
 	sbx_http_resp hr;
 	sbx_err herr;
@@ -334,7 +400,10 @@ static long forward(mock_rec *rc, mreq *r, const char *query, upstream_resp *u, 
 	}
 	if (sbx_http_request(rc->http, &hq, &hr, &herr) != 0) {
 		/* libcurl's short words, as the recording proxy always said. */
-		sbx_err_set(err, "upstream %s: %s", rc->upstream, sbx_http_code_str(hr.curl_code));
+		if (hr.fail == SBX_HTTP_FAIL_CANCELLED)
+			sbx_err_set(err, "upstream %s: request abandoned, the mock is stopping", rc->upstream);
+		else
+			sbx_err_set(err, "upstream %s: %s", rc->upstream, sbx_http_code_str(hr.curl_code));
 		goto out_free_resp;
 	}
 	status = hr.status;
@@ -453,22 +522,52 @@ static char *str_or(const cJSON *o, const char *k, const char *dflt)
 	return strdup(cJSON_IsString(v) ? v->valuestring : dflt);
 }
 
+/* What is missing or wrong in a recorded exchange ("no \"method\"", "status 700
+ * is not 100-599"), NULL when the required members are there. */
+static const char *exchange_shape_error(const cJSON *o, char *buf, size_t cap)
+{
+	const cJSON *st = cJSON_GetObjectItemCaseSensitive(o, "status");
+	static const char *const need[] = {"method", "path"};
+
+	if (!cJSON_IsObject(o))
+		return cJSON_IsArray(o) ? "a JSON array, not an exchange object"
+					: "a JSON scalar, not an exchange object";
+	for (size_t i = 0; i < 2; i++) {
+		const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, need[i]);
+
+		if (v == NULL) {
+			snprintf(buf, cap, "the exchange has no \"%s\"", need[i]);
+			return buf;
+		}
+		if (!cJSON_IsString(v)) {
+			snprintf(buf, cap, "\"%s\" is not a string", need[i]);
+			return buf;
+		}
+	}
+	if (st == NULL)
+		return "the exchange has no \"status\"";
+	if (!cJSON_IsNumber(st) || st->valuedouble != (double)(int)st->valuedouble || st->valueint < 100 ||
+	    st->valueint > 599)
+		return "\"status\" is not a whole number 100-599";
+	return NULL;
+}
+
 static int parse_exchange(const cJSON *o, exchange *e, sbx_err *err)
 {
 	const cJSON *rh = cJSON_GetObjectItemCaseSensitive(o, "request_headers");
 	const cJSON *hd = cJSON_GetObjectItemCaseSensitive(o, "response_headers");
 	const cJSON *st = cJSON_GetObjectItemCaseSensitive(o, "status");
-	const cJSON *m = cJSON_GetObjectItemCaseSensitive(o, "method");
-	const cJSON *p = cJSON_GetObjectItemCaseSensitive(o, "path");
+	const char *why = NULL, *bad;
+	char buf[96], whybuf[96];
 
 	memset(e, 0, sizeof(*e));
-	if (!cJSON_IsString(m) || !cJSON_IsString(p) || !cJSON_IsNumber(st) || st->valueint < 100 ||
-	    st->valueint > 599) {
-		sbx_err_set(err, "needs method, path and status 100-599");
+	bad = exchange_shape_error(o, buf, sizeof(buf));
+	if (bad != NULL) {
+		sbx_err_set(err, "%s", bad);
 		return -1;
 	}
-	e->method = strdup(m->valuestring);
-	e->path = strdup(p->valuestring);
+	e->method = strdup(cJSON_GetObjectItemCaseSensitive(o, "method")->valuestring);
+	e->path = strdup(cJSON_GetObjectItemCaseSensitive(o, "path")->valuestring);
 	e->query = str_or(o, "query", "");
 	e->key = strdup("");
 	for (size_t i = 0; i < 3 && rh != NULL; i++) {
@@ -480,21 +579,47 @@ static int parse_exchange(const cJSON *o, exchange *e, sbx_err *err)
 			break;
 		}
 	}
-	e->body = get_body(o, "request_body", &e->body_len);
+	e->body = get_body(o, "request_body", &e->body_len, &why, whybuf, sizeof(whybuf));
+	if (e->body == NULL) {
+		sbx_err_set(err, "\"request_body_b64\": %s", why);
+		return -1;
+	}
 	e->status = st->valueint;
 	e->headers = cJSON_IsObject(hd) ? cJSON_Duplicate(hd, true) : cJSON_CreateObject();
 	e->ctype = str_or(e->headers, "Content-Type", "");
 	e->request_id = str_or(e->headers, "X-Request-Id", "");
 	cJSON_DeleteItemFromObjectCaseSensitive(e->headers, "Content-Type");
 	cJSON_DeleteItemFromObjectCaseSensitive(e->headers, "X-Request-Id");
-	e->resp = get_body(o, "body", &e->resp_len);
+	e->resp = get_body(o, "body", &e->resp_len, &why, whybuf, sizeof(whybuf));
+	if (e->resp == NULL) {
+		sbx_err_set(err, "\"body_b64\": %s", why);
+		return -1;
+	}
 	if (e->method == NULL || e->path == NULL || e->query == NULL || e->key == NULL ||
-	    e->body == NULL || e->headers == NULL || e->ctype == NULL || e->request_id == NULL ||
-	    e->resp == NULL) {
-		sbx_err_set(err, "out of memory or bad base64");
+	    e->headers == NULL || e->ctype == NULL || e->request_id == NULL) {
+		sbx_err_set(err, "out of memory");
 		return -1;
 	}
 	return 0;
+}
+
+/* Why a recording line is not JSON: where the parser stopped, and whether
+ * the line was cut off (the last line of the file without its newline). */
+static void json_line_error(const char *line, size_t n, bool last_unterminated, sbx_err *err)
+{
+	const char *end = NULL;
+	cJSON *o = cJSON_ParseWithLengthOpts(line, n, &end, false);
+
+	cJSON_Delete(o);
+	if (o != NULL && end != NULL && end >= line)
+		sbx_err_set(err, "data after the JSON object, from byte %zu (one exchange per line)",
+			    (size_t)(end - line) + 1);
+	else if (last_unterminated)
+		sbx_err_set(err, "not valid JSON: the last line has no newline and stops at byte %zu "
+			    "(a truncated recording?)", n);
+	else
+		sbx_err_set(err, "not valid JSON (the parser stopped at byte %zu of %zu)",
+			    end != NULL && end >= line ? (size_t)(end - line) + 1 : (size_t)0, n);
 }
 
 static int load_recording(mock_rec *rc, const char *path, sbx_err *err)
@@ -522,7 +647,7 @@ static int load_recording(mock_rec *rc, const char *path, sbx_err *err)
 		lineno++;
 		if (n <= 1)
 			continue;
-		o = cJSON_Parse(line);
+		o = cJSON_ParseWithOpts(line, NULL, true); /* nothing may follow the object */
 		if (rc->nex == alloc) {
 			size_t na = alloc == 0 ? 64 : alloc * 2;
 			exchange *ne = realloc(rc->ex, na * sizeof(*ne));
@@ -537,7 +662,7 @@ static int load_recording(mock_rec *rc, const char *path, sbx_err *err)
 		}
 		if (o == NULL || parse_exchange(o, &rc->ex[rc->nex], err) != 0) {
 			if (o == NULL)
-				sbx_err_set(err, "not a JSON object");
+				json_line_error(line, (size_t)n - (line[n - 1] == '\n'), line[n - 1] != '\n', err);
 			else
 				exchange_free(&rc->ex[rc->nex]);
 			sbx_err_prefix(err, "replay %s line %zu", path, lineno);
@@ -583,6 +708,8 @@ static void replay_answer(mock_rec *rc, mreq *r, mresp *out)
 		k = header_in(r, auth_headers[i]);
 	pthread_mutex_lock(&rc->lock);
 	at = rc->next;
+	if (k != NULL && key_known(rc, k, key, sizeof(key)) == 0 && at >= rc->nex)
+		snprintf(key, sizeof(key), "%s", "a key new to this replay");
 	if (at < rc->nex) {
 		e = &rc->ex[at];
 		/* key identity: the Nth distinct key of the replay is redacted-N */
@@ -594,6 +721,7 @@ static void replay_answer(mock_rec *rc, mreq *r, mresp *out)
 			if (!match && rc->nkeys > before) {
 				free(rc->keys[--rc->nkeys]); /* do not learn from a divergent request */
 				rc->keys[rc->nkeys] = NULL;
+				snprintf(key, sizeof(key), "%s", "a key new to this replay");
 			}
 		} else {
 			match = e->key[0] == '\0';
@@ -618,8 +746,7 @@ static void replay_answer(mock_rec *rc, mreq *r, mresp *out)
 			describe(&msg, e->method, e->path, e->query, e->key, e->body, e->body_len);
 			sbx_strbuf_puts(&msg, "; received ");
 		}
-		describe(&msg, r->method, r->path, query != NULL ? query : "",
-			 key[0] != '\0' ? key : (k != NULL ? "a new key" : ""),
+		describe(&msg, r->method, r->path, query != NULL ? query : "", key,
 			 r->body.data != NULL ? r->body.data : "", r->body.len);
 		log_line(rc, "%s", sbx_strbuf_str(&msg));
 		resp_error(out, 599, sbx_strbuf_str(&msg));

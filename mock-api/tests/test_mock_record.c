@@ -12,9 +12,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <sys/socket.h>
 
 #include "mock_http.h"
 #include "sbx/mock.h"
+#include "sbx/sys.h"
 
 #define NSTEPS 9
 
@@ -144,12 +149,20 @@ static void record_then_replay_is_byte_identical(void **state)
 		sbx_strbuf_free(&a[i]);
 		sbx_strbuf_free(&b[i]);
 	}
-	/* past the end: divergence */
+	/* past the end: divergence; the key the replay matched all along keeps
+	 * its name (issue 19 item 23: it was called "a new key") */
 	th_json(sbx_mock_url(rep), "another-key", "GET", "/v1/whoami", NULL, &r);
 	assert_int_equal(r.status, 599);
 	msg = cJSON_GetObjectItem(r.json, "message")->valuestring;
 	assert_non_null(strstr(msg, "recording ended after 9 exchanges"));
 	assert_non_null(strstr(msg, "GET /v1/whoami"));
+	if (strstr(msg, "key redacted-1") == NULL)
+		fail_msg("the matched key is not named redacted-1: %s", msg);
+	th_resp_free(&r);
+	th_json(sbx_mock_url(rep), "never-seen-key", "GET", "/v1/whoami", NULL, &r);
+	msg = cJSON_GetObjectItem(r.json, "message")->valuestring;
+	if (strstr(msg, "key a key new to this replay") == NULL)
+		fail_msg("an unknown key is not called new: %s", msg);
 	th_resp_free(&r);
 	sbx_mock_stop(rep);
 
@@ -189,11 +202,112 @@ static void bad_record_and_replay_settings_fail_at_start(void **state)
 	assert_non_null(strstr(err.msg, "/nonexistent/recording.jsonl"));
 }
 
+struct hang_call {
+	const char *url;
+	long status;
+};
+
+static void *hang_call_main(void *arg)
+{
+	struct hang_call *h = arg;
+	th_req rq = {.method = "GET", .url = h->url, .path = "/v1/whoami", .key = "k", .timeout_ms = 20000};
+	th_resp r;
+
+	th_do(&rq, &r);
+	h->status = r.status;
+	th_resp_free(&r);
+	return NULL;
+}
+
+/* issue 19 item 14: a recording mock whose upstream never answers stops at
+ * once when asked (it waited for the 900 s proxy deadline). The upstream
+ * is a listener that never accepts: the request is sent, no answer comes. */
+static void stop_interrupts_a_hanging_upstream(void **state)
+{
+	char file[] = "/tmp/sbx-rec-hang-XXXXXX";
+	int fd = mkstemp(file);
+	int lfd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t alen = sizeof(a);
+	char upstream[64];
+	struct hang_call h = {NULL, -1};
+	pthread_t th;
+	sbx_mock *rec;
+	uint64_t t0;
+
+	(void)state;
+	assert_true(fd >= 0 && lfd >= 0);
+	close(fd);
+	assert_int_equal(bind(lfd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(lfd, 8), 0);
+	assert_int_equal(getsockname(lfd, (struct sockaddr *)&a, &alen), 0);
+	snprintf(upstream, sizeof(upstream), "http://127.0.0.1:%d", ntohs(a.sin_port));
+	rec = start(upstream, file, NULL);
+	h.url = sbx_mock_url(rec);
+	assert_int_equal(pthread_create(&th, NULL, hang_call_main, &h), 0);
+	usleep(400000); /* the proxy request is on its way upstream */
+	t0 = sbx_mono_us();
+	sbx_mock_stop(rec);
+	if (sbx_mono_us() - t0 > 3000000)
+		fail_msg("stop took %.1f s with an upstream request hanging", (double)(sbx_mono_us() - t0) / 1e6);
+	pthread_join(th, NULL);
+	close(lfd);
+	unlink(file);
+}
+
+/* issue 19 item 23: each broken recording line says what is wrong with it. */
+static void bad_recording_lines_say_what_is_wrong(void **state)
+{
+	static const struct {
+		const char *text;
+		const char *want;
+	} cases[] = {
+		{"[1,2,3]\n", "line 1: a JSON array, not an exchange object"},
+		{"{\"method\":\"GET\",\"path\":\"/v1/whoami\",\"status\":200}\n{\"method\":\"GET\",\"pa",
+		 "line 2: not valid JSON: the last line has no newline"},
+		{"{\"method\":\"GET\",\"path\":\"/x\",\"status\":200,\"body_b64\":\"a$bc\"}\n",
+		 "\"body_b64\": not valid base64: character 2 is '$'"},
+		{"{\"method\":\"GET\",\"path\":\"/x\",\"status\":200,\"request_body_b64\":\"abc\"}\n",
+		 "\"request_body_b64\": not valid base64: 3 characters"},
+		{"{\"method\":\"GET\",\"status\":200}\n", "the exchange has no \"path\""},
+		{"{\"method\":\"GET\",\"path\":\"/x\",\"status\":200.5}\n", "\"status\" is not a whole number"},
+		{"{\"method\":\"GET\",\"path\":\"/x\",\"status\":200} trailing\n",
+		 "line 1: data after the JSON object, from byte 42"},
+		{"{\"method\":\"GET\",\"path\":\"/x\",\"status\":}\n", "line 1: not valid JSON (the parser stopped at byte"},
+	};
+	char path[64];
+	sbx_mock_config cfg;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		sbx_err err = {{0}};
+		int fd;
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/tmp/sbx-rec-bad-XXXXXX");
+		fd = mkstemp(path);
+
+		assert_true(fd >= 0);
+		f = fdopen(fd, "w");
+		fputs(cases[i].text, f);
+		fclose(f);
+		sbx_mock_config_init(&cfg);
+		cfg.quiet = true;
+		cfg.replay = path;
+		assert_null(sbx_mock_start(&cfg, &err));
+		if (strstr(err.msg, cases[i].want) == NULL)
+			fail_msg("case %zu: expected '%s' in '%s'", i, cases[i].want, err.msg);
+		unlink(path);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(record_then_replay_is_byte_identical),
 		cmocka_unit_test(bad_record_and_replay_settings_fail_at_start),
+		cmocka_unit_test(bad_recording_lines_say_what_is_wrong),
+		cmocka_unit_test(stop_interrupts_a_hanging_upstream),
 	};
 	int rc;
 

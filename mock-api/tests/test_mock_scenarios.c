@@ -120,6 +120,7 @@ static void exec_on_paused(void)
 {
 	scen s;
 	th_resp r;
+	cJSON *fake;
 	char id[64], path[128];
 
 	scen_start(&s, "exec-on-paused");
@@ -127,10 +128,28 @@ static void exec_on_paused(void)
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s/exec", id);
 	th_json(s.u, "k", "POST", path, "{\"cmd\":\"true\"}", &r);
 	assert_int_equal(r.status, 409);
-	assert_string_equal(data_code(&r), "SANDBOX_NOT_RUNNING");
+	assert_string_equal(data_code(&r), "NOT_RUNNING");
+	fake = cJSON_Duplicate(cJSON_GetObjectItem(r.json, "data"), true);
 	th_resp_free(&r);
 	th_json(s.u, "k", "POST", path, "{\"cmd\":\"true\"}", &r);
 	assert_int_equal(r.status, 200);
+	th_resp_free(&r);
+	/* issue 19 item 19: the scenario sends what the mock itself answers
+	 * for a guest that really is paused (it sent data.error +
+	 * SANDBOX_NOT_RUNNING while the mock sends data.status + NOT_RUNNING) */
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/pause", id);
+	th_json(s.u, "k", "POST", path, NULL, &r);
+	assert_true(r.status == 200 || r.status == 202);
+	th_resp_free(&r);
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/exec", id);
+	th_json(s.u, "k", "POST", path, "{\"cmd\":\"true\"}", &r);
+	assert_int_equal(r.status, 409);
+	if (!cJSON_Compare(fake, cJSON_GetObjectItem(r.json, "data"), true)) {
+		char *a = cJSON_PrintUnformatted(fake), *b = cJSON_PrintUnformatted(cJSON_GetObjectItem(r.json, "data"));
+
+		fail_msg("scenario answers %s, the paused mock answers %s", a, b);
+	}
+	cJSON_Delete(fake);
 	th_resp_free(&r);
 	sbx_mock_stop(s.m);
 }

@@ -361,6 +361,43 @@ static void refused_and_timed_out_exchanges_fail_with_curls_words(void **state)
 	sbx_http_client_free(c);
 }
 
+static double cancel_at;
+
+static bool past_cancel_at(void *ud)
+{
+	(void)ud;
+	return (double)sbx_mono_us() / 1e6 >= cancel_at;
+}
+
+/* A server that never answers (a listener that never accepts) and a long
+ * deadline: cancel ends the request within about a second of asking
+ * (issue 19 item 14: a stopping recording mock waited 900 s). */
+static void cancel_ends_a_hanging_request_promptly(void **state)
+{
+	int port;
+	int fd = listen_port0(&port);
+	char base[64];
+	sbx_http_opts o = {.base_url = base, .timeout_ms = 60000};
+	sbx_http_client *c;
+	sbx_http_req rq = {.path = "/never", .cancel = past_cancel_at};
+	sbx_http_resp r;
+	sbx_err err = {{0}};
+	double t0 = (double)sbx_mono_us() / 1e6;
+
+	(void)state;
+	snprintf(base, sizeof(base), "http://127.0.0.1:%d", port);
+	c = sbx_http_client_new(&o, &err);
+	cancel_at = t0 + 0.3;
+	assert_int_equal(sbx_http_request(c, &rq, &r, &err), -1);
+	assert_int_equal(r.fail, SBX_HTTP_FAIL_CANCELLED);
+	assert_non_null(strstr(err.msg, "cancelled"));
+	if ((double)sbx_mono_us() / 1e6 - t0 > 2.5)
+		fail_msg("cancel took %.2f s", (double)sbx_mono_us() / 1e6 - t0);
+	sbx_http_resp_free(&r);
+	sbx_http_client_free(c);
+	close(fd);
+}
+
 static void run_twice(sbx_http_client *c, const char *method)
 {
 	sbx_http_req rq = {.method = method, .path = "/echo"};
@@ -492,6 +529,7 @@ int main(void)
 		cmocka_unit_test(post_bodies_and_empty_posts_carry_a_length),
 		cmocka_unit_test(sinks_take_2xx_bodies_and_can_stop_the_transfer),
 		cmocka_unit_test(refused_and_timed_out_exchanges_fail_with_curls_words),
+		cmocka_unit_test(cancel_ends_a_hanging_request_promptly),
 		cmocka_unit_test(connections_are_reused_except_where_the_policy_forbids),
 		cmocka_unit_test(a_threaded_client_serves_many_threads),
 		cmocka_unit_test(escape_and_retry_after_follow_the_rfcs),

@@ -16,7 +16,7 @@ _sbxctl()
 		words=("${COMP_WORDS[@]}")
 		cword=$COMP_CWORD
 	}
-	local globals="--url --api-key --admin-token --json --timeout --help"
+	local globals="--url --production --api-key --admin-token --json --timeout --help --version"
 	local top="create ls get rm exec pause resume fork egress files whoami shapes rootfs mock help"
 
 	# The command words typed so far (skipping options and their values).

@@ -262,6 +262,98 @@ int ctl_parse_kv(const char *s, const char *what, size_t *keylen, sbx_err *err)
 	return 0;
 }
 
+/* The [v6] part of an authority: hex digits, ':' and '.' (an embedded
+ * IPv4), at least one ':'. */
+static bool v6_literal_ok(const char *s, size_t n)
+{
+	bool colon = false;
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] == ':')
+			colon = true;
+		else if (!isxdigit((unsigned char)s[i]) && s[i] != '.')
+			return false;
+	}
+	return colon;
+}
+
+static int check_port(const char *p, size_t n, const char *what, const char *url, sbx_err *err)
+{
+	long port = 0;
+	if (n == 0) {
+		sbx_err_set(err, "%s: '%s' has an empty port after ':'", what, url);
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (!isdigit((unsigned char)p[i])) {
+			sbx_err_set(err, "%s: '%s' has a port that is not a number ('%.*s')", what, url, (int)n, p);
+			return -1;
+		}
+		if (port <= 65535)
+			port = port * 10 + (p[i] - '0');
+	}
+	if (port < 1 || port > 65535) {
+		sbx_err_set(err, "%s: '%s' has port %.*s, out of range (1..65535)", what, url, (int)n, p);
+		return -1;
+	}
+	return 0;
+}
+
+int ctl_check_url(const char *url, const char *what, sbx_err *err)
+{
+	const char *host;
+	if (strncmp(url, "http://", 7) == 0) {
+		host = url + 7;
+	} else if (strncmp(url, "https://", 8) == 0) {
+		host = url + 8;
+	} else {
+		sbx_err_set(err, "%s: '%s' must start with http:// or https://", what, url);
+		return -1;
+	}
+	for (const char *p = url; *p != '\0'; p++) {
+		if ((unsigned char)*p <= ' ' || *p == 0x7f) {
+			sbx_err_set(err, "%s: '%s' contains a space or control character", what, url);
+			return -1;
+		}
+	}
+	size_t alen = strcspn(host, "/?#");
+	if (memchr(host, '@', alen) != NULL) {
+		sbx_err_set(err, "%s: '%s' has user information before '@' (not supported)", what, url);
+		return -1;
+	}
+	const char *port = NULL;
+	size_t hlen = alen;
+	if (alen > 0 && host[0] == '[') {
+		const char *close = memchr(host, ']', alen);
+		if (close == NULL || !v6_literal_ok(host + 1, (size_t)(close - host - 1))) {
+			sbx_err_set(err, "%s: '%s' has a malformed IPv6 address (want [addr] or [addr]:port)", what, url);
+			return -1;
+		}
+		hlen = (size_t)(close - host) + 1;
+		if (hlen < alen && host[hlen] != ':') {
+			sbx_err_set(err, "%s: '%s' has '%c' after the IPv6 address", what, url, host[hlen]);
+			return -1;
+		}
+	} else {
+		const char *colon = memchr(host, ':', alen);
+		if (colon != NULL)
+			hlen = (size_t)(colon - host);
+		if (memchr(host, '[', alen) != NULL || memchr(host, ']', alen) != NULL) {
+			sbx_err_set(err, "%s: '%s' has a stray bracket", what, url);
+			return -1;
+		}
+	}
+	if (hlen == 0) {
+		sbx_err_set(err, "%s: '%s' has no host", what, url);
+		return -1;
+	}
+	if (hlen < alen) {
+		port = host + hlen + 1;
+		if (check_port(port, alen - hlen - 1, what, url, err) != 0)
+			return -1;
+	}
+	return 0;
+}
+
 static char *dup_trimmed(const char *s, size_t len)
 {
 	while (len > 0 && isspace((unsigned char)*s)) {

@@ -58,6 +58,12 @@ int ctl_parse_duration_ms(const char *s, const char *what, int64_t *out, sbx_err
 /* "KEY=VALUE" with a non-empty key; *keylen is the key's length. */
 int ctl_parse_kv(const char *s, const char *what, size_t *keylen, sbx_err *err);
 
+/* A base URL sbxctl can send to: http:// or https://, a host (a name, an
+ * IPv4 address or a bracketed IPv6 address), an optional port 1..65535,
+ * an optional path; no spaces or control characters. -1 with *err saying
+ * what is wrong ("port 99999 is out of range (1..65535)"). */
+int ctl_check_url(const char *url, const char *what, sbx_err *err);
+
 /* Splits "a,b , c" at commas into a NULL-terminated array of trimmed,
  * separately allocated strings (caller frees with ctl_strv_free). An empty or
  * all-blank input gives zero items; empty items between commas are kept as

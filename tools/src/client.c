@@ -230,7 +230,10 @@ static void message_from_fail(ctl_error *err, const cJSON *data)
 		}
 		if (sb.len > 0)
 			sbx_strbuf_puts(&sb, ", ");
-		sbx_strbuf_printf(&sb, "%s: ", it->string);
+		/* {"error": "sandbox not found"} is the message itself, not a
+		 * field named "error" (which printed "...NotFoundError...: error: ..."). */
+		if (strcmp(it->string, "error") != 0 && strcmp(it->string, "message") != 0)
+			sbx_strbuf_printf(&sb, "%s: ", it->string);
 		append_scalar(&sb, it);
 	}
 	snprintf(err->message, sizeof err->message, "%s", sbx_strbuf_str(&sb));

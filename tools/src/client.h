@@ -46,6 +46,7 @@ typedef struct ctl_error {
 	char code[64];         /* JSend fail data.code, when present */
 	char request_id[128];  /* X-Request-Id (or X-Fc-Request-Id) */
 	double retry_after;    /* seconds from Retry-After; < 0 when absent */
+	char hint[256];        /* what the user can do about it (set by the caller), or "" */
 } ctl_error;
 
 typedef struct ctl_client {

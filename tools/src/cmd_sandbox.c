@@ -70,7 +70,8 @@ int ctl_cmd_create(ctl_ctx *ctx)
 	if ((v = ctl_args_get(&ctx->args, "auto-pause")) != NULL) {
 		long secs = 0;
 		sbx_err e = {""};
-		if (ctl_parse_long(v, 0, 100000000L, "--auto-pause", &secs, &e) != 0) {
+		/* the range the API accepts (spec: 60-86400, else 400) and --help names */
+		if (ctl_parse_long(v, 60, 86400, "--auto-pause", &secs, &e) != 0) {
 			rc = ctl_usage_error(ctx, "%s", e.msg);
 			goto out_free_body;
 		}

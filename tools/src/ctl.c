@@ -12,8 +12,13 @@
 
 #include "output.h"
 
+#ifndef SBXCTL_VERSION
+#define SBXCTL_VERSION "0.0.0"
+#endif
+
 const ctl_opt ctl_global_opts[] = {
-	{"url", "URL", false, "base URL (env CREATEOS_SANDBOX_BASE_URL)"},
+	{"url", "URL", false, "base URL (env CREATEOS_SANDBOX_BASE_URL); required"},
+	{"production", NULL, false, "use the production service " CTL_DEFAULT_BASE_URL},
 	{"api-key", "KEY", false, "X-Api-Key (env CREATEOS_SANDBOX_API_KEY)"},
 	{"admin-token", "TOKEN", false, "mock admin token (env SBX_MOCK_ADMIN_TOKEN)"},
 	{"json", NULL, false, "machine-readable JSON output"},
@@ -160,11 +165,11 @@ static void list_help(FILE *f, const char *prefix, bool brief)
 		return;
 	fprintf(f, "\nGlobal options:\n");
 	print_opts(f, ctl_global_opts);
-	fprintf(f, "\nEnvironment: CREATEOS_SANDBOX_BASE_URL (default %s),\n"
-		   "CREATEOS_SANDBOX_API_KEY, SBX_MOCK_ADMIN_TOKEN.\n"
+	fprintf(f, "\nEnvironment: CREATEOS_SANDBOX_BASE_URL (no default: the production\n"
+		   "service only with --production), CREATEOS_SANDBOX_API_KEY, SBX_MOCK_ADMIN_TOKEN.\n"
 		   "Exit codes: 0 ok, 1 API/remote failure, 2 usage error; exec passes the\n"
-		   "remote command's exit code. 'sbxctl COMMAND --help' for details.\n",
-		CTL_DEFAULT_BASE_URL);
+		   "remote command's exit code. 'sbxctl COMMAND --help' for details;\n"
+		   "'sbxctl --version' for the version.\n");
 }
 
 /* ---- dispatch ---- */
@@ -237,13 +242,18 @@ static size_t group_prefix(int argc, char **argv, int i, char *buf, size_t cap)
 
 /* Skips the global options in front of the command; returns the index of the
  * command word, or -1 after a usage error. */
-static int skip_leading_globals(ctl_ctx *ctx, int argc, char **argv, bool *help)
+static int skip_leading_globals(ctl_ctx *ctx, int argc, char **argv, bool *help, bool *version)
 {
 	int i = 1;
 	while (i < argc && argv[i][0] == '-' && argv[i][1] != '\0') {
 		const char *a = argv[i];
 		if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
 			*help = true;
+			i++;
+			continue;
+		}
+		if (strcmp(a, "--version") == 0) {
+			*version = true;
 			i++;
 			continue;
 		}
@@ -265,23 +275,45 @@ static int skip_leading_globals(ctl_ctx *ctx, int argc, char **argv, bool *help)
 	return i;
 }
 
+/* The base URL: --url, else CREATEOS_SANDBOX_BASE_URL, else the production
+ * service only when --production asks for it. An empty value is never
+ * "unset": a walkthrough whose variable came out empty must not send its
+ * requests to production. */
+static int resolve_url(ctl_ctx *ctx)
+{
+	const char *url = ctl_args_get(&ctx->args, "url");
+	bool production = ctl_args_has(&ctx->args, "production");
+	if (url != NULL && production)
+		return ctl_usage_error(ctx, "--url and --production exclude each other");
+	if (production) {
+		ctx->base_url = CTL_DEFAULT_BASE_URL;
+		return CTL_EXIT_OK;
+	}
+	if (url != NULL && url[0] == '\0')
+		return ctl_usage_error(ctx, "--url is empty");
+	if (url == NULL) {
+		url = getenv("CREATEOS_SANDBOX_BASE_URL");
+		if (url == NULL || url[0] == '\0')
+			return ctl_usage_error(ctx, "no control-plane URL: CREATEOS_SANDBOX_BASE_URL is %s and there is "
+						    "no --url (the production service, %s, only with --production)",
+					       url == NULL ? "not set" : "empty", CTL_DEFAULT_BASE_URL);
+	}
+	sbx_err e = {""};
+	if (ctl_check_url(url, ctl_args_get(&ctx->args, "url") != NULL ? "--url" : "CREATEOS_SANDBOX_BASE_URL",
+			  &e) != 0)
+		return ctl_usage_error(ctx, "%s", e.msg);
+	ctx->base_url = url;
+	return CTL_EXIT_OK;
+}
+
 static int resolve_config(ctl_ctx *ctx)
 {
-	const char *env = NULL;
-	ctx->base_url = ctl_args_get(&ctx->args, "url");
-	if (ctx->base_url == NULL) {
-		env = getenv("CREATEOS_SANDBOX_BASE_URL");
-		ctx->base_url = env != NULL && env[0] != '\0' ? env : CTL_DEFAULT_BASE_URL;
-	}
-	if (strncmp(ctx->base_url, "http://", 7) != 0 && strncmp(ctx->base_url, "https://", 8) != 0)
-		return ctl_usage_error(ctx, "base URL '%s' must start with http:// or https://", ctx->base_url);
 	ctx->api_key = ctl_args_get(&ctx->args, "api-key");
 	if (ctx->api_key == NULL)
 		ctx->api_key = getenv("CREATEOS_SANDBOX_API_KEY");
 	ctx->admin_token = ctl_args_get(&ctx->args, "admin-token");
 	if (ctx->admin_token == NULL)
 		ctx->admin_token = getenv("SBX_MOCK_ADMIN_TOKEN");
-	ctx->json = ctl_args_has(&ctx->args, "json");
 	ctx->timeout_ms = -1;
 	const char *t = ctl_args_get(&ctx->args, "timeout");
 	if (t != NULL) {
@@ -296,7 +328,9 @@ static int resolve_config(ctl_ctx *ctx)
 	if ((ctx->cmd->flags & CTL_CMD_ADMIN) != 0 && (ctx->admin_token == NULL || ctx->admin_token[0] == '\0'))
 		return ctl_usage_error(ctx, "mock commands need the admin token: pass --admin-token or set "
 					    "SBX_MOCK_ADMIN_TOKEN (sbx-mock prints it at start)");
-	return CTL_EXIT_OK;
+	if ((ctx->cmd->flags & CTL_CMD_OFFLINE) != 0)
+		return CTL_EXIT_OK;
+	return resolve_url(ctx);
 }
 
 static int check_positionals(ctl_ctx *ctx)
@@ -334,50 +368,75 @@ static int parse_command_line(ctl_ctx *ctx, int argc, char **argv, int cmd_at, s
 	return rc;
 }
 
+/* No command matched argv[i..]: a group's help ("sbxctl egress --help"),
+ * or a usage error naming the unknown or missing word. */
+static int no_command(ctl_ctx *ctx, int argc, char **argv, int i, bool help)
+{
+	char group[64];
+	size_t gw = group_prefix(argc, argv, i, group, sizeof group);
+	int next = i + (int)gw;
+	if (help || (gw > 0 && next < argc && (strcmp(argv[next], "--help") == 0 || strcmp(argv[next], "-h") == 0))) {
+		list_help(ctx->out, group, false);
+		return CTL_EXIT_OK;
+	}
+	if (gw > 0 && !ctx->json)
+		list_help(ctx->err, group, true);
+	if (i >= argc)
+		return ctl_usage_error(ctx, "missing command (try 'sbxctl --help')");
+	if (next >= argc)
+		return ctl_usage_error_in(ctx, group, "missing sub-command");
+	return ctl_usage_error(ctx, "unknown command '%s%s%s' (try 'sbxctl --help')", group, gw > 0 ? " " : "",
+			       argv[next]);
+}
+
 static int dispatch(ctl_ctx *ctx, int argc, char **argv)
 {
-	bool help = false;
-	int i = skip_leading_globals(ctx, argc, argv, &help);
+	bool help = false, version = false;
+	int i = skip_leading_globals(ctx, argc, argv, &help, &version);
 	if (i < 0)
 		return CTL_EXIT_USAGE;
+	if (version && !help && i >= argc) {
+		fprintf(ctx->out, "sbxctl %s\n", SBXCTL_VERSION);
+		return CTL_EXIT_OK;
+	}
 	if (i < argc && strcmp(argv[i], "help") == 0) {
 		help = true;
 		i++;
 	}
 	size_t words = 0;
 	ctx->cmd = find_command(argc, argv, i, &words);
-	if (ctx->cmd == NULL) {
-		char group[64];
-		size_t gw = group_prefix(argc, argv, i, group, sizeof group);
-		if (help) {
-			list_help(ctx->out, group, false);
-			return CTL_EXIT_OK;
-		}
-		if (gw > 0)
-			list_help(ctx->err, group, true);
-		if (i >= argc)
-			fprintf(ctx->err, "sbxctl: missing command (try 'sbxctl --help')\n");
-		else if (i + (int)gw >= argc)
-			fprintf(ctx->err, "\nsbxctl %s: missing sub-command\n", group);
-		else
-			fprintf(ctx->err, "%ssbxctl: unknown command '%s%s%s' (try 'sbxctl --help')\n",
-				gw > 0 ? "\n" : "", group, gw > 0 ? " " : "", argv[i + (int)gw]);
-		return CTL_EXIT_USAGE;
-	}
+	if (ctx->cmd == NULL)
+		return no_command(ctx, argc, argv, i, help);
 	int rc = parse_command_line(ctx, argc, argv, i, words);
 	if (rc != CTL_EXIT_OK)
 		return rc;
+	ctx->json = ctl_args_has(&ctx->args, "json");
 	if (help || ctx->args.help) {
 		command_help(ctx->out, ctx->cmd);
 		return CTL_EXIT_OK;
 	}
-	rc = resolve_config(ctx);
-	if (rc != CTL_EXIT_OK)
-		return rc;
+	if (version)
+		return ctl_usage_error(ctx, "--version takes no command");
 	rc = check_positionals(ctx);
 	if (rc != CTL_EXIT_OK)
 		return rc;
+	rc = resolve_config(ctx);
+	if (rc != CTL_EXIT_OK)
+		return rc;
 	return ctx->cmd->run(ctx);
+}
+
+/* --json anywhere before "--" asks for JSON errors, including the usage
+ * errors found before the command line is parsed. */
+static bool wants_json(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--") == 0)
+			return false;
+		if (strcmp(argv[i], "--json") == 0)
+			return true;
+	}
+	return false;
 }
 
 int ctl_main(int argc, char **argv, FILE *out, FILE *err)
@@ -387,6 +446,7 @@ int ctl_main(int argc, char **argv, FILE *out, FILE *err)
 	ctx.out = out;
 	ctx.err = err;
 	ctx.timeout_ms = -1;
+	ctx.json = wants_json(argc, argv);
 	int rc = dispatch(&ctx, argc, argv);
 	fflush(out);
 	if (ctx.client_ready)

@@ -34,7 +34,7 @@ typedef struct ctl_ctx {
 	bool json;
 	const struct ctl_command *cmd;
 	ctl_args args;
-	const char *base_url;     /* resolved: --url, CREATEOS_SANDBOX_BASE_URL, default */
+	const char *base_url;     /* resolved: --url, CREATEOS_SANDBOX_BASE_URL, --production */
 	const char *api_key;      /* --api-key or CREATEOS_SANDBOX_API_KEY, may be NULL */
 	const char *admin_token;  /* --admin-token or SBX_MOCK_ADMIN_TOKEN, may be NULL */
 	long timeout_ms;          /* -1: the command's default */
@@ -66,8 +66,11 @@ int ctl_main(int argc, char **argv, FILE *out, FILE *err);
 
 extern const ctl_opt ctl_global_opts[];
 
-/* Prints "sbxctl NAME: message" and a hint to --help; returns CTL_EXIT_USAGE. */
+/* Prints "sbxctl NAME: message" and a hint to --help (with --json: one
+ * {"error":{"class":"UsageError",...}} line); returns CTL_EXIT_USAGE. */
 int ctl_usage_error(ctl_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The same, naming `name` ("egress" for a group; NULL: none). */
+int ctl_usage_error_in(ctl_ctx *ctx, const char *name, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Prints an error that is not an API answer ("sbxctl: message"); returns CTL_EXIT_FAIL. */
 int ctl_fail(ctl_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

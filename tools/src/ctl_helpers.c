@@ -42,6 +42,33 @@ int ctl_fail(ctl_ctx *ctx, const char *fmt, ...)
 	return CTL_EXIT_FAIL;
 }
 
+int ctl_usage_error_in(ctl_ctx *ctx, const char *name, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	if (ctx->json) {
+		/* README: with --json every failure is one {"error":...} object. */
+		cJSON *o = cJSON_CreateObject();
+		cJSON *e = cJSON_AddObjectToObject(o, "error");
+		cJSON_AddStringToObject(e, "class", "UsageError");
+		cJSON_AddNullToObject(e, "status");
+		cJSON_AddStringToObject(e, "message", msg);
+		if (name != NULL)
+			cJSON_AddStringToObject(e, "command", name);
+		char *j = cJSON_PrintUnformatted(o);
+		fprintf(ctx->err, "%s\n", j != NULL ? j : "{\"error\":{}}");
+		free(j);
+		cJSON_Delete(o);
+		return CTL_EXIT_USAGE;
+	}
+	fprintf(ctx->err, "sbxctl%s%s: %s\n", name != NULL ? " " : "", name != NULL ? name : "", msg);
+	fprintf(ctx->err, "Try 'sbxctl%s%s --help'.\n", name != NULL ? " " : "", name != NULL ? name : "");
+	return CTL_EXIT_USAGE;
+}
+
 int ctl_usage_error(ctl_ctx *ctx, const char *fmt, ...)
 {
 	char msg[1024];
@@ -49,10 +76,7 @@ int ctl_usage_error(ctl_ctx *ctx, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
-	const char *name = ctx->cmd != NULL ? ctx->cmd->name : NULL;
-	fprintf(ctx->err, "sbxctl%s%s: %s\n", name != NULL ? " " : "", name != NULL ? name : "", msg);
-	fprintf(ctx->err, "Try 'sbxctl%s%s --help'.\n", name != NULL ? " " : "", name != NULL ? name : "");
-	return CTL_EXIT_USAGE;
+	return ctl_usage_error_in(ctx, ctx->cmd != NULL ? ctx->cmd->name : NULL, "%s", msg);
 }
 
 ctl_client *ctl_get_client(ctl_ctx *ctx)
@@ -76,6 +100,13 @@ int ctl_call(ctl_ctx *ctx, const ctl_request *req, ctl_response *resp)
 	if (c == NULL)
 		return -1;
 	if (ctl_request_do(c, req, resp, &e) != 0) {
+		/* The server's 401 alone does not say which setting was missing. */
+		if (e.status == 401 && !req->admin && (ctx->api_key == NULL || ctx->api_key[0] == '\0'))
+			snprintf(e.hint, sizeof e.hint, "no API key was sent: pass --api-key KEY or set "
+				 "CREATEOS_SANDBOX_API_KEY");
+		else if (e.status == 401 && req->admin)
+			snprintf(e.hint, sizeof e.hint, "the mock refused the admin token (--admin-token or "
+				 "SBX_MOCK_ADMIN_TOKEN; sbx-mock prints it at start)");
 		ctl_print_error(ctx->err, ctx->json, &e);
 		return -1;
 	}

@@ -205,6 +205,8 @@ cJSON *ctl_error_to_json(const ctl_error *e)
 		cJSON_AddStringToObject(inner, "request_id", e->request_id);
 	if (e->retry_after >= 0)
 		cJSON_AddNumberToObject(inner, "retry_after", e->retry_after);
+	if (e->hint[0] != '\0')
+		cJSON_AddStringToObject(inner, "hint", e->hint);
 	return o;
 }
 
@@ -238,4 +240,6 @@ void ctl_print_error(FILE *to, bool json, const ctl_error *e)
 		paren = true;
 	}
 	fprintf(to, "%s\n", paren ? ")" : "");
+	if (e->hint[0] != '\0')
+		fprintf(to, "sbxctl: %s\n", e->hint);
 }

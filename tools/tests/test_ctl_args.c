@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
 #include "args.h"
 #include "client.h"
 #include "ctl_run.h"
@@ -200,8 +202,21 @@ static void cli_usage_errors_exit_2_with_a_reason(void **state)
 		{{"egress", "check", "--rules", "", "--mode", "strict", "1.1.1.1:53", NULL}, "--mode: 'strict'"},
 		{{"mock", "clock", "advance", "90", "--admin-token", "t", NULL}, "needs a unit"},
 		{{"egress", "lint", "a", "b", NULL}, "unexpected argument 'b'"},
+		/* issue 19 item 22: malformed URLs are usage errors, not connection errors */
+		{{"--url", "http://127.0.0.1:99999", "whoami", NULL}, "port 99999, out of range (1..65535)"},
+		{{"--url", "http://[::1", "whoami", NULL}, "malformed IPv6 address"},
+		{{"--url", "http://127.0.0.1:", "whoami", NULL}, "empty port"},
+		{{"--url", "http://:80", "whoami", NULL}, "has no host"},
+		{{"--url", "http://a b", "whoami", NULL}, "space or control character"},
+		{{"--url", "", "whoami", NULL}, "--url is empty"},
+		{{"--production", "--url", "http://127.0.0.1:1", "whoami", NULL}, "exclude each other"},
+		{{"create", "--auto-pause", "-1", NULL}, "--auto-pause: -1 is out of range (60..86400)"},
+		{{"create", "--auto-pause", "86401", NULL}, "(60..86400)"},
+		{{"whoami", "--version", NULL}, "unknown option '--version'"},
 	};
 	unsetenv("SBX_MOCK_ADMIN_TOKEN");
+	/* a URL, so that the errors found after it is resolved are reached */
+	setenv("CREATEOS_SANDBOX_BASE_URL", "http://127.0.0.1:1", 1);
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		const char *const *a = cases[i].args;
 		ctl_run r = ctl_run_v(a);
@@ -242,6 +257,69 @@ static void help_fits_a_screen_and_exits_0(void **state)
 	ctl_run_free(&r);
 }
 
+/* issue 19 item 18: offline means offline. An empty or unset base URL is a
+ * usage error (nothing sent), never a fall-back to the production service;
+ * --production asks for it explicitly. (https_proxy points at a closed
+ * loopback port, set in main, so even a fall-back stays on loopback.) */
+static void missing_url_is_a_usage_error(void **state)
+{
+	(void)state;
+	setenv("CREATEOS_SANDBOX_BASE_URL", "", 1);
+	ctl_run r = ctl_run_args("--api-key", "k", "whoami", NULL);
+	if (r.rc != CTL_EXIT_USAGE || strstr(r.err, "CREATEOS_SANDBOX_BASE_URL is empty") == NULL ||
+	    strstr(r.err, "--production") == NULL)
+		fail_msg("empty URL: exit %d, stderr '%s'", r.rc, r.err);
+	ctl_run_free(&r);
+	unsetenv("CREATEOS_SANDBOX_BASE_URL");
+	r = ctl_run_args("--api-key", "k", "create", "--shape", "s-1vcpu-1gb", NULL);
+	if (r.rc != CTL_EXIT_USAGE || strstr(r.err, "CREATEOS_SANDBOX_BASE_URL is not set") == NULL)
+		fail_msg("unset URL: exit %d, stderr '%s'", r.rc, r.err);
+	ctl_run_free(&r);
+	/* asked for explicitly: it is tried (and fails on the loopback proxy) */
+	r = ctl_run_args("--production", "--api-key", "k", "whoami", NULL);
+	assert_int_equal(r.rc, CTL_EXIT_FAIL);
+	assert_non_null(strstr(r.err, "ConnectionError"));
+	ctl_run_free(&r);
+	/* offline commands need no URL */
+	r = ctl_run_args("egress", "check", "--rules", "1.1.1.1:53", "1.1.1.1:53", NULL);
+	assert_int_equal(r.rc, CTL_EXIT_OK);
+	ctl_run_free(&r);
+}
+
+/* issue 19 item 22: group help, --version, JSON usage errors. */
+static void group_help_version_and_json_usage_errors(void **state)
+{
+	(void)state;
+	const char *groups[][4] = {{"egress", "--help"}, {"mock", "faults", "-h"}, {"mock", "--help"},
+				   {"files", "--help"}};
+	for (size_t i = 0; i < sizeof groups / sizeof groups[0]; i++) {
+		ctl_run r = ctl_run_v(groups[i]);
+		if (r.rc != 0 || strstr(r.out, "Usage: sbxctl") == NULL || strstr(r.out, groups[i][0]) == NULL)
+			fail_msg("'%s %s' help: exit %d, out '%s', err '%s'", groups[i][0], groups[i][1], r.rc,
+				 r.out, r.err);
+		ctl_run_free(&r);
+	}
+	ctl_run r = ctl_run_args("--version", NULL);
+	assert_int_equal(r.rc, 0);
+	assert_true(strncmp(r.out, "sbxctl ", 7) == 0 && r.out[7] >= '0' && r.out[7] <= '9');
+	ctl_run_free(&r);
+	const char *bad[][4] = {{"--json", "get"}, {"--json", "frobnicate"}, {"ls", "--json", "--page-size", "0"},
+				{"--json", "egress"}};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		r = ctl_run_v(bad[i]);
+		cJSON *j = cJSON_Parse(r.err);
+		const cJSON *e = cJSON_GetObjectItemCaseSensitive(j, "error");
+		const cJSON *cls = cJSON_GetObjectItemCaseSensitive(e, "class");
+		const cJSON *msg = cJSON_GetObjectItemCaseSensitive(e, "message");
+		if (r.rc != CTL_EXIT_USAGE || r.out[0] != '\0' || !cJSON_IsString(cls) ||
+		    strcmp(cls->valuestring, "UsageError") != 0 || !cJSON_IsString(msg))
+			fail_msg("case %zu: --json usage error is not one {\"error\":...} object: exit %d, err '%s'", i,
+				 r.rc, r.err);
+		cJSON_Delete(j);
+		ctl_run_free(&r);
+	}
+}
+
 /* Nothing listens on port 1 of loopback: a ConnectionError, exit 1. */
 static void network_failure_is_exit_1_connection_error(void **state)
 {
@@ -270,6 +348,14 @@ int main(void)
 		cmocka_unit_test(cli_usage_errors_exit_2_with_a_reason),
 		cmocka_unit_test(help_fits_a_screen_and_exits_0),
 		cmocka_unit_test(network_failure_is_exit_1_connection_error),
+		cmocka_unit_test(missing_url_is_a_usage_error),
+		cmocka_unit_test(group_help_version_and_json_usage_errors),
 	};
+	/* Whatever a test (or an old sbxctl) sends to a non-loopback host goes
+	 * to a closed loopback port instead. */
+	setenv("https_proxy", "http://127.0.0.1:1", 1);
+	setenv("HTTPS_PROXY", "http://127.0.0.1:1", 1);
+	setenv("http_proxy", "http://127.0.0.1:1", 1);
+	setenv("no_proxy", "127.0.0.1,localhost", 1);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

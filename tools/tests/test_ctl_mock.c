@@ -554,11 +554,18 @@ static void errors_map_to_sdk_classes(void **state)
 	expect_in(r.err, "sbxctl: NotFoundError: HTTP 404 from GET /v1/sandboxes/sb-01HZZZZZZZZZZZZZZZZZZZZZZZ",
 		  "404");
 	expect_in(r.err, "request id ", "404 carries the request id");
+	/* issue 19 item 22: the server's {"error": "..."} is the message, not a
+	 * field called error ("...NotFoundError...: error: sandbox not found") */
+	if (strstr(r.err, ": error:") != NULL)
+		fail_msg("404 message says error twice: %s", r.err);
 	ctl_result_free(&r);
 
 	r = RUN(NULL, "whoami");
 	expect_rc(&r, 1, "no key");
 	expect_in(r.err, "AuthError: HTTP 401", "401");
+	/* issue 19 item 22: and names the settings that were missing */
+	expect_in(r.err, "--api-key", "401 without a key names --api-key");
+	expect_in(r.err, "CREATEOS_SANDBOX_API_KEY", "401 without a key names the variable");
 	ctl_result_free(&r);
 
 	/* another tenant's sandbox is a 404, not a 403 */

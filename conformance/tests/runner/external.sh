@@ -35,6 +35,13 @@ rc=0
 env -u SBX_MOCK_ADMIN_TOKEN "$CONFORM" --mock-url "$URL" >/dev/null 2>&1 || rc=$?
 [ "$rc" -eq 2 ] || fail "--mock-url without a token exited $rc, expected 2"
 
+# 2b. a wrong admin token: one up-front harness error naming the token.
+rc=0
+"$CONFORM" --mock-url "$URL" --admin-token wrong-token --filter 'CAP-*' >"$DIR/tok.txt" 2>&1 || rc=$?
+[ "$rc" -eq 2 ] || fail "--mock-url with a wrong token exited $rc, expected 2"
+grep -q 'harness error: --mock-url .*admin token' "$DIR/tok.txt" || fail "wrong token not named: $(cat "$DIR/tok.txt")"
+[ "$(grep -c . "$DIR/tok.txt")" -eq 1 ] || fail "wrong token: more than one line: $(cat "$DIR/tok.txt")"
+
 # 3. --api-url: checks needing the admin API are skipped with the reason,
 #    the rest run against the control plane with the user's key.
 rc=0

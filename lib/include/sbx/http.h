@@ -66,6 +66,11 @@ typedef struct sbx_http_req {
 	void *sink_ud;
 	bool sink_2xx_only;          /* only 2xx bodies go to the sink, others to resp->body */
 	size_t max_body;             /* resp->body over this many bytes aborts; 0: no limit */
+	/* Asked several times a second (at least about once a second) while
+	 * the exchange runs, also while no byte moves; true ends it at once
+	 * (fail == SBX_HTTP_FAIL_CANCELLED). NULL: never cancelled. */
+	bool (*cancel)(void *ud);
+	void *cancel_ud;
 } sbx_http_req;
 
 typedef enum sbx_http_fail {
@@ -74,6 +79,7 @@ typedef enum sbx_http_fail {
 	SBX_HTTP_FAIL_TIMEOUT,       /* the deadline passed */
 	SBX_HTTP_FAIL_SINK,          /* the sink said stop, or the body passed max_body */
 	SBX_HTTP_FAIL_LOCAL,         /* out of memory, bad URL, no handle */
+	SBX_HTTP_FAIL_CANCELLED,     /* req->cancel said stop */
 } sbx_http_fail;
 
 typedef struct sbx_http_resp {

@@ -10,6 +10,7 @@
 #define SBX_MOCK_JOURNAL_MAX 1000000
 
 #include <stdbool.h>
+#include <stdio.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -82,6 +83,14 @@ uint16_t sbx_mock_port(const sbx_mock *mock);
 const char *sbx_mock_admin_token(const sbx_mock *mock);
 /* Stops the server, kills every guest process and removes the private work
  * dir. Leaves no thread or child process behind. NULL is fine. */
+/* sbx-mock --check-state: replays cfg->state_dir's log into a scratch model
+ * through the same restore path a start takes, starting nothing and
+ * changing nothing on disk (no lock, no truncation), and reports on out
+ * (records, what a start would skip or drop and why, tenants and sandboxes
+ * by state after a restart). 0 clean, 1 a record would be skipped or a
+ * tail dropped, -1 the log cannot be read (err). */
+int sbx_mock_check_state(const sbx_mock_config *cfg, FILE *out, sbx_err *err);
+
 void sbx_mock_stop(sbx_mock *mock);
 
 /* "contained" or "plain": how guests run (see mock-api/CONTAINMENT.md). */

@@ -1,0 +1,149 @@
+/* Fuzz target: sbx-mock's scenario objects ({name?, description?,
+ * settings?, rules:[...]}, as the files in fixtures/scenarios, --scenario and
+ * POST /_mock/scenario deliver them) through mock_scenario_apply on a
+ * listener-less mock (model + fault engine, no guests).
+ *
+ * Properties, each abort()s when broken:
+ * - a refused scenario changes nothing: the fault listing and the settings
+ *   view (GET /_mock/settings) are exactly as before, no id is handed out,
+ *   and the message is not empty (issue 19 item 6: a scenario whose rules
+ *   were refused used to leave its settings applied);
+ * - an accepted one hands out one id per rule, consecutive from the
+ *   engine's next id, and the listing grew by exactly that many; a setting
+ *   it names shows in the view with the value it gave whenever the view
+ *   shows that key with the same JSON type (numbers compared as numbers);
+ * - applying the same scenario again to the state it produced is accepted
+ *   again (the decision depends on the scenario, not on the state). */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "../mock-api/src/faults.h"
+#include "../mock-api/src/model.h"
+#include "../mock-api/src/ops.h"
+#include "../mock-api/src/scenario.h"
+#include "../mock-api/src/server.h"
+#include "sbx/egress.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void check(bool ok, const char *what)
+{
+	if (!ok) {
+		fprintf(stderr, "mock_scenario property broken: %s\n", what);
+		abort();
+	}
+}
+
+static sbx_mock *new_mock(void)
+{
+	sbx_mock *mk = calloc(1, sizeof(*mk));
+	mock_settings set;
+
+	check(mk != NULL, "out of memory");
+	memset(&set, 0, sizeof(set));
+	set.sandbox_cap = 5;
+	set.cap_status = 403;
+	snprintf(set.cap_code, sizeof(set.cap_code), "QUOTA_EXCEEDED");
+	set.credit = true;
+	set.host_rule_mode = SBX_HOST_RULES_OBSERVED;
+	set.accept_any_key = true;
+	set.max_egress_rules = SBX_EGRESS_MAX_RULES_DEFAULT;
+	snprintf(set.region, sizeof(set.region), "local");
+	mk->model = mock_model_new(&set);
+	mk->faults = mock_faults_new(1);
+	check(mk->model != NULL && mk->faults != NULL, "out of memory");
+	mk->gmode = GUEST_PLAIN;
+	return mk;
+}
+
+static void free_mock(sbx_mock *mk)
+{
+	mock_faults_free(mk->faults);
+	mock_model_free(mk->model);
+	free(mk);
+}
+
+static char *snapshot(sbx_mock *mk, cJSON **listing)
+{
+	cJSON *v = mock_op_settings_view(mk);
+	char *s = cJSON_PrintUnformatted(v);
+
+	cJSON_Delete(v);
+	*listing = mock_faults_list_json(mk->faults);
+	check(s != NULL && *listing != NULL, "out of memory");
+	return s;
+}
+
+/* A setting the scenario gave shows in the view as given, where the view
+ * has that key with the same type. */
+static void settings_show(sbx_mock *mk, const cJSON *settings)
+{
+	cJSON *v = mock_op_settings_view(mk);
+	const cJSON *it;
+
+	cJSON_ArrayForEach(it, settings) {
+		const cJSON *got = cJSON_GetObjectItemCaseSensitive(v, it->string);
+
+		if (got == NULL || (got->type & 0xff) != (it->type & 0xff))
+			continue;
+		if (cJSON_IsNumber(it))
+			check(got->valuedouble == it->valuedouble, "an applied number setting does not show");
+		else if (cJSON_IsString(it) || cJSON_IsBool(it))
+			check(cJSON_Compare(got, it, true), "an applied setting does not show as given");
+	}
+	cJSON_Delete(v);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	cJSON *sc = cJSON_ParseWithLength((const char *)data, size);
+	sbx_mock *mk;
+	cJSON *ids, *before_rules, *after_rules;
+	char *before, *after;
+	sbx_err err = {{0}};
+	int rc, n;
+	size_t count0;
+
+	if (sc == NULL)
+		return 0;
+	mk = new_mock();
+	ids = cJSON_CreateArray();
+	before = snapshot(mk, &before_rules);
+	count0 = mock_faults_count(mk->faults);
+	rc = mock_scenario_apply(mk, sc, ids, &err);
+	after = snapshot(mk, &after_rules);
+	n = cJSON_GetArraySize(ids);
+	if (rc != 0) {
+		check(err.msg[0] != '\0', "a refusal without a message");
+		check(n == 0, "a refused scenario handed out ids");
+		check(strcmp(before, after) == 0, "a refused scenario changed the settings");
+		check(cJSON_Compare(before_rules, after_rules, true), "a refused scenario changed the fault rules");
+	} else {
+		const cJSON *rules = cJSON_GetObjectItemCaseSensitive(sc, "rules");
+		const cJSON *settings = cJSON_GetObjectItemCaseSensitive(sc, "settings");
+		cJSON *ids2 = cJSON_CreateArray();
+
+		check(mock_faults_count(mk->faults) == count0 + (size_t)n, "the listing did not grow by the ids");
+		if (cJSON_IsArray(rules))
+			check(n == cJSON_GetArraySize(rules), "not one id per rule");
+		for (int i = 1; i < n; i++)
+			check(cJSON_GetArrayItem(ids, i)->valuedouble == cJSON_GetArrayItem(ids, i - 1)->valuedouble + 1,
+			      "ids are not consecutive");
+		if (cJSON_IsObject(settings))
+			settings_show(mk, settings);
+		check(mock_scenario_apply(mk, sc, ids2, &err) == 0, "the same scenario refused the second time");
+		cJSON_Delete(ids2);
+	}
+	free(before);
+	free(after);
+	cJSON_Delete(before_rules);
+	cJSON_Delete(after_rules);
+	cJSON_Delete(ids);
+	cJSON_Delete(sc);
+	free_mock(mk);
+	return 0;
+}
