@@ -82,6 +82,9 @@ static int print_replay(const char *file)
 	       "# DRIVER overrides the driver command (default sbx-ref-backend), SBX_MOCK_PORT the port.\n"
 	       "set -e\ndir=$(mktemp -d)\ncd \"$dir\"\n"
 	       "cat > scenario.json <<'SBX_EOF'\n%s\nSBX_EOF\n"
+	       /* the file exists before the mock's shell opens it: the loop
+		* below reads it at once, under set -e */
+	       ": > mock.out\n"
 	       "sbx-mock --listen 127.0.0.1:${SBX_MOCK_PORT:-0} --self-listen off --quiet "
 	       "--scenario ./scenario.json > mock.out 2>&1 &\nmock=$!\n"
 	       "trap 'kill $mock 2>/dev/null; wait $mock 2>/dev/null; rm -rf \"$dir\"' EXIT\nurl=\n"
