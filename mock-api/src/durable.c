@@ -52,7 +52,7 @@ static uint32_t dump_crc(cJSON *o, char **text)
 typedef struct replay_ctx {
 	sbx_mock *mock;
 	uint64_t n;
-	char fatal[256];
+	char fatal[320]; /* "record N " + a restore reason (256) */
 } replay_ctx;
 
 /* A "mut" record that names a tenant by its raw key: the format before
