@@ -146,6 +146,21 @@ static int str_setting(const cJSON *b, const char *k, char *buf, size_t cap, sbx
 
 /* b's settings over s and *hb; nothing outside them changes, so a caller
  * can check a body without applying it. */
+/* A setting given twice is ambiguous (which one counts?): refused, never
+ * the first or the last silently. */
+static bool duplicate_key(const cJSON *b, sbx_err *err)
+{
+	for (const cJSON *it = b->child; it != NULL; it = it->next) {
+		for (const cJSON *prev = b->child; prev != it; prev = prev->next) {
+			if (it->string != NULL && prev->string != NULL && strcmp(it->string, prev->string) == 0) {
+				sbx_err_set(err, "settings: \"%.64s\" is given twice", it->string);
+				return true;
+			}
+		}
+	}
+	return false;
+}
+
 static int settings_parse(const cJSON *b, mock_settings *out, int *hb_out, sbx_err *err)
 {
 	mock_settings s = *out;
@@ -158,6 +173,8 @@ static int settings_parse(const cJSON *b, mock_settings *out, int *hb_out, sbx_e
 		sbx_err_set(err, "settings must be a JSON object");
 		return -1;
 	}
+	if (duplicate_key(b, err))
+		return -1;
 
 	if (num_setting(b, "sandbox_cap", 0, 1e6, &v, err) < 0)
 		return -1;
