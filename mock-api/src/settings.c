@@ -107,9 +107,11 @@ static int num_setting(const cJSON *b, const char *k, double lo, double hi, doub
 
 	if (it == NULL)
 		return 0;
+	/* every numeric setting is a count or a status: 1.25 is refused, not
+	 * cut to 1 */
 	if (!cJSON_IsNumber(it) || !isfinite(it->valuedouble) || it->valuedouble < lo ||
-	    it->valuedouble > hi) {
-		sbx_err_set(err, "%s must be a number in [%g, %g]", k, lo, hi);
+	    it->valuedouble > hi || it->valuedouble != floor(it->valuedouble)) {
+		sbx_err_set(err, "%s must be a whole number in [%g, %g]", k, lo, hi);
 		return -1;
 	}
 	*v = it->valuedouble;
