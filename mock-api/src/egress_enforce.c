@@ -66,14 +66,21 @@ int mock_egress_wire(sbx_mock *mock, const mock_sandbox *sb, mock_guest *g, sbx_
 {
 	egress_copy c;
 
+	int rc;
+
 	if (mock->inet == NULL || g == NULL)
 		return 0;
-	if (mock_internet_wire(mock->inet, slot_of(sb->ip), sb->id, sb->ip, mock_guest_cell_pid(g), err) != 0)
-		return -1;
 	pthread_mutex_lock(&mock->model->lock);
 	copy_locked(mock, sb, &c);
 	pthread_mutex_unlock(&mock->model->lock);
-	return apply(mock, &c, sb->id, err);
+	if (!c.found) { /* destroyed meanwhile: its link would drop everything */
+		sbx_egress_list_free(&c.list);
+		c.blocked = true;
+	}
+	rc = mock_internet_wire(mock->inet, slot_of(sb->ip), sb->id, sb->ip, mock_guest_cell_pid(g), c.gen, &c.list,
+				c.mode, c.blocked, err);
+	sbx_egress_list_free(&c.list);
+	return rc;
 }
 
 void mock_egress_sync(sbx_mock *mock, const char *id)

@@ -396,10 +396,21 @@ static int configure_guest(const wired *e, pid_t cell_pid, sbx_err *err)
 
 /* In the internet: the link, its routes back to the guest, the slot's
  * chain (dropping all) and its entry in the interface map. */
-static int wire_here(mock_internet *in, const wired *e, pid_t cell_pid, sbx_err *err)
+/* The sandbox's first rules, compiled into the transaction that makes its
+ * chain (one nftables round trip per create, not two). */
+typedef struct first_rules {
+	const sbx_egress_list *list;
+	sbx_host_rule_mode mode;
+	bool blocked;
+} first_rules;
+
+static int wire_here(mock_internet *in, const wired *e, pid_t cell_pid, const first_rules *fr,
+		     sbx_err *err)
 {
 	static const uint8_t ll1[16] = {0xfe, 0x80, [15] = 1};
-	char ifname[16], chain[16], cmds[512];
+	char ifname[16], chain[16];
+	sbx_strbuf cmds;
+	int rc;
 	mock_rtnl_route b4 = {.family = AF_INET, .dst = e->ip4, .dst_len = 32, .ifname = ifname};
 	mock_rtnl_route b6 = {.family = AF_INET6, .dst = e->ip6, .dst_len = 128, .ifname = ifname};
 
@@ -410,37 +421,44 @@ static int wire_here(mock_internet *in, const wired *e, pid_t cell_pid, sbx_err 
 		    mock_rtnl_veth(in->nl, ifname, "eth0", cell_pid, err) != 0)
 			return -1;
 	}
-	snprintf(cmds, sizeof(cmds),
-		 "add chain " MOCK_NFT_TABLE " %s\n"
-		 "flush chain " MOCK_NFT_TABLE " %s\n"
-		 "add rule " MOCK_NFT_TABLE " %s drop\n"
-		 "add element " MOCK_NFT_TABLE " ifmap { \"%s\" : jump %s }\n",
-		 chain, chain, chain, ifname, chain);
-	return mock_rtnl_link_up(in->nl, ifname, err) != 0 || mock_rtnl_route_add(in->nl, &b4, err) != 0 ||
-			       mock_rtnl_addr(in->nl, ifname, AF_INET6, ll1, 64, err) != 0 ||
-			       mock_rtnl_route_add(in->nl, &b6, err) != 0 ||
-			       nft_run(in, cmds, "new sandbox chain", err) != 0
-		       ? -1
-		       : 0;
+	sbx_strbuf_init(&cmds);
+	if (!sbx_strbuf_printf(&cmds, "add chain " MOCK_NFT_TABLE " %s\n", chain) ||
+	    !mock_nft_compile(&cmds, chain, fr->list, fr->mode, &in->hosts, fr->blocked) ||
+	    !sbx_strbuf_printf(&cmds, "add element " MOCK_NFT_TABLE " ifmap { \"%s\" : jump %s }\n", ifname,
+			       chain)) {
+		sbx_strbuf_free(&cmds);
+		sbx_err_set(err, "out of memory");
+		return -1;
+	}
+	rc = mock_rtnl_link_up(in->nl, ifname, err) != 0 || mock_rtnl_route_add(in->nl, &b4, err) != 0 ||
+			     mock_rtnl_addr(in->nl, ifname, AF_INET6, ll1, 64, err) != 0 ||
+			     mock_rtnl_route_add(in->nl, &b6, err) != 0 ||
+			     nft_run(in, sbx_strbuf_str(&cmds), "new sandbox chain", err) != 0
+		     ? -1
+		     : 0;
+	sbx_strbuf_free(&cmds);
+	return rc;
 }
 
 typedef struct wire_job {
 	const wired *e;
 	pid_t cell_pid;
+	first_rules fr;
 } wire_job;
 
 static int wire_job_run(mock_internet *in, void *arg, sbx_err *err)
 {
 	const wire_job *j = arg;
 
-	return wire_here(in, j->e, j->cell_pid, err) != 0 ? -1 : configure_guest(j->e, j->cell_pid, err);
+	return wire_here(in, j->e, j->cell_pid, &j->fr, err) != 0 ? -1 : configure_guest(j->e, j->cell_pid, err);
 }
 
 int mock_internet_wire(mock_internet *in, uint32_t slot, const char *id, const char *ip4,
-		       pid_t cell_pid, sbx_err *err)
+		       pid_t cell_pid, uint64_t gen, const sbx_egress_list *list, sbx_host_rule_mode mode,
+		       bool blocked, sbx_err *err)
 {
-	wired e = {.slot = slot};
-	wire_job j = {.e = &e, .cell_pid = cell_pid};
+	wired e = {.slot = slot, .gen = gen};
+	wire_job j = {.e = &e, .cell_pid = cell_pid, .fr = {.list = list, .mode = mode, .blocked = blocked}};
 	bool stale;
 	int rc;
 

@@ -47,10 +47,11 @@ void mock_internet_stop(mock_internet *in);
 
 /* Joins a started cell (its PID 1 is cell_pid) to the internet: a veth,
  * eth0 inside with ip4 (the sandbox's API address) and an IPv6 address of
- * the same slot, default routes, and a chain that drops everything until
- * mock_internet_apply. slot: the sandbox's address index (unique). */
+ * the same slot, default routes, and its chain with the list's rules (gen
+ * as mock_internet_apply's). slot: the sandbox's address index (unique). */
 int mock_internet_wire(mock_internet *in, uint32_t slot, const char *id, const char *ip4,
-		       pid_t cell_pid, sbx_err *err);
+		       pid_t cell_pid, uint64_t gen, const sbx_egress_list *list, sbx_host_rule_mode mode,
+		       bool blocked, sbx_err *err);
 /* Replaces the slot's chain with the list's rules, atomically; gen orders
  * concurrent calls (an apply older than the last one applied is skipped).
  * On failure the chain drops everything. */
