@@ -66,21 +66,6 @@ static void usage(FILE *f)
 	      "exit: 0 all passed, 1 a check or its cleanup failed, 2 usage or harness error\n", f);
 }
 
-static char *shell_quote(const char *s)
-{
-	sbx_strbuf b = SBX_STRBUF_INIT;
-
-	sbx_strbuf_puts(&b, "'");
-	for (; *s != '\0'; s++) {
-		if (*s == '\'')
-			sbx_strbuf_puts(&b, "'\\''");
-		else
-			sbx_strbuf_append(&b, s, 1);
-	}
-	sbx_strbuf_puts(&b, "'");
-	return sbx_strbuf_detach(&b, NULL);
-}
-
 /* A bundled program: next to this binary, else the install libexec dir. */
 static char *bundled(const char *name)
 {
@@ -96,11 +81,11 @@ static char *bundled(const char *name)
 			*slash = '\0';
 			snprintf(path, sizeof(path), "%s/%s", self, name);
 			if (access(path, X_OK) == 0)
-				return shell_quote(path);
+				return cf_shell_quote(path);
 		}
 	}
 	snprintf(path, sizeof(path), "%s/%s", SBX_CONFORM_INSTALL_LIBEXEC, name);
-	return access(path, X_OK) == 0 ? shell_quote(path) : NULL;
+	return access(path, X_OK) == 0 ? cf_shell_quote(path) : NULL;
 }
 
 static bool parse_uint(const char *s, unsigned long *out)

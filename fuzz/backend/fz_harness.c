@@ -77,21 +77,6 @@ static void die(const char *fmt, ...)
 	exit(2);
 }
 
-static char *shell_quote(const char *s)
-{
-	sbx_strbuf b = SBX_STRBUF_INIT;
-
-	sbx_strbuf_puts(&b, "'");
-	for (; *s != '\0'; s++) {
-		if (*s == '\'')
-			sbx_strbuf_puts(&b, "'\\''");
-		else
-			sbx_strbuf_append(&b, s, 1);
-	}
-	sbx_strbuf_puts(&b, "'");
-	return sbx_strbuf_detach(&b, NULL);
-}
-
 /* A loopback port nothing listens on (bound, then closed), as FB-001. */
 static int dead_port(void)
 {
@@ -141,20 +126,20 @@ static void backend_from_env(const char *self_exe)
 		if (strchr(py, ':') == NULL)
 			die("SBX_FUZZ_PYTHON_BACKEND wants module:factory, got \"%s\"", py);
 		sbx_strbuf_printf(&b, "%s/langflow_backend.py", dir);
-		q1 = shell_quote(sbx_strbuf_str(&b));
-		q2 = shell_quote(py);
+		q1 = cf_shell_quote(sbx_strbuf_str(&b));
+		q2 = cf_shell_quote(py);
 		sbx_strbuf_reset(&b);
 		sbx_strbuf_printf(&b, "python3 %s %s", q1, q2);
 		free(q1);
 		free(q2);
 		H.cmd = sbx_strbuf_detach(&b, NULL);
 	} else {
-		char *q = shell_quote(self_exe);
+		char *q = cf_shell_quote(self_exe);
 
 		sbx_strbuf_puts(&b, q);
 		free(q);
 		if (quirk != NULL && *quirk != '\0') {
-			q = shell_quote(quirk);
+			q = cf_shell_quote(quirk);
 			sbx_strbuf_printf(&b, " --quirk %s", q);
 			free(q);
 		}

@@ -341,9 +341,9 @@ def main():
             st, b = mock.call("PUT", "/_mock/settings", {"host_rule_mode": mode}, admin=True)
             if st != 200:
                 raise RuntimeError("settings: %s %s" % (st, b))
-            todo = [(n, json.loads(r), vs) for n, ((m, r), vs) in enumerate(groups.items()) if m == mode]
+            of_mode = [(n, json.loads(r), vs) for n, ((m, r), vs) in enumerate(groups.items()) if m == mode]
             with concurrent.futures.ThreadPoolExecutor(4) as ex:
-                for count, local, fails in ex.map(lambda g: run_group(mock, g[0], mode, g[1], g[2]), todo):
+                for count, local, fails in ex.map(lambda g: run_group(mock, g[0], mode, g[1], g[2]), of_mode):
                     checked += count
                     stays += local
                     failures += fails
