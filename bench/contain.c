@@ -29,98 +29,20 @@
 #include "sbx/mock.h"
 #include "sbx/strbuf.h"
 
+#include "lib/bench_api.h"
+
 extern char **environ;
 
 static const char *g_url;
-static size_t g_fail;
-static pthread_mutex_t g_fail_mu = PTHREAD_MUTEX_INITIALIZER;
-
-static double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static void failed(const char *what, long status, const sbx_http_resp *r)
-{
-	pthread_mutex_lock(&g_fail_mu);
-	if (g_fail++ < 5)
-		fprintf(stderr, "bench-contain: %s: HTTP %ld %.200s\n", what, status,
-			r != NULL ? sbx_strbuf_str(&r->body) : "");
-	pthread_mutex_unlock(&g_fail_mu);
-}
-
-static sbx_http_client *client(char *hdr, size_t cap, const char *key)
-{
-	sbx_http_opts o = {.base_url = g_url, .headers = {hdr}};
-
-	snprintf(hdr, cap, "X-Api-Key: %s", key);
-	return sbx_http_client_new(&o, NULL);
-}
-
-static long call(sbx_http_client *c, const char *method, const char *path, const char *body,
-		 sbx_http_resp *out)
-{
-	sbx_http_req rq = {.method = method,
-			   .path = path,
-			   .body = body,
-			   .body_len = body != NULL ? strlen(body) : 0};
-	sbx_err err;
-
-	sbx_http_resp_free(out);
-	if (sbx_http_request(c, &rq, out, &err) != 0)
-		return -1;
-	return out->status;
-}
-
-static int extract(const sbx_http_resp *r, const char *field, char *buf, size_t cap)
-{
-	cJSON *j = cJSON_Parse(sbx_strbuf_str(&r->body));
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(
-		cJSON_GetObjectItemCaseSensitive(j, "data"), field);
-	int rc = -1;
-
-	if (cJSON_IsString(v) && strlen(v->valuestring) < cap) {
-		snprintf(buf, cap, "%s", v->valuestring);
-		rc = 0;
-	}
-	cJSON_Delete(j);
-	return rc;
-}
-
-static int create(sbx_http_client *c, sbx_http_resp *out, char *id, size_t cap)
-{
-	long st = call(c, "POST", "/v1/sandboxes", "{\"shape\":\"s-1vcpu-256mb\"}", out);
-
-	if (st != 200 || extract(out, "id", id, cap) != 0) {
-		failed("create", st, out);
-		return -1;
-	}
-	return 0;
-}
-
-static void destroy(sbx_http_client *c, sbx_http_resp *out, const char *id)
-{
-	char path[128];
-	long st;
-
-	snprintf(path, sizeof(path), "/v1/sandboxes/%s", id);
-	st = call(c, "DELETE", path, NULL, out);
-	if (st != 200)
-		failed("delete", st, out);
-}
-
 static int exec_true(sbx_http_client *c, sbx_http_resp *out, const char *id)
 {
 	char path[128];
 	long st;
 
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s/exec", id);
-	st = call(c, "POST", path, "{\"cmd\":\"true\"}", out);
+	st = bench_call(c, "POST", path, "{\"cmd\":\"true\"}", out);
 	if (st != 200 || strstr(sbx_strbuf_str(&out->body), "\"exit_code\":0") == NULL) {
-		failed("exec true", st, out);
+		bench_failed("exec true", st, out);
 		return -1;
 	}
 	return 0;
@@ -134,36 +56,21 @@ static int transition(sbx_http_client *c, sbx_http_resp *out, const char *id, co
 	long s;
 
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s/%s", id, verb);
-	s = call(c, "POST", path, NULL, out);
+	s = bench_call(c, "POST", path, NULL, out);
 	if (s != 200 && s != 202) {
-		failed(verb, s, out);
+		bench_failed(verb, s, out);
 		return -1;
 	}
-	if (extract(out, "status", st, sizeof(st)) == 0 && strcmp(st, want) == 0)
+	if (bench_data_field(out, "status", NULL, st, sizeof(st)) == 0 && strcmp(st, want) == 0)
 		return 0;
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s", id);
 	for (int i = 0; i < 100000; i++) {
-		if (call(c, "GET", path, NULL, out) == 200 &&
-		    extract(out, "status", st, sizeof(st)) == 0 && strcmp(st, want) == 0)
+		if (bench_call(c, "GET", path, NULL, out) == 200 &&
+		    bench_data_field(out, "status", NULL, st, sizeof(st)) == 0 && strcmp(st, want) == 0)
 			return 0;
 	}
-	failed(verb, s, out);
+	bench_failed(verb, s, out);
 	return -1;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : (x > y ? 1 : 0);
-}
-
-static double pct(double *v, size_t n, double p)
-{
-	if (n == 0)
-		return 0;
-	qsort(v, n, sizeof(*v), cmp_double);
-	return v[(size_t)(p / 100.0 * (double)(n - 1))];
 }
 
 /* ---- cycles ---- */
@@ -179,19 +86,19 @@ static void *cycle_worker(void *arg)
 {
 	worker *w = arg;
 	char hdr[64], id[64];
-	sbx_http_client *c = client(hdr, sizeof(hdr), w->key);
+	sbx_http_client *c = bench_client(g_url, hdr, sizeof(hdr), w->key);
 	sbx_http_resp out = {0};
-	double end = now_ms() + w->seconds * 1e3;
+	double end = bench_now_ms() + w->seconds * 1e3;
 
 	if (c == NULL) {
-		failed("client", -1, NULL);
+		bench_failed("client", -1, NULL);
 		return NULL;
 	}
-	while (now_ms() < end) {
-		if (create(c, &out, id, sizeof(id)) != 0)
+	while (bench_now_ms() < end) {
+		if (bench_create(c, &out, id, sizeof(id)) != 0)
 			continue;
 		exec_true(c, &out, id);
-		destroy(c, &out, id);
+		bench_destroy(c, &out, id);
 		w->cycles++;
 	}
 	sbx_http_resp_free(&out);
@@ -247,6 +154,7 @@ int main(int argc, char **argv)
 	}
 	if (n < 10 || n > 100000 || seconds <= 0 || threads < 1 || threads > 64)
 		return 2;
+	bench_set_name("bench-contain");
 	if (sbx_http_global_init() != 0)
 		return 2;
 	sbx_mock_config_init(&cfg);
@@ -263,7 +171,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	g_url = sbx_mock_url(mock);
-	c = client(hdr, sizeof(hdr), "bench");
+	c = bench_client(g_url, hdr, sizeof(hdr), "bench");
 	if (c == NULL)
 		return 2;
 	{
@@ -271,7 +179,7 @@ int main(int argc, char **argv)
 		sbx_http_opts o = {.base_url = g_url, .headers = {"X-Mock-Admin-Token: bench"}};
 		sbx_http_client *a = sbx_http_client_new(&o, NULL);
 
-		if (a != NULL && call(a, "GET", "/_mock/settings", NULL, &out) == 200) {
+		if (a != NULL && bench_call(a, "GET", "/_mock/settings", NULL, &out) == 200) {
 			cJSON *j = cJSON_Parse(sbx_strbuf_str(&out.body));
 			const cJSON *d = cJSON_GetObjectItemCaseSensitive(j, "data");
 			const cJSON *cg = cJSON_GetObjectItemCaseSensitive(d, "cgroups");
@@ -287,44 +195,44 @@ int main(int argc, char **argv)
 
 	/* create, and delete (where a cycle's other half goes) */
 	for (long i = 0; i < n; i++) {
-		double t0 = now_ms();
+		double t0 = bench_now_ms();
 
-		if (create(c, &out, id, sizeof(id)) != 0)
+		if (bench_create(c, &out, id, sizeof(id)) != 0)
 			break;
-		lat[i] = now_ms() - t0;
-		t0 = now_ms();
-		destroy(c, &out, id);
-		res[i] = now_ms() - t0;
+		lat[i] = bench_now_ms() - t0;
+		t0 = bench_now_ms();
+		bench_destroy(c, &out, id);
+		res[i] = bench_now_ms() - t0;
 	}
-	create50 = pct(lat, (size_t)n, 50);
-	create90 = pct(lat, (size_t)n, 90);
-	delete50 = pct(res, (size_t)n, 50);
-	delete90 = pct(res, (size_t)n, 90);
+	create50 = bench_pct(lat, (size_t)n, 50);
+	create90 = bench_pct(lat, (size_t)n, 90);
+	delete50 = bench_pct(res, (size_t)n, 50);
+	delete90 = bench_pct(res, (size_t)n, 90);
 
 	/* exec(true) on one running sandbox, and /usr/bin/true on the host */
-	if (create(c, &out, id, sizeof(id)) != 0)
+	if (bench_create(c, &out, id, sizeof(id)) != 0)
 		return 1;
 	exec_true(c, &out, id); /* warm */
 	for (long i = 0; i < n; i++) {
-		double t0 = now_ms();
+		double t0 = bench_now_ms();
 
 		exec_true(c, &out, id);
-		lat[i] = now_ms() - t0;
+		lat[i] = bench_now_ms() - t0;
 	}
-	exec50 = pct(lat, (size_t)n, 50);
-	exec90 = pct(lat, (size_t)n, 90);
+	exec50 = bench_pct(lat, (size_t)n, 50);
+	exec90 = bench_pct(lat, (size_t)n, 90);
 	for (long i = 0; i < n; i++) {
 		char *args[] = {"true", NULL};
-		double t0 = now_ms();
+		double t0 = bench_now_ms();
 		pid_t pid;
 		int st;
 
 		if (posix_spawn(&pid, "/usr/bin/true", NULL, NULL, args, environ) == 0)
 			waitpid(pid, &st, 0);
-		lat[i] = now_ms() - t0;
+		lat[i] = bench_now_ms() - t0;
 	}
-	host50 = pct(lat, (size_t)n, 50);
-	host90 = pct(lat, (size_t)n, 90);
+	host50 = bench_pct(lat, (size_t)n, 50);
+	host90 = bench_pct(lat, (size_t)n, 90);
 
 	printf("bench-contain: %s; n=%ld\n\n", mode, n);
 	printf("| %-34s | %9s | %9s | %-22s |\n", "measure", "p50 ms", "p90 ms",
@@ -340,30 +248,30 @@ int main(int argc, char **argv)
 
 	/* pause / resume, with a background process to freeze */
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s/exec", id);
-	call(c, "POST", path, "{\"cmd\":\"sh\",\"args\":[\"-c\",\"sleep 1000 >/dev/null 2>&1 &\"]}",
+	bench_call(c, "POST", path, "{\"cmd\":\"sh\",\"args\":[\"-c\",\"sleep 1000 >/dev/null 2>&1 &\"]}",
 	     &out);
 	{
 		long m = n > 100 ? 100 : n;
 
 		for (long i = 0; i < m; i++) {
-			double t0 = now_ms();
+			double t0 = bench_now_ms();
 
 			if (transition(c, &out, id, "pause", "paused") != 0)
 				break;
-			lat[i] = now_ms() - t0;
-			t0 = now_ms();
+			lat[i] = bench_now_ms() - t0;
+			t0 = bench_now_ms();
 			if (transition(c, &out, id, "resume", "running") != 0)
 				break;
-			res[i] = now_ms() - t0;
+			res[i] = bench_now_ms() - t0;
 		}
-		p50 = pct(lat, (size_t)m, 50);
-		p90 = pct(lat, (size_t)m, 90);
+		p50 = bench_pct(lat, (size_t)m, 50);
+		p90 = bench_pct(lat, (size_t)m, 90);
 		row("pause (POST until paused)", p50, p90, "p50 <= 10 ms");
-		p50 = pct(res, (size_t)m, 50);
-		p90 = pct(res, (size_t)m, 90);
+		p50 = bench_pct(res, (size_t)m, 50);
+		p90 = bench_pct(res, (size_t)m, 90);
 		row("resume (POST until running)", p50, p90, "p50 <= 10 ms");
 	}
-	destroy(c, &out, id);
+	bench_destroy(c, &out, id);
 	fflush(stdout);
 
 	/* cycles */
@@ -378,11 +286,11 @@ int main(int argc, char **argv)
 	}
 	printf("| %-34s | %9.1f | %9s | %-22s |\n", "create->exec(true)->delete /s",
 	       (double)cycles / seconds, "-", ">= 300/s on 2 cores");
-	printf("\n(%ld threads x %.1f s; %zu failed calls)\n", threads, seconds, g_fail);
+	printf("\n(%ld threads x %.1f s; %zu failed calls)\n", threads, seconds, bench_failures());
 
 	sbx_http_resp_free(&out);
 	sbx_http_client_free(c);
 	sbx_mock_stop(mock);
 	sbx_http_global_cleanup();
-	return g_fail == 0 ? 0 : 1;
+	return bench_failures() == 0 ? 0 : 1;
 }

@@ -27,93 +27,7 @@
 #include "sbx/mock.h"
 #include "sbx/strbuf.h"
 
-static size_t g_fail;
-static pthread_mutex_t g_fail_mu = PTHREAD_MUTEX_INITIALIZER;
-
-static double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static void failed(const char *what, long status, const sbx_http_resp *r)
-{
-	pthread_mutex_lock(&g_fail_mu);
-	if (g_fail++ < 5)
-		fprintf(stderr, "bench-internet: %s: HTTP %ld %.300s\n", what, status,
-			r != NULL ? sbx_strbuf_str(&r->body) : "");
-	pthread_mutex_unlock(&g_fail_mu);
-}
-
-static sbx_http_client *client(const char *url, char *hdr, size_t cap, const char *key)
-{
-	sbx_http_opts o = {.base_url = url, .headers = {hdr}};
-
-	snprintf(hdr, cap, "X-Api-Key: %s", key);
-	return sbx_http_client_new(&o, NULL);
-}
-
-static long call(sbx_http_client *c, const char *method, const char *path, const char *body,
-		 sbx_http_resp *out)
-{
-	sbx_http_req rq = {.method = method, .path = path, .body = body, .body_len = body ? strlen(body) : 0};
-	sbx_err err;
-
-	sbx_http_resp_free(out);
-	return sbx_http_request(c, &rq, out, &err) != 0 ? -1 : out->status;
-}
-
-/* data.<field> (a string) of the answer, or "" */
-static void field(const sbx_http_resp *r, const char *k1, const char *k2, char *buf, size_t cap)
-{
-	cJSON *j = cJSON_Parse(sbx_strbuf_str(&r->body));
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "data"), k1);
-
-	if (k2 != NULL)
-		v = cJSON_GetObjectItemCaseSensitive(v, k2);
-	snprintf(buf, cap, "%s", cJSON_IsString(v) ? v->valuestring : "");
-	cJSON_Delete(j);
-}
-
-static int create(sbx_http_client *c, sbx_http_resp *out, char *id, size_t cap)
-{
-	long st = call(c, "POST", "/v1/sandboxes", "{\"shape\":\"s-1vcpu-256mb\"}", out);
-
-	field(out, "id", NULL, id, cap);
-	if (st != 200 || id[0] == '\0') {
-		failed("create", st, out);
-		return -1;
-	}
-	return 0;
-}
-
-static void destroy(sbx_http_client *c, sbx_http_resp *out, const char *id)
-{
-	char path[128];
-	long st;
-
-	snprintf(path, sizeof(path), "/v1/sandboxes/%s", id);
-	st = call(c, "DELETE", path, NULL, out);
-	if (st != 200)
-		failed("delete", st, out);
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : (x > y ? 1 : 0);
-}
-
-static double pct(double *v, size_t n, double p)
-{
-	if (n == 0)
-		return 0;
-	qsort(v, n, sizeof(*v), cmp_double);
-	return v[(size_t)(p / 100.0 * (double)(n - 1))];
-}
+#include "lib/bench_api.h"
 
 /* {"egress":[1,024 rules]}: IPv4 /24 blocks and IPv6 /64 blocks, every
  * fourth rule one address with a port; `salt` makes each list different. */
@@ -153,20 +67,20 @@ static void *cycle_worker(void *arg)
 {
 	worker *w = arg;
 	char hdr[64], id[64];
-	sbx_http_client *c = client(w->url, hdr, sizeof(hdr), w->key);
+	sbx_http_client *c = bench_client(w->url, hdr, sizeof(hdr), w->key);
 	sbx_http_resp out = {0};
-	double end = now_ms() + w->seconds * 1e3;
+	double end = bench_now_ms() + w->seconds * 1e3;
 	char path[128];
 
 	if (c == NULL)
 		return NULL;
-	while (now_ms() < end) {
-		if (create(c, &out, id, sizeof(id)) != 0)
+	while (bench_now_ms() < end) {
+		if (bench_create(c, &out, id, sizeof(id)) != 0)
 			continue;
 		snprintf(path, sizeof(path), "/v1/sandboxes/%s/exec", id);
-		if (call(c, "POST", path, "{\"cmd\":\"true\"}", &out) != 200)
-			failed("exec", (long)out.status, &out);
-		destroy(c, &out, id);
+		if (bench_call(c, "POST", path, "{\"cmd\":\"true\"}", &out) != 200)
+			bench_failed("exec", (long)out.status, &out);
+		bench_destroy(c, &out, id);
 		w->cycles++;
 	}
 	sbx_http_resp_free(&out);
@@ -178,7 +92,7 @@ static double cycles_per_s(const char *url, long threads, double seconds)
 {
 	static worker w[64];
 	size_t cycles = 0;
-	double t0 = now_ms();
+	double t0 = bench_now_ms();
 
 	for (long i = 0; i < threads; i++) {
 		w[i] = (worker){.url = url, .seconds = seconds};
@@ -189,7 +103,7 @@ static double cycles_per_s(const char *url, long threads, double seconds)
 		pthread_join(w[i].tid, NULL);
 		cycles += w[i].cycles;
 	}
-	return (double)cycles / ((now_ms() - t0) / 1e3);
+	return (double)cycles / ((bench_now_ms() - t0) / 1e3);
 }
 
 /* p50/p90 of create (then delete) on a mock, n times. */
@@ -197,20 +111,20 @@ static void create_latency(const char *url, long n, double *p50, double *p90)
 {
 	static double lat[1000];
 	char hdr[64], id[64];
-	sbx_http_client *c = client(url, hdr, sizeof(hdr), "create-latency");
+	sbx_http_client *c = bench_client(url, hdr, sizeof(hdr), "create-latency");
 	sbx_http_resp out = {0};
 	long i;
 
 	for (i = 0; c != NULL && i < n; i++) {
-		double t0 = now_ms();
+		double t0 = bench_now_ms();
 
-		if (create(c, &out, id, sizeof(id)) != 0)
+		if (bench_create(c, &out, id, sizeof(id)) != 0)
 			break;
-		lat[i] = now_ms() - t0;
-		destroy(c, &out, id);
+		lat[i] = bench_now_ms() - t0;
+		bench_destroy(c, &out, id);
 	}
-	*p50 = pct(lat, (size_t)i, 50);
-	*p90 = pct(lat, (size_t)i, 90);
+	*p50 = bench_pct(lat, (size_t)i, 50);
+	*p90 = bench_pct(lat, (size_t)i, 90);
 	sbx_http_resp_free(&out);
 	sbx_http_client_free(c);
 }
@@ -248,6 +162,7 @@ int main(int argc, char **argv)
 	char hdr[64], id[64], path[160], res[64];
 	int opt;
 
+	bench_set_name("bench-internet");
 	while ((opt = getopt(argc, argv, "n:c:s:t:r:h")) != -1) {
 		switch (opt) {
 		case 'n': n = strtol(optarg, NULL, 10); break;
@@ -273,21 +188,21 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bench-internet: %s\n", err.msg);
 		return 2;
 	}
-	c = client(sbx_mock_url(enforced), hdr, sizeof(hdr), "bench");
-	if (c == NULL || create(c, &out, id, sizeof(id)) != 0)
+	c = bench_client(sbx_mock_url(enforced), hdr, sizeof(hdr), "bench");
+	if (c == NULL || bench_create(c, &out, id, sizeof(id)) != 0)
 		return 1;
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s/egress", id);
 	for (long i = 0; i < n; i++) {
 		char *body = rules_body((unsigned)i);
-		double t0 = now_ms();
-		long st = call(c, "PUT", path, body, &out);
+		double t0 = bench_now_ms();
+		long st = bench_call(c, "PUT", path, body, &out);
 
-		lat[i] = now_ms() - t0;
+		lat[i] = bench_now_ms() - t0;
 		if (st != 200)
-			failed("PUT egress", st, &out);
+			bench_failed("PUT egress", st, &out);
 		free(body);
 	}
-	call(c, "PUT", path, "{\"egress\":null}", &out);
+	bench_call(c, "PUT", path, "{\"egress\":null}", &out);
 	{
 		char cmd[2048], count[16];
 		cJSON *b = cJSON_CreateObject(), *args = cJSON_AddArrayToObject(b, "args");
@@ -300,21 +215,21 @@ int main(int argc, char **argv)
 		cJSON_AddItemToArray(args, cJSON_CreateString(count));
 		text = cJSON_PrintUnformatted(b);
 		snprintf(cmd, sizeof(cmd), "/v1/sandboxes/%s/exec", id);
-		if (call(c, "POST", cmd, text, &out) != 200)
-			failed("connect probe", (long)out.status, &out);
-		field(&out, "result", "stdout", res, sizeof(res));
+		if (bench_call(c, "POST", cmd, text, &out) != 200)
+			bench_failed("connect probe", (long)out.status, &out);
+		bench_data_field(&out, "result", "stdout", res, sizeof(res));
 		{
 			char *end = NULL, *end2 = NULL;
 
 			c50 = strtod(res, &end);
 			c90 = end != NULL ? strtod(end, &end2) : 0;
 			if (end == res || end2 == end)
-				failed("connect probe output", (long)out.status, &out);
+				bench_failed("connect probe output", (long)out.status, &out);
 		}
 		free(text);
 		cJSON_Delete(b);
 	}
-	destroy(c, &out, id);
+	bench_destroy(c, &out, id);
 	stored = start("stored", &err);
 	if (stored == NULL) {
 		fprintf(stderr, "bench-internet: %s\n", err.msg);
@@ -329,7 +244,7 @@ int main(int argc, char **argv)
 	printf("egress: %s\n", sbx_mock_egress_note(enforced));
 	printf("| %-44s | %9s | %9s | %-12s |\n", "measure", "p50", "p90", "target");
 	printf("| %-44s | %9.2f | %9.2f | %-12s |\n", "PUT egress, 1,024 rules into the kernel (ms)",
-	       pct(lat, (size_t)n, 50), pct(lat, (size_t)n, 90), "p50 <= 20");
+	       bench_pct(lat, (size_t)n, 50), bench_pct(lat, (size_t)n, 90), "p50 <= 20");
 	printf("| %-44s | %9.3f | %9.3f | %-12s |\n", "TCP connect, guest -> internet (ms)", c50, c90,
 	       "p50 <= 1");
 	printf("| %-44s | %9.2f | %9.2f | %-12s |\n", "create, egress enforced (ms)", ce50, ce90, "");
@@ -342,5 +257,5 @@ int main(int argc, char **argv)
 	sbx_http_client_free(c);
 	sbx_mock_stop(stored);
 	sbx_mock_stop(enforced);
-	return g_fail > 0 ? 1 : 0;
+	return bench_failures() > 0 ? 1 : 0;
 }
