@@ -3,7 +3,7 @@
 
 Checks that the SBX_FUZZ build flags in CMakeLists.txt make UBSan fatal
 (-fno-sanitize-recover=undefined), that ci/test's fuzz_smoke runs each target
-with UBSAN_OPTIONS=halt_on_error=1, and, when clang is installed, that a
+with UBSAN_OPTIONS=halt_on_error=1 (in fuzz_one), and, when clang is installed, that a
 program with undefined behaviour built with those flags and run with that
 environment exits non-zero instead of printing and going on."""
 import os
@@ -27,10 +27,14 @@ def fuzz_flags():
 
 def ubsan_env():
     text = open(os.path.join(ROOT, "ci", "test")).read()
-    body = re.search(r"fuzz_smoke\(\) \{(.*?)\n\}", text, re.S)
-    assert body, "no fuzz_smoke in ci/test"
+    smoke = re.search(r"fuzz_smoke\(\) \{(.*?)\n\}", text, re.S)
+    assert smoke, "no fuzz_smoke in ci/test"
+    # fuzz_smoke runs each target through fuzz_one
+    assert "fuzz_one" in smoke.group(1), "ci/test fuzz_smoke does not run fuzz_one"
+    body = re.search(r"fuzz_one\(\) \{(.*?)\n\}", text, re.S)
+    assert body, "no fuzz_one in ci/test"
     m = re.search(r"UBSAN_OPTIONS=(\S+)", body.group(1))
-    assert m, "ci/test fuzz_smoke does not set UBSAN_OPTIONS"
+    assert m, "ci/test fuzz_one does not set UBSAN_OPTIONS"
     return m.group(1)
 
 
