@@ -1,31 +1,29 @@
-/* Fuzz target: sbx-mock's request validation in the model layer
- * (mock-api/src/model.h), driven without a socket: one JSON body from the
- * fuzzer becomes a create-sandbox request (fields mapped by their contract
- * types, as the HTTP layer does; egress through sbx_egress_list_from_json),
- * a disk, a template and a network create, and a durable-state record for
- * mock_sandbox_restore / mock_tenant_restore.
+/* Fuzz target: sbx-mock's create and fork requests, driven without a
+ * socket but through the real handlers: the fuzzer's bytes become the body
+ * of POST /v1/sandboxes (api_sandbox_create: the HTTP field mapping of
+ * api_sandbox.c, then mock_op_create with a plain guest on a listener-less
+ * mock) and of POST /v1/sandboxes/{id}/fork of the new sandbox; the same
+ * JSON is also a disk, a template and a network create, and a durable-state
+ * record for mock_sandbox_restore / mock_tenant_restore.
  *
- * The same body then goes through the operations layer (ops.h) on a mock
- * with no listener, as the handlers call it: mock_op_create, mock_op_fork
- * of the new sandbox (the body's start_paused, ingress, envs, keys, egress
- * and quota as the fork request) and mock_op_destroy of both.
- *
- * Properties, each abort()s when broken:
- * - create accepted: the name is 1..22 of [A-Za-z0-9._-], the envs have at
- *   most 64 keys matching ^[A-Za-z_][A-Za-z0-9_]*$ with string values of at
- *   most 4 KiB and 64 KiB in all, shape/rootfs/region/host are the known
- *   ones, disk_mib is at least the shape default, auto-pause is 0 or
- *   60..86400; the view shows env names only; the same named request again
- *   is a 409 NAME_TAKEN; dump -> restore -> dump is a fixed point;
- * - create refused: a 4xx status with a field and a message, and the model
- *   is unchanged (no sandbox added, tenant networks and their members as
- *   before), for every refusal: also when the networks list names a good
- *   network before a bad item, since attach_networks (model.c) checks every
- *   item before it adds a member (once a bug, fixed and checked here);
- * - op create refuses exactly what the model refuses, with the same status,
- *   adding nothing; an accepted one is running with a guest; a fork is a
- *   new sandbox of the same tenant, forking (or paused when asked), with
- *   a guest and envs within the limits, or a 4xx refusal adding nothing;
+ * The oracle is an independent statement of the contract (the "contract"
+ * section below, from spec/control-plane-api.md and the SDK's
+ * dist/types.d.ts: field names, JSON types, ranges, defaults), not the
+ * mock's validators. Properties, each abort()s when broken:
+ * - a body that breaks the contract is refused with a 400 whose field is
+ *   one at fault; a body that keeps it is accepted (fields whose outcome
+ *   the spec leaves open may go either way, but a refusal names one of
+ *   them); an accepted create is running with a guest and stored what the
+ *   body asked for, with the spec's defaults (name given or generated and
+ *   valid, shape, rootfs or devbox:1, disk or 10240, auto-pause or none,
+ *   ingress, region, envs, egress); its view shows env names only; the
+ *   same named request again is a 409 naming `name`; dump -> restore ->
+ *   dump is a fixed point;
+ * - a refused create adds no sandbox and leaves the tenant's networks as
+ *   they were (also when a good network precedes a bad item);
+ * - a fork of a typed-wrong body is a 400 naming a field at fault; an
+ *   accepted fork is a new sandbox of the tenant, forking (or paused when
+ *   asked), with a guest and envs within the limits; a refusal adds nothing;
  * - mock_validate_envs / mock_validate_name agree with the rules above;
  * - disk/template/network creates accept only valid names; a disk view never
  *   shows credentials;
@@ -46,6 +44,7 @@
 
 #include <unistd.h>
 
+#include "../mock-api/src/api.h"
 #include "../mock-api/src/model.h"
 #include "../mock-api/src/ops.h"
 #include "../mock-api/src/server.h"
@@ -97,7 +96,7 @@ static bool name_ok(const char *n)
 {
 	size_t len = strlen(n);
 
-	if (len == 0 || len > MOCK_NAME_MAX)
+	if (len == 0 || len > 22) /* spec: at most 22 characters */
 		return false;
 	for (const char *p = n; *p != '\0'; p++) {
 		unsigned char c = (unsigned char)*p;
@@ -130,13 +129,12 @@ static bool envs_ok(const cJSON *envs)
 	if (!cJSON_IsObject(envs))
 		return false;
 	cJSON_ArrayForEach(it, envs) {
-		if (!env_key_ok(it->string) || !cJSON_IsString(it) ||
-		    strlen(it->valuestring) > MOCK_ENV_VALUE_MAX)
+		if (!env_key_ok(it->string) || !cJSON_IsString(it) || strlen(it->valuestring) > 4096)
 			return false;
 		total += strlen(it->valuestring) + strlen(it->string);
 		n++;
 	}
-	return n <= MOCK_ENVS_MAX && total <= MOCK_ENVS_TOTAL_MAX;
+	return n <= 64 && total <= 65536; /* spec: 64 entries, 64 KiB in all */
 }
 
 static void check_err(const mock_err *e, const char *what)
@@ -152,40 +150,42 @@ static const char *str(const cJSON *b, const char *k)
 	return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
-/* An integer field in [lo, hi], as the HTTP layer accepts it. */
-static bool integer(const cJSON *b, const char *k, double lo, double hi, int64_t *out)
+/* A field of the body, JSON null being "not given" (as for Go's decoder). */
+static const cJSON *given(const cJSON *b, const char *k)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(b, k);
 
-	if (!cJSON_IsNumber(v) || !(v->valuedouble >= lo && v->valuedouble <= hi) ||
-	    v->valuedouble != floor(v->valuedouble))
-		return false;
-	*out = (int64_t)v->valuedouble;
-	return true;
+	return v == NULL || cJSON_IsNull(v) ? NULL : v;
 }
 
-static const cJSON *kind(const cJSON *b, const char *k, bool array)
+/* An accepted create stored what the body asked for, defaults where it
+ * was silent (spec: disk 0 = the shape default 10240 MiB, empty name =
+ * generated, empty rootfs = devbox:1, no auto-pause when omitted). */
+static void check_accepted(mock_model *m, const mock_sandbox *sb, const cJSON *b)
 {
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(b, k);
-
-	return (array ? cJSON_IsArray(v) : cJSON_IsObject(v)) ? v : NULL;
-}
-
-static void check_accepted(mock_model *m, const mock_sandbox *sb, const mock_create_req *q)
-{
+	const cJSON *v, *names, *it;
+	const char *name = str(b, "name"), *rootfs = str(b, "rootfs");
 	cJSON *view;
-	const cJSON *names, *it;
 
-	check(sb->status == ST_CREATING, "a new sandbox is not creating");
-	check(sb->name[0] == '\0' || name_ok(sb->name), "accepted an invalid name");
-	check(q->name == NULL || q->name[0] == '\0' || strcmp(q->name, sb->name) == 0,
-	      "stored name differs");
-	check(envs_ok(sb->envs), "accepted envs over the limits");
-	check(mock_shape_find(sb->shape->id) == sb->shape, "unknown shape accepted");
-	check(strcmp(sb->region, m->set.region) == 0, "sandbox in another region");
-	check(sb->disk_mib >= sb->shape->default_disk_mib, "disk below the shape default");
-	check(sb->auto_pause_s == 0 || (sb->auto_pause_s >= 60 && sb->auto_pause_s <= 86400),
-	      "auto-pause out of range");
+	check(name_ok(sb->name), "an accepted create has no valid (given or generated) name");
+	check(name == NULL || name[0] == '\0' || strcmp(name, sb->name) == 0, "stored name differs");
+	check(strcmp(sb->shape->id, str(b, "shape")) == 0, "stored shape differs");
+	check(strcmp(sb->rootfs, rootfs != NULL && rootfs[0] != '\0' ? rootfs : "devbox:1") == 0,
+	      "stored rootfs differs");
+	v = given(b, "disk_mib");
+	check(sb->disk_mib == (v == NULL || v->valuedouble == 0 ? 10240 : v->valuedouble),
+	      "stored disk_mib differs");
+	v = given(b, "auto_pause_after_seconds");
+	check(sb->auto_pause_s == (v == NULL ? 0 : v->valuedouble), "stored auto-pause differs");
+	check(sb->ingress_enabled == cJSON_IsTrue(given(b, "ingress_enabled")), "stored ingress differs");
+	check(strcmp(sb->region, "local") == 0, "sandbox in another region");
+	v = given(b, "envs");
+	check(cJSON_Compare(sb->envs, v, true) || (v == NULL && cJSON_GetArraySize(sb->envs) == 0),
+	      "stored envs differ");
+	v = given(b, "egress");
+	check(sb->egress.is_null == (v == NULL) &&
+		      (v == NULL || sb->egress.count == (size_t)cJSON_GetArraySize(v)),
+	      "stored egress differs");
 	check(strlen(sb->id) > 3 && strncmp(sb->id, "sb-", 3) == 0, "sandbox id without sb- prefix");
 	view = mock_sandbox_view(m, sb);
 	check(view != NULL, "no view");
@@ -217,81 +217,6 @@ static void check_dump_fixed_point(const mock_sandbox *sb)
 	cJSON_Delete(d1);
 	cJSON_Delete(d2);
 	mock_model_free(m2);
-}
-
-/* The create request the body maps to (q->egress is the caller's to
- * free). */
-static void create_req(const mock_model *m, const cJSON *b, mock_create_req *q)
-{
-	int64_t disk = 0, ap = 0, bw = 0;
-	const cJSON *egress = cJSON_GetObjectItemCaseSensitive(b, "egress");
-	sbx_egress_error ee;
-
-	memset(q, 0, sizeof(*q));
-	q->egress.is_null = true;
-	q->shape = str(b, "shape");
-	if (q->shape == NULL)
-		q->shape = "s-1vcpu-1gb";
-	q->rootfs = str(b, "rootfs");
-	q->name = str(b, "name");
-	q->region = str(b, "region");
-	q->host_id = str(b, "host_id");
-	if (integer(b, "disk_mib", 0, 16 * 1024 * 1024, &disk))
-		q->disk_mib = (unsigned)disk;
-	q->ingress_enabled = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(b, "ingress_enabled"));
-	q->has_auto_pause = integer(b, "auto_pause_after_seconds", INT32_MIN, INT32_MAX, &ap);
-	q->auto_pause_s = (int)ap;
-	if (integer(b, "bandwidth_quota_bytes", -1, 1e15, &bw))
-		q->bw_quota = bw;
-	q->envs = kind(b, "envs", false);
-	q->ssh_pubkeys = kind(b, "ssh_pubkeys", true);
-	q->networks = kind(b, "networks", true);
-	q->disks = kind(b, "disks", true);
-	if (egress != NULL &&
-	    sbx_egress_list_from_json(egress, m->set.max_egress_rules, &q->egress, &ee) != 0)
-		q->egress.is_null = true;
-}
-
-/* Returns the refusal's status, 0 when the create was accepted. */
-static int fuzz_create(mock_model *m, mock_tenant *t, const cJSON *b)
-{
-	mock_create_req q;
-	mock_err e;
-	size_t before = m->nsbx;
-	char *nets_before = print(t->networks);
-	mock_sandbox *sb;
-	int refused = 0;
-
-	memset(&e, 0, sizeof(e));
-	create_req(m, b, &q);
-	sb = mock_sandbox_create(m, t, &q, &e);
-	if (sb == NULL) {
-		char *nets_after = print(t->networks);
-
-		check_err(&e, "create refused with a status outside 4xx");
-		check(m->nsbx == before, "a refused create added a sandbox");
-		check(strcmp(nets_before, nets_after) == 0,
-		      "a refused create changed the tenant's networks");
-		free(nets_after);
-		refused = e.status;
-		goto out;
-	}
-	check(m->nsbx == before + 1, "an accepted create did not add one sandbox");
-	check(mock_sandbox_find(m, t, sb->id) == sb, "the new sandbox cannot be found");
-	check(q.name == NULL || q.name[0] == '\0' || name_ok(q.name), "accepted an invalid name");
-	check(name_ok(sb->name), "an accepted create has no valid (given or generated) name");
-	check(envs_ok(q.envs), "accepted invalid envs");
-	check_accepted(m, sb, &q);
-	check_dump_fixed_point(sb);
-	if (q.name != NULL && q.name[0] != '\0') {
-		memset(&e, 0, sizeof(e));
-		check(mock_sandbox_create(m, t, &q, &e) == NULL && e.status == 409 &&
-		      strcmp(e.code, "NAME_TAKEN") == 0, "a taken name was accepted again");
-	}
-out:
-	free(nets_before);
-	sbx_egress_list_free(&q.egress);
-	return refused;
 }
 
 /* ---- the operations layer: create and fork as the handlers call them ---- */
@@ -334,24 +259,6 @@ static void free_mock(sbx_mock *mk)
 	free(mk);
 }
 
-/* The fork request the body maps to (egress borrowed from the create's). */
-static void fork_req(const cJSON *b, const mock_create_req *q, mock_fork_req *f)
-{
-	const cJSON *ing = cJSON_GetObjectItemCaseSensitive(b, "ingress_enabled");
-	int64_t bw = 0;
-
-	memset(f, 0, sizeof(*f));
-	f->start_paused = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(b, "start_paused"));
-	f->has_ingress = cJSON_IsBool(ing);
-	f->ingress_enabled = cJSON_IsTrue(ing);
-	f->has_egress = !q->egress.is_null;
-	f->egress = q->egress;
-	f->envs = kind(b, "envs", false);
-	f->ssh_pubkeys = kind(b, "ssh_pubkeys", true);
-	if (integer(b, "bandwidth_quota_bytes", -1, 1e15, &bw))
-		f->bw_quota = bw;
-}
-
 static void check_view_id(const cJSON *view, const char *id, const char *what)
 {
 	const char *vid = str(view, "id");
@@ -373,80 +280,366 @@ static void destroy(sbx_mock *mk, mock_tenant *t, const char *id, const char *wh
 	cJSON_Delete(view);
 }
 
-/* Forks the sandbox op created, then destroys the fork. */
-static void fuzz_fork(sbx_mock *mk, mock_tenant *t, const cJSON *b, const mock_create_req *q,
-		      const char *src_id)
-{
-	mock_fork_req f;
-	mock_op op;
-	size_t before = mk->model->nsbx;
-	cJSON *view;
-	const mock_sandbox *child;
+/* ---- the contract, stated independently of the mock ----
+ *
+ * From spec/control-plane-api.md ("Create request", "Shapes") and the
+ * SDK's dist/types.d.ts (CreateSandboxRequest, ForkSandboxRequest): field
+ * names, JSON types, ranges and defaults, written out here without calling
+ * the mock's validators. A field breaks the contract ("bad": the answer
+ * must be a 400 naming a bad or unsure field) or its outcome depends on
+ * what the oracle cannot know ("unsure": a rootfs outside the one catalog
+ * name the spec gives, a host id, an array of more than one network, an
+ * envs/ssh key edge the spec leaves open); a body with neither must be
+ * accepted. Egress lists are judged by lib's parser (sbx_egress_list_*,
+ * fuzzed against its own oracle in egress_*): here only whether the list
+ * is accepted, not how. */
 
-	fork_req(b, q, &f);
-	memset(&op, 0, sizeof(op));
-	op.mock = mk;
-	op.t = t;
-	op.id = src_id;
-	view = mock_op_fork(&op, &f);
-	if (view == NULL) {
-		check_err(&op.err, "fork refused with a status outside 4xx");
-		check(mk->model->nsbx == before, "a refused fork added a sandbox");
+#define FIELDS_MAX 24
+
+typedef struct verdict {
+	const char *bad[FIELDS_MAX];
+	size_t nbad;
+	const char *unsure[FIELDS_MAX];
+	size_t nunsure;
+} verdict;
+
+static void mark(const char **set, size_t *n, const char *field)
+{
+	for (size_t i = 0; i < *n; i++) {
+		if (strcmp(set[i], field) == 0)
+			return;
+	}
+	if (*n < FIELDS_MAX)
+		set[(*n)++] = field;
+}
+
+static bool in_set(const char *const *set, size_t n, const char *field)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(set[i], field) == 0)
+			return true;
+	}
+	return false;
+}
+
+#define BAD(v, f) mark((v)->bad, &(v)->nbad, (f))
+#define UNSURE(v, f) mark((v)->unsure, &(v)->nunsure, (f))
+
+static bool whole(const cJSON *v, double lo, double hi)
+{
+	return cJSON_IsNumber(v) && v->valuedouble >= lo && v->valuedouble <= hi &&
+	       v->valuedouble == floor(v->valuedouble);
+}
+
+static void judge_strings(const cJSON *b, verdict *v)
+{
+	static const char *const shapes[] = {"s-0.25vcpu-512mb", "s-0.5vcpu-1gb", "s-1vcpu-256mb",
+					     "s-1vcpu-1gb", "s-1vcpu-2gb", "s-2vcpu-2gb",
+					     "s-2vcpu-4gb", "s-4vcpu-4gb", "s-4vcpu-8gb",
+					     "s-8vcpu-8gb", "s-8vcpu-16gb"};
+	static const char *const fields[] = {"shape", "rootfs", "name", "region", "host_id"};
+	const cJSON *f;
+
+	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+		f = given(b, fields[i]);
+		if (f != NULL && !cJSON_IsString(f))
+			BAD(v, fields[i]);
+	}
+	f = given(b, "shape");
+	if (!cJSON_IsString(f) || !in_set(shapes, sizeof(shapes) / sizeof(shapes[0]), f->valuestring))
+		BAD(v, "shape"); /* required, one of GET /v1/shapes */
+	f = given(b, "rootfs");
+	if (cJSON_IsString(f) && f->valuestring[0] != '\0' && strcmp(f->valuestring, "devbox:1") != 0)
+		UNSURE(v, "rootfs");
+	f = given(b, "name"); /* empty = generated */
+	if (cJSON_IsString(f) && f->valuestring[0] != '\0' && !name_ok(f->valuestring))
+		BAD(v, "name");
+	f = given(b, "region"); /* must equal the server's ("local" here) */
+	if (cJSON_IsString(f) && strcmp(f->valuestring, "local") != 0)
+		BAD(v, "region");
+	f = given(b, "host_id"); /* empty = the scheduler picks */
+	if (cJSON_IsString(f) && f->valuestring[0] != '\0')
+		UNSURE(v, "host_id");
+}
+
+static void judge_numbers(const cJSON *b, verdict *v)
+{
+	const cJSON *f = given(b, "disk_mib");
+
+	/* 0 = the shape default (10240 MiB for every shape); smaller refused */
+	if (f != NULL && (!whole(f, 0, 1e15) || (f->valuedouble != 0 && f->valuedouble < 10240)))
+		BAD(v, "disk_mib");
+	else if (f != NULL && f->valuedouble > 16 * 1024 * 1024)
+		UNSURE(v, "disk_mib"); /* an upper limit the spec does not give */
+	f = given(b, "auto_pause_after_seconds");
+	if (f != NULL && !whole(f, 60, 86400))
+		BAD(v, "auto_pause_after_seconds");
+	f = given(b, "bandwidth_quota_bytes");
+	if (f != NULL && (!cJSON_IsNumber(f) || f->valuedouble != 0))
+		BAD(v, "bandwidth_quota_bytes"); /* non-zero on create is 400 */
+	f = given(b, "ingress_enabled");
+	if (f != NULL && !cJSON_IsBool(f))
+		BAD(v, "ingress_enabled");
+}
+
+/* ssh_pubkeys: string[] (an empty string is an edge the spec leaves open). */
+static void judge_keys(const cJSON *f, verdict *v)
+{
+	const cJSON *it;
+
+	if (f == NULL)
+		return;
+	if (!cJSON_IsArray(f)) {
+		BAD(v, "ssh_pubkeys");
 		return;
 	}
+	cJSON_ArrayForEach(it, f) {
+		if (!cJSON_IsString(it))
+			BAD(v, "ssh_pubkeys");
+		else if (it->valuestring[0] == '\0')
+			UNSURE(v, "ssh_pubkeys");
+	}
+}
+
+/* egress: string[] or null; envs: the envs rules. */
+static void judge_lists(const cJSON *b, verdict *v)
+{
+	const cJSON *f = given(b, "egress");
+	sbx_egress_list l;
+	sbx_egress_error ee;
+
+	if (f != NULL) {
+		if (sbx_egress_list_from_json(f, 1024, &l, &ee) != 0)
+			BAD(v, "egress");
+		else
+			sbx_egress_list_free(&l);
+	}
+	f = given(b, "envs");
+	if (f != NULL && !envs_ok(f))
+		BAD(v, "envs");
+	judge_keys(given(b, "ssh_pubkeys"), v);
+}
+
+/* networks: [{id}] naming the caller's networks (this tenant has "net1");
+ * disks: [{disk_id, mount_path}] naming the caller's disks (it has none);
+ * node_selector: Record<string, string>. */
+static void judge_refs(const cJSON *b, verdict *v)
+{
+	const cJSON *f = given(b, "networks"), *it;
+
+	if (f != NULL && !cJSON_IsArray(f)) {
+		BAD(v, "networks");
+		f = NULL;
+	}
+	cJSON_ArrayForEach(it, f) {
+		const cJSON *id = cJSON_IsObject(it) ? given(it, "id") : NULL;
+
+		if (!cJSON_IsString(id) || strcmp(id->valuestring, "net1") != 0)
+			BAD(v, "networks");
+		else if (cJSON_GetArraySize(f) > 1)
+			UNSURE(v, "networks"); /* the same network twice */
+	}
+	f = given(b, "disks");
+	if (f != NULL && (!cJSON_IsArray(f) || cJSON_GetArraySize(f) > 0))
+		BAD(v, "disks");
+	f = given(b, "node_selector");
+	if (f != NULL && !cJSON_IsObject(f)) {
+		BAD(v, "node_selector");
+		f = NULL;
+	}
+	cJSON_ArrayForEach(it, f) {
+		if (!cJSON_IsString(it))
+			UNSURE(v, "node_selector");
+	}
+}
+
+static void judge_create(const cJSON *b, const char *raw, size_t len, verdict *v)
+{
+	memset(v, 0, sizeof(*v));
+	if (!cJSON_IsObject(b) || sbx_egress_json_has_nul_escape(raw, len)) {
+		BAD(v, "body"); /* an object; no \u0000 in any string */
+		return;
+	}
+	judge_strings(b, v);
+	judge_numbers(b, v);
+	judge_lists(b, v);
+	judge_refs(b, v);
+}
+
+/* ForkSandboxRequest: every field optional, typed. */
+static void judge_fork(const cJSON *b, verdict *v)
+{
+	const cJSON *f;
+
+	memset(v, 0, sizeof(*v));
+	if (!cJSON_IsObject(b)) {
+		BAD(v, "body");
+		return;
+	}
+	f = given(b, "start_paused");
+	if (f != NULL && !cJSON_IsBool(f))
+		BAD(v, "start_paused");
+	f = given(b, "ingress_enabled");
+	if (f != NULL && !cJSON_IsBool(f))
+		BAD(v, "ingress_enabled");
+	f = given(b, "bandwidth_quota_bytes");
+	if (f != NULL && !cJSON_IsNumber(f))
+		BAD(v, "bandwidth_quota_bytes");
+	else if (f != NULL)
+		UNSURE(v, "bandwidth_quota_bytes"); /* a range the spec does not give */
+	judge_lists(b, v);
+}
+
+/* ---- the real HTTP handlers, called as the router calls them ---- */
+
+typedef struct answer {
+	int status;
+	cJSON *env;        /* the parsed envelope */
+	const cJSON *data; /* its data */
+	char field[64];    /* a refusal's field */
+} answer;
+
+/* One request through handler h: the body is the fuzzer's bytes, parsed as
+ * the HTTP layer hands them over (r->json, r->body). */
+static void call(sbx_mock *mk, mock_tenant *t, void (*h)(mreq *, mresp *, mock_tenant *),
+		 const char *path, const uint8_t *data, size_t size, cJSON *json, answer *a)
+{
+	mreq r;
+	mresp out;
+	const cJSON *it;
+
+	memset(&r, 0, sizeof(r));
+	memset(&out, 0, sizeof(out));
+	memset(a, 0, sizeof(*a));
+	r.mock = mk;
+	r.method = "POST";
+	r.path = (char *)path;
+	r.json = json;
+	r.json_bad = json == NULL && size > 0;
+	sbx_strbuf_append(&r.body, (const char *)data, size);
+	h(&r, &out, t);
+	sbx_strbuf_free(&r.body);
+	check(out.body != NULL, "a handler gave no answer");
+	a->status = out.status;
+	a->env = cJSON_ParseWithLength(out.body, out.len);
+	mresp_release(&out);
+	check(a->env != NULL, "a handler's answer is not JSON");
+	a->data = cJSON_GetObjectItemCaseSensitive(a->env, "data");
+	check(cJSON_IsObject(a->data), "an answer without a data object");
+	if (a->status == 200)
+		return;
+	cJSON_ArrayForEach(it, a->data) {
+		if (strcmp(it->string, "code") != 0)
+			snprintf(a->field, sizeof(a->field), "%s", it->string);
+	}
+}
+
+/* The answer agrees with the verdict: a 400 naming a bad (or unsure) field
+ * when something is bad, a 200 when nothing is bad or unsure. */
+static void check_verdict(const verdict *v, const answer *a, const char *what)
+{
+	char msg[160];
+
+	if (a->status == 200) {
+		snprintf(msg, sizeof(msg), "%s accepted a body whose %s breaks the contract", what,
+			 v->nbad > 0 ? v->bad[0] : "");
+		check(v->nbad == 0, msg);
+		return;
+	}
+	snprintf(msg, sizeof(msg), "%s refused (%d, field %s) a body that keeps the contract", what,
+		 a->status, a->field);
+	check(v->nbad > 0 || v->nunsure > 0, msg);
+	snprintf(msg, sizeof(msg), "%s refused with %d naming %s, not one of the fields at fault",
+		 what, a->status, a->field);
+	check(a->status == 400 && (in_set(v->bad, v->nbad, a->field) ||
+				   in_set(v->unsure, v->nunsure, a->field)), msg);
+}
+
+/* Forks the sandbox (the body as the fork request), then destroys the fork. */
+static void fuzz_fork(sbx_mock *mk, mock_tenant *t, const uint8_t *data, size_t size, cJSON *b,
+		      const char *src_id)
+{
+	size_t before = mk->model->nsbx;
+	char path[128];
+	verdict v;
+	answer a;
+	const mock_sandbox *child;
+
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/fork", src_id);
+	judge_fork(b, &v);
+	call(mk, t, api_sandbox_fork, path, data, size, b, &a);
+	if (a.status != 200) {
+		check(a.status >= 400 && a.status <= 499, "fork refused with a status outside 4xx");
+		check(v.nbad == 0 || (a.status == 400 && (in_set(v.bad, v.nbad, a.field) ||
+							  in_set(v.unsure, v.nunsure, a.field))),
+		      "fork refused a bad body without naming a field at fault");
+		check(mk->model->nsbx == before, "a refused fork added a sandbox");
+		cJSON_Delete(a.env);
+		return;
+	}
+	check(v.nbad == 0, "fork accepted a body that breaks the contract");
 	check(mk->model->nsbx == before + 1, "an accepted fork did not add one sandbox");
 	child = mk->model->sbx[before];
 	check(strcmp(child->id, src_id) != 0, "the fork has its source's id");
-	check_view_id(view, child->id, "the fork's view is another sandbox's");
+	check_view_id(a.data, child->id, "the fork's view is another sandbox's");
 	check(child->tenant == t, "the fork belongs to another tenant");
 	check(child->guest != NULL, "the fork has no guest");
-	check(child->status == (f.start_paused ? ST_PAUSED : ST_FORKING),
+	check(child->status == (cJSON_IsTrue(given(b, "start_paused")) ? ST_PAUSED : ST_FORKING),
 	      "a new fork is neither forking nor (start_paused) paused");
 	check(envs_ok(child->envs), "a fork accepted envs over the limits");
-	cJSON_Delete(view);
+	cJSON_Delete(a.env);
 	destroy(mk, t, child->id, "the fork does not destroy");
 }
 
-/* Create through the operations layer agrees with the model's create
- * (refused_status: fuzz_create's answer for the same body); an accepted
- * one runs, has a guest, and forks. */
-static void fuzz_ops(const cJSON *b, int refused_status)
+/* POST /v1/sandboxes with the fuzzer's bytes through the real handler
+ * (api_sandbox.c: the field mapping, then mock_op_create), judged by the
+ * contract; an accepted one runs, is stored as asked, dumps and restores
+ * to itself, refuses its name again, forks and destroys. */
+static void fuzz_http(const uint8_t *data, size_t size, cJSON *b)
 {
 	sbx_mock *mk = new_mock();
 	mock_tenant *t = mock_tenant_get(mk->model, "fuzz-key", true);
-	mock_create_req q;
-	mock_op op;
-	mock_err e;
-	cJSON *view;
 	const mock_sandbox *sb;
+	char *nets_before, *nets_after;
+	const char *id;
+	mock_err e;
+	verdict v;
+	answer a, again;
 
 	check(t != NULL, "out of memory");
 	memset(&e, 0, sizeof(e));
 	check(mock_network_create(mk->model, t, "net1", &e) != NULL, "cannot create the fixture network");
-	create_req(mk->model, b, &q);
-	memset(&op, 0, sizeof(op));
-	op.mock = mk;
-	op.t = t;
-	view = mock_op_create(&op, &q);
-	if (view == NULL) {
-		check_err(&op.err, "op create refused with a status outside 4xx");
-		check(op.err.status == refused_status, "op create and model create disagree");
-		check(mk->model->nsbx == 0, "a refused op create added a sandbox");
+	nets_before = print(t->networks);
+	judge_create(b, (const char *)data, size, &v);
+	call(mk, t, api_sandbox_create, "/v1/sandboxes", data, size, b, &a);
+	check_verdict(&v, &a, "create");
+	if (a.status != 200) {
+		nets_after = print(t->networks);
+		check(mk->model->nsbx == 0, "a refused create added a sandbox");
+		check(strcmp(nets_before, nets_after) == 0, "a refused create changed the tenant's networks");
+		free(nets_after);
 		goto out;
 	}
-	check(refused_status == 0, "op create accepted what the model refused");
-	sb = mock_sandbox_find(mk->model, t, op.found);
+	id = str(a.data, "id");
+	check(id != NULL && mk->model->nsbx == 1, "an accepted create did not add one sandbox");
+	sb = mock_sandbox_find(mk->model, t, id);
 	check(sb != NULL, "the created sandbox cannot be found");
-	check_view_id(view, sb->id, "the create's view is another sandbox's");
-	check(sb->status == ST_RUNNING && sb->guest != NULL, "an op-created sandbox does not run");
-	cJSON_Delete(view);
-	fuzz_fork(mk, t, b, &q, sb->id);
+	check(sb->status == ST_RUNNING && sb->guest != NULL, "a created sandbox does not run");
+	check_accepted(mk->model, sb, b);
+	check_dump_fixed_point(sb);
+	if (str(b, "name") != NULL && str(b, "name")[0] != '\0') {
+		call(mk, t, api_sandbox_create, "/v1/sandboxes", data, size, b, &again);
+		check(again.status == 409 && strcmp(again.field, "name") == 0,
+		      "a taken name was accepted again");
+		cJSON_Delete(again.env);
+	}
+	fuzz_fork(mk, t, data, size, b, sb->id);
 	destroy(mk, t, sb->id, "the sandbox does not destroy");
 out:
-	sbx_egress_list_free(&q.egress);
+	free(nets_before);
+	cJSON_Delete(a.env);
 	free_mock(mk);
 }
-
 static void fuzz_validators(const cJSON *b)
 {
 	const cJSON *envs = cJSON_GetObjectItemCaseSensitive(b, "envs");
@@ -532,7 +725,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	mock_model *m;
 	mock_tenant *t;
 	mock_err e;
-	int refused;
 
 	if (b == NULL)
 		return 0;
@@ -543,8 +735,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memset(&e, 0, sizeof(e));
 	check(mock_network_create(m, t, "net1", &e) != NULL, "cannot create the fixture network");
 	fuzz_validators(b);
-	refused = fuzz_create(m, t, b);
-	fuzz_ops(b, refused);
+	fuzz_http(data, size, b);
 	fuzz_others(m, t, b);
 	if (cJSON_IsObject(b))
 		fuzz_restore(b);

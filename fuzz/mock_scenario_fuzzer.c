@@ -13,7 +13,13 @@
  *   it names shows in the view with the value it gave whenever the view
  *   shows that key with the same JSON type (numbers compared as numbers);
  * - applying the same scenario again to the state it produced is accepted
- *   again (the decision depends on the scenario, not on the state). */
+ *   again (the decision depends on the scenario, not on the state);
+ * - every key of an accepted scenario's settings is one of ADMIN.md's
+ *   settable keys, or a read-only key of the view given with the value the
+ *   view shows; a scenario whose settings hold any other key (a typo), or a
+ *   read-only key with another value, is refused, and the message says the
+ *   settings are why ("scenario settings: ..."). The two key lists are
+ *   written out here from ADMIN.md, not taken from settings.c. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -79,6 +85,54 @@ static char *snapshot(sbx_mock *mk, cJSON **listing)
 	return s;
 }
 
+/* ADMIN.md: the keys PUT /_mock/settings (and a scenario) may change. */
+static const char *const settable[] = {"sandbox_cap", "cap_status", "cap_code", "credit",
+				       "host_rule_mode", "accept_any_key", "timing",
+				       "max_egress_rules", "region", "ready", "exec_heartbeat_ms"};
+/* What the view reports about the mock itself; a scenario cannot set it. */
+static const char *const read_only[] = {"guest_mode", "contained", "cgroups", "guest_pid_namespace",
+					"egress_enforced", "egress"};
+
+static bool listed(const char *k, const char *const *list, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(k, list[i]) == 0)
+			return true;
+	}
+	return false;
+}
+
+#define LISTED(k, list) listed((k), (list), sizeof(list) / sizeof((list)[0]))
+
+/* A key the settings may hold given this view: settable, or read-only with
+ * the value the view shows. */
+static bool key_allowed(const cJSON *view, const cJSON *it)
+{
+	const cJSON *now = cJSON_GetObjectItemCaseSensitive(view, it->string);
+
+	if (LISTED(it->string, settable))
+		return true;
+	return LISTED(it->string, read_only) && now != NULL && cJSON_Compare(it, now, true);
+}
+
+/* Settings with a key no setting has must be refused, before the rules. */
+static void check_keys_refused(const char *view_text, const cJSON *settings, int rc, const char *msg)
+{
+	cJSON *view = cJSON_Parse(view_text);
+	const cJSON *it;
+	bool bad = false;
+
+	check(view != NULL, "out of memory");
+	cJSON_ArrayForEach(it, settings)
+		bad = bad || !key_allowed(view, it);
+	cJSON_Delete(view);
+	if (!bad)
+		return;
+	check(rc != 0, "settings with an unknown or changed read-only key were accepted");
+	check(strncmp(msg, "scenario settings: ", 19) == 0,
+	      "refused settings keys, but the message does not say the settings are why");
+}
+
 /* A setting the scenario gave shows in the view as given, where the view
  * has that key with the same type. */
 static void settings_show(sbx_mock *mk, const cJSON *settings)
@@ -86,16 +140,11 @@ static void settings_show(sbx_mock *mk, const cJSON *settings)
 	cJSON *v = mock_op_settings_view(mk);
 	const cJSON *it;
 
-	/* what the view reports about the mock itself; a scenario cannot set it */
-	static const char *const read_only[] = {"guest_mode", "contained", "cgroups", "guest_pid_namespace",
-						"egress_enforced", "egress"};
-
 	cJSON_ArrayForEach(it, settings) {
 		const cJSON *got = cJSON_GetObjectItemCaseSensitive(v, it->string);
-		bool ro = false;
+		bool ro = LISTED(it->string, read_only);
 
-		for (size_t i = 0; i < sizeof(read_only) / sizeof(read_only[0]); i++)
-			ro = ro || strcmp(it->string, read_only[i]) == 0;
+		check(key_allowed(v, it), "an accepted scenario's settings hold a key that is no setting");
 		if (got == NULL || ro || (got->type & 0xff) != (it->type & 0xff))
 			continue;
 		if (cJSON_IsNumber(it)) {
@@ -136,6 +185,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	rc = mock_scenario_apply(mk, sc, ids, &err);
 	after = snapshot(mk, &after_rules);
 	n = cJSON_GetArraySize(ids);
+	if (cJSON_IsObject(sc) && cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(sc, "settings")))
+		check_keys_refused(before, cJSON_GetObjectItemCaseSensitive(sc, "settings"), rc, err.msg);
 	if (rc != 0) {
 		check(err.msg[0] != '\0', "a refusal without a message");
 		check(n == 0, "a refused scenario handed out ids");

@@ -181,7 +181,8 @@ static int validate_create(mock_model *m, mock_tenant *t, const mock_create_req 
 	}
 	if (mock_validate_envs(req->envs, e) != 0)
 		return -1;
-	if (req->host_id != NULL) {
+	/* SDK: "Empty = scheduler picks", like an empty name or rootfs */
+	if (req->host_id != NULL && req->host_id[0] != '\0') {
 		char active[40];
 		unsigned n = model_host_number(req->host_id);
 

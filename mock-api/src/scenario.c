@@ -33,7 +33,7 @@ int mock_scenario_apply(sbx_mock *mock, const cJSON *sc, cJSON *ids, sbx_err *er
 	}
 	/* All or nothing: the settings are checked, then the rules added (all
 	 * of them or none), and only then the settings applied. */
-	if (settings != NULL && mock_settings_check(settings, err) != 0) {
+	if (settings != NULL && mock_settings_check(mock, settings, err) != 0) {
 		sbx_err_prefix(err, "scenario settings");
 		return -1;
 	}

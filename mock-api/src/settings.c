@@ -64,6 +64,91 @@ int mock_settings_from_config(const sbx_mock_config *cfg, mock_settings *set, sb
 	return 0;
 }
 
+/* The keys a PUT may change; every other key of the view is read-only. */
+static const char *const settable[] = {
+	"sandbox_cap", "cap_status", "cap_code", "credit", "host_rule_mode", "accept_any_key",
+	"timing", "max_egress_rules", "region", "ready", "exec_heartbeat_ms",
+};
+
+/* What the view reports about the mock itself, fixed at start (guest mode,
+ * egress enforcement): a PUT cannot change it. */
+static void add_read_only(const sbx_mock *mock, cJSON *o)
+{
+	cJSON_AddStringToObject(o, "guest_mode", mock_guest_mode_name(mock->gmode));
+	cJSON_AddBoolToObject(o, "contained", mock->gmode == GUEST_CONTAINED);
+	if (mock->gmode == GUEST_CONTAINED)
+		cJSON_AddStringToObject(o, "cgroups", mock->cgroups_note);
+	/* whether guests' connections meet their egress rules in the kernel
+	 * (INTERNET.md), and why not */
+	cJSON_AddBoolToObject(o, "egress_enforced", mock->inet != NULL);
+	cJSON_AddStringToObject(o, "egress", mock->egress_note);
+	/* each contained sandbox has its own PID namespace */
+	cJSON_AddBoolToObject(o, "guest_pid_namespace", mock->gmode == GUEST_CONTAINED);
+}
+
+/* "sandbox_cap, cap_status, ...", for the message naming an unknown key. */
+static void settable_list(char *buf, size_t cap)
+{
+	size_t o = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < sizeof(settable) / sizeof(settable[0]) && o < cap; i++) {
+		int k = snprintf(buf + o, cap - o, "%s%s", i ? ", " : "", settable[i]);
+
+		if (k < 0)
+			break;
+		o += (size_t)k;
+	}
+}
+
+static bool is_settable(const char *k)
+{
+	for (size_t i = 0; i < sizeof(settable) / sizeof(settable[0]); i++) {
+		if (strcmp(k, settable[i]) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* Every key of b is a setting: a mistyped one ("timming") would otherwise
+ * do nothing without a word. A read-only key is accepted only with the
+ * value the view shows, so GET -> edit -> PUT of the whole view works. */
+static int keys_check(const sbx_mock *mock, const cJSON *b, sbx_err *err)
+{
+	cJSON *ro = cJSON_CreateObject();
+	int rc = 0;
+
+	if (ro == NULL) {
+		sbx_err_set(err, "out of memory");
+		return -1;
+	}
+	add_read_only(mock, ro);
+	for (const cJSON *it = b->child; it != NULL && rc == 0; it = it->next) {
+		const cJSON *now = cJSON_GetObjectItemCaseSensitive(ro, it->string);
+
+		if (is_settable(it->string))
+			continue;
+		rc = -1;
+		if (now == NULL) {
+			char list[256];
+
+			settable_list(list, sizeof(list));
+			sbx_err_set(err, "unknown setting \"%.64s\" (settable: %s)", it->string, list);
+		} else if (!cJSON_Compare(it, now, true)) {
+			char *shown = cJSON_PrintUnformatted(now);
+
+			/* it reports how this mock was started */
+			sbx_err_set(err, "\"%s\" is read-only (this mock: %.100s); only that value may be sent back",
+				    it->string, shown != NULL ? shown : "?");
+			free(shown);
+		} else {
+			rc = 0;
+		}
+	}
+	cJSON_Delete(ro);
+	return rc;
+}
+
 cJSON *mock_settings_view(sbx_mock *mock)
 {
 	const mock_settings *s = &mock->model->set;
@@ -88,16 +173,7 @@ cJSON *mock_settings_view(sbx_mock *mock)
 	cJSON_AddStringToObject(o, "region", s->region);
 	cJSON_AddBoolToObject(o, "ready", s->ready);
 	cJSON_AddNumberToObject(o, "exec_heartbeat_ms", atomic_load(&mock->hb_ms));
-	cJSON_AddStringToObject(o, "guest_mode", mock_guest_mode_name(mock->gmode));
-	cJSON_AddBoolToObject(o, "contained", mock->gmode == GUEST_CONTAINED);
-	if (mock->gmode == GUEST_CONTAINED)
-		cJSON_AddStringToObject(o, "cgroups", mock->cgroups_note);
-	/* read-only: whether guests' connections meet their egress rules in
-	 * the kernel (INTERNET.md), and why not */
-	cJSON_AddBoolToObject(o, "egress_enforced", mock->inet != NULL);
-	cJSON_AddStringToObject(o, "egress", mock->egress_note);
-	/* each contained sandbox has its own PID namespace */
-	cJSON_AddBoolToObject(o, "guest_pid_namespace", mock->gmode == GUEST_CONTAINED);
+	add_read_only(mock, o);
 	return o;
 }
 
@@ -229,13 +305,15 @@ static int settings_parse(const cJSON *b, mock_settings *out, int *hb_out, sbx_e
 	return 0;
 }
 
-int mock_settings_check(const cJSON *b, sbx_err *err)
+int mock_settings_check(const sbx_mock *mock, const cJSON *b, sbx_err *err)
 {
 	mock_settings s;
 	int hb = 0;
 
 	memset(&s, 0, sizeof(s));
-	return settings_parse(b, &s, &hb, err);
+	if (settings_parse(b, &s, &hb, err) != 0)
+		return -1;
+	return keys_check(mock, b, err);
 }
 
 int mock_settings_apply(sbx_mock *mock, const cJSON *b, sbx_err *err)
@@ -243,7 +321,7 @@ int mock_settings_apply(sbx_mock *mock, const cJSON *b, sbx_err *err)
 	mock_settings s = mock->model->set;
 	int hb = atomic_load(&mock->hb_ms);
 
-	if (settings_parse(b, &s, &hb, err) != 0)
+	if (settings_parse(b, &s, &hb, err) != 0 || keys_check(mock, b, err) != 0)
 		return -1;
 	mock->model->set = s;
 	atomic_store(&mock->hb_ms, hb);

@@ -16,8 +16,10 @@ int mock_settings_from_config(const sbx_mock_config *cfg, mock_settings *set, sb
  * held. */
 int mock_settings_apply(sbx_mock *mock, const cJSON *b, sbx_err *err);
 /* 0 when mock_settings_apply would accept b, else -1 with the reason;
- * changes nothing and needs no lock. */
-int mock_settings_check(const cJSON *b, sbx_err *err);
+ * changes nothing and needs no lock (it reads only what is fixed at
+ * start). A key that is not a setting is refused ("unknown setting"), a
+ * read-only key of the view unless its value is the one the view shows. */
+int mock_settings_check(const sbx_mock *mock, const cJSON *b, sbx_err *err);
 /* The settings as GET /_mock/settings shows them. Model lock held. */
 cJSON *mock_settings_view(sbx_mock *mock);
 

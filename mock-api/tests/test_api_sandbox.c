@@ -186,6 +186,22 @@ static void caps_credit_and_settings(void **state)
 	expect_status(&r, 401, "admin token");
 	th_resp_free(&r);
 }
+/* SDK types.d.ts: host_id "Empty = scheduler picks" (found by the
+ * mock_request fuzz target's contract oracle: the mock refused it as an
+ * unknown host); an unknown non-empty one is still a 400 naming it. */
+static void empty_host_id_means_the_scheduler_picks(void **state)
+{
+	th_resp r;
+
+	(void)state;
+	th_json(U, "hk", "POST", "/v1/sandboxes", "{\"shape\":\"s-1vcpu-256mb\",\"host_id\":\"\"}", &r);
+	expect_status(&r, 200, "create with an empty host_id");
+	th_resp_free(&r);
+	th_json(U, "hk", "POST", "/v1/sandboxes", "{\"shape\":\"s-1vcpu-256mb\",\"host_id\":\"nope\"}", &r);
+	expect_status(&r, 400, "create with an unknown host_id");
+	assert_non_null(fail_field(&r, "host_id"));
+	th_resp_free(&r);
+}
 static void auto_pause_by_virtual_clock(void **state)
 {
 	char id[64], path[128];
@@ -214,6 +230,7 @@ int main(void)
 		cmocka_unit_test_setup(pause_fork_resume_destroy, mf_reset),
 		cmocka_unit_test_setup(caps_credit_and_settings, mf_reset),
 		cmocka_unit_test_setup(auto_pause_by_virtual_clock, mf_reset),
+		cmocka_unit_test_setup(empty_host_id_means_the_scheduler_picks, mf_reset),
 	};
 
 	return cmocka_run_group_tests(tests, mf_group_setup, mf_group_teardown);

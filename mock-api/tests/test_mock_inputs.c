@@ -470,6 +470,60 @@ static void non_finite_settings_and_half_scenarios_are_refused(void **state)
 	stop(&r, msg, sizeof(msg));
 }
 
+/* A settings key that is not a setting (a typo) or a read-only one would
+ * do nothing without a word: refused with 400 naming it, nothing applied,
+ * on PUT /_mock/settings, POST /_mock/scenario and --scenario FILE. The
+ * whole view still goes back unchanged (read-only keys with their values). */
+static void unknown_and_read_only_settings_are_refused(void **state)
+{
+	static const char *const refused[][2] = {
+		{"{\"sandbox_cap\":7,\"timming\":\"realistic\"}", "unknown setting \\\"timming\\\""},
+		{"{\"sandbox_cap\":7,\"egress_enforced\":true}", "\\\"egress_enforced\\\" is read-only"},
+		{"{\"guest_mode\":\"contained\",\"sandbox_cap\":7}", "\\\"guest_mode\\\" is read-only"},
+	};
+	char msg[8192], body[256], file[256], arg[300];
+	char *view;
+	run r;
+	th_resp resp;
+
+	(void)state;
+	start(&r, (const char *[]){"--self-listen", "off", NULL});
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		th_admin(r.url, TOKEN, "PUT", "/_mock/settings", refused[i][0], &resp);
+		if (resp.status != 400 || strstr(sbx_strbuf_str(&resp.body), refused[i][1]) == NULL)
+			fail_msg("PUT %s: expected 400 naming %s, got %ld: %s", refused[i][0],
+				 refused[i][1], resp.status, sbx_strbuf_str(&resp.body));
+		th_resp_free(&resp);
+		snprintf(body, sizeof(body), "{\"settings\":%s}", refused[i][0]);
+		th_admin(r.url, TOKEN, "POST", "/_mock/scenario", body, &resp);
+		if (resp.status != 400 || strstr(sbx_strbuf_str(&resp.body), refused[i][1]) == NULL)
+			fail_msg("scenario %s: expected 400 naming %s, got %ld: %s", body, refused[i][1],
+				 resp.status, sbx_strbuf_str(&resp.body));
+		th_resp_free(&resp);
+	}
+	/* nothing applied: sandbox_cap is still the default */
+	th_admin(r.url, TOKEN, "GET", "/_mock/settings", NULL, &resp);
+	assert_int_equal(resp.status, 200);
+	assert_non_null(strstr(sbx_strbuf_str(&resp.body), "\"sandbox_cap\":5"));
+	/* the view's data object, read-only keys included, goes back as it is */
+	view = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(resp.json, "data"));
+	assert_non_null(view);
+	assert_non_null(strstr(view, "\"egress_enforced\""));
+	th_resp_free(&resp);
+	th_admin(r.url, TOKEN, "PUT", "/_mock/settings", view, &resp);
+	if (resp.status != 200)
+		fail_msg("PUT of the GET view: %ld: %s", resp.status, sbx_strbuf_str(&resp.body));
+	free(view);
+	th_resp_free(&resp);
+	stop(&r, msg, sizeof(msg));
+	/* a scenario file at start: refused the same way */
+	path_in(file, sizeof(file), "typo-scenario.json");
+	write_file(file, "{\"settings\":{\"credit\":false,\"timming\":\"realistic\"}}");
+	snprintf(arg, sizeof(arg), "%s", file);
+	expect_refused((const char *[]){"--scenario", arg, NULL}, "unknown setting \"timming\"");
+	unlink(file);
+}
+
 /* ---- items 7-12: start options ---- */
 
 static void keys_file_must_hold_keys(void **state)
@@ -615,6 +669,7 @@ int main(int argc, char **argv)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(damaged_state_records_are_refused, teardown),
 		cmocka_unit_test_teardown(non_finite_settings_and_half_scenarios_are_refused, teardown),
+		cmocka_unit_test_teardown(unknown_and_read_only_settings_are_refused, teardown),
 		cmocka_unit_test_teardown(keys_file_must_hold_keys, teardown),
 		cmocka_unit_test_teardown(state_dir_is_locked, teardown),
 		cmocka_unit_test_teardown(start_options_that_would_not_work_are_refused, teardown),
