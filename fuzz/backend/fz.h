@@ -37,11 +37,31 @@ struct fz_run {
 	unsigned sleep_idx;  /* FZ_SLEEPS */
 	bool env;            /* run env {"SBX_FZ": token} printed by the code */
 	bool unicode;        /* multi-byte UTF-8 in the output */
+	/* component surface only (FZ_SURF_COMPONENT) */
+	bool reuse;          /* Guest Reuse "flow" (else "off") */
+	unsigned between;    /* FZ_BETWEEN_*: what the harness does to the reuse guest first */
+	unsigned files;      /* FZ_FILES_*: what the code leaves in /workspace/artifacts */
 };
+
+/* The driver surface an input drives (PROTOCOL.md's ops). */
+enum {
+	FZ_SURF_RUN,       /* run / run_concurrent */
+	FZ_SURF_COMPONENT, /* a session of component_run calls */
+	FZ_SURF_EXECUTOR,  /* executor_run calls */
+	FZ_SURF_FORK,      /* run in the parent, fork_check, run in the parent again */
+	FZ_N_SURF
+};
+/* Before a component run, the harness may act on the session's reuse guest
+ * (as a user or the control plane would): pause it, or change its egress. */
+enum { FZ_BETWEEN_NONE, FZ_BETWEEN_PAUSE, FZ_BETWEEN_DRIFT, FZ_N_BETWEEN };
+/* Return Files: none asked; three small files; one 6 MiB file (over the
+ * 5 MiB cap); 300 files (over the 256 cap). */
+enum { FZ_FILES_NONE, FZ_FILES_FEW, FZ_FILES_BIG, FZ_FILES_MANY };
 
 struct fz_input {
 	bool fresh;          /* start a new driver for this input */
-	bool concurrent;     /* run_concurrent instead of sequential runs */
+	bool concurrent;     /* run_concurrent instead of sequential runs (FZ_SURF_RUN) */
+	unsigned surface;    /* FZ_SURF_* */
 	unsigned network, accept, domains, timeout, memory, shape, key, url; /* settings table indices */
 	unsigned nfaults;
 	struct fz_fault faults[FZ_MAX_FAULTS];
@@ -78,6 +98,15 @@ bool fz_sleeps_past(const struct fz_input *in, unsigned r);
  * trip-wire path, guard_dir the mock's guest work dir (a guest whose cwd
  * is under it never writes the trip-wire). Caller frees the strings. */
 char *fz_code(const struct fz_input *in, unsigned r, const char *trip, const char *guard_dir, const char *token);
+/* The files run r leaves in artifacts/ (FZ_FILES_FEW: name i of 3, its
+ * bytes in *data, caller frees); false past the last. */
+bool fz_artifact(const struct fz_input *in, unsigned r, unsigned i, char name[32], char **data, size_t *len);
+const char *fz_surface_name(unsigned surface);
+/* FZ_SURF_FORK: the run that is a fork_check (the others run in the parent). */
+unsigned fz_fork_index(const struct fz_input *in);
+/* Run r's request (op and fields, no id) on the input's surface; env is
+ * taken (used by run only). */
+cJSON *fz_request(const struct fz_input *in, unsigned r, const char *code, cJSON *env);
 char *fz_expected(const struct fz_input *in, unsigned r, bool err_stream, const char *token);
 int fz_expected_exit(const struct fz_input *in, unsigned r);
 /* The fault rule of fault i as a mock rule object (caller frees); its
@@ -106,6 +135,13 @@ struct fz_run_out {
 	bool broken;         /* no protocol answer (driver died, hung, garbage) */
 	int j_lo, j_hi;      /* the run's journal entries [j_lo, j_hi) (whole input when concurrent) */
 	char token[40];      /* the value of SBX_FZ in the run's env */
+	const char *op;      /* the op that ran it ("run", "component_run", "fork_check", ...) */
+	bool served;         /* false: the driver answered ProtocolError (surface not served) */
+	bool acted;          /* the harness's FZ_BETWEEN_* action on the reuse guest took effect */
+	unsigned acted_kind; /* FZ_BETWEEN_PAUSE or FZ_BETWEEN_DRIFT when acted */
+	char acted_on[80];   /* the reuse guest's name it acted on */
+	double child_pid;    /* fork_check: the child's pid */
+	int j_op;            /* journal length when the op was sent (after the harness's action) */
 	double ms;
 };
 
@@ -127,6 +163,7 @@ struct fz_outcome {
 	const char *mock_url;
 	cJSON *shapes;           /* the control plane's shape catalog (borrowed) */
 	long fresh_whoami;       /* 1 when the driver was started for this input */
+	double driver_pid;       /* the driver process (fork_check: the child must differ) */
 };
 
 /* Starts the embedded mock and reads the backend from the environment
@@ -140,8 +177,25 @@ void fz_outcome_free(struct fz_outcome *out);
 /* Stops every driver and the mock (atexit). */
 void fz_harness_fini(void);
 
+/* fz_surface.c: the component, executor and fork_check sessions (d is a
+ * struct cf_driver, c its struct cf_case; workdir the guests' work dir). */
+struct cf_case;
+struct cf_driver;
+void fz_surface_run(const struct fz_input *in, struct cf_case *c, struct cf_driver *d, const char *workdir,
+		    struct fz_outcome *out);
+
 /* ---- the invariants (fz_check.c): abort() with the explanation on stderr ---- */
 void fz_check(const struct fz_input *in, struct fz_outcome *out);
+/* The same checks; instead of abort() a broken invariant fills inv/why
+ * (the first one broken) and returns false. The full explanation goes to
+ * report (may be NULL: none). */
+bool fz_check_report(const struct fz_input *in, struct fz_outcome *out, char *inv, size_t inv_cap, char *why,
+		     size_t why_cap, FILE *report);
+/* fz_check_surface.c: the surface invariants (5 reuse, 6 files, 7 fork);
+ * broken() is fz_check.c's reporter. */
+void fz_check_surface(const struct fz_input *in, const struct fz_outcome *o,
+		      void (*broken)(const struct fz_input *, const struct fz_outcome *, const char *, const char *, ...)
+			      __attribute__((format(printf, 4, 5))));
 
 /* The seed inputs (the conformance checks' own cases). */
 struct fz_seed {

@@ -407,6 +407,9 @@ static void runs_sequential(const struct fz_input *in, struct slot *s, struct fz
 		double t0 = cf_now_ms();
 		cJSON *j;
 
+		ro->op = "run";
+		ro->served = true;
+		ro->j_op = lo;
 		ro->result = cf_run(s->d, code, env, RUN_T, &et, &em);
 		ro->ms = cf_now_ms() - t0;
 		if (ro->result == NULL)
@@ -459,6 +462,8 @@ static bool runs_concurrent(const struct fz_input *in, struct slot *s, struct fz
 		struct fz_run_out *ro = &out->runs[r];
 
 		ro->ms = cf_now_ms() - t0;
+		ro->op = "run_concurrent";
+		ro->served = true;
 		item = cJSON_GetArrayItem(results, (int)r);
 		if (res == NULL) {
 			fill_error(ro, s, et, em);
@@ -570,7 +575,10 @@ void fz_harness_run(const struct fz_input *in, struct fz_outcome *out)
 	for (i = 0; i < in->nfaults; i++)
 		if (cf_fault(s->c, fz_fault_rule(in, i)) != 0)
 			die("the mock refused a fault rule: %s", sbx_strbuf_str(&s->c->reason));
-	if (!(in->concurrent && in->nruns > 1 && !s->no_concurrent && runs_concurrent(in, s, out)))
+	out->driver_pid = (double)cf_driver_pid(s->d);
+	if (in->surface != FZ_SURF_RUN)
+		fz_surface_run(in, s->c, s->d, H.workdir, out);
+	else if (!(in->concurrent && in->nruns > 1 && !s->no_concurrent && runs_concurrent(in, s, out)))
 		runs_sequential(in, s, out);
 	t3 = cf_now_ms();
 	admin("DELETE", "/_mock/faults"); /* the reads below must not meet them */

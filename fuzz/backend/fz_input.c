@@ -123,6 +123,27 @@ void fz_decode(const uint8_t *data, size_t size, struct fz_input *in)
 		run->env = b & 1u;
 		run->unicode = (b >> 1) & 1u;
 	}
+	/* The surface comes last, so an input that ends after its runs (every
+	 * corpus entry from before the surfaces) still drives run. */
+	in->surface = take(&r, FZ_N_SURF);
+	if (in->surface == FZ_SURF_RUN)
+		return;
+	in->concurrent = false;
+	for (i = 0; i < in->nruns; i++) /* only run takes an env */
+		if (in->surface != FZ_SURF_FORK || i == fz_fork_index(in))
+			in->runs[i].env = false;
+	for (i = 0; i < in->nruns && in->surface == FZ_SURF_COMPONENT; i++) {
+		struct fz_run *run = &in->runs[i];
+		unsigned b = take(&r, 256);
+
+		/* bit 0 reuse, bits 1-2 the harness's action (3: none), bits
+		 * 3-5 the files (5: few, 6: big, 7: many, else none: the
+		 * over-cap ones are slow, hundreds of downloads) */
+		run->reuse = b & 1u;
+		run->between = ((b >> 1) & 3u) % FZ_N_BETWEEN;
+		run->files = (b >> 3) & 7u;
+		run->files = run->files >= 5 ? run->files - 4 : FZ_FILES_NONE;
+	}
 }
 
 size_t fz_encode(const struct fz_input *in, uint8_t *out, size_t cap)
@@ -159,6 +180,14 @@ size_t fz_encode(const struct fz_input *in, uint8_t *out, size_t cap)
 		b[n++] = (uint8_t)r->err_idx;
 		b[n++] = (uint8_t)r->sleep_idx;
 		b[n++] = (uint8_t)((r->env ? 1 : 0) | (r->unicode ? 2 : 0));
+	}
+	if (in->surface != FZ_SURF_RUN)
+		b[n++] = (uint8_t)in->surface;
+	for (i = 0; i < in->nruns && in->surface == FZ_SURF_COMPONENT; i++) {
+		const struct fz_run *r = &in->runs[i];
+
+		b[n++] = (uint8_t)((r->reuse ? 1 : 0) | (r->between << 1) |
+				   ((r->files == FZ_FILES_NONE ? 0 : r->files + 4) << 3));
 	}
 	if (n > cap)
 		n = cap;
@@ -293,10 +322,79 @@ char *fz_code(const struct fz_input *in, unsigned r, const char *trip, const cha
 		sbx_strbuf_printf(&b, "sys.stdout.write('R%u|' + '%s' * %u)\n", r, ch, SIZES[run->out_idx]);
 	sbx_strbuf_printf(&b, "sys.stderr.write('E%u|' + '%s' * %u)\n", r, ch, SIZES[run->err_idx]);
 	sbx_strbuf_puts(&b, "sys.stdout.flush()\nsys.stderr.flush()\n");
+	if (run->files != FZ_FILES_NONE && in->surface == FZ_SURF_COMPONENT)
+		sbx_strbuf_puts(&b, "os.makedirs('artifacts', exist_ok=True)\n");
+	if (run->files == FZ_FILES_FEW && in->surface == FZ_SURF_COMPONENT)
+		sbx_strbuf_printf(&b, "for i in range(3):\n"
+				  "    open('artifacts/fz%u_%%d.txt' %% i, 'w').write('F%u' * (1 + 700 * i))\n", r, r);
+	else if (run->files == FZ_FILES_BIG && in->surface == FZ_SURF_COMPONENT)
+		sbx_strbuf_puts(&b, "open('artifacts/big.bin', 'wb').write(b'\\0' * (6 * 1024 * 1024))\n");
+	else if (run->files == FZ_FILES_MANY && in->surface == FZ_SURF_COMPONENT)
+		sbx_strbuf_puts(&b, "for i in range(300):\n    open('artifacts/m%03d.txt' % i, 'w').write('x')\n");
 	if (sleep_s(in, r) > 0)
 		sbx_strbuf_printf(&b, "time.sleep(%.2f)\n", sleep_s(in, r));
 	sbx_strbuf_printf(&b, "sys.exit(%d)\n", EXITS[run->exit_idx]);
 	return sbx_strbuf_detach(&b, NULL);
+}
+
+bool fz_artifact(const struct fz_input *in, unsigned r, unsigned i, char name[32], char **data, size_t *len)
+{
+	sbx_strbuf b = SBX_STRBUF_INIT;
+	unsigned k;
+
+	if (in->surface != FZ_SURF_COMPONENT || in->runs[r].files != FZ_FILES_FEW || i >= 3)
+		return false;
+	snprintf(name, 32, "artifacts/fz%u_%u.txt", r, i);
+	for (k = 0; k < 1 + 700 * i; k++)
+		sbx_strbuf_printf(&b, "F%u", r);
+	*data = sbx_strbuf_detach(&b, len);
+	return true;
+}
+
+unsigned fz_fork_index(const struct fz_input *in)
+{
+	return in->nruns >= 2 ? 1 : 0;
+}
+
+cJSON *fz_request(const struct fz_input *in, unsigned r, const char *code, cJSON *env)
+{
+	cJSON *o = cJSON_CreateObject();
+	const struct fz_run *run = &in->runs[r];
+
+	if (in->surface == FZ_SURF_COMPONENT) {
+		cJSON_AddStringToObject(o, "op", "component_run");
+		cJSON_AddStringToObject(o, "mode", "python");
+		cJSON_AddStringToObject(o, "code", code);
+		cJSON_AddStringToObject(o, "reuse", run->reuse ? "flow" : "off");
+		cJSON_AddStringToObject(o, "flow_id", "fz-flow");
+		cJSON_AddStringToObject(o, "component_id", "fz-comp");
+		cJSON_AddBoolToObject(o, "allow_network", false);
+		cJSON_AddBoolToObject(o, "return_files", run->files != FZ_FILES_NONE);
+	} else if (in->surface == FZ_SURF_EXECUTOR) {
+		cJSON_AddStringToObject(o, "op", "executor_run");
+		cJSON_AddStringToObject(o, "code", code);
+		cJSON_AddNullToObject(o, "allow_network");
+	} else if (in->surface == FZ_SURF_FORK && r == fz_fork_index(in)) {
+		cJSON_AddStringToObject(o, "op", "fork_check");
+		cJSON_AddStringToObject(o, "code", code);
+	} else {
+		cJSON_AddStringToObject(o, "op", "run");
+		cJSON_AddStringToObject(o, "code", code);
+		if (env != NULL)
+			cJSON_AddItemToObject(o, "env", env);
+		else
+			cJSON_AddNullToObject(o, "env");
+		env = NULL;
+	}
+	cJSON_Delete(env);
+	return o;
+}
+
+const char *fz_surface_name(unsigned surface)
+{
+	static const char *const N[FZ_N_SURF] = {"run", "component_run", "executor_run", "fork_check"};
+
+	return N[surface % FZ_N_SURF];
 }
 
 /* ---- faults ---- */
@@ -483,9 +581,17 @@ void fz_print_requests(FILE *f, const struct fz_input *in)
 		cJSON_Delete(req);
 	} else {
 		for (r = 0; r < in->nruns; r++) {
-			req = run_fields(in, r);
+			cJSON *fields = run_fields(in, r);
+			cJSON *env = cJSON_DetachItemFromObjectCaseSensitive(fields, "env");
+
+			/* the harness's pause / egress change between component
+			 * runs is not replayed here: sbx-conform --fuzz-case does */
+			req = fz_request(in, r, cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(fields, "code")),
+					 cJSON_IsObject(env) ? env : NULL);
+			if (!cJSON_IsObject(env))
+				cJSON_Delete(env);
+			cJSON_Delete(fields);
 			cJSON_AddNumberToObject(req, "id", id++);
-			cJSON_AddStringToObject(req, "op", "run");
 			s = cJSON_PrintUnformatted(req);
 			fprintf(f, "%s\n", s);
 			free(s);
@@ -499,7 +605,8 @@ void fz_describe(FILE *f, const struct fz_input *in)
 {
 	unsigned i;
 
-	fprintf(f, "%u run(s)%s%s; timeout %ld; %u fault(s)", in->nruns,
+	fprintf(f, "%u %s(s)%s%s; timeout %ld; %u fault(s)", in->nruns,
+		in->surface == FZ_SURF_FORK ? "run/fork_check" : fz_surface_name(in->surface),
 		in->concurrent && in->nruns > 1 ? " concurrent" : "", in->fresh ? ", fresh driver" : "",
 		fz_timeout_s(in), in->nfaults);
 	for (i = 0; i < in->nfaults; i++) {
@@ -515,5 +622,11 @@ void fz_describe(FILE *f, const struct fz_input *in)
 			EXITS[in->runs[i].exit_idx], SIZES[in->runs[i].out_idx], SIZES[in->runs[i].err_idx],
 			sleep_s(in, i), fz_sleeps_past(in, i) ? " (past the timeout)" : "",
 			in->runs[i].env ? ", env" : "", in->runs[i].unicode ? ", UTF-8" : "");
+	for (i = 0; i < in->nruns && in->surface == FZ_SURF_COMPONENT; i++)
+		fprintf(f, "\n  component run %u: reuse %s%s%s", i, in->runs[i].reuse ? "flow" : "off",
+			in->runs[i].between == FZ_BETWEEN_PAUSE ? ", the harness pauses the reuse guest first"
+			: in->runs[i].between == FZ_BETWEEN_DRIFT ? ", the harness changes the reuse guest's egress first" : "",
+			in->runs[i].files == FZ_FILES_FEW ? ", 3 files" : in->runs[i].files == FZ_FILES_BIG ? ", a 6 MiB file"
+			: in->runs[i].files == FZ_FILES_MANY ? ", 300 files" : "");
 	fputc('\n', f);
 }
