@@ -26,7 +26,7 @@
 #include <unistd.h>
 
 #include "conform.h"
-#include "fz.h"
+#include "fz_harness.h"
 #include "sbx/mock.h"
 #include "sbx/sys.h"
 
@@ -373,119 +373,6 @@ static cJSON *journal(struct cf_case *c)
 	return j;
 }
 
-static void fill_error(struct fz_run_out *ro, struct slot *s, const char *et, const char *em)
-{
-	snprintf(ro->etype, sizeof(ro->etype), "%s", et ? et : "?");
-	snprintf(ro->emsg, sizeof(ro->emsg), "%s", em ? em : "");
-	if (cf_driver_broken(s->d)) {
-		ro->broken = true;
-		snprintf(ro->emsg, sizeof(ro->emsg), "%s", sbx_strbuf_str(&s->c->reason));
-	}
-}
-
-static cJSON *run_env(const struct fz_input *in, unsigned r, const char *token)
-{
-	cJSON *e;
-
-	if (!in->runs[r].env)
-		return NULL;
-	e = cJSON_CreateObject();
-	cJSON_AddStringToObject(e, "SBX_FZ", token);
-	return e;
-}
-
-static void runs_sequential(const struct fz_input *in, struct slot *s, struct fz_outcome *out)
-{
-	unsigned r;
-	int lo = 0;
-
-	for (r = 0; r < in->nruns; r++) {
-		struct fz_run_out *ro = &out->runs[r];
-		char *code = fz_code(in, r, out->trip_path, H.workdir, ro->token);
-		cJSON *env = run_env(in, r, ro->token);
-		const char *et = NULL, *em = NULL;
-		double t0 = cf_now_ms();
-		cJSON *j;
-
-		ro->op = "run";
-		ro->served = true;
-		ro->j_op = lo;
-		ro->result = cf_run(s->d, code, env, RUN_T, &et, &em);
-		ro->ms = cf_now_ms() - t0;
-		if (ro->result == NULL)
-			fill_error(ro, s, et, em);
-		free(code);
-		cJSON_Delete(env);
-		j = journal(s->c);
-		ro->j_lo = lo;
-		ro->j_hi = lo = cJSON_GetArraySize(j);
-		cJSON_Delete(j);
-		if (ro->broken)
-			break;
-	}
-}
-
-/* run_concurrent; false when the driver does not serve it. */
-static bool runs_concurrent(const struct fz_input *in, struct slot *s, struct fz_outcome *out)
-{
-	cJSON *f = cJSON_CreateObject();
-	cJSON *runs = cJSON_AddArrayToObject(f, "runs");
-	const char *et = NULL, *em = NULL;
-	const cJSON *results, *item;
-	double t0 = cf_now_ms();
-	unsigned r = 0;
-	cJSON *res;
-
-	for (r = 0; r < in->nruns; r++) {
-		cJSON *o = cJSON_CreateObject();
-		char *code = fz_code(in, r, out->trip_path, H.workdir, out->runs[r].token);
-		cJSON *env = run_env(in, r, out->runs[r].token);
-
-		cJSON_AddStringToObject(o, "code", code);
-		if (env != NULL)
-			cJSON_AddItemToObject(o, "env", env);
-		else
-			cJSON_AddNullToObject(o, "env");
-		cJSON_AddItemToArray(runs, o);
-		free(code);
-	}
-	res = cf_op(s->d, "run_concurrent", f, RUN_T, &et, &em);
-	cJSON_Delete(f);
-	if (res == NULL && !cf_driver_broken(s->d) && et != NULL && strcmp(et, "ProtocolError") == 0) {
-		s->no_concurrent = true;
-		return false;
-	}
-	out->concurrent = true;
-	results = cJSON_GetObjectItemCaseSensitive(res, "results");
-	r = 0;
-	for (r = 0; r < in->nruns; r++) {
-		struct fz_run_out *ro = &out->runs[r];
-
-		ro->ms = cf_now_ms() - t0;
-		ro->op = "run_concurrent";
-		ro->served = true;
-		item = cJSON_GetArrayItem(results, (int)r);
-		if (res == NULL) {
-			fill_error(ro, s, et, em);
-		} else if (item == NULL) {
-			ro->broken = true;
-			snprintf(ro->etype, sizeof(ro->etype), "HarnessError");
-			snprintf(ro->emsg, sizeof(ro->emsg), "run_concurrent answered %d results for %u runs",
-				 cJSON_GetArraySize(results), in->nruns);
-		} else if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(item, "ok"))) {
-			ro->result = cJSON_DetachItemFromObjectCaseSensitive((cJSON *)item, "result");
-			if (ro->result == NULL)
-				ro->result = cJSON_CreateObject();
-		} else {
-			const cJSON *e = cJSON_GetObjectItemCaseSensitive(item, "error");
-
-			fill_error(ro, s, cf_str(e, "type"), cf_str(e, "message"));
-		}
-	}
-	cJSON_Delete(res);
-	return true;
-}
-
 static char *read_from(const char *path, off_t *off)
 {
 	sbx_strbuf b = SBX_STRBUF_INIT;
@@ -576,10 +463,7 @@ void fz_harness_run(const struct fz_input *in, struct fz_outcome *out)
 		if (cf_fault(s->c, fz_fault_rule(in, i)) != 0)
 			die("the mock refused a fault rule: %s", sbx_strbuf_str(&s->c->reason));
 	out->driver_pid = (double)cf_driver_pid(s->d);
-	if (in->surface != FZ_SURF_RUN)
-		fz_surface_run(in, s->c, s->d, H.workdir, out);
-	else if (!(in->concurrent && in->nruns > 1 && !s->no_concurrent && runs_concurrent(in, s, out)))
-		runs_sequential(in, s, out);
+	fz_session_run(in, s->c, s->d, H.workdir, &s->no_concurrent, out);
 	t3 = cf_now_ms();
 	admin("DELETE", "/_mock/faults"); /* the reads below must not meet them */
 	out->journal = journal(s->c);
@@ -619,19 +503,6 @@ void fz_harness_run(const struct fz_input *in, struct fz_outcome *out)
 	if (getenv("SBX_FUZZ_TRACE") != NULL)
 		fprintf(stderr, "backend_fuzzer: reset %.1f ms, driver %.1f ms, runs %.1f ms, after %.1f ms\n", t1 - t0,
 			t2 - t1, t3 - t2, cf_now_ms() - t3);
-}
-
-void fz_outcome_free(struct fz_outcome *out)
-{
-	unsigned i;
-
-	for (i = 0; i < FZ_MAX_RUNS; i++)
-		cJSON_Delete(out->runs[i].result);
-	cJSON_Delete(out->journal);
-	cJSON_Delete(out->sandboxes);
-	cJSON_Delete(out->after_shutdown);
-	free(out->stderr_tail);
-	memset(out, 0, sizeof(*out));
 }
 
 static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)

@@ -3,7 +3,7 @@
  * a few combinations the issue names. `backend_scenario --write-seeds DIR`
  * encodes them into fuzz/corpus/backend/. Indices refer to the tables in
  * fz_input.c. */
-#include "fz.h"
+#include "fz_harness.h"
 
 /* Fault endpoints and actions by name (indices into fz_input.c's tables). */
 enum { E_CREATE, E_WHOAMI, E_SHAPES, E_UPLOAD, E_EXEC, E_DELETE, E_GET, E_LIST, E_ANY };

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fz.h"
+#include "fz_harness.h"
 
 static int write_seeds(const char *dir)
 {

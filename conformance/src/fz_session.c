@@ -1,10 +1,11 @@
-/* fz_surface: the backend fuzzer's sessions on the driver surfaces beyond
- * `run` (PROTOCOL.md): a session of component_run calls (Guest Reuse, Return
+/* fz_session: one backend-fuzzer input's calls on a driver: its runs
+ * (sequential `run`s or one `run_concurrent`), or a session on the
+ * driver surfaces beyond `run` (PROTOCOL.md): a session of component_run calls (Guest Reuse, Return
  * Files) with the harness pausing the reuse guest or changing its egress
  * between runs, as COMP-003/004 do by hand; executor_run calls (EXEC); and
  * a fork_check between two runs in the parent (CON-002). Each call fills
- * one fz_run_out with its answer and its journal window; fz_check_surface.c
- * judges them.
+ * one fz_run_out with its answer and its journal window; fz_check.c and
+ * fz_check_surface.c judge them.
  *
  * The harness's own requests carry the runner's User-Agent, so the
  * invariants (cf_journal_count) never count them as the backend's. */
@@ -91,7 +92,7 @@ static void fill_raise(struct fz_run_out *ro, struct cf_case *c, struct cf_drive
 	if (cf_driver_broken(d)) {
 		ro->broken = true;
 		snprintf(ro->emsg, sizeof(ro->emsg), "%s", sbx_strbuf_str(&c->reason));
-	} else if (et != NULL && strcmp(et, "ProtocolError") == 0) {
+	} else if (et != NULL && strcmp(et, "ProtocolError") == 0 && strcmp(ro->op, "run") != 0) {
 		ro->served = false; /* the surface is not served: nothing to judge */
 	}
 }
@@ -149,13 +150,78 @@ static void one_call(const struct fz_input *in, unsigned r, struct cf_case *c, s
 	cJSON_Delete(res);
 }
 
-void fz_surface_run(const struct fz_input *in, struct cf_case *c, struct cf_driver *d, const char *workdir,
-		    struct fz_outcome *out)
+/* run_concurrent; false when the driver does not serve it. */
+static bool runs_concurrent(const struct fz_input *in, struct cf_case *c, struct cf_driver *d, const char *workdir,
+			    struct fz_outcome *out)
+{
+	cJSON *f = cJSON_CreateObject();
+	cJSON *runs = cJSON_AddArrayToObject(f, "runs");
+	const char *et = NULL, *em = NULL;
+	const cJSON *results, *item;
+	double t0 = cf_now_ms();
+	unsigned r;
+	cJSON *res;
+
+	for (r = 0; r < in->nruns; r++) {
+		char *code = fz_code(in, r, out->trip_path, workdir, out->runs[r].token);
+		cJSON *env = NULL, *o;
+
+		if (in->runs[r].env) {
+			env = cJSON_CreateObject();
+			cJSON_AddStringToObject(env, "SBX_FZ", out->runs[r].token);
+		}
+		o = fz_request(in, r, code, env);
+		cJSON_DeleteItemFromObjectCaseSensitive(o, "op");
+		cJSON_AddItemToArray(runs, o);
+		free(code);
+	}
+	res = cf_op(d, "run_concurrent", f, RUN_T, &et, &em);
+	cJSON_Delete(f);
+	if (res == NULL && !cf_driver_broken(d) && et != NULL && strcmp(et, "ProtocolError") == 0)
+		return false;
+	out->concurrent = true;
+	results = cJSON_GetObjectItemCaseSensitive(res, "results");
+	for (r = 0; r < in->nruns; r++) {
+		struct fz_run_out *ro = &out->runs[r];
+
+		ro->ms = cf_now_ms() - t0;
+		ro->op = "run_concurrent";
+		ro->served = true;
+		item = cJSON_GetArrayItem(results, (int)r);
+		if (res == NULL) {
+			fill_raise(ro, c, d, et, em);
+		} else if (item == NULL) {
+			ro->broken = true;
+			snprintf(ro->etype, sizeof(ro->etype), "HarnessError");
+			snprintf(ro->emsg, sizeof(ro->emsg), "run_concurrent answered %d results for %u runs",
+				 cJSON_GetArraySize(results), in->nruns);
+		} else if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(item, "ok"))) {
+			ro->result = cJSON_DetachItemFromObjectCaseSensitive((cJSON *)item, "result");
+			if (ro->result == NULL)
+				ro->result = cJSON_CreateObject();
+		} else {
+			const cJSON *e = cJSON_GetObjectItemCaseSensitive(item, "error");
+
+			fill_raise(ro, c, d, cf_str(e, "type"), cf_str(e, "message"));
+		}
+	}
+	cJSON_Delete(res);
+	return true;
+}
+
+void fz_session_run(const struct fz_input *in, struct cf_case *c, struct cf_driver *d, const char *workdir,
+		    bool *no_concurrent, struct fz_outcome *out)
 {
 	char reuse_name[80] = "";
 	unsigned state = FZ_BETWEEN_NONE, r;
 	bool lost = false; /* the reuse guest's state is no longer known */
 	int lo = 0;
+
+	if (in->surface == FZ_SURF_RUN && in->concurrent && in->nruns > 1 && !*no_concurrent) {
+		if (runs_concurrent(in, c, d, workdir, out))
+			return;
+		*no_concurrent = true; /* then the runs one after the other */
+	}
 
 	for (r = 0; r < in->nruns; r++) {
 		struct fz_run_out *ro = &out->runs[r];
@@ -186,4 +252,17 @@ void fz_surface_run(const struct fz_input *in, struct cf_case *c, struct cf_driv
 		if (ro->broken)
 			break;
 	}
+}
+
+void fz_outcome_free(struct fz_outcome *out)
+{
+	unsigned i;
+
+	for (i = 0; i < FZ_MAX_RUNS; i++)
+		cJSON_Delete(out->runs[i].result);
+	cJSON_Delete(out->journal);
+	cJSON_Delete(out->sandboxes);
+	cJSON_Delete(out->after_shutdown);
+	free(out->stderr_tail);
+	memset(out, 0, sizeof(*out));
 }

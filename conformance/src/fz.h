@@ -1,7 +1,10 @@
-/* fz: the backend fuzzer's parts (fuzz/backend_fuzzer.c is the libFuzzer
- * entry point): the structure-aware input decoder and its printers
- * (fz_input.c), the harness that drives a backend driver process against
- * the embedded mock (fz_harness.c) and the invariants (fz_check.c).
+/* fz: a backend-fuzzer input and its judgement, shared by the fuzz target
+ * (fuzz/backend_fuzzer.c, its harness fuzz/backend/fz_harness.c keeps the
+ * driver pool and the embedded mock) and `sbx-conform --fuzz-case FILE`
+ * (checks_fuzz.c), so a finding replays through sbx-conform with the same
+ * invariant code: the structure-aware input decoder and its printers
+ * (fz_input.c), one input's session of calls on a driver (fz_session.c) and
+ * the invariants (fz_check.c, fz_check_surface.c).
  *
  * An input is a byte string read front to back by a FuzzedDataProvider-style
  * reader: every byte string decodes to a valid input (missing bytes read as
@@ -126,7 +129,7 @@ void fz_print_requests(FILE *f, const struct fz_input *in);
 /* One line describing the input ("3 runs, concurrent, 2 faults: ..."). */
 void fz_describe(FILE *f, const struct fz_input *in);
 
-/* ---- one input driven against the backend (fz_harness.c) ---- */
+/* ---- one input driven against a backend ---- */
 
 struct fz_run_out {
 	cJSON *result;       /* the run's result, NULL when it raised */
@@ -166,23 +169,17 @@ struct fz_outcome {
 	double driver_pid;       /* the driver process (fork_check: the child must differ) */
 };
 
-/* Starts the embedded mock and reads the backend from the environment
- * (SBX_FUZZ_BACKEND_CMD, SBX_FUZZ_PYTHON_BACKEND, SBX_FUZZ_PROFILE,
- * SBX_FUZZ_QUIRK, SBX_FUZZ_RESTART_EVERY); exits with a message when it
- * cannot. self_exe runs the built-in reference backend. */
-void fz_harness_init(const char *self_exe);
-/* Runs the input; the caller checks and then frees the outcome. */
-void fz_harness_run(const struct fz_input *in, struct fz_outcome *out);
 void fz_outcome_free(struct fz_outcome *out);
-/* Stops every driver and the mock (atexit). */
-void fz_harness_fini(void);
 
-/* fz_surface.c: the component, executor and fork_check sessions (d is a
- * struct cf_driver, c its struct cf_case; workdir the guests' work dir). */
+/* fz_session.c: the input's calls on driver d of case c (the faults are
+ * in place): its runs (run, or run_concurrent unless *no_concurrent; set
+ * when the driver answers it with a ProtocolError), its component session,
+ * executor runs or fork_check; guard_dir is what fz_code's trip-wire guard
+ * takes for a guest's cwd. Fills out->runs. */
 struct cf_case;
 struct cf_driver;
-void fz_surface_run(const struct fz_input *in, struct cf_case *c, struct cf_driver *d, const char *workdir,
-		    struct fz_outcome *out);
+void fz_session_run(const struct fz_input *in, struct cf_case *c, struct cf_driver *d, const char *guard_dir,
+		    bool *no_concurrent, struct fz_outcome *out);
 
 /* ---- the invariants (fz_check.c): abort() with the explanation on stderr ---- */
 void fz_check(const struct fz_input *in, struct fz_outcome *out);
@@ -196,12 +193,5 @@ bool fz_check_report(const struct fz_input *in, struct fz_outcome *out, char *in
 void fz_check_surface(const struct fz_input *in, const struct fz_outcome *o,
 		      void (*broken)(const struct fz_input *, const struct fz_outcome *, const char *, const char *, ...)
 			      __attribute__((format(printf, 4, 5))));
-
-/* The seed inputs (the conformance checks' own cases). */
-struct fz_seed {
-	const char *name;
-	struct fz_input in;
-};
-size_t fz_seeds(const struct fz_seed **out);
 
 #endif
