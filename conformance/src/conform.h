@@ -55,6 +55,7 @@ struct cf_config {
 	bool progress;            /* live progress line (stderr is a TTY) */
 	bool color;
 	const char *json_file, *junit_file, *html_file;
+	const char *fuzz_case;    /* --fuzz-case FILE: a backend_fuzzer input (checks_fuzz.c) */
 	/* control plane */
 	enum cf_kind kind;
 	char url[512];
@@ -270,5 +271,8 @@ const cJSON *cf_find_sandbox(const cJSON *sbs, const char *name);
 void cf_canary_code(const struct cf_case *c, const char *canary, char *out, size_t cap);
 bool cf_json_str_array_is(const cJSON *arr, const char *const *want, size_t n);
 #define CF_RUN_T 60.0 /* default seconds to wait for a run answer (scaled) */
+/* A loopback port nothing listens on (bound, then closed): an unreachable
+ * control plane (checks_fault.c; FB-001, the backend fuzzer). */
+int cf_dead_port(void);
 
 #endif

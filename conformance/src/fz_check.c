@@ -122,7 +122,8 @@ static void broken(const struct fz_input *in, const struct fz_outcome *o, const 
 	if (o->after_shutdown != NULL)
 		dump_json(err, "sandboxes after shutdown()", o->after_shutdown);
 	fprintf(err, "driver stderr during the input:\n%.4000s\n", o->stderr_tail ? o->stderr_tail : "");
-	fprintf(err, "replay: build/*/fuzz/backend_scenario FILE prints the scenario, exports and driver requests\n");
+	fprintf(err, "replay: sbx-conform --fuzz-case FILE --backend-cmd CMD runs it as check FUZZ-CASE "
+		"(build/*/fuzz/backend_scenario FILE prints that as a script)\n");
 	fprintf(err, "==== end of finding (%s) ====\n", inv);
 	fflush(err);
 	if (R.on)

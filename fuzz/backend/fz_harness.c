@@ -16,12 +16,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -75,24 +73,6 @@ static void die(const char *fmt, ...)
 	va_end(ap);
 	fputc('\n', stderr);
 	exit(2);
-}
-
-/* A loopback port nothing listens on (bound, then closed), as FB-001. */
-static int dead_port(void)
-{
-	struct sockaddr_in a = {0};
-	socklen_t len = sizeof(a);
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	int port = 9;
-
-	a.sin_family = AF_INET;
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
-	    getsockname(fd, (struct sockaddr *)&a, &len) == 0)
-		port = ntohs(a.sin_port);
-	if (fd >= 0)
-		close(fd);
-	return port;
 }
 
 static void backend_from_env(const char *self_exe)
@@ -204,7 +184,7 @@ void fz_harness_init(const char *self_exe)
 	start_mock();
 	if (cf_control_plane_open(&H.cf, &err) != 0)
 		die("%s", err.msg);
-	snprintf(H.dead_url, sizeof(H.dead_url), "http://127.0.0.1:%d", dead_port());
+	snprintf(H.dead_url, sizeof(H.dead_url), "http://127.0.0.1:%d", cf_dead_port());
 	H.ready = true;
 	atexit(fz_harness_fini);
 }
