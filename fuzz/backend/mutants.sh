@@ -6,9 +6,8 @@
 # Every mutant of conformance/CMakeLists.txt's SBX_MUTANTS is here: those of
 # the component, executor and fork_check surfaces are reached by the inputs
 # that drive those surfaces (comp-*, exec-*, fork-check seeds).
+# mutants.sh --list prints the names (mutant_times.sh uses it).
 set -uo pipefail
-bin=$1 corpus=$2
-shift 2
 declare -A want=(
   [local-fallback]="2 fallback" [delete-only-on-success]="3 cleanup" [leak-on-timeout]="3 cleanup"
   [retry-create-503]="4 results" [egress-empty-when-off]="4 results" [egress-star-when-off]="4 results"
@@ -19,6 +18,9 @@ declare -A want=(
   [reuse-drift]="5 reuse" [no-resume]="5 reuse" [files-uncapped]="6 files" [executor-leak]="3 cleanup"
   [fork-shares-conn]="7 fork" [ignore-shape-pin]="1 refusal" [pin-keeps-floor]="4 results"
 )
+if [ "${1:-}" = "--list" ]; then printf '%s\n' "${!want[@]}" | sort; exit 0; fi
+bin=$1 corpus=$2
+shift 2
 quirks=("$@")
 [ ${#quirks[@]} -gt 0 ] || quirks=("${!want[@]}")
 fail=0
