@@ -138,6 +138,9 @@ static void start_mock(void)
 	mc.quiet = true;
 	mc.host_rule_mode = SBX_HOST_RULES_OBSERVED;
 	mc.timing = "instant"; /* the fastest timing: transitions complete at the next read */
+	/* hangs, latencies and dribbles end at once as they would after their
+	 * delay: an input costs milliseconds (SBX_FUZZ_REAL_DELAYS=1: real) */
+	mc.virtual_delays = getenv("SBX_FUZZ_REAL_DELAYS") == NULL;
 	/* An input makes at most a few hundred requests, and the reset before
 	 * each input walks the whole ring: 65536 slots cost ~30 ms under ASan. */
 	mc.journal_size = 4096;
