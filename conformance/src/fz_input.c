@@ -51,9 +51,11 @@ static const int HTTP_STATUS[] = {400, 401, 402, 403, 404, 409, 429, 500, 502, 5
 
 static const int EXITS[FZ_N_EXITS] = {0, 1, 3, 42, 2, 255}; /* never 124/137: those mean timeout/kill */
 static const unsigned SIZES[FZ_N_SIZES] = {0, 1, 10, 1000, 65536, 300000};
-/* Seconds to sleep; -1 = past the timeout (only with a timeout of 1 s, else
- * 0.1 s: a longer wait costs throughput and proves nothing more). */
-static const double SLEEPS[FZ_N_SLEEPS] = {0, 0, 0.02, 0.1, -1, 0};
+/* Seconds to sleep; -1 = past the timeout (1.5 s, only with a timeout of
+ * 1 s, else 0.03 s). Enough to overlap concurrent runs; a longer wait costs
+ * throughput and proves nothing more (a sleep past the timeout costs the
+ * second the backend's `timeout` really waits). */
+static const double SLEEPS[FZ_N_SLEEPS] = {0, 0, 0.01, 0.03, -1, 0};
 /* Runs per input by flag bits: one run twice as often (throughput). */
 static const unsigned NRUNS[4] = {1, 1, 2, 3};
 
@@ -261,7 +263,7 @@ static double sleep_s(const struct fz_input *in, unsigned r)
 
 	if (s >= 0)
 		return s;
-	return fz_sleeps_past(in, r) ? 2.5 : 0.1;
+	return fz_sleeps_past(in, r) ? 1.5 : 0.03;
 }
 
 /* ---- guest code and its exact output ---- */
