@@ -62,6 +62,8 @@ static char *rerun_base(const struct cf_config *cf)
 		add_quoted(&b, "--api-url", cf->url);
 	if (cf->fixtures_dir != NULL && strcmp(cf->fixtures_dir, SBX_CONFORM_FIXTURES_DIR) != 0)
 		add_quoted(&b, "--fixtures", cf->fixtures_dir);
+	if (cf->fuzz_case != NULL)
+		add_quoted(&b, "--fuzz-case", cf->fuzz_case);
 	if (cf->seed != 1)
 		sbx_strbuf_printf(&b, " --seed %lu", cf->seed);
 	if (cf->timeout_scale != 1.0)

@@ -90,7 +90,11 @@ static const struct fz_seed SEEDS[] = {
 	{"exec-failing-flow", {.surface = FZ_SURF_EXECUTOR, .nruns = 1, .runs = {{.exit_idx = 1, .out_idx = 2}}}},
 	{"exec-exec-500", {.surface = FZ_SURF_EXECUTOR, .nfaults = 1, .faults = {FAULT(E_EXEC, A_HTTP, H500, 1)},
 			   .nruns = 1, .runs = {{0}}}},
-	{"fork-check", {.surface = FZ_SURF_FORK, .nruns = 3, .runs = {{.out_idx = 2}, {.out_idx = 1}, {.exit_idx = 1}}}},
+	/* two calls (a run in the parent, then fork_check): small, so libFuzzer
+	 * loads it early */
+	{"fork-check", {.surface = FZ_SURF_FORK, .nruns = 2, .runs = {{.out_idx = 2}, {.out_idx = 1}}}},
+	{"fork-check-parent-after", {.surface = FZ_SURF_FORK, .nruns = 3,
+				     .runs = {{.out_idx = 2}, {.out_idx = 1}, {.exit_idx = 1}}}},
 };
 
 size_t fz_seeds(const struct fz_seed **out)
