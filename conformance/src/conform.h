@@ -235,6 +235,11 @@ bool cf_glob(const char *pat, const char *s);
 /* Runs the selected checks; fills the report (caller frees). Returns 0, or
  * -1 on a harness error with *err set. */
 int cf_run_all(struct cf_config *cf, cJSON **report, sbx_err *err);
+/* A case's fresh state (its tenant key, trip-wire path, verdicts) and its
+ * release (not its drivers'); run_case uses them, and the backend fuzzer
+ * for the cases its driver pool runs under. */
+void cf_case_init(struct cf_case *c, struct cf_config *cf, const struct cf_check *def, const char *profile);
+void cf_case_free(struct cf_case *c);
 /* The report's "summary" object for its checks array (caller frees). */
 cJSON *cf_report_summary(const cJSON *checks);
 /* The exit code a report stands for: 0 all passed, 1 a check or its cleanup

@@ -57,7 +57,6 @@ static struct {
 	unsigned restart_every;
 	struct slot pool[POOL];
 	unsigned long clock;
-	unsigned long keys;
 	cJSON *shapes;
 } H;
 
@@ -225,24 +224,11 @@ void fz_harness_init(const char *self_exe)
 
 static struct cf_case *case_new(void)
 {
-	struct cf_case *c = calloc(1, sizeof(*c));
-	char hex[17];
+	struct cf_case *c = malloc(sizeof(*c));
 
-	c->cf = &H.cf;
-	c->def = &FUZZ_DEF;
-	c->profile = "langflow-backend";
-	(void)sbx_random_hex(hex, 16);
-	snprintf(c->key, sizeof(c->key), "fz-%ld-%lu-%s", (long)getpid(), ++H.keys, hex);
-	snprintf(c->trip, sizeof(c->trip), "%s/trip-%s", H.cf.tmpdir, c->key);
-	snprintf(c->verdict, sizeof(c->verdict), "pass");
-	snprintf(c->cleanup_verdict, sizeof(c->cleanup_verdict), "pass");
-	sbx_strbuf_init(&c->reason);
-	sbx_strbuf_init(&c->cleanup_reason);
-	sbx_strbuf_init(&c->driver_stderr);
-	c->details = cJSON_CreateArray();
-	c->fault_ids = cJSON_CreateArray();
-	c->allowed_leftover = cJSON_CreateArray();
-	c->leftover = cJSON_CreateArray();
+	if (c == NULL)
+		die("out of memory");
+	cf_case_init(c, &H.cf, &FUZZ_DEF, "langflow-backend"); /* a fresh tenant key */
 	return c;
 }
 
@@ -273,14 +259,7 @@ static void slot_retire(struct slot *s, bool shutdown)
 		cf_driver_free(s->c->drivers[i]);
 	}
 	unlink(s->c->trip);
-	sbx_strbuf_free(&s->c->reason);
-	sbx_strbuf_free(&s->c->cleanup_reason);
-	sbx_strbuf_free(&s->c->driver_stderr);
-	cJSON_Delete(s->c->details);
-	cJSON_Delete(s->c->fault_ids);
-	cJSON_Delete(s->c->allowed_leftover);
-	cJSON_Delete(s->c->leftover);
-	cJSON_Delete(s->c->journal);
+	cf_case_free(s->c);
 	free(s->c);
 	cJSON_Delete(s->caps);
 	memset(s, 0, sizeof(*s));
