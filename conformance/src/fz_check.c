@@ -512,9 +512,12 @@ static void check_createos(const struct fz_input *in, const struct fz_outcome *o
 		if (!cf_json_str_array_is(cJSON_GetObjectItemCaseSensitive(sb, "egress"),
 					  m->network ? want_on : want_off, 1)) {
 			char *e = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(sb, "egress"));
+			char egress[200];
 
+			snprintf(egress, sizeof(egress), "%s", e != NULL ? e : "null");
+			free(e); /* broken() does not return */
 			broken(in, o, "4 results", "guest %s was created with egress %s; with the network %s it must be %s",
-			       name, e ? e : "null", m->network ? "on" : "off", m->network ? "[\"*\"]" : "[\"240.0.0.0/4\"]");
+			       name, egress, m->network ? "on" : "off", m->network ? "[\"*\"]" : "[\"240.0.0.0/4\"]");
 		}
 		if (cf_num(sb, "auto_pause_after_seconds", -1) != (double)pause)
 			broken(in, o, "4 results", "guest %s: auto_pause_after_seconds %g, expected max(60, %ld+120) = %ld",
