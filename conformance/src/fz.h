@@ -183,6 +183,10 @@ void fz_session_run(const struct fz_input *in, struct cf_case *c, struct cf_driv
 
 /* ---- the invariants (fz_check.c): abort() with the explanation on stderr ---- */
 void fz_check(const struct fz_input *in, struct fz_outcome *out);
+/* Called (when set) after a finding is printed and before abort(): the
+ * fuzzer's harness stops its drivers and mock and removes its scratch dir,
+ * which abort() would leave behind. */
+extern void (*fz_on_finding)(void);
 /* The same checks; instead of abort() a broken invariant fills inv/why
  * (the first one broken) and returns false. The full explanation goes to
  * report (may be NULL: none). */

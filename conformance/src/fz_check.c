@@ -38,6 +38,8 @@
 
 static unsigned long orphans; /* documented lost-create orphans seen (counted) */
 
+void (*fz_on_finding)(void);
+
 /* fz_check_report's mode: a broken invariant is reported, not abort()ed. */
 static struct {
 	bool on;
@@ -128,6 +130,8 @@ static void broken(const struct fz_input *in, const struct fz_outcome *o, const 
 	fflush(err);
 	if (R.on)
 		longjmp(R.back, 1);
+	if (fz_on_finding != NULL)
+		fz_on_finding();
 	abort();
 }
 

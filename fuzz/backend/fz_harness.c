@@ -218,6 +218,7 @@ void fz_harness_init(const char *self_exe)
 	snprintf(H.dead_url, sizeof(H.dead_url), "http://127.0.0.1:%d", cf_dead_port());
 	H.ready = true;
 	atexit(fz_harness_fini);
+	fz_on_finding = fz_harness_fini;
 }
 
 /* ---- the pool ---- */
