@@ -29,7 +29,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "backend/fz.h"
+#include "backend/fz_harness.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);

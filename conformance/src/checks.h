@@ -80,6 +80,9 @@ void ck_exec_001(struct cf_case *c);
 void ck_exec_002(struct cf_case *c);
 void ck_exec_003(struct cf_case *c);
 
+/* fuzz-case: checks_fuzz.c */
+void ck_fuzz_case(struct cf_case *c);
+
 /* host-gate: checks_gate.c */
 void ck_gate_001(struct cf_case *c);
 void ck_gate_002(struct cf_case *c);

@@ -49,7 +49,7 @@ static const struct fault_kind *fault_for(const char *id)
 }
 
 /* A loopback port nothing listens on (bound, then closed). */
-static int dead_port(void)
+int cf_dead_port(void)
 {
 	struct sockaddr_in a = {0};
 	socklen_t len = sizeof(a);
@@ -78,7 +78,7 @@ void ck_fb_check(struct cf_case *c)
 
 	snprintf(tmo, sizeof(tmo), "LANGFLOW_SANDBOX_TIMEOUT_SECONDS=%d", FB_TIMEOUT);
 	if (f->action == NULL) {
-		snprintf(url, sizeof(url), "CREATEOS_SANDBOX_BASE_URL=http://127.0.0.1:%d", dead_port());
+		snprintf(url, sizeof(url), "CREATEOS_SANDBOX_BASE_URL=http://127.0.0.1:%d", cf_dead_port());
 		env[1] = url;
 	} else {
 		cJSON *rule = cJSON_CreateObject();

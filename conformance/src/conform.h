@@ -55,6 +55,7 @@ struct cf_config {
 	bool progress;            /* live progress line (stderr is a TTY) */
 	bool color;
 	const char *json_file, *junit_file, *html_file;
+	const char *fuzz_case;    /* --fuzz-case FILE: a backend_fuzzer input (checks_fuzz.c) */
 	/* control plane */
 	enum cf_kind kind;
 	char url[512];
@@ -234,6 +235,11 @@ bool cf_glob(const char *pat, const char *s);
 /* Runs the selected checks; fills the report (caller frees). Returns 0, or
  * -1 on a harness error with *err set. */
 int cf_run_all(struct cf_config *cf, cJSON **report, sbx_err *err);
+/* A case's fresh state (its tenant key, trip-wire path, verdicts) and its
+ * release (not its drivers'); run_case uses them, and the backend fuzzer
+ * for the cases its driver pool runs under. */
+void cf_case_init(struct cf_case *c, struct cf_config *cf, const struct cf_check *def, const char *profile);
+void cf_case_free(struct cf_case *c);
 /* The report's "summary" object for its checks array (caller frees). */
 cJSON *cf_report_summary(const cJSON *checks);
 /* The exit code a report stands for: 0 all passed, 1 a check or its cleanup
@@ -270,5 +276,8 @@ const cJSON *cf_find_sandbox(const cJSON *sbs, const char *name);
 void cf_canary_code(const struct cf_case *c, const char *canary, char *out, size_t cap);
 bool cf_json_str_array_is(const cJSON *arr, const char *const *want, size_t n);
 #define CF_RUN_T 60.0 /* default seconds to wait for a run answer (scaled) */
+/* A loopback port nothing listens on (bound, then closed): an unreachable
+ * control plane (checks_fault.c; FB-001, the backend fuzzer). */
+int cf_dead_port(void);
 
 #endif

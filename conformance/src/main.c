@@ -49,6 +49,7 @@ static void usage(FILE *f)
 	      "                          createos-executor, host-gate (repeatable)\n"
 	      "  --filter GLOB           only check ids matching GLOB, e.g. 'FB-*' (repeatable)\n"
 	      "  --list                  list the selected checks and exit\n"
+	      "  --fuzz-case FILE        run a backend_fuzzer input as check FUZZ-CASE (fuzz/README.md)\n"
 	      "  --shard I/N             run the I-th of N deterministic partitions\n"
 	      "  --mock-url URL          use a running sbx-mock (with --admin-token or\n"
 	      "  --admin-token TOKEN       SBX_MOCK_ADMIN_TOKEN)\n"
@@ -254,7 +255,7 @@ static int write_reports(const struct cf_config *cf, const cJSON *report)
 
 enum {
 	O_BACKEND = 256, O_PYTHON, O_HOST, O_PROFILE, O_FILTER, O_LIST, O_SHARD, O_MOCK, O_TOKEN, O_API,
-	O_SEED, O_SCALE, O_TAP, O_JUNIT, O_JSON, O_HTML, O_FIXTURES, O_PYEXE, O_PYCOMP, O_MAXTO,
+	O_SEED, O_SCALE, O_TAP, O_JUNIT, O_JSON, O_HTML, O_FIXTURES, O_PYEXE, O_PYCOMP, O_MAXTO, O_FUZZ,
 };
 
 static const struct option LONGOPTS[] = {
@@ -268,7 +269,7 @@ static const struct option LONGOPTS[] = {
 	{"junit", required_argument, NULL, O_JUNIT}, {"json", required_argument, NULL, O_JSON},
 	{"html", required_argument, NULL, O_HTML}, {"fixtures", required_argument, NULL, O_FIXTURES},
 	{"python", required_argument, NULL, O_PYEXE}, {"python-component", required_argument, NULL, O_PYCOMP},
-	{"max-timeouts", required_argument, NULL, O_MAXTO},
+	{"max-timeouts", required_argument, NULL, O_MAXTO}, {"fuzz-case", required_argument, NULL, O_FUZZ},
 	{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
 };
 
@@ -381,6 +382,10 @@ static int parse_args(struct cf_config *cf, int argc, char **argv, const char **
 			if (!parse_uint(optarg, &v) || v < 1 || v > 32)
 				return bad_usage("--jobs wants 1..32, got", optarg);
 			cf->jobs = (unsigned)v;
+			break;
+		case O_FUZZ:
+			cf->fuzz_case = optarg;
+			add_str(&cf->profiles, &cf->profile_count, "fuzz-case");
 			break;
 		case O_MAXTO:
 			if (!parse_uint(optarg, &v) || v > 1000)

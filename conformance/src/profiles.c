@@ -74,6 +74,14 @@ static const struct cf_check CREATEOS_EXECUTOR[] = {
 	{NULL, NULL, NULL, 0, false, NULL},
 };
 
+/* A backend_fuzzer input replayed with the fuzzer's invariants (--fuzz-case
+ * FILE selects it; it is never on by default). */
+static const struct cf_check FUZZ_CASE[] = {
+	{"FUZZ-CASE", "FUZZ", "a backend_fuzzer input (--fuzz-case FILE) breaks none of the fuzzer's invariants",
+	 CK_ADMIN | CK_FAULTS, false, ck_fuzz_case},
+	{NULL, NULL, NULL, 0, false, NULL},
+};
+
 static const struct cf_check HOST_GATE[] = {
 	{"GATE-001", "GATE", "the four gate rules in order, with their messages", 0, false, ck_gate_001},
 	{"GATE-002", "GATE", "blank code returns an empty success before the gate", 0, false, ck_gate_002},
@@ -104,6 +112,11 @@ static bool executor_surface(const struct cf_config *cf)
 	return cf->bundled_backend || cf_surface(cf, "executor");
 }
 
+static bool fuzz_case_given(const struct cf_config *cf)
+{
+	return cf->fuzz_case != NULL;
+}
+
 static bool host_driver_known(const struct cf_config *cf)
 {
 	return cf->host_cmd != NULL;
@@ -115,6 +128,7 @@ const struct cf_profile cf_profiles[] = {
 	{"createos-component", CREATEOS_COMPONENT, component_surface},
 	{"createos-executor", CREATEOS_EXECUTOR, executor_surface},
 	{"host-gate", HOST_GATE, host_driver_known},
+	{"fuzz-case", FUZZ_CASE, fuzz_case_given},
 	{NULL, NULL, NULL},
 };
 

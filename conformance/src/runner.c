@@ -62,6 +62,8 @@ static char *rerun_base(const struct cf_config *cf)
 		add_quoted(&b, "--api-url", cf->url);
 	if (cf->fixtures_dir != NULL && strcmp(cf->fixtures_dir, SBX_CONFORM_FIXTURES_DIR) != 0)
 		add_quoted(&b, "--fixtures", cf->fixtures_dir);
+	if (cf->fuzz_case != NULL)
+		add_quoted(&b, "--fuzz-case", cf->fuzz_case);
 	if (cf->seed != 1)
 		sbx_strbuf_printf(&b, " --seed %lu", cf->seed);
 	if (cf->timeout_scale != 1.0)
@@ -71,15 +73,15 @@ static char *rerun_base(const struct cf_config *cf)
 
 /* ---- one case ---- */
 
-static void case_init(struct cf_case *c, struct cf_config *cf, const struct cf_pick *pick)
+void cf_case_init(struct cf_case *c, struct cf_config *cf, const struct cf_check *def, const char *profile)
 {
 	unsigned n;
 	char tok[40];
 
 	memset(c, 0, sizeof(*c));
 	c->cf = cf;
-	c->def = pick->check;
-	c->profile = pick->profile;
+	c->def = def;
+	c->profile = profile;
 	pthread_mutex_lock(&cf->lock);
 	n = ++cf->next_tenant;
 	pthread_mutex_unlock(&cf->lock);
@@ -97,7 +99,7 @@ static void case_init(struct cf_case *c, struct cf_config *cf, const struct cf_p
 	c->leftover = cJSON_CreateArray();
 }
 
-static void case_free(struct cf_case *c)
+void cf_case_free(struct cf_case *c)
 {
 	sbx_strbuf_free(&c->reason);
 	sbx_strbuf_free(&c->cleanup_reason);
@@ -263,7 +265,7 @@ static cJSON *run_case(struct cf_config *cf, const struct cf_pick *pick, int *ti
 	cJSON *rep;
 	size_t i;
 
-	case_init(&c, cf, pick);
+	cf_case_init(&c, cf, pick->check, pick->profile);
 	c.started_ms = cf_now_ms();
 	if (!needs_skip(&c))
 		pick->check->fn(&c);
@@ -284,7 +286,7 @@ static cJSON *run_case(struct cf_config *cf, const struct cf_pick *pick, int *ti
 	unlink(c.trip);
 	c.duration_ms = cf_now_ms() - c.started_ms;
 	rep = case_report(&c);
-	case_free(&c);
+	cf_case_free(&c);
 	return rep;
 }
 
@@ -294,12 +296,12 @@ static cJSON *not_run_case(struct cf_config *cf, const struct cf_pick *pick, con
 	struct cf_case c;
 	cJSON *rep;
 
-	case_init(&c, cf, pick);
+	cf_case_init(&c, cf, pick->check, pick->profile);
 	cf_error(&c, "not run: %s", why);
 	snprintf(c.cleanup_verdict, sizeof(c.cleanup_verdict), "skip");
 	sbx_strbuf_puts(&c.cleanup_reason, "the check did not run");
 	rep = case_report(&c);
-	case_free(&c);
+	cf_case_free(&c);
 	return rep;
 }
 

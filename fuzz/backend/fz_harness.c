@@ -15,18 +15,17 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <ftw.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "conform.h"
-#include "fz.h"
+#include "fz_harness.h"
 #include "sbx/mock.h"
 #include "sbx/sys.h"
 
@@ -58,7 +57,6 @@ static struct {
 	unsigned restart_every;
 	struct slot pool[POOL];
 	unsigned long clock;
-	unsigned long keys;
 	cJSON *shapes;
 } H;
 
@@ -77,22 +75,31 @@ static void die(const char *fmt, ...)
 	exit(2);
 }
 
-/* A loopback port nothing listens on (bound, then closed), as FB-001. */
-static int dead_port(void)
+/* python3 on PATH may be a wrapper: a pyenv shim is a bash script that
+ * looks the interpreter up on every start (~1 s under load, 6x a bare
+ * start). Every guest run and the Python driver start python3, so the
+ * interpreter's own directory goes first in PATH, once. */
+static void real_python_first(void)
 {
-	struct sockaddr_in a = {0};
-	socklen_t len = sizeof(a);
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	int port = 9;
+	FILE *p = popen("python3 -c 'import sys; print(sys.executable)' 2>/dev/null", "r");
+	char exe[PATH_MAX] = "";
+	const char *path = getenv("PATH");
+	sbx_strbuf b = SBX_STRBUF_INIT;
+	char *slash;
 
-	a.sin_family = AF_INET;
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
-	    getsockname(fd, (struct sockaddr *)&a, &len) == 0)
-		port = ntohs(a.sin_port);
-	if (fd >= 0)
-		close(fd);
-	return port;
+	if (p == NULL)
+		return;
+	if (fgets(exe, sizeof(exe), p) == NULL)
+		exe[0] = '\0';
+	pclose(p);
+	exe[strcspn(exe, "\n")] = '\0';
+	slash = strrchr(exe, '/');
+	if (exe[0] != '/' || slash == NULL)
+		return;
+	*slash = '\0';
+	sbx_strbuf_printf(&b, "%s%s%s", exe, path != NULL ? ":" : "", path != NULL ? path : "");
+	setenv("PATH", sbx_strbuf_str(&b), 1);
+	sbx_strbuf_free(&b);
 }
 
 static void backend_from_env(const char *self_exe)
@@ -158,6 +165,9 @@ static void start_mock(void)
 	mc.quiet = true;
 	mc.host_rule_mode = SBX_HOST_RULES_OBSERVED;
 	mc.timing = "instant"; /* the fastest timing: transitions complete at the next read */
+	/* hangs, latencies and dribbles end at once as they would after their
+	 * delay: an input costs milliseconds (SBX_FUZZ_REAL_DELAYS=1: real) */
+	mc.virtual_delays = getenv("SBX_FUZZ_REAL_DELAYS") == NULL;
 	/* An input makes at most a few hundred requests, and the reset before
 	 * each input walks the whole ring: 65536 slots cost ~30 ms under ASan. */
 	mc.journal_size = 4096;
@@ -194,6 +204,7 @@ void fz_harness_init(const char *self_exe)
 	H.cf.timeout_scale = 1.0;
 	H.cf.seed = 1;
 	H.cf.kind = CF_EMBEDDED_MOCK;
+	real_python_first();
 	backend_from_env(self_exe);
 	H.cf.backend_cmd = H.cmd;
 	sbx_http_global_init();
@@ -204,33 +215,21 @@ void fz_harness_init(const char *self_exe)
 	start_mock();
 	if (cf_control_plane_open(&H.cf, &err) != 0)
 		die("%s", err.msg);
-	snprintf(H.dead_url, sizeof(H.dead_url), "http://127.0.0.1:%d", dead_port());
+	snprintf(H.dead_url, sizeof(H.dead_url), "http://127.0.0.1:%d", cf_dead_port());
 	H.ready = true;
 	atexit(fz_harness_fini);
+	fz_on_finding = fz_harness_fini;
 }
 
 /* ---- the pool ---- */
 
 static struct cf_case *case_new(void)
 {
-	struct cf_case *c = calloc(1, sizeof(*c));
-	char hex[17];
+	struct cf_case *c = malloc(sizeof(*c));
 
-	c->cf = &H.cf;
-	c->def = &FUZZ_DEF;
-	c->profile = "langflow-backend";
-	(void)sbx_random_hex(hex, 16);
-	snprintf(c->key, sizeof(c->key), "fz-%ld-%lu-%s", (long)getpid(), ++H.keys, hex);
-	snprintf(c->trip, sizeof(c->trip), "%s/trip-%s", H.cf.tmpdir, c->key);
-	snprintf(c->verdict, sizeof(c->verdict), "pass");
-	snprintf(c->cleanup_verdict, sizeof(c->cleanup_verdict), "pass");
-	sbx_strbuf_init(&c->reason);
-	sbx_strbuf_init(&c->cleanup_reason);
-	sbx_strbuf_init(&c->driver_stderr);
-	c->details = cJSON_CreateArray();
-	c->fault_ids = cJSON_CreateArray();
-	c->allowed_leftover = cJSON_CreateArray();
-	c->leftover = cJSON_CreateArray();
+	if (c == NULL)
+		die("out of memory");
+	cf_case_init(c, &H.cf, &FUZZ_DEF, "langflow-backend"); /* a fresh tenant key */
 	return c;
 }
 
@@ -261,14 +260,7 @@ static void slot_retire(struct slot *s, bool shutdown)
 		cf_driver_free(s->c->drivers[i]);
 	}
 	unlink(s->c->trip);
-	sbx_strbuf_free(&s->c->reason);
-	sbx_strbuf_free(&s->c->cleanup_reason);
-	sbx_strbuf_free(&s->c->driver_stderr);
-	cJSON_Delete(s->c->details);
-	cJSON_Delete(s->c->fault_ids);
-	cJSON_Delete(s->c->allowed_leftover);
-	cJSON_Delete(s->c->leftover);
-	cJSON_Delete(s->c->journal);
+	cf_case_free(s->c);
 	free(s->c);
 	cJSON_Delete(s->caps);
 	memset(s, 0, sizeof(*s));
@@ -373,114 +365,6 @@ static cJSON *journal(struct cf_case *c)
 	return j;
 }
 
-static void fill_error(struct fz_run_out *ro, struct slot *s, const char *et, const char *em)
-{
-	snprintf(ro->etype, sizeof(ro->etype), "%s", et ? et : "?");
-	snprintf(ro->emsg, sizeof(ro->emsg), "%s", em ? em : "");
-	if (cf_driver_broken(s->d)) {
-		ro->broken = true;
-		snprintf(ro->emsg, sizeof(ro->emsg), "%s", sbx_strbuf_str(&s->c->reason));
-	}
-}
-
-static cJSON *run_env(const struct fz_input *in, unsigned r, const char *token)
-{
-	cJSON *e;
-
-	if (!in->runs[r].env)
-		return NULL;
-	e = cJSON_CreateObject();
-	cJSON_AddStringToObject(e, "SBX_FZ", token);
-	return e;
-}
-
-static void runs_sequential(const struct fz_input *in, struct slot *s, struct fz_outcome *out)
-{
-	unsigned r;
-	int lo = 0;
-
-	for (r = 0; r < in->nruns; r++) {
-		struct fz_run_out *ro = &out->runs[r];
-		char *code = fz_code(in, r, out->trip_path, H.workdir, ro->token);
-		cJSON *env = run_env(in, r, ro->token);
-		const char *et = NULL, *em = NULL;
-		double t0 = cf_now_ms();
-		cJSON *j;
-
-		ro->result = cf_run(s->d, code, env, RUN_T, &et, &em);
-		ro->ms = cf_now_ms() - t0;
-		if (ro->result == NULL)
-			fill_error(ro, s, et, em);
-		free(code);
-		cJSON_Delete(env);
-		j = journal(s->c);
-		ro->j_lo = lo;
-		ro->j_hi = lo = cJSON_GetArraySize(j);
-		cJSON_Delete(j);
-		if (ro->broken)
-			break;
-	}
-}
-
-/* run_concurrent; false when the driver does not serve it. */
-static bool runs_concurrent(const struct fz_input *in, struct slot *s, struct fz_outcome *out)
-{
-	cJSON *f = cJSON_CreateObject();
-	cJSON *runs = cJSON_AddArrayToObject(f, "runs");
-	const char *et = NULL, *em = NULL;
-	const cJSON *results, *item;
-	double t0 = cf_now_ms();
-	unsigned r = 0;
-	cJSON *res;
-
-	for (r = 0; r < in->nruns; r++) {
-		cJSON *o = cJSON_CreateObject();
-		char *code = fz_code(in, r, out->trip_path, H.workdir, out->runs[r].token);
-		cJSON *env = run_env(in, r, out->runs[r].token);
-
-		cJSON_AddStringToObject(o, "code", code);
-		if (env != NULL)
-			cJSON_AddItemToObject(o, "env", env);
-		else
-			cJSON_AddNullToObject(o, "env");
-		cJSON_AddItemToArray(runs, o);
-		free(code);
-	}
-	res = cf_op(s->d, "run_concurrent", f, RUN_T, &et, &em);
-	cJSON_Delete(f);
-	if (res == NULL && !cf_driver_broken(s->d) && et != NULL && strcmp(et, "ProtocolError") == 0) {
-		s->no_concurrent = true;
-		return false;
-	}
-	out->concurrent = true;
-	results = cJSON_GetObjectItemCaseSensitive(res, "results");
-	r = 0;
-	for (r = 0; r < in->nruns; r++) {
-		struct fz_run_out *ro = &out->runs[r];
-
-		ro->ms = cf_now_ms() - t0;
-		item = cJSON_GetArrayItem(results, (int)r);
-		if (res == NULL) {
-			fill_error(ro, s, et, em);
-		} else if (item == NULL) {
-			ro->broken = true;
-			snprintf(ro->etype, sizeof(ro->etype), "HarnessError");
-			snprintf(ro->emsg, sizeof(ro->emsg), "run_concurrent answered %d results for %u runs",
-				 cJSON_GetArraySize(results), in->nruns);
-		} else if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(item, "ok"))) {
-			ro->result = cJSON_DetachItemFromObjectCaseSensitive((cJSON *)item, "result");
-			if (ro->result == NULL)
-				ro->result = cJSON_CreateObject();
-		} else {
-			const cJSON *e = cJSON_GetObjectItemCaseSensitive(item, "error");
-
-			fill_error(ro, s, cf_str(e, "type"), cf_str(e, "message"));
-		}
-	}
-	cJSON_Delete(res);
-	return true;
-}
-
 static char *read_from(const char *path, off_t *off)
 {
 	sbx_strbuf b = SBX_STRBUF_INIT;
@@ -570,8 +454,8 @@ void fz_harness_run(const struct fz_input *in, struct fz_outcome *out)
 	for (i = 0; i < in->nfaults; i++)
 		if (cf_fault(s->c, fz_fault_rule(in, i)) != 0)
 			die("the mock refused a fault rule: %s", sbx_strbuf_str(&s->c->reason));
-	if (!(in->concurrent && in->nruns > 1 && !s->no_concurrent && runs_concurrent(in, s, out)))
-		runs_sequential(in, s, out);
+	out->driver_pid = (double)cf_driver_pid(s->d);
+	fz_session_run(in, s->c, s->d, H.workdir, &s->no_concurrent, out);
 	t3 = cf_now_ms();
 	admin("DELETE", "/_mock/faults"); /* the reads below must not meet them */
 	out->journal = journal(s->c);
@@ -611,19 +495,6 @@ void fz_harness_run(const struct fz_input *in, struct fz_outcome *out)
 	if (getenv("SBX_FUZZ_TRACE") != NULL)
 		fprintf(stderr, "backend_fuzzer: reset %.1f ms, driver %.1f ms, runs %.1f ms, after %.1f ms\n", t1 - t0,
 			t2 - t1, t3 - t2, cf_now_ms() - t3);
-}
-
-void fz_outcome_free(struct fz_outcome *out)
-{
-	unsigned i;
-
-	for (i = 0; i < FZ_MAX_RUNS; i++)
-		cJSON_Delete(out->runs[i].result);
-	cJSON_Delete(out->journal);
-	cJSON_Delete(out->sandboxes);
-	cJSON_Delete(out->after_shutdown);
-	free(out->stderr_tail);
-	memset(out, 0, sizeof(*out));
 }
 
 static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)

@@ -3,7 +3,7 @@
  * a few combinations the issue names. `backend_scenario --write-seeds DIR`
  * encodes them into fuzz/corpus/backend/. Indices refer to the tables in
  * fz_input.c. */
-#include "fz.h"
+#include "fz_harness.h"
 
 /* Fault endpoints and actions by name (indices into fz_input.c's tables). */
 enum { E_CREATE, E_WHOAMI, E_SHAPES, E_UPLOAD, E_EXEC, E_DELETE, E_GET, E_LIST, E_ANY };
@@ -78,6 +78,23 @@ static const struct fz_seed SEEDS[] = {
 	{"found-upload-empty-200", {.nfaults = 1, .faults = {FAULT(E_UPLOAD, A_EMPTY200, 0, 0)},
 				    .nruns = 1, .runs = {{.exit_idx = 2, .out_idx = 2}}}},
 	{"found-upload-garbage", {.nfaults = 1, .faults = {FAULT(E_UPLOAD, A_GARBAGE, 0, 1)}, RUN1}},
+	{"createos-006-pin-1gb-memory-128", {.shape = 1, .memory = 1, RUN1}},
+	/* the other surfaces: component sessions (COMP-002/003/004/006),
+	 * executor runs (EXEC-001/002), fork_check (CON-002) */
+	{"comp-reuse-pause", {.surface = FZ_SURF_COMPONENT, .nruns = 2,
+			      .runs = {{.reuse = true, .out_idx = 2}, {.reuse = true, .between = FZ_BETWEEN_PAUSE}}}},
+	{"comp-reuse-drift", {.surface = FZ_SURF_COMPONENT, .nruns = 2,
+			      .runs = {{.reuse = true}, {.reuse = true, .between = FZ_BETWEEN_DRIFT, .out_idx = 1}}}},
+	{"comp-files-few", {.surface = FZ_SURF_COMPONENT, .nruns = 1, .runs = {{.files = FZ_FILES_FEW, .exit_idx = 1}}}},
+	{"comp-files-big", {.surface = FZ_SURF_COMPONENT, .nruns = 1, .runs = {{.files = FZ_FILES_BIG}}}},
+	{"exec-failing-flow", {.surface = FZ_SURF_EXECUTOR, .nruns = 1, .runs = {{.exit_idx = 1, .out_idx = 2}}}},
+	{"exec-exec-500", {.surface = FZ_SURF_EXECUTOR, .nfaults = 1, .faults = {FAULT(E_EXEC, A_HTTP, H500, 1)},
+			   .nruns = 1, .runs = {{0}}}},
+	/* two calls (a run in the parent, then fork_check): small, so libFuzzer
+	 * loads it early */
+	{"fork-check", {.surface = FZ_SURF_FORK, .nruns = 2, .runs = {{.out_idx = 2}, {.out_idx = 1}}}},
+	{"fork-check-parent-after", {.surface = FZ_SURF_FORK, .nruns = 3,
+				     .runs = {{.out_idx = 2}, {.out_idx = 1}, {.exit_idx = 1}}}},
 };
 
 size_t fz_seeds(const struct fz_seed **out)

@@ -1,9 +1,14 @@
 /* backend_scenario: turns a backend_fuzzer input (a crash file, a corpus
- * entry) into a replay script a human can run without the fuzzer: the fault
- * plan as a scenario file for `sbx-mock --scenario`, the settings as export
- * lines, and the driver's request lines; or writes the seed corpus.
+ * entry) into a replay script a human can run without the fuzzer, or writes
+ * the seed corpus.
  *
- *   backend_scenario FILE > replay.sh     then read it, and run: sh replay.sh
+ *   backend_scenario FILE > replay.sh     the input (its bytes, and what they
+ *       mean as comments) run by `sbx-conform --fuzz-case`: the same session
+ *       and the same invariants as the fuzzer, the broken one as the check's
+ *       failure; run: sh replay.sh (BACKEND overrides the driver command)
+ *   backend_scenario --driver FILE > replay.sh   without sbx-conform: the
+ *       fault plan as a scenario file for `sbx-mock --scenario`, the settings
+ *       as export lines and the driver's request lines (run surface only)
  *   backend_scenario --write-seeds DIR    the seed inputs (fuzz/corpus/backend)
  *
  * Exit 0, 2 on a usage or I/O error (with the reason). */
@@ -13,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fz.h"
+#include "fz_harness.h"
 
 static int write_seeds(const char *dir)
 {
@@ -58,21 +63,52 @@ static void print_commented(const struct fz_input *in)
 	free(text);
 }
 
+static bool read_input(const char *file, uint8_t *buf, size_t cap, size_t *len)
+{
+	FILE *f = fopen(file, "rb");
+
+	if (f == NULL) {
+		fprintf(stderr, "backend_scenario: cannot open %s: %s\n", file, strerror(errno));
+		return false;
+	}
+	*len = fread(buf, 1, cap, f);
+	fclose(f);
+	return true;
+}
+
+/* The sbx-conform reproduction: the input's bytes, then --fuzz-case. */
+static int print_conform(const char *file)
+{
+	uint8_t buf[4096];
+	struct fz_input in;
+	size_t len = 0, i;
+
+	if (!read_input(file, buf, sizeof(buf), &len))
+		return 2;
+	fz_decode(buf, len, &in);
+	printf("#!/bin/sh\n# Replay of backend_fuzzer input %s through sbx-conform:\n", file);
+	print_commented(&in);
+	printf("# Needs sbx-conform on PATH (build/default/conformance); BACKEND is the driver\n"
+	       "# command (default: the bundled reference backend), e.g.\n"
+	       "#   BACKEND='sbx-ref-backend --quirk reuse-drift' sh replay.sh\n"
+	       "set -e\ndir=$(mktemp -d)\ntrap 'rm -rf \"$dir\"' EXIT\nprintf '");
+	for (i = 0; i < len; i++)
+		printf("\\%03o", buf[i]);
+	printf("' > \"$dir/input\"\n"
+	       "sbx-conform --fuzz-case \"$dir/input\" ${BACKEND:+--backend-cmd \"$BACKEND\"} \"$@\"\n");
+	return 0;
+}
+
 static int print_replay(const char *file)
 {
 	uint8_t buf[4096];
 	struct fz_input in;
 	cJSON *sc;
 	char *s;
-	size_t len;
-	FILE *f = fopen(file, "rb");
+	size_t len = 0;
 
-	if (f == NULL) {
-		fprintf(stderr, "backend_scenario: cannot open %s: %s\n", file, strerror(errno));
+	if (!read_input(file, buf, sizeof(buf), &len))
 		return 2;
-	}
-	len = fread(buf, 1, sizeof(buf), f);
-	fclose(f);
 	fz_decode(buf, len, &in);
 	sc = fz_scenario(&in, "backend-fuzzer-replay");
 	s = cJSON_Print(sc);
@@ -112,7 +148,9 @@ int main(int argc, char **argv)
 	if (argc == 3 && strcmp(argv[1], "--write-seeds") == 0)
 		return write_seeds(argv[2]);
 	if (argc == 2 && argv[1][0] != '-')
-		return print_replay(argv[1]);
-	fprintf(stderr, "usage: backend_scenario FILE | --write-seeds DIR\n");
+		return print_conform(argv[1]);
+	if (argc == 3 && strcmp(argv[1], "--driver") == 0)
+		return print_replay(argv[2]);
+	fprintf(stderr, "usage: backend_scenario FILE | --driver FILE | --write-seeds DIR\n");
 	return 2;
 }

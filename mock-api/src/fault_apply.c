@@ -42,7 +42,7 @@ static void hang(mreq *r, int64_t max_ms)
 {
 	int64_t end = sbx_mono_us() + max_ms * 1000;
 
-	while (sbx_mono_us() < end) {
+	while (!r->mock->virtual_delays && sbx_mono_us() < end) {
 		if (req_client_gone(r))
 			return;
 		mock_sleep_ms(r->mock, 50);
@@ -96,7 +96,8 @@ static ssize_t slow_reader(void *cls, uint64_t pos, char *buf, size_t max)
 	if (sb->bytes_per_tick != 0) {
 		if (n > sb->bytes_per_tick)
 			n = sb->bytes_per_tick;
-		mock_sleep_ms(sb->mock, 100);
+		if (!sb->mock->virtual_delays)
+			mock_sleep_ms(sb->mock, 100);
 	}
 	memcpy(buf, sb->body + pos, n);
 	return (ssize_t)n;
@@ -227,7 +228,7 @@ void fault_apply_latency(mreq *r)
 {
 	sbx_mock *mock = r->mock;
 
-	if (r->fault_fired && r->fault.kind == FK_LATENCY)
+	if (r->fault_fired && r->fault.kind == FK_LATENCY && !mock->virtual_delays)
 		mock_sleep_ms(mock, (int64_t)mock_faults_latency_ms(mock->faults, &r->fault));
 }
 

@@ -373,6 +373,7 @@ static int copy_config(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *err)
 	if (check_config(cfg, err) != 0)
 		return -1;
 	mock->quiet = cfg->quiet;
+	mock->virtual_delays = cfg->virtual_delays;
 	mock->seed = cfg->seed;
 	mock->max_json = cfg->max_json_body;
 	mock->max_file = cfg->max_file_body;

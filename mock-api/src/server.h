@@ -69,6 +69,7 @@ struct sbx_mock {
 	int64_t exec_timeout_ms;
 	atomic_int hb_ms;
 	bool quiet;
+	bool virtual_delays;         /* sbx_mock_config.virtual_delays (fault_apply.c) */
 	char scenario_dir[PATH_MAX]; /* --scenario-dir, "" when not given */
 	mock_rec *rec;               /* record or replay mode (record.c), NULL otherwise */
 	mock_mutlog *state;          /* --state-dir (durable.c), NULL otherwise */

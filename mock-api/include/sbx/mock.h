@@ -71,6 +71,10 @@ typedef struct sbx_mock_config {
 	 * and answered by the oracle; guests have loopback only). */
 	const char *egress;
 	const char *internet_hosts;  /* the resolver's names; NULL: fixtures/internet/hosts.json */
+	/* Virtual fault delays (the backend fuzzer): a hang, a latency and a
+	 * dribble's pauses take no wall time; the answer (or the dropped
+	 * connection) is the one the delay would end in. Default false. */
+	bool virtual_delays;
 } sbx_mock_config;
 
 void sbx_mock_config_init(sbx_mock_config *cfg);

@@ -27,6 +27,7 @@
  *                guest's egress and auto-pause as the spec says (CREATEOS-001,
  *                004, 006, 007). */
 #define _GNU_SOURCE
+#include <setjmp.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +37,17 @@
 #include "sbx/gate.h"
 
 static unsigned long orphans; /* documented lost-create orphans seen (counted) */
+
+void (*fz_on_finding)(void);
+
+/* fz_check_report's mode: a broken invariant is reported, not abort()ed. */
+static struct {
+	bool on;
+	jmp_buf back;
+	FILE *out;
+	char *inv, *why;
+	size_t inv_cap, why_cap;
+} R;
 
 struct model {
 	bool settings_error;
@@ -50,24 +62,24 @@ struct model {
 
 /* ---- reporting ---- */
 
-static void dump_json(const char *label, const cJSON *j)
+static void dump_json(FILE *err, const char *label, const cJSON *j)
 {
 	char *s = j != NULL ? cJSON_PrintUnformatted(j) : NULL;
 
-	fprintf(stderr, "%s: %.3000s%s\n", label, s != NULL ? s : "null",
+	fprintf(err, "%s: %.3000s%s\n", label, s != NULL ? s : "null",
 		s != NULL && strlen(s) > 3000 ? "... (cut)" : "");
 	free(s);
 }
 
-static void dump_journal(const cJSON *j)
+static void dump_journal(FILE *err, const cJSON *j)
 {
 	int n = cJSON_GetArraySize(j), i;
 
-	fprintf(stderr, "journal (%d entries, last 60):\n", n);
+	fprintf(err, "journal (%d entries, last 60):\n", n);
 	for (i = n > 60 ? n - 60 : 0; i < n; i++) {
 		const cJSON *e = cJSON_GetArrayItem(j, i);
 
-		fprintf(stderr, "  #%d %s %s -> %g%s%s\n", i, cf_str(e, "method") ? cf_str(e, "method") : "?",
+		fprintf(err, "  #%d %s %s -> %g%s%s\n", i, cf_str(e, "method") ? cf_str(e, "method") : "?",
 			cf_str(e, "path") ? cf_str(e, "path") : "?", cf_num(e, "status", 0),
 			cf_str(e, "fault") ? " fault " : "", cf_str(e, "fault") ? cf_str(e, "fault") : "");
 	}
@@ -79,30 +91,47 @@ static void broken(const struct fz_input *in, const struct fz_outcome *o, const 
 	cJSON *sc = fz_scenario(in, "backend-fuzzer-finding");
 	va_list ap;
 	unsigned r;
+	FILE *err = R.on ? R.out : stderr;
 
-	fprintf(stderr, "\n==== backend_fuzzer: invariant broken: %s ====\n", inv);
+	if (R.on) {
+		snprintf(R.inv, R.inv_cap, "%s", inv);
+		va_start(ap, fmt);
+		vsnprintf(R.why, R.why_cap, fmt, ap);
+		va_end(ap);
+		if (err == NULL) {
+			cJSON_Delete(sc);
+			longjmp(R.back, 1);
+		}
+	}
+	fprintf(err, "\n==== backend_fuzzer: invariant broken: %s ====\n", inv);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vfprintf(err, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "\nbackend: %s (profile %s)\ninput: ", o->backend_cmd, o->profile);
-	fz_describe(stderr, in);
-	fprintf(stderr, "settings (as export lines):\n");
-	fz_print_exports(stderr, in, o->mock_url, o->key);
-	dump_json("scenario (sbx-mock --scenario FILE)", sc);
+	fprintf(err, "\nbackend: %s (profile %s)\ninput: ", o->backend_cmd, o->profile);
+	fz_describe(err, in);
+	fprintf(err, "settings (as export lines):\n");
+	fz_print_exports(err, in, o->mock_url, o->key);
+	dump_json(err, "scenario (sbx-mock --scenario FILE)", sc);
 	cJSON_Delete(sc);
 	for (r = 0; r < in->nruns; r++) {
 		if (o->runs[r].result != NULL)
-			dump_json(r == 0 ? "run 0 result" : r == 1 ? "run 1 result" : "run 2 result", o->runs[r].result);
+			dump_json(err, r == 0 ? "run 0 result" : r == 1 ? "run 1 result" : "run 2 result", o->runs[r].result);
 		else
-			fprintf(stderr, "run %u raised %s: %s\n", r, o->runs[r].etype, o->runs[r].emsg);
+			fprintf(err, "run %u raised %s: %s\n", r, o->runs[r].etype, o->runs[r].emsg);
 	}
-	dump_journal(o->journal);
-	dump_json("sandboxes", o->sandboxes);
+	dump_journal(err, o->journal);
+	dump_json(err, "sandboxes", o->sandboxes);
 	if (o->after_shutdown != NULL)
-		dump_json("sandboxes after shutdown()", o->after_shutdown);
-	fprintf(stderr, "driver stderr during the input:\n%.4000s\n", o->stderr_tail ? o->stderr_tail : "");
-	fprintf(stderr, "replay: build/*/fuzz/backend_scenario FILE prints the scenario, exports and driver requests\n");
-	fprintf(stderr, "==== end of finding (%s) ====\n", inv);
+		dump_json(err, "sandboxes after shutdown()", o->after_shutdown);
+	fprintf(err, "driver stderr during the input:\n%.4000s\n", o->stderr_tail ? o->stderr_tail : "");
+	fprintf(err, "replay: sbx-conform --fuzz-case FILE --backend-cmd CMD runs it as check FUZZ-CASE "
+		"(build/*/fuzz/backend_scenario FILE prints that as a script)\n");
+	fprintf(err, "==== end of finding (%s) ====\n", inv);
+	fflush(err);
+	if (R.on)
+		longjmp(R.back, 1);
+	if (fz_on_finding != NULL)
+		fz_on_finding();
 	abort();
 }
 
@@ -190,7 +219,7 @@ static int mutating(const cJSON *j, int lo, int hi)
 
 static void model_shape(const struct fz_outcome *o, const sbx_gate_settings *g, struct model *m)
 {
-	long mem = (long)g->memory_mb, need = mem > 4096 ? mem : 4096;
+	long mem = (long)g->memory_mb, need = mem > 4096 ? mem : 4096; /* the automatic choice's floor */
 	const cJSON *sh;
 	double best = 0;
 	bool found = false;
@@ -206,9 +235,9 @@ static void model_shape(const struct fz_outcome *o, const sbx_gate_settings *g, 
 				m->refuse_preflight = true;
 				snprintf(m->why, sizeof(m->why), "pinned shape %s has %.0f MiB < memory %ld",
 					 g->createos_shape, mm, mem);
-			} else if (mm < (double)need) {
-				m->ambiguous = true; /* the spec's prose and CREATEOS-006 differ here */
 			}
+			/* a pin with at least memory_mb runs, below the automatic
+			 * 4096 MiB floor too (CREATEOS-006; mutant pin-keeps-floor) */
 		} else if (mm > best) {
 			best = mm;
 		}
@@ -375,6 +404,8 @@ static void check_result(const struct fz_input *in, const struct fz_outcome *o, 
 	const char *err = ro->result ? cf_str(ro->result, "stderr") : NULL;
 	double ex = ro->result ? cf_num(ro->result, "exit_code", -999) : 0;
 	char *want_out, *want_err;
+	bool bad_out, bad_err;
+	size_t len_out, len_err;
 	int want_exit = fz_expected_exit(in, r);
 
 	if (ro->result != NULL && out != NULL && strstr(out, "CANARY-") != NULL)
@@ -397,14 +428,18 @@ static void check_result(const struct fz_input *in, const struct fz_outcome *o, 
 		return; /* output of a killed run is whatever was flushed */
 	want_out = fz_expected(in, r, false, ro->token);
 	want_err = fz_expected(in, r, true, ro->token);
-	if (out == NULL || strcmp(out, want_out) != 0)
-		broken(in, o, "4 results", "run %u: stdout differs from what the guest wrote (%zu bytes expected, got "
-		       "%zu: \"%.80s\")", r, strlen(want_out), out ? strlen(out) : 0, out ? out : "(none)");
-	if (err == NULL || strcmp(err, want_err) != 0)
-		broken(in, o, "4 results", "run %u: stderr differs from what the guest wrote (%zu bytes expected, got "
-		       "%zu: \"%.80s\")", r, strlen(want_err), err ? strlen(err) : 0, err ? err : "(none)");
-	free(want_out);
+	bad_out = out == NULL || strcmp(out, want_out) != 0;
+	bad_err = err == NULL || strcmp(err, want_err) != 0;
+	len_out = strlen(want_out);
+	len_err = strlen(want_err);
+	free(want_out); /* before broken(), which does not return */
 	free(want_err);
+	if (bad_out)
+		broken(in, o, "4 results", "run %u: stdout differs from what the guest wrote (%zu bytes expected, got "
+		       "%zu: \"%.80s\")", r, len_out, out ? strlen(out) : 0, out ? out : "(none)");
+	if (bad_err)
+		broken(in, o, "4 results", "run %u: stderr differs from what the guest wrote (%zu bytes expected, got "
+		       "%zu: \"%.80s\")", r, len_err, err ? strlen(err) : 0, err ? err : "(none)");
 }
 
 static void check_status_class(const struct fz_input *in, const struct fz_outcome *o, unsigned r)
@@ -481,9 +516,12 @@ static void check_createos(const struct fz_input *in, const struct fz_outcome *o
 		if (!cf_json_str_array_is(cJSON_GetObjectItemCaseSensitive(sb, "egress"),
 					  m->network ? want_on : want_off, 1)) {
 			char *e = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(sb, "egress"));
+			char egress[200];
 
+			snprintf(egress, sizeof(egress), "%s", e != NULL ? e : "null");
+			free(e); /* broken() does not return */
 			broken(in, o, "4 results", "guest %s was created with egress %s; with the network %s it must be %s",
-			       name, e ? e : "null", m->network ? "on" : "off", m->network ? "[\"*\"]" : "[\"240.0.0.0/4\"]");
+			       name, egress, m->network ? "on" : "off", m->network ? "[\"*\"]" : "[\"240.0.0.0/4\"]");
 		}
 		if (cf_num(sb, "auto_pause_after_seconds", -1) != (double)pause)
 			broken(in, o, "4 results", "guest %s: auto_pause_after_seconds %g, expected max(60, %ld+120) = %ld",
@@ -568,7 +606,23 @@ static void check_cleanup(const struct fz_input *in, const struct fz_outcome *o)
 	}
 }
 
-void fz_check(const struct fz_input *in, struct fz_outcome *o)
+/* A component run that must raise with no fault: the harness drifted its
+ * reuse guest's egress (now or before), or its files are over a cap. */
+static bool raise_expected(const struct fz_input *in, const struct fz_outcome *o, unsigned r)
+{
+	unsigned k;
+
+	if (in->surface != FZ_SURF_COMPONENT)
+		return false;
+	if (in->runs[r].files == FZ_FILES_BIG || in->runs[r].files == FZ_FILES_MANY)
+		return true;
+	for (k = 0; k <= r; k++)
+		if (o->runs[k].acted_kind == FZ_BETWEEN_DRIFT && o->runs[k].acted)
+			return in->runs[r].reuse;
+	return false;
+}
+
+static void check_all(const struct fz_input *in, struct fz_outcome *o)
 {
 	struct model m;
 	unsigned r;
@@ -576,17 +630,24 @@ void fz_check(const struct fz_input *in, struct fz_outcome *o)
 	model_of(in, o, &m);
 	for (r = 0; r < in->nruns; r++)
 		if (o->runs[r].broken)
-			broken(in, o, "0 protocol", "run %u got no protocol answer: %s", r, o->runs[r].emsg);
+			broken(in, o, "0 protocol", "%s %u got no protocol answer: %s",
+			       o->runs[r].op ? o->runs[r].op : "run", r, o->runs[r].emsg);
 	if (o->caps_io > 0)
 		broken(in, o, "0 protocol", "hello + capabilities() made %d control-plane request(s); "
 		       "capabilities() must not do I/O (CAP-001)", o->caps_io);
 	if (o->trip)
 		broken(in, o, "2 fallback", "the trip-wire %s exists: the code ran on the host, outside any guest",
 		       o->trip_path);
+	fz_check_surface(in, o, broken); /* first: a surface's bug breaks its own invariant */
 	for (r = 0; r < in->nruns; r++) {
-		check_refusal(in, o, &m, r);
+		if (!o->runs[r].served)
+			continue; /* the driver does not serve this surface */
+		/* component and executor runs take allow_network per call,
+		 * not from the settings: the model's refusal is run's */
+		if (in->surface == FZ_SURF_RUN || in->surface == FZ_SURF_FORK)
+			check_refusal(in, o, &m, r);
 		check_result(in, o, r);
-		if (!o->concurrent) {
+		if (!o->concurrent && !raise_expected(in, o, r)) {
 			check_unexplained(in, o, &m, r);
 			check_status_class(in, o, r);
 		}
@@ -594,4 +655,25 @@ void fz_check(const struct fz_input *in, struct fz_outcome *o)
 	if (o->createos)
 		check_createos(in, o, &m);
 	check_cleanup(in, o);
+}
+
+void fz_check(const struct fz_input *in, struct fz_outcome *o)
+{
+	check_all(in, o);
+}
+
+bool fz_check_report(const struct fz_input *in, struct fz_outcome *o, char *inv, size_t inv_cap, char *why,
+		     size_t why_cap, FILE *report)
+{
+	inv[0] = why[0] = '\0';
+	R.on = true;
+	R.out = report;
+	R.inv = inv;
+	R.why = why;
+	R.inv_cap = inv_cap;
+	R.why_cap = why_cap;
+	if (setjmp(R.back) == 0)
+		check_all(in, o);
+	R.on = false;
+	return inv[0] == '\0';
 }

@@ -1,7 +1,10 @@
-/* fz: the backend fuzzer's parts (fuzz/backend_fuzzer.c is the libFuzzer
- * entry point): the structure-aware input decoder and its printers
- * (fz_input.c), the harness that drives a backend driver process against
- * the embedded mock (fz_harness.c) and the invariants (fz_check.c).
+/* fz: a backend-fuzzer input and its judgement, shared by the fuzz target
+ * (fuzz/backend_fuzzer.c, its harness fuzz/backend/fz_harness.c keeps the
+ * driver pool and the embedded mock) and `sbx-conform --fuzz-case FILE`
+ * (checks_fuzz.c), so a finding replays through sbx-conform with the same
+ * invariant code: the structure-aware input decoder and its printers
+ * (fz_input.c), one input's session of calls on a driver (fz_session.c) and
+ * the invariants (fz_check.c, fz_check_surface.c).
  *
  * An input is a byte string read front to back by a FuzzedDataProvider-style
  * reader: every byte string decodes to a valid input (missing bytes read as
@@ -37,11 +40,31 @@ struct fz_run {
 	unsigned sleep_idx;  /* FZ_SLEEPS */
 	bool env;            /* run env {"SBX_FZ": token} printed by the code */
 	bool unicode;        /* multi-byte UTF-8 in the output */
+	/* component surface only (FZ_SURF_COMPONENT) */
+	bool reuse;          /* Guest Reuse "flow" (else "off") */
+	unsigned between;    /* FZ_BETWEEN_*: what the harness does to the reuse guest first */
+	unsigned files;      /* FZ_FILES_*: what the code leaves in /workspace/artifacts */
 };
+
+/* The driver surface an input drives (PROTOCOL.md's ops). */
+enum {
+	FZ_SURF_RUN,       /* run / run_concurrent */
+	FZ_SURF_COMPONENT, /* a session of component_run calls */
+	FZ_SURF_EXECUTOR,  /* executor_run calls */
+	FZ_SURF_FORK,      /* run in the parent, fork_check, run in the parent again */
+	FZ_N_SURF
+};
+/* Before a component run, the harness may act on the session's reuse guest
+ * (as a user or the control plane would): pause it, or change its egress. */
+enum { FZ_BETWEEN_NONE, FZ_BETWEEN_PAUSE, FZ_BETWEEN_DRIFT, FZ_N_BETWEEN };
+/* Return Files: none asked; three small files; one 6 MiB file (over the
+ * 5 MiB cap); 300 files (over the 256 cap). */
+enum { FZ_FILES_NONE, FZ_FILES_FEW, FZ_FILES_BIG, FZ_FILES_MANY };
 
 struct fz_input {
 	bool fresh;          /* start a new driver for this input */
-	bool concurrent;     /* run_concurrent instead of sequential runs */
+	bool concurrent;     /* run_concurrent instead of sequential runs (FZ_SURF_RUN) */
+	unsigned surface;    /* FZ_SURF_* */
 	unsigned network, accept, domains, timeout, memory, shape, key, url; /* settings table indices */
 	unsigned nfaults;
 	struct fz_fault faults[FZ_MAX_FAULTS];
@@ -78,6 +101,15 @@ bool fz_sleeps_past(const struct fz_input *in, unsigned r);
  * trip-wire path, guard_dir the mock's guest work dir (a guest whose cwd
  * is under it never writes the trip-wire). Caller frees the strings. */
 char *fz_code(const struct fz_input *in, unsigned r, const char *trip, const char *guard_dir, const char *token);
+/* The files run r leaves in artifacts/ (FZ_FILES_FEW: name i of 3, its
+ * bytes in *data, caller frees); false past the last. */
+bool fz_artifact(const struct fz_input *in, unsigned r, unsigned i, char name[32], char **data, size_t *len);
+const char *fz_surface_name(unsigned surface);
+/* FZ_SURF_FORK: the run that is a fork_check (the others run in the parent). */
+unsigned fz_fork_index(const struct fz_input *in);
+/* Run r's request (op and fields, no id) on the input's surface; env is
+ * taken (used by run only). */
+cJSON *fz_request(const struct fz_input *in, unsigned r, const char *code, cJSON *env);
 char *fz_expected(const struct fz_input *in, unsigned r, bool err_stream, const char *token);
 int fz_expected_exit(const struct fz_input *in, unsigned r);
 /* The fault rule of fault i as a mock rule object (caller frees); its
@@ -97,7 +129,7 @@ void fz_print_requests(FILE *f, const struct fz_input *in);
 /* One line describing the input ("3 runs, concurrent, 2 faults: ..."). */
 void fz_describe(FILE *f, const struct fz_input *in);
 
-/* ---- one input driven against the backend (fz_harness.c) ---- */
+/* ---- one input driven against a backend ---- */
 
 struct fz_run_out {
 	cJSON *result;       /* the run's result, NULL when it raised */
@@ -106,6 +138,13 @@ struct fz_run_out {
 	bool broken;         /* no protocol answer (driver died, hung, garbage) */
 	int j_lo, j_hi;      /* the run's journal entries [j_lo, j_hi) (whole input when concurrent) */
 	char token[40];      /* the value of SBX_FZ in the run's env */
+	const char *op;      /* the op that ran it ("run", "component_run", "fork_check", ...) */
+	bool served;         /* false: the driver answered ProtocolError (surface not served) */
+	bool acted;          /* the harness's FZ_BETWEEN_* action on the reuse guest took effect */
+	unsigned acted_kind; /* FZ_BETWEEN_PAUSE or FZ_BETWEEN_DRIFT when acted */
+	char acted_on[80];   /* the reuse guest's name it acted on */
+	double child_pid;    /* fork_check: the child's pid */
+	int j_op;            /* journal length when the op was sent (after the harness's action) */
 	double ms;
 };
 
@@ -127,27 +166,36 @@ struct fz_outcome {
 	const char *mock_url;
 	cJSON *shapes;           /* the control plane's shape catalog (borrowed) */
 	long fresh_whoami;       /* 1 when the driver was started for this input */
+	double driver_pid;       /* the driver process (fork_check: the child must differ) */
 };
 
-/* Starts the embedded mock and reads the backend from the environment
- * (SBX_FUZZ_BACKEND_CMD, SBX_FUZZ_PYTHON_BACKEND, SBX_FUZZ_PROFILE,
- * SBX_FUZZ_QUIRK, SBX_FUZZ_RESTART_EVERY); exits with a message when it
- * cannot. self_exe runs the built-in reference backend. */
-void fz_harness_init(const char *self_exe);
-/* Runs the input; the caller checks and then frees the outcome. */
-void fz_harness_run(const struct fz_input *in, struct fz_outcome *out);
 void fz_outcome_free(struct fz_outcome *out);
-/* Stops every driver and the mock (atexit). */
-void fz_harness_fini(void);
+
+/* fz_session.c: the input's calls on driver d of case c (the faults are
+ * in place): its runs (run, or run_concurrent unless *no_concurrent; set
+ * when the driver answers it with a ProtocolError), its component session,
+ * executor runs or fork_check; guard_dir is what fz_code's trip-wire guard
+ * takes for a guest's cwd. Fills out->runs. */
+struct cf_case;
+struct cf_driver;
+void fz_session_run(const struct fz_input *in, struct cf_case *c, struct cf_driver *d, const char *guard_dir,
+		    bool *no_concurrent, struct fz_outcome *out);
 
 /* ---- the invariants (fz_check.c): abort() with the explanation on stderr ---- */
 void fz_check(const struct fz_input *in, struct fz_outcome *out);
-
-/* The seed inputs (the conformance checks' own cases). */
-struct fz_seed {
-	const char *name;
-	struct fz_input in;
-};
-size_t fz_seeds(const struct fz_seed **out);
+/* Called (when set) after a finding is printed and before abort(): the
+ * fuzzer's harness stops its drivers and mock and removes its scratch dir,
+ * which abort() would leave behind. */
+extern void (*fz_on_finding)(void);
+/* The same checks; instead of abort() a broken invariant fills inv/why
+ * (the first one broken) and returns false. The full explanation goes to
+ * report (may be NULL: none). */
+bool fz_check_report(const struct fz_input *in, struct fz_outcome *out, char *inv, size_t inv_cap, char *why,
+		     size_t why_cap, FILE *report);
+/* fz_check_surface.c: the surface invariants (5 reuse, 6 files, 7 fork);
+ * broken() is fz_check.c's reporter. */
+void fz_check_surface(const struct fz_input *in, const struct fz_outcome *o,
+		      void (*broken)(const struct fz_input *, const struct fz_outcome *, const char *, const char *, ...)
+			      __attribute__((format(printf, 4, 5))));
 
 #endif

@@ -51,9 +51,11 @@ static const int HTTP_STATUS[] = {400, 401, 402, 403, 404, 409, 429, 500, 502, 5
 
 static const int EXITS[FZ_N_EXITS] = {0, 1, 3, 42, 2, 255}; /* never 124/137: those mean timeout/kill */
 static const unsigned SIZES[FZ_N_SIZES] = {0, 1, 10, 1000, 65536, 300000};
-/* Seconds to sleep; -1 = past the timeout (only with a timeout of 1 s, else
- * 0.1 s: a longer wait costs throughput and proves nothing more). */
-static const double SLEEPS[FZ_N_SLEEPS] = {0, 0, 0.02, 0.1, -1, 0};
+/* Seconds to sleep; -1 = past the timeout (1.5 s, only with a timeout of
+ * 1 s, else 0.03 s). Enough to overlap concurrent runs; a longer wait costs
+ * throughput and proves nothing more (a sleep past the timeout costs the
+ * second the backend's `timeout` really waits). */
+static const double SLEEPS[FZ_N_SLEEPS] = {0, 0, 0.01, 0.03, -1, 0};
 /* Runs per input by flag bits: one run twice as often (throughput). */
 static const unsigned NRUNS[4] = {1, 1, 2, 3};
 
@@ -82,12 +84,13 @@ void fz_decode(const uint8_t *data, size_t size, struct fz_input *in)
 	bool custom;
 
 	memset(in, 0, sizeof(*in));
-	/* Flags: a fresh driver (bits 0 and 1: one input in four), concurrent
-	 * runs (bit 2), the run count (bits 3-4), own settings (bit 5; else the
-	 * eight settings bytes are read but ignored, so the layout stays put).
+	/* Flags: a fresh driver (bits 0, 1 and 6: one input in eight; a driver
+	 * start costs more than the rest of an input), concurrent runs (bit 2),
+	 * the run count (bits 3-4), own settings (bit 5; else the eight
+	 * settings bytes are read but ignored, so the layout stays put).
 	 * Defaults are common on purpose: a driver serves one combination of
 	 * settings, and reusing it is what makes an input cost milliseconds. */
-	in->fresh = (flags & 3u) == 3u;
+	in->fresh = (flags & 0x43u) == 0x43u;
 	in->concurrent = (flags >> 2) & 1u;
 	in->nruns = NRUNS[(flags >> 3) % 4];
 	custom = (flags >> 5) & 1u;
@@ -123,6 +126,27 @@ void fz_decode(const uint8_t *data, size_t size, struct fz_input *in)
 		run->env = b & 1u;
 		run->unicode = (b >> 1) & 1u;
 	}
+	/* The surface comes last, so an input that ends after its runs (every
+	 * corpus entry from before the surfaces) still drives run. */
+	in->surface = take(&r, FZ_N_SURF);
+	if (in->surface == FZ_SURF_RUN)
+		return;
+	in->concurrent = false;
+	for (i = 0; i < in->nruns; i++) /* only run takes an env */
+		if (in->surface != FZ_SURF_FORK || i == fz_fork_index(in))
+			in->runs[i].env = false;
+	for (i = 0; i < in->nruns && in->surface == FZ_SURF_COMPONENT; i++) {
+		struct fz_run *run = &in->runs[i];
+		unsigned b = take(&r, 256);
+
+		/* bit 0 reuse, bits 1-2 the harness's action (3: none), bits
+		 * 3-5 the files (5: few, 6: big, 7: many, else none: the
+		 * over-cap ones are slow, hundreds of downloads) */
+		run->reuse = b & 1u;
+		run->between = ((b >> 1) & 3u) % FZ_N_BETWEEN;
+		run->files = (b >> 3) & 7u;
+		run->files = run->files >= 5 ? run->files - 4 : FZ_FILES_NONE;
+	}
 }
 
 size_t fz_encode(const struct fz_input *in, uint8_t *out, size_t cap)
@@ -133,7 +157,7 @@ size_t fz_encode(const struct fz_input *in, uint8_t *out, size_t cap)
 	bool custom = in->network || in->accept || in->domains || in->timeout || in->memory || in->shape ||
 		      in->key || in->url;
 
-	b[n++] = (uint8_t)((in->fresh ? 3 : 0) | (in->concurrent ? 4 : 0) | ((in->nruns == 1 ? 0 : in->nruns) << 3) |
+	b[n++] = (uint8_t)((in->fresh ? 0x43 : 0) | (in->concurrent ? 4 : 0) | ((in->nruns == 1 ? 0 : in->nruns) << 3) |
 			   (custom ? 32 : 0));
 	b[n++] = (uint8_t)in->network;
 	b[n++] = (uint8_t)in->accept;
@@ -159,6 +183,14 @@ size_t fz_encode(const struct fz_input *in, uint8_t *out, size_t cap)
 		b[n++] = (uint8_t)r->err_idx;
 		b[n++] = (uint8_t)r->sleep_idx;
 		b[n++] = (uint8_t)((r->env ? 1 : 0) | (r->unicode ? 2 : 0));
+	}
+	if (in->surface != FZ_SURF_RUN)
+		b[n++] = (uint8_t)in->surface;
+	for (i = 0; i < in->nruns && in->surface == FZ_SURF_COMPONENT; i++) {
+		const struct fz_run *r = &in->runs[i];
+
+		b[n++] = (uint8_t)((r->reuse ? 1 : 0) | (r->between << 1) |
+				   ((r->files == FZ_FILES_NONE ? 0 : r->files + 4) << 3));
 	}
 	if (n > cap)
 		n = cap;
@@ -231,7 +263,7 @@ static double sleep_s(const struct fz_input *in, unsigned r)
 
 	if (s >= 0)
 		return s;
-	return fz_sleeps_past(in, r) ? 2.5 : 0.1;
+	return fz_sleeps_past(in, r) ? 1.5 : 0.03;
 }
 
 /* ---- guest code and its exact output ---- */
@@ -293,10 +325,79 @@ char *fz_code(const struct fz_input *in, unsigned r, const char *trip, const cha
 		sbx_strbuf_printf(&b, "sys.stdout.write('R%u|' + '%s' * %u)\n", r, ch, SIZES[run->out_idx]);
 	sbx_strbuf_printf(&b, "sys.stderr.write('E%u|' + '%s' * %u)\n", r, ch, SIZES[run->err_idx]);
 	sbx_strbuf_puts(&b, "sys.stdout.flush()\nsys.stderr.flush()\n");
+	if (run->files != FZ_FILES_NONE && in->surface == FZ_SURF_COMPONENT)
+		sbx_strbuf_puts(&b, "os.makedirs('artifacts', exist_ok=True)\n");
+	if (run->files == FZ_FILES_FEW && in->surface == FZ_SURF_COMPONENT)
+		sbx_strbuf_printf(&b, "for i in range(3):\n"
+				  "    open('artifacts/fz%u_%%d.txt' %% i, 'w').write('F%u' * (1 + 700 * i))\n", r, r);
+	else if (run->files == FZ_FILES_BIG && in->surface == FZ_SURF_COMPONENT)
+		sbx_strbuf_puts(&b, "open('artifacts/big.bin', 'wb').write(b'\\0' * (6 * 1024 * 1024))\n");
+	else if (run->files == FZ_FILES_MANY && in->surface == FZ_SURF_COMPONENT)
+		sbx_strbuf_puts(&b, "for i in range(300):\n    open('artifacts/m%03d.txt' % i, 'w').write('x')\n");
 	if (sleep_s(in, r) > 0)
 		sbx_strbuf_printf(&b, "time.sleep(%.2f)\n", sleep_s(in, r));
 	sbx_strbuf_printf(&b, "sys.exit(%d)\n", EXITS[run->exit_idx]);
 	return sbx_strbuf_detach(&b, NULL);
+}
+
+bool fz_artifact(const struct fz_input *in, unsigned r, unsigned i, char name[32], char **data, size_t *len)
+{
+	sbx_strbuf b = SBX_STRBUF_INIT;
+	unsigned k;
+
+	if (in->surface != FZ_SURF_COMPONENT || in->runs[r].files != FZ_FILES_FEW || i >= 3)
+		return false;
+	snprintf(name, 32, "artifacts/fz%u_%u.txt", r, i);
+	for (k = 0; k < 1 + 700 * i; k++)
+		sbx_strbuf_printf(&b, "F%u", r);
+	*data = sbx_strbuf_detach(&b, len);
+	return true;
+}
+
+unsigned fz_fork_index(const struct fz_input *in)
+{
+	return in->nruns >= 2 ? 1 : 0;
+}
+
+cJSON *fz_request(const struct fz_input *in, unsigned r, const char *code, cJSON *env)
+{
+	cJSON *o = cJSON_CreateObject();
+	const struct fz_run *run = &in->runs[r];
+
+	if (in->surface == FZ_SURF_COMPONENT) {
+		cJSON_AddStringToObject(o, "op", "component_run");
+		cJSON_AddStringToObject(o, "mode", "python");
+		cJSON_AddStringToObject(o, "code", code);
+		cJSON_AddStringToObject(o, "reuse", run->reuse ? "flow" : "off");
+		cJSON_AddStringToObject(o, "flow_id", "fz-flow");
+		cJSON_AddStringToObject(o, "component_id", "fz-comp");
+		cJSON_AddBoolToObject(o, "allow_network", false);
+		cJSON_AddBoolToObject(o, "return_files", run->files != FZ_FILES_NONE);
+	} else if (in->surface == FZ_SURF_EXECUTOR) {
+		cJSON_AddStringToObject(o, "op", "executor_run");
+		cJSON_AddStringToObject(o, "code", code);
+		cJSON_AddNullToObject(o, "allow_network");
+	} else if (in->surface == FZ_SURF_FORK && r == fz_fork_index(in)) {
+		cJSON_AddStringToObject(o, "op", "fork_check");
+		cJSON_AddStringToObject(o, "code", code);
+	} else {
+		cJSON_AddStringToObject(o, "op", "run");
+		cJSON_AddStringToObject(o, "code", code);
+		if (env != NULL)
+			cJSON_AddItemToObject(o, "env", env);
+		else
+			cJSON_AddNullToObject(o, "env");
+		env = NULL;
+	}
+	cJSON_Delete(env);
+	return o;
+}
+
+const char *fz_surface_name(unsigned surface)
+{
+	static const char *const N[FZ_N_SURF] = {"run", "component_run", "executor_run", "fork_check"};
+
+	return N[surface % FZ_N_SURF];
 }
 
 /* ---- faults ---- */
@@ -483,9 +584,17 @@ void fz_print_requests(FILE *f, const struct fz_input *in)
 		cJSON_Delete(req);
 	} else {
 		for (r = 0; r < in->nruns; r++) {
-			req = run_fields(in, r);
+			cJSON *fields = run_fields(in, r);
+			cJSON *env = cJSON_DetachItemFromObjectCaseSensitive(fields, "env");
+
+			/* the harness's pause / egress change between component
+			 * runs is not replayed here: sbx-conform --fuzz-case does */
+			req = fz_request(in, r, cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(fields, "code")),
+					 cJSON_IsObject(env) ? env : NULL);
+			if (!cJSON_IsObject(env))
+				cJSON_Delete(env);
+			cJSON_Delete(fields);
 			cJSON_AddNumberToObject(req, "id", id++);
-			cJSON_AddStringToObject(req, "op", "run");
 			s = cJSON_PrintUnformatted(req);
 			fprintf(f, "%s\n", s);
 			free(s);
@@ -499,7 +608,8 @@ void fz_describe(FILE *f, const struct fz_input *in)
 {
 	unsigned i;
 
-	fprintf(f, "%u run(s)%s%s; timeout %ld; %u fault(s)", in->nruns,
+	fprintf(f, "%u %s(s)%s%s; timeout %ld; %u fault(s)", in->nruns,
+		in->surface == FZ_SURF_FORK ? "run/fork_check" : fz_surface_name(in->surface),
 		in->concurrent && in->nruns > 1 ? " concurrent" : "", in->fresh ? ", fresh driver" : "",
 		fz_timeout_s(in), in->nfaults);
 	for (i = 0; i < in->nfaults; i++) {
@@ -515,5 +625,11 @@ void fz_describe(FILE *f, const struct fz_input *in)
 			EXITS[in->runs[i].exit_idx], SIZES[in->runs[i].out_idx], SIZES[in->runs[i].err_idx],
 			sleep_s(in, i), fz_sleeps_past(in, i) ? " (past the timeout)" : "",
 			in->runs[i].env ? ", env" : "", in->runs[i].unicode ? ", UTF-8" : "");
+	for (i = 0; i < in->nruns && in->surface == FZ_SURF_COMPONENT; i++)
+		fprintf(f, "\n  component run %u: reuse %s%s%s", i, in->runs[i].reuse ? "flow" : "off",
+			in->runs[i].between == FZ_BETWEEN_PAUSE ? ", the harness pauses the reuse guest first"
+			: in->runs[i].between == FZ_BETWEEN_DRIFT ? ", the harness changes the reuse guest's egress first" : "",
+			in->runs[i].files == FZ_FILES_FEW ? ", 3 files" : in->runs[i].files == FZ_FILES_BIG ? ", a 6 MiB file"
+			: in->runs[i].files == FZ_FILES_MANY ? ", 300 files" : "");
 	fputc('\n', f);
 }

@@ -1,0 +1,34 @@
+#!/bin/sh
+# bench/fuzz_backend.sh: inputs per second of the backend fuzzer's harness
+# (issue 18: >= 20/s against the reference C backend, >= 5/s against the
+# Python example backend, on 2 cores). Replays a corpus (default: the seed
+# corpus, fuzz/corpus/backend: the conformance checks' cases, every surface)
+# PASSES times in one process, so the driver pool is warm after the first
+# pass as in a fuzzing run, and prints inputs/s per backend with the load
+# average it was taken under.
+# usage: bench/fuzz_backend.sh [BUILD_DIR=build/default] [PASSES=3] [CORPUS=fuzz/corpus/backend]
+#   env BACKENDS="ref python" (which to measure), BIN (another replay binary,
+#   e.g. the libFuzzer one: it replays files given as arguments too)
+set -eu
+BUILD=${1:-build/default}
+PASSES=${2:-3}
+CORPUS=${3:-fuzz/corpus/backend}
+BIN=${BIN:-$BUILD/fuzz/backend_replay}
+[ -x "$BIN" ] || { echo "bench/fuzz_backend.sh: $BIN not built" >&2; exit 2; }
+n=$(find "$CORPUS" -maxdepth 1 -type f | wc -l)
+args=""
+i=0
+while [ "$i" -lt "$PASSES" ]; do args="$args $CORPUS"; i=$((i + 1)); done
+for b in ${BACKENDS:-ref python}; do
+	case $b in
+	ref) envset="SBX_FUZZ_UNUSED=1" ;;
+	python) envset="SBX_FUZZ_PYTHON_BACKEND=conformance/adapters/examples/createos_backend.py:create_backend" ;;
+	*) echo "bench/fuzz_backend.sh: unknown backend $b (ref, python)" >&2; exit 2 ;;
+	esac
+	t0=$(date +%s%N)
+	# shellcheck disable=SC2086
+	env "$envset" nice -n 10 "$BIN" $args >/dev/null 2>&1 || { echo "$b: a finding or an error (rerun $BIN $CORPUS)"; exit 1; }
+	t1=$(date +%s%N)
+	awk -v n="$((n * PASSES))" -v ns="$((t1 - t0))" -v b="$b" -v load="$(cut -d' ' -f1 /proc/loadavg)" \
+		'BEGIN {printf "%s: %d inputs in %.1f s: %.1f inputs/s (load %s, %d cores)\n", b, n, ns / 1e9, n / (ns / 1e9), load, '"$(nproc)"'}'
+done
