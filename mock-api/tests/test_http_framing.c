@@ -234,9 +234,12 @@ static void test_chunked_body_over_limit_gets_413(void **state)
 
 	(void)state;
 	assert_true(fd >= 0);
-	memcpy(chunk, "1000\r\n", 6);
+	/* one 4 KiB chunk: its size line, the data, its CRLF (not a string) */
+	for (size_t k = 0; k < 6; k++)
+		chunk[k] = "1000\r\n"[k];
 	memset(chunk + 6, ' ', 4096);
-	memcpy(chunk + 6 + 4096, "\r\n", 2);
+	chunk[6 + 4096] = '\r';
+	chunk[6 + 4096 + 1] = '\n';
 	assert_int_equal(send(fd, head, sizeof(head) - 1, MSG_NOSIGNAL), (ssize_t)sizeof(head) - 1);
 	for (int i = 0; i < 256 + 16; i++)
 		assert_int_equal(send(fd, chunk, sizeof(chunk), MSG_NOSIGNAL), (ssize_t)sizeof(chunk));

@@ -73,7 +73,8 @@ static void head_on_every_api_get_route(void **state)
 		if (!rw_fill(rt->pattern, &a, path, sizeof(path), why, sizeof(why)))
 			fail_msg("GET %s: cannot fill the route (%s): teach route_walk.c", rt->pattern, why);
 		if (strstr(path, "/files") != NULL)
-			strncat(path, "?path=/workspace/mark.txt", sizeof(path) - strlen(path) - 1);
+			snprintf(path + strlen(path), sizeof(path) - strlen(path), "%s",
+				 "?path=/workspace/mark.txt");
 		head_matches_get(path, auth);
 		n++;
 	}

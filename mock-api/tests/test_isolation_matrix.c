@@ -149,7 +149,7 @@ static void check_route(const mock_route *rt, const rw_tenant *a, const rw_tenan
 	if (!rw_fill(rt->pattern, a, path, sizeof(path), why, sizeof(why)))
 		fail_msg("%s %s: cannot fill the route (%s): teach route_walk.c", rt->method, rt->pattern,
 			 why);
-	strncat(path, query_for(rt->pattern), sizeof(path) - strlen(path) - 1);
+	snprintf(path + strlen(path), sizeof(path) - strlen(path), "%s", query_for(rt->pattern));
 	snprintf(what, sizeof(what), "%s %s (as %s: %s)", rt->method, path, b->key, rt->pattern);
 	body = body_for(rt, b, bodybuf, sizeof(bodybuf));
 	snprintf(auth, sizeof(auth), "X-Api-Key: %s\r\n%s", b->key,
