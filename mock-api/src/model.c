@@ -399,12 +399,14 @@ static void grave_sweep(mock_model *m)
 static size_t forget_old_destroyed(mock_model *m, dead_ref *refs, size_t n)
 {
 	size_t forgotten = 0, rank = 0;
+	const mock_tenant *prev = NULL; /* the previous one's: it may be freed */
 
 	qsort(refs, n, sizeof(*refs), dead_cmp);
 	for (size_t i = 0; i < n; i++) {
 		mock_sandbox *sb = refs[i].sb;
 
-		rank = i > 0 && refs[i - 1].sb->tenant == sb->tenant ? rank + 1 : 0;
+		rank = i > 0 && prev == sb->tenant ? rank + 1 : 0;
+		prev = sb->tenant;
 		if (rank < MOCK_DESTROYED_KEEP || !sandbox_unheld(sb))
 			continue;
 		m->sbx[refs[i].pos] = NULL;
