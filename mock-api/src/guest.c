@@ -383,7 +383,10 @@ void mock_guest_free(mock_guest *g, bool remove_tree)
 {
 	if (g == NULL)
 		return;
-	mock_guest_kill(g);
+	/* killed once only: a process group id killed before may belong to
+	 * another process by now (guest_add_pgid kills a late one itself) */
+	if (!mock_guest_dead(g))
+		mock_guest_kill(g);
 	mock_cell_stop(g->cell); /* reaped: every guest process is gone */
 	if (remove_tree)
 		remove_tree_at(AT_FDCWD, g->fs);

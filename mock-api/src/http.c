@@ -27,6 +27,11 @@
 
 /* ---- request facts: key, fault summary, journal ---- */
 
+/* How much of a chunked body past its limit is read and dropped so that
+ * the client gets a 413 (a declared length over the limit is answered
+ * before the body); beyond it the connection is closed. */
+#define CHUNKED_DISCARD_MAX ((size_t)1024 * 1024)
+
 static const char *auth_key(struct MHD_Connection *conn)
 {
 	static const char *const names[] = {"X-Auth-Token", "X-Access-Token", "X-Api-Key"};
@@ -326,6 +331,7 @@ static enum MHD_Result dispatch(mreq *r)
 		memset(&out, 0, sizeof(out));
 		snprintf(msg, sizeof(msg), "request body is over the %zu-byte limit", r->limit);
 		resp_fail(&out, 413, "body", "PAYLOAD_TOO_LARGE", msg);
+		resp_header(&out, MHD_HTTP_HEADER_CONNECTION, "close");
 		if (!r->admin)
 			journal_record(r, 413);
 		return finish(r, &out);
@@ -482,16 +488,19 @@ enum MHD_Result mock_http_on_request(void *cls, struct MHD_Connection *conn, con
 		return check_framing(r);
 	}
 	if (*upload_data_size != 0) {
-		if (r->too_large)
-			return MHD_NO; /* not reached: the 413 below closes the connection */
-		if (r->body.len + *upload_data_size > r->limit) {
-			/* Only a chunked body (no declared length) gets here. It
-			 * stops at the limit: libmicrohttpd 0.9.75 refuses an
-			 * answer queued mid-body, so the connection is closed
-			 * (journalled as status 0) instead of reading the rest. */
+		if (r->too_large || r->body.len + *upload_data_size > r->limit) {
+			/* Only a chunked body (no declared length) gets here.
+			 * libmicrohttpd 0.9.75 takes an answer only before the
+			 * body or after it, so the body is read on and dropped,
+			 * up to CHUNKED_DISCARD_MAX more, and dispatch answers 413
+			 * once it ends; a longer one is cut: the connection is
+			 * closed (journalled as status 0). */
+			r->discarded += r->body.len + *upload_data_size;
 			r->too_large = true;
 			sbx_strbuf_free(&r->body);
 			*upload_data_size = 0;
+			if (r->discarded <= r->limit + CHUNKED_DISCARD_MAX)
+				return MHD_YES;
 			new_request_id(r);
 			if (!r->admin)
 				journal_record(r, 0);

@@ -343,17 +343,123 @@ bool model_sandbox_add(mock_model *m, mock_sandbox *sb)
 	return true;
 }
 
+/* ---- retention of destroyed sandboxes (MOCK_DESTROYED_KEEP) ---- */
+
+/* Nothing holds sb: no request has it busy and its guest was released. */
+static bool sandbox_unheld(const mock_sandbox *sb)
+{
+	return sb->busy == 0 && sb->guest == NULL;
+}
+
+typedef struct dead_ref {
+	mock_sandbox *sb;
+	size_t pos; /* in sbx: creation order breaks ties */
+} dead_ref;
+
+/* By tenant, then the most recently destroyed first. */
+static int dead_cmp(const void *a, const void *b)
+{
+	const dead_ref *x = a, *y = b;
+	uintptr_t tx = (uintptr_t)x->sb->tenant, ty = (uintptr_t)y->sb->tenant;
+
+	if (tx != ty)
+		return tx < ty ? -1 : 1;
+	if (x->sb->destroyed_ms != y->sb->destroyed_ms)
+		return x->sb->destroyed_ms > y->sb->destroyed_ms ? -1 : 1;
+	return x->pos > y->pos ? -1 : (x->pos < y->pos ? 1 : 0);
+}
+
+/* Puts every sandbox of sbx back into by_id (same capacity: cannot fail). */
+static void by_id_rebuild(mock_model *m)
+{
+	if (m->by_id != NULL)
+		memset(m->by_id, 0, m->by_id_cap * sizeof(*m->by_id));
+	m->by_id_n = 0;
+	for (size_t i = 0; i < m->nsbx; i++)
+		model_by_id_put(m, m->sbx[i]);
+}
+
+/* Frees the graveyard's sandboxes that nothing holds any more. */
+static void grave_sweep(mock_model *m)
+{
+	size_t j = 0;
+
+	for (size_t i = 0; i < m->ngrave; i++) {
+		if (sandbox_unheld(m->grave[i]))
+			model_sandbox_free(m->grave[i]);
+		else
+			m->grave[j++] = m->grave[i];
+	}
+	m->ngrave = j;
+}
+
+/* Marks (NULL in sbx) the destroyed sandboxes past each tenant's
+ * MOCK_DESTROYED_KEEP most recent ones that nothing holds, freeing them.
+ * Returns how many. */
+static size_t forget_old_destroyed(mock_model *m, dead_ref *refs, size_t n)
+{
+	size_t forgotten = 0, rank = 0;
+	const mock_tenant *prev = NULL; /* the previous one's: it may be freed */
+
+	qsort(refs, n, sizeof(*refs), dead_cmp);
+	for (size_t i = 0; i < n; i++) {
+		mock_sandbox *sb = refs[i].sb;
+
+		rank = i > 0 && prev == sb->tenant ? rank + 1 : 0;
+		prev = sb->tenant;
+		if (rank < MOCK_DESTROYED_KEEP || !sandbox_unheld(sb))
+			continue;
+		m->sbx[refs[i].pos] = NULL;
+		model_sandbox_free(sb);
+		forgotten++;
+	}
+	return forgotten;
+}
+
+void model_trim_destroyed(mock_model *m)
+{
+	size_t ndead = m->nsbx - m->nlive, n = 0, j = 0;
+	dead_ref *refs;
+
+	if (ndead < m->trim_at)
+		return;
+	grave_sweep(m);
+	/* amortised: the next pass once an eighth more (at least 256) died */
+	m->trim_at = ndead + (ndead / 8 > 256 ? ndead / 8 : 256);
+	if (ndead <= MOCK_DESTROYED_KEEP)
+		return; /* no tenant can be over the bound */
+	refs = malloc(ndead * sizeof(*refs));
+	if (refs == NULL)
+		return; /* out of memory: kept, tried again later */
+	for (size_t i = 0; i < m->nsbx && n < ndead; i++) {
+		if (m->sbx[i]->status == ST_DESTROYED)
+			refs[n++] = (dead_ref){m->sbx[i], i};
+	}
+	if (forget_old_destroyed(m, refs, n) > 0) {
+		for (size_t i = 0; i < m->nsbx; i++) {
+			if (m->sbx[i] != NULL)
+				m->sbx[j++] = m->sbx[i];
+		}
+		m->nsbx = j;
+		by_id_rebuild(m);
+		ndead = m->nsbx - m->nlive;
+		m->trim_at = ndead + (ndead / 8 > 256 ? ndead / 8 : 256);
+	}
+	free(refs);
+}
+
 void mock_model_reset(mock_model *m)
 {
 	for (size_t i = 0; i < m->nsbx; i++) {
 		mock_sandbox *sb = m->sbx[i];
 
 		sb->tenant = NULL;
-		if (!grave_push(m, sb))
+		if (sandbox_unheld(sb) || !grave_push(m, sb))
 			model_sandbox_free(sb); /* out of memory: nothing in flight can be saved */
 	}
 	m->nsbx = 0;
 	indexes_clear(m);
+	m->trim_at = 0;
 	/* In-flight requests may still hold a tenant pointer: keep them. */
 	while (m->tenants != NULL) {
 		mock_tenant *t = m->tenants;
@@ -379,6 +485,7 @@ void mock_model_free(mock_model *m)
 		model_sandbox_free(m->grave[i]);
 	free(m->sbx);
 	free(m->grave);
+	free(m->reap); /* emptied by the guest layer (mock_free_guests) */
 	free(m->by_id);
 	free(m->live);
 	tenants_free(m->tenants);

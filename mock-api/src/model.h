@@ -14,9 +14,13 @@
  * is part of the contract, not of HTTP).
  *
  * Locking: every function taking a mock_model requires the caller to hold
- * model->lock, except mock_model_new/free. Sandbox objects are never freed
- * before mock_model_free (reset moves them to a graveyard), so a pointer
- * taken under the lock stays valid for an in-flight exec after unlocking. */
+ * model->lock, except mock_model_new/free. A sandbox object is freed only
+ * when nothing holds it: its `busy` count (an in-flight create, fork, exec
+ * or file transfer) is 0 and its guest was released (guest == NULL), so a
+ * pointer taken under the lock and marked busy stays valid after unlocking.
+ * What frees one: the retention bound on destroyed sandboxes
+ * (MOCK_DESTROYED_KEEP, mock_tick) and reset (busy ones wait in a
+ * graveyard). */
 #ifndef SBX_MOCK_MODEL_H
 #define SBX_MOCK_MODEL_H
 
@@ -36,6 +40,10 @@
 #define MOCK_ENVS_TOTAL_MAX 65536
 #define MOCK_NETWORKS_PER_KEY 5
 #define MOCK_BW_DEFAULT_QUOTA (5LL * 1024 * 1024 * 1024)
+/* Destroyed sandboxes a tenant's GET, list (status=destroyed), repeated
+ * DELETE and the admin state still see: the most recently destroyed ones.
+ * Older ones are forgotten (404), so a long run's memory stays bounded. */
+#define MOCK_DESTROYED_KEEP 1000
 
 typedef enum mock_status {
 	ST_CREATING,
@@ -138,6 +146,8 @@ typedef struct mock_sandbox {
 	unsigned resume_polls; /* lifecycle fault: polls left before running */
 	bool destroy_stuck;    /* lifecycle fault: stays destroying */
 	bool cold_start;       /* its host died: the next resume is a cross-host cold start */
+	bool self_deleted;     /* its guest deleted it (/self/delete): its self-signal
+				  listener stays until reset, as it carries the answer */
 	uint32_t persist_crc;  /* durable state: CRC of the last record written for it */
 	struct mock_guest *guest; /* set by the guest layer */
 } mock_sandbox;
@@ -172,8 +182,13 @@ typedef struct mock_model {
 	size_t by_id_cap, by_id_n;
 	mock_sandbox **live;
 	size_t nlive, caplive;
-	mock_sandbox **grave;   /* dropped by reset, freed at the end */
+	mock_sandbox **grave;   /* dropped by reset while busy, freed once not */
 	size_t ngrave, capgrave;
+	size_t trim_at;         /* trim destroyed sandboxes when this many (mock_tick) */
+	/* Guests of destroyed sandboxes that nothing holds any more, to be
+	 * freed outside the lock (ops.c: the model never touches a guest). */
+	struct mock_guest **reap;
+	size_t nreap, capreap;
 	int64_t clock_offset_ms; /* added by clock/advance */
 	int64_t start_mono_ms;
 	int64_t start_wall_ms;
@@ -195,7 +210,8 @@ typedef struct mock_model {
 
 mock_model *mock_model_new(const mock_settings *set);
 void mock_model_free(mock_model *m);
-/* Forget every tenant and sandbox (sandboxes go to the graveyard). */
+/* Forget every tenant and sandbox: a sandbox with busy 0 and no guest is
+ * freed, the others go to the graveyard until they are. */
 void mock_model_reset(mock_model *m);
 /* Transition durations in ms for the current timing profile. */
 int64_t mock_timing_ms(const mock_model *m, const char *what);
@@ -203,8 +219,11 @@ int64_t mock_timing_ms(const mock_model *m, const char *what);
 /* Virtual clock: real time since start plus everything advanced. */
 int64_t mock_now(const mock_model *m);
 void mock_advance(mock_model *m, int64_t ms);
-/* Applies every transition due at mock_now (auto-pause, pausing->paused...)
- * and drops destroyed sandboxes from the live index. Calls on_change(sb,
+/* Applies every transition due at mock_now (auto-pause, pausing->paused...),
+ * drops destroyed sandboxes from the live index and forgets a tenant's
+ * destroyed sandboxes beyond MOCK_DESTROYED_KEEP (the least recently
+ * destroyed first; one still busy or with a guest is kept until it is
+ * not). Calls on_change(sb,
  * from, arg), when on_change is not NULL, for each sandbox whose status
  * changed (a due transition or an auto-pause), so the caller can act on its
  * guest: freeze it when paused, kill it when destroyed. */

@@ -30,6 +30,10 @@ bool model_by_id_put(mock_model *m, mock_sandbox *sb);
 bool model_sandbox_add(mock_model *m, mock_sandbox *sb);
 /* Drops destroyed sandboxes from the live index (they stay in sbx). */
 void model_live_compact(mock_model *m);
+/* Forgets each tenant's destroyed sandboxes past MOCK_DESTROYED_KEEP and
+ * frees the graveyard's unheld ones; amortised (runs once enough more
+ * sandboxes died since the last pass). After model_live_compact. */
+void model_trim_destroyed(mock_model *m);
 
 /* N of "host-local-N", 0 for any other name. */
 unsigned model_host_number(const char *host_id);

@@ -618,6 +618,7 @@ void mock_tick(mock_model *m, void (*on_change)(mock_sandbox *sb, mock_status fr
 	int64_t next = INT64_MAX;
 
 	model_live_compact(m);
+	model_trim_destroyed(m);
 	if (now < m->next_due_ms)
 		return;
 	/* a destroyed sandbox has nothing due (destroy clears due_ms) */

@@ -10,6 +10,7 @@
 
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -153,6 +154,7 @@ cJSON *mock_op_create(mock_op *op, const mock_create_req *q)
 		mock_destroy_guest(mock, sb); /* destroyed while booting */
 	}
 	pthread_mutex_unlock(&mock->model->lock);
+	mock_op_reap_guests(mock);
 	if (g == NULL)
 		mock_err_set(&op->err, 500, "", "error", "sandbox failed to boot: %s", gerr.msg);
 	else if (failed)
@@ -194,11 +196,15 @@ cJSON *mock_op_fork(mock_op *op, const mock_fork_req *q)
 	src->busy--;
 	sb->busy--;
 	sb->guest = g;
+	mock_guest_release(mock, src); /* destroyed while it was copied */
 	if (g == NULL)
 		sb->status = ST_FAILED;
+	else if (sb->status == ST_DESTROYED || sb->tenant == NULL)
+		mock_destroy_guest(mock, sb); /* destroyed (or reset) while forking */
 	else
 		v = mock_sandbox_view(mock->model, sb);
 	pthread_mutex_unlock(&mock->model->lock);
+	mock_op_reap_guests(mock);
 	if (v == NULL)
 		mock_err_set(&op->err, 500, "", "error", "fork failed: %s", gerr.msg);
 	return v;
@@ -280,12 +286,15 @@ cJSON *mock_op_destroy(mock_op *op)
 			if (!mock_guest_dead(sb->guest))
 				mock_egress_unwire(op->mock, sb);
 			mock_guest_kill(sb->guest);
+			sb->self_deleted = true;
+			mock_guest_release(op->mock, sb);
 		}
 		d = cJSON_CreateObject();
 		cJSON_AddStringToObject(d, "id", sb->id);
 		cJSON_AddStringToObject(d, "status", mock_status_name(sb->status));
 	}
 	pthread_mutex_unlock(&m->lock);
+	mock_op_reap_guests(op->mock);
 	return d;
 }
 
@@ -520,25 +529,66 @@ mock_guest *mock_guest_start(sbx_mock *mock, const mock_sandbox *sb, sbx_err *er
 	return g;
 }
 
-/* Kills the guest's processes and removes its tree; the struct itself lives
- * until the mock stops, because an exec may still hold it. */
+/* Kills the guest's processes (the tree goes when the guest is freed). */
 void mock_destroy_guest(sbx_mock *mock, mock_sandbox *sb)
 {
-	/* a guest already killed had its listener removed then, or deleted
-	 * itself and keeps it until reset (mock_op_destroy) */
-	if (mock_guest_dead(sb->guest))
+	/* a guest already killed had its listener removed then; one that
+	 * deleted itself keeps it until reset (mock_op_destroy) */
+	if (sb->self_deleted || mock_guest_dead(sb->guest)) {
+		mock_guest_release(mock, sb);
 		return;
+	}
 	mock_self_listen_remove(mock, sb->id);
 	if (sb->guest == NULL)
 		return;
 	mock_egress_unwire(mock, sb);
 	mock_guest_kill(sb->guest);
+	mock_guest_release(mock, sb);
+}
+
+void mock_guest_release(sbx_mock *mock, mock_sandbox *sb)
+{
+	mock_model *m = mock->model;
+
+	if (sb->busy > 0 || sb->guest == NULL || (sb->status != ST_DESTROYED && sb->tenant != NULL) ||
+	    !mock_guest_dead(sb->guest))
+		return;
+	if (m->nreap == m->capreap) {
+		size_t cap = m->capreap == 0 ? 16 : m->capreap * 2;
+		struct mock_guest **q = realloc(m->reap, cap * sizeof(*q));
+
+		if (q == NULL)
+			return; /* out of memory: freed at stop instead */
+		m->reap = q;
+		m->capreap = cap;
+	}
+	m->reap[m->nreap++] = sb->guest;
+	sb->guest = NULL;
+}
+
+/* Takes the queue under the lock, frees it without. */
+void mock_op_reap_guests(sbx_mock *mock)
+{
+	mock_model *m = mock->model;
+	struct mock_guest **q;
+	size_t n;
+
+	pthread_mutex_lock(&m->lock);
+	q = m->reap;
+	n = m->nreap;
+	m->reap = NULL;
+	m->nreap = m->capreap = 0;
+	pthread_mutex_unlock(&m->lock);
+	for (size_t i = 0; i < n; i++)
+		mock_guest_free(q[i], true);
+	free(q);
 }
 
 void mock_free_guests(sbx_mock *mock, bool remove)
 {
 	mock_model *m = mock->model;
 
+	mock_op_reap_guests(mock);
 	for (size_t i = 0; i < m->nsbx; i++) {
 		mock_guest_free(m->sbx[i]->guest, remove);
 		m->sbx[i]->guest = NULL;
@@ -555,13 +605,18 @@ void mock_reset_all(sbx_mock *mock)
 
 	pthread_mutex_lock(&m->lock);
 	for (size_t i = 0; i < m->nsbx; i++) {
-		mock_self_listen_remove(mock, m->sbx[i]->id);
-		if (!mock_guest_dead(m->sbx[i]->guest))
-			mock_egress_unwire(mock, m->sbx[i]);
-		mock_guest_kill(m->sbx[i]->guest);
+		mock_sandbox *sb = m->sbx[i];
+
+		mock_self_listen_remove(mock, sb->id);
+		if (!mock_guest_dead(sb->guest))
+			mock_egress_unwire(mock, sb);
+		mock_guest_kill(sb->guest);
+		sb->tenant = NULL; /* dropped: released like a destroyed one */
+		mock_guest_release(mock, sb);
 	}
 	mock_model_reset(m);
 	pthread_mutex_unlock(&m->lock);
+	mock_op_reap_guests(mock);
 	mock_faults_clear(mock->faults);
 	mock_faults_reseed(mock->faults, mock->seed);
 	mock_journal_clear(mock->journal);

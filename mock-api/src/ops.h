@@ -175,15 +175,23 @@ void mock_op_kill_guests(sbx_mock *mock);
 /* mock_tick's callback: a sandbox that became paused is SIGSTOPped, one
  * that became destroyed loses its guest. arg is the sbx_mock. */
 void mock_on_state_change(mock_sandbox *sb, mock_status from, void *arg);
-/* Kills the guest's processes; the struct lives until the mock stops,
- * because an exec may still hold it. */
+/* Kills the guest's processes and releases it (mock_guest_release). */
 void mock_destroy_guest(sbx_mock *mock, mock_sandbox *sb);
+/* Lock held: when sb is destroyed (or dropped by a reset), its guest is
+ * killed and no request holds sb (busy 0), queues the guest to be freed
+ * and sets sb->guest to NULL; otherwise nothing. The last holder's end
+ * (mock_op_io_end, create, fork) calls it again. */
+void mock_guest_release(sbx_mock *mock, mock_sandbox *sb);
+/* Frees the queued guests (their processes are dead; their trees are
+ * removed here, outside the lock, as they may be large). Without the lock. */
+void mock_op_reap_guests(sbx_mock *mock);
 /* Starts sb's guest (its tree and, contained, its cell in a cgroup of
  * the shape's memory and MOCK_GUEST_PIDS_MAX processes); NULL + err. */
 #define MOCK_GUEST_PIDS_MAX 512
 mock_guest *mock_guest_start(sbx_mock *mock, const mock_sandbox *sb, sbx_err *err);
 /* Frees every guest (live and destroyed sandboxes), removing their trees
- * when remove. At stop only. */
+ * when remove (the queued ones of destroyed sandboxes always). At stop
+ * only. */
 void mock_free_guests(sbx_mock *mock, bool remove);
 /* ---- enforced egress (egress_enforce.c; no-ops without the internet) ---- */
 /* Joins a started guest to the simulated internet with its rules; -1 +

@@ -156,7 +156,9 @@ void mock_op_io_end(sbx_mock *mock, mock_sandbox *sb)
 	pthread_mutex_lock(&mock->model->lock);
 	sb->busy--;
 	mock_sandbox_touch(mock->model, sb);
+	mock_guest_release(mock, sb); /* the last holder of a destroyed one */
 	pthread_mutex_unlock(&mock->model->lock);
+	mock_op_reap_guests(mock);
 }
 
 /* ---- egress and bandwidth ---- */

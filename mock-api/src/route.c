@@ -9,6 +9,22 @@
 #include <stdio.h>
 #include <string.h>
 
+/* HEAD is served by the GET row (RFC 9110 §9.3.2: a server that has GET
+ * must have HEAD; libmicrohttpd sends the GET answer's status and headers
+ * without its body). */
+static bool method_is(const mock_route *rt, const char *method)
+{
+	return strcmp(rt->method, method) == 0 ||
+	       (strcmp(method, "HEAD") == 0 && strcmp(rt->method, "GET") == 0);
+}
+
+/* Appends m to the Allow list unless there already. */
+static void allow_add(char *allow, size_t cap, size_t *alen, const char *m)
+{
+	if (strstr(allow, m) == NULL && *alen + strlen(m) + 3 < cap)
+		*alen += (size_t)snprintf(allow + *alen, cap - *alen, "%s%s", *alen > 0 ? ", " : "", m);
+}
+
 const mock_route *mock_route_find(const mock_route *rows, size_t n, const char *method,
 				  const char *path, char *allow, size_t cap)
 {
@@ -21,12 +37,13 @@ const mock_route *mock_route_find(const mock_route *rows, size_t n, const char *
 
 		if (!mock_path_match(rt->pattern, path))
 			continue;
-		if (strcmp(rt->method, method) == 0)
+		if (method_is(rt, method))
 			return rt;
-		if (allow != NULL && strstr(allow, rt->method) == NULL &&
-		    alen + strlen(rt->method) + 3 < cap)
-			alen += (size_t)snprintf(allow + alen, cap - alen, "%s%s", alen > 0 ? ", " : "",
-						 rt->method);
+		if (allow == NULL)
+			continue;
+		allow_add(allow, cap, &alen, rt->method);
+		if (strcmp(rt->method, "GET") == 0)
+			allow_add(allow, cap, &alen, "HEAD");
 	}
 	return NULL;
 }

@@ -42,9 +42,9 @@ typedef struct mock_route {
 typedef mock_tenant *(*mock_route_auth_fn)(mreq *r, mresp *out);
 
 /* The first row of rows[n] whose pattern matches path and whose method is
- * method. NULL when none; then, if allow is not NULL,
- * allow holds the methods the path does take ("GET, POST"), "" when the
- * path is unknown. */
+ * method (a GET row serves HEAD too). NULL when none; then, if allow is not
+ * NULL, allow holds the methods the path does take ("GET, HEAD, POST"), ""
+ * when the path is unknown. */
 const mock_route *mock_route_find(const mock_route *rows, size_t n, const char *method,
 				  const char *path, char *allow, size_t cap);
 

@@ -107,6 +107,7 @@ typedef struct mreq {
 	sbx_strbuf body;
 	size_t limit;
 	bool too_large;
+	size_t discarded;         /* chunked body bytes dropped past limit (http.c) */
 	cJSON *json;              /* parsed body when it is JSON, else NULL */
 	bool json_bad;            /* body present but not valid JSON */
 	char json_why[96];        /* why json_bad: what and at which byte */

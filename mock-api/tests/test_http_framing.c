@@ -8,8 +8,9 @@
  *     is sent, and with Expect: 100-continue no 100 Continue first;
  *   - a Content-Length that is not a number, or a chunk size that is not
  *     hex → 400 and close (libmicrohttpd answers these itself, in HTML);
- *   - a chunked body past the limit → the connection closed at the limit,
- *     not read to its end. */
+ *   - a chunked body a little past the limit → read and dropped, then a
+ *     413 JSend and close; one far past it (limit + 1 MiB) → the
+ *     connection closed there, not read to its end. */
 #define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
@@ -201,8 +202,9 @@ static void test_chunked_body_stops_at_limit(void **state)
 	memset(chunk + 6, ' ', 4096);
 	memcpy(chunk + 6 + 4096, "\r\n", 2);
 	assert_int_equal(send(fd, head, sizeof(head) - 1, MSG_NOSIGNAL), (ssize_t)sizeof(head) - 1);
-	/* 1.5 MiB in 4 KiB chunks; the mock may close part way (EPIPE) */
-	for (int i = 0; i < 384; i++) {
+	/* 3 MiB in 4 KiB chunks, past the 1 MiB limit and the 1 MiB the mock
+	 * drops after it; the mock may close part way (EPIPE) */
+	for (int i = 0; i < 768; i++) {
 		if (send(fd, chunk, sizeof(chunk), MSG_NOSIGNAL) < 0)
 			break;
 	}
@@ -216,6 +218,42 @@ static void test_chunked_body_stops_at_limit(void **state)
 		fail_msg("the mock kept reading a chunked body past its 1 MiB limit (errno %d)", errno);
 }
 
+/* A chunked body 64 KiB over the limit: the mock reads it to its end,
+ * dropping it, and answers 413 JSend with Connection: close (before, the
+ * connection was closed with no answer). */
+static void test_chunked_body_over_limit_gets_413(void **state)
+{
+	static const char head[] = "POST /v1/sandboxes HTTP/1.1\r\nHost: x\r\n"
+				   "Content-Type: application/json\r\n"
+				   "Transfer-Encoding: chunked\r\n\r\n";
+	static char chunk[6 + 4096 + 2];
+	char buf[4096];
+	size_t len = 0;
+	int fd = connect_mock();
+	ssize_t n;
+
+	(void)state;
+	assert_true(fd >= 0);
+	/* one 4 KiB chunk: its size line, the data, its CRLF (not a string) */
+	for (size_t k = 0; k < 6; k++)
+		chunk[k] = "1000\r\n"[k];
+	memset(chunk + 6, ' ', 4096);
+	chunk[6 + 4096] = '\r';
+	chunk[6 + 4096 + 1] = '\n';
+	assert_int_equal(send(fd, head, sizeof(head) - 1, MSG_NOSIGNAL), (ssize_t)sizeof(head) - 1);
+	for (int i = 0; i < 256 + 16; i++)
+		assert_int_equal(send(fd, chunk, sizeof(chunk), MSG_NOSIGNAL), (ssize_t)sizeof(chunk));
+	assert_int_equal(send(fd, "0\r\n\r\n", 5, MSG_NOSIGNAL), 5);
+	while (len + 1 < sizeof(buf) && (n = recv(fd, buf + len, sizeof(buf) - 1 - len, 0)) > 0)
+		len += (size_t)n;
+	buf[len] = '\0';
+	close(fd);
+	if (strncmp(buf, "HTTP/1.1 413", 12) != 0)
+		fail_msg("a chunked body over the limit: not a 413: %.300s", buf);
+	assert_non_null(strstr(buf, "Connection: close"));
+	assert_non_null(strstr(buf, "\"code\":\"PAYLOAD_TOO_LARGE\""));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -227,6 +265,7 @@ int main(void)
 		cmocka_unit_test_setup(test_non_numeric_length_refused, mf_reset),
 		cmocka_unit_test_setup(test_bad_chunk_size_refused, mf_reset),
 		cmocka_unit_test_setup(test_chunked_body_stops_at_limit, mf_reset),
+		cmocka_unit_test_setup(test_chunked_body_over_limit_gets_413, mf_reset),
 	};
 
 	return cmocka_run_group_tests(tests, mf_group_setup, mf_group_teardown);

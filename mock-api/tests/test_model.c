@@ -137,8 +137,9 @@ static void cap_counts_paused_and_fails_at_once(void **state)
 	mock_model_free(m);
 }
 
-/* Thousands of sandboxes, most destroyed: every id is still found (the
- * index grows past its first size), the cap counts only live ones, a
+/* Thousands of sandboxes, most destroyed: every id the model keeps is
+ * still found (the index grows past its first size, and is rebuilt when
+ * old destroyed ones are forgotten), the cap counts only live ones, a
  * destroyed one keeps its id and view, and reset forgets them all. */
 static void ids_stay_found_and_the_cap_ignores_the_destroyed(void **state)
 {
@@ -146,30 +147,105 @@ static void ids_stay_found_and_the_cap_ignores_the_destroyed(void **state)
 	mock_model *m = new_model(0);
 	mock_tenant *t = mock_tenant_get(m, "k", true);
 	mock_sandbox **made = calloc(N, sizeof(*made));
-	char first[MOCK_ID_MAX];
+	char (*ids)[MOCK_ID_MAX] = calloc(N, sizeof(*ids));
 	mock_err e;
 	bool now;
 
 	(void)state;
 	assert_non_null(made);
+	assert_non_null(ids);
 	for (int i = 0; i < N; i++) {
 		made[i] = mk(m, t, NULL, &e);
 		assert_non_null(made[i]);
+		snprintf(ids[i], sizeof(ids[i]), "%s", made[i]->id);
 		if (i < N - 1) /* the cap is 2: destroy all but the last */
 			assert_int_equal(mock_sandbox_destroy(m, made[i], &now, &e), 200);
 		mock_tick(m, NULL, NULL);
 	}
-	for (int i = 0; i < N; i++)
-		assert_ptr_equal(mock_sandbox_find_any(m, made[i]->id), made[i]);
-	assert_ptr_equal(mock_sandbox_find(m, t, made[0]->id), made[0]);
-	assert_int_equal(made[0]->status, ST_DESTROYED);
+	/* the last MOCK_DESTROYED_KEEP destroyed ones (made[N-1-KEEP..N-2])
+	 * and the live one are kept as they were; at most a trimming pass's
+	 * slack (an eighth, at least 256) more */
+	for (int i = N - 1 - MOCK_DESTROYED_KEEP; i < N; i++)
+		assert_ptr_equal(mock_sandbox_find_any(m, ids[i]), made[i]);
+	assert_ptr_equal(mock_sandbox_find(m, t, ids[N - 2]), made[N - 2]);
+	assert_int_equal(made[N - 2]->status, ST_DESTROYED);
+	assert_null(mock_sandbox_find_any(m, ids[0]));
+	assert_true(m->nsbx <= MOCK_DESTROYED_KEEP + MOCK_DESTROYED_KEEP / 8 + 257);
 	assert_int_equal(mock_tenant_live_count(m, t), 1);
 	assert_null(mock_sandbox_find_any(m, "sb-NOTTHERE"));
-	snprintf(first, sizeof(first), "%s", made[0]->id);
 	mock_model_reset(m);
-	assert_null(mock_sandbox_find_any(m, first));
+	assert_null(mock_sandbox_find_any(m, ids[N - 2]));
 	assert_non_null(mk(m, mock_tenant_get(m, "k", true), NULL, &e));
+	free(ids);
 	free(made);
+	mock_model_free(m);
+}
+
+static size_t destroyed_of(const mock_model *m, const mock_tenant *t)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < m->nsbx; i++)
+		n += m->sbx[i]->tenant == t && m->sbx[i]->status == ST_DESTROYED;
+	return n;
+}
+
+/* The retention bound counts per tenant and by destruction, not creation:
+ * a sandbox created first but destroyed last is kept, another tenant's
+ * few destroyed ones are kept, and one a request still holds (busy) is
+ * not freed under it; once released it goes at the next pass. */
+static void destroyed_retention_is_per_tenant_and_by_destruction(void **state)
+{
+	enum { EXTRA = 300 };
+	mock_model *m = new_model(0);
+	mock_tenant *t = mock_tenant_get(m, "k", true);
+	mock_tenant *o = mock_tenant_get(m, "o", true);
+	mock_sandbox *held, *early, *sb;
+	char held_id[MOCK_ID_MAX], first_churn[MOCK_ID_MAX] = "", others[5][MOCK_ID_MAX];
+	mock_err e;
+	bool now;
+
+	(void)state;
+	m->set.sandbox_cap = 10;
+	held = mk(m, t, NULL, &e);
+	assert_non_null(held);
+	snprintf(held_id, sizeof(held_id), "%s", held->id);
+	held->busy = 1; /* an exec in flight */
+	mock_sandbox_destroy(m, held, &now, &e);
+	early = mk(m, t, NULL, &e);
+	assert_non_null(early);
+	for (int i = 0; i < MOCK_DESTROYED_KEEP + EXTRA; i++) {
+		mock_advance(m, 1);
+		sb = mk(m, t, NULL, &e);
+		assert_non_null(sb);
+		if (i == 0)
+			snprintf(first_churn, sizeof(first_churn), "%s", sb->id);
+		mock_sandbox_destroy(m, sb, &now, &e);
+		mock_tick(m, NULL, NULL);
+	}
+	mock_advance(m, 1);
+	mock_sandbox_destroy(m, early, &now, &e);
+	for (int i = 0; i < 5; i++) {
+		sb = mk(m, o, NULL, &e);
+		assert_non_null(sb);
+		snprintf(others[i], sizeof(others[i]), "%s", sb->id);
+		mock_sandbox_destroy(m, sb, &now, &e);
+	}
+	mock_tick(m, NULL, NULL);
+	m->trim_at = 0; /* a pass now, whatever the amortisation says */
+	mock_tick(m, NULL, NULL);
+	assert_null(mock_sandbox_find_any(m, first_churn));
+	assert_ptr_equal(mock_sandbox_find(m, t, early->id), early);
+	assert_int_equal(early->status, ST_DESTROYED);
+	assert_ptr_equal(mock_sandbox_find(m, t, held_id), held);
+	for (int i = 0; i < 5; i++)
+		assert_non_null(mock_sandbox_find(m, o, others[i]));
+	assert_int_equal(destroyed_of(m, t), MOCK_DESTROYED_KEEP + 1); /* + the busy one */
+	held->busy = 0;
+	m->trim_at = 0;
+	mock_tick(m, NULL, NULL);
+	assert_null(mock_sandbox_find_any(m, held_id));
+	assert_int_equal(destroyed_of(m, t), MOCK_DESTROYED_KEEP);
 	mock_model_free(m);
 }
 
@@ -274,6 +350,7 @@ int main(void)
 		cmocka_unit_test(realistic_timing_goes_through_destroying),
 		cmocka_unit_test(cap_counts_paused_and_fails_at_once),
 		cmocka_unit_test(ids_stay_found_and_the_cap_ignores_the_destroyed),
+		cmocka_unit_test(destroyed_retention_is_per_tenant_and_by_destruction),
 		cmocka_unit_test(names_unique_among_live_and_limited),
 		cmocka_unit_test(envs_limits),
 		cmocka_unit_test(auto_pause_uses_the_virtual_clock),
