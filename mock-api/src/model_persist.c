@@ -203,6 +203,20 @@ static bool user_id_taken(const mock_model *m, const char *uid, const char *hash
 	return false;
 }
 
+/* New tenants are numbered after a restored "usr_mockNNNN" (so a later
+ * tenant never gets a user id a restored one has); numbers past UINT_MAX/2
+ * are never reached by the counter and are left alone. */
+static void note_user_id(mock_model *m, const char *uid)
+{
+	unsigned long k;
+
+	if (strncmp(uid, "usr_mock", 8) != 0)
+		return;
+	k = strtoul(uid + 8, NULL, 10);
+	if (k > m->tenant_counter && k <= UINT_MAX / 2)
+		m->tenant_counter = (unsigned)k;
+}
+
 bool mock_record_has_raw_key(const cJSON *o)
 {
 	return cJSON_HasObjectItem(o, "key") || cJSON_HasObjectItem(o, "tenant");
@@ -228,8 +242,10 @@ int mock_tenant_restore(mock_model *m, const cJSON *o, char *why, size_t cap)
 		snprintf(why, cap, "out of memory");
 		return -1;
 	}
-	if (uid != NULL)
+	if (uid != NULL) {
 		snprintf(t->user_id, sizeof(t->user_id), "%s", uid);
+		note_user_id(m, t->user_id);
+	}
 	t->cap = RN_INT(o, "cap");
 	t->credit = RN_INT(o, "credit");
 	cJSON_Delete(t->networks);
@@ -501,12 +517,7 @@ void mock_model_after_restore(mock_model *m)
 			break;
 		}
 	}
-	for (mock_tenant *t = m->tenants; t != NULL; t = t->next) {
-		unsigned long k = strtoul(t->user_id + (strncmp(t->user_id, "usr_mock", 8) == 0 ? 8 : 0),
-					  NULL, 10);
-
-		if (k > m->tenant_counter)
-			m->tenant_counter = (unsigned)k;
-	}
+	for (mock_tenant *t = m->tenants; t != NULL; t = t->next)
+		note_user_id(m, t->user_id);
 	m->next_due_ms = INT64_MIN;
 }
