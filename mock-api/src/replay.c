@@ -381,23 +381,24 @@ const mock_rec_exchange *mock_rec_match(mock_rec *rc, const mock_rec_request *rq
 		snprintf(key, sizeof(key), "%s", "a key new to this replay");
 	if (at < rc->nex) {
 		e = &rc->ex[at];
+		size_t before = rc->nkeys;
+
 		/* key identity: the Nth distinct key of the replay is redacted-N */
 		if (k != NULL) {
-			size_t before = rc->nkeys;
-
 			mock_rec_redact(rc, k, key, sizeof(key));
 			match = strcmp(key, e->key) == 0;
-			if (!match && rc->nkeys > before) {
-				free(rc->keys[--rc->nkeys]); /* do not learn from a divergent request */
-				rc->keys[rc->nkeys] = NULL;
-				snprintf(key, sizeof(key), "%s", "a key new to this replay");
-			}
 		} else {
 			match = e->key[0] == '\0';
 		}
 		match = match && strcmp(e->method, rq->method) == 0 && strcmp(e->path, rq->path) == 0 &&
 			strcmp(e->query, rq->query) == 0 && e->body_len == rq->body_len &&
 			(rq->body_len == 0 || memcmp(e->body, rq->body, rq->body_len) == 0);
+		/* a divergent request teaches nothing, also when only its key fit */
+		if (!match && rc->nkeys > before) {
+			free(rc->keys[--rc->nkeys]);
+			rc->keys[rc->nkeys] = NULL;
+			snprintf(key, sizeof(key), "%s", "a key new to this replay");
+		}
 		if (match)
 			rc->next++;
 	}
