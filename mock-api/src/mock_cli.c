@@ -6,6 +6,7 @@
 #include "mock_cli.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -25,6 +26,18 @@ __attribute__((format(printf, 2, 3))) static int cli_fail(mock_cli *c, const cha
 	vsnprintf(c->err, sizeof(c->err), fmt, ap);
 	va_end(ap);
 	return MOCK_CLI_REFUSED;
+}
+
+/* The 1-based position of the first control byte (< 0x20 or 0x7f) in s,
+ * 0 when there is none: a key, token or code travels in HTTP headers and
+ * JSON answers, where a newline or NUL cannot go as given. */
+static size_t ctl_at(const char *s)
+{
+	for (size_t i = 0; s[i] != '\0'; i++) {
+		if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+			return i + 1;
+	}
+	return 0;
 }
 
 static int parse_ull(const char *s, unsigned long long lo, unsigned long long hi,
@@ -68,16 +81,23 @@ static int read_keys_file(mock_cli *c, const char *path)
 {
 	char **keys = c->keys;
 	size_t *n = &c->nkeys;
-	FILE *fp = fopen(path, "r");
+	/* non-blocking open: a FIFO would otherwise wait for a writer */
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	FILE *fp;
 	char line[1024];
 	size_t lineno = 0, before = *n;
 	struct stat st;
 
-	if (fp == NULL)
+	if (fd < 0)
 		return cli_fail(c, "--keys-file %s: %s", path, strerror(errno));
-	if (fstat(fileno(fp), &st) != 0 || !S_ISREG(st.st_mode)) {
-		fclose(fp);
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
 		return cli_fail(c, "--keys-file %s: not a regular file", path);
+	}
+	fp = fdopen(fd, "r");
+	if (fp == NULL) {
+		close(fd);
+		return cli_fail(c, "--keys-file %s: %s", path, strerror(errno));
 	}
 	while (fgets(line, sizeof(line), fp) != NULL) {
 		char *p = line;
@@ -97,6 +117,11 @@ static int read_keys_file(mock_cli *c, const char *path)
 		p[len] = '\0';
 		if (len == 0 || p[0] == '#')
 			continue;
+		if (ctl_at(p) != 0) {
+			fclose(fp);
+			return cli_fail(c, "--keys-file %s line %zu: control characters are not allowed in a key "
+					"(byte %zu)", path, lineno, ctl_at(p));
+		}
 		if (*n == MAX_KEYS) {
 			fclose(fp);
 			return cli_fail(c, "--keys-file %s line %zu: more than %d keys", path, lineno,
@@ -255,11 +280,15 @@ static int parse_opt(int opt, const char *arg, mock_cli *c)
 	case OPT_ADMIN_TOKEN:
 		if (arg[0] == '\0' || arg[strcspn(arg, " \t\r\n\v\f")] != '\0')
 			return cli_fail(c, "--admin-token: must be non-empty, without spaces or newlines");
+		if (ctl_at(arg) != 0)
+			return cli_fail(c, "--admin-token: control characters are not allowed (byte %zu)", ctl_at(arg));
 		c->cfg.admin_token = arg;
 		return 0;
 	case OPT_API_KEY:
 		if (arg[0] == '\0' || c->nkeys == MAX_KEYS)
 			return cli_fail(c, "--api-key: empty key or too many keys");
+		if (ctl_at(arg) != 0)
+			return cli_fail(c, "--api-key: control characters are not allowed (byte %zu)", ctl_at(arg));
 		c->keys[c->nkeys] = strdup(arg);
 		if (c->keys[c->nkeys] == NULL)
 			return cli_fail(c, "out of memory");
@@ -276,6 +305,8 @@ static int parse_opt(int opt, const char *arg, mock_cli *c)
 	case OPT_CAP_CODE:
 		if (arg[0] == '\0')
 			return cli_fail(c, "--cap-code: must not be empty");
+		if (ctl_at(arg) != 0)
+			return cli_fail(c, "--cap-code: control characters are not allowed (byte %zu)", ctl_at(arg));
 		c->cfg.cap_code = arg;
 		return 0;
 	case OPT_HOST_RULES:
@@ -298,6 +329,8 @@ static int parse_opt(int opt, const char *arg, mock_cli *c)
 	case OPT_REGION:
 		if (arg[0] == '\0')
 			return cli_fail(c, "--region: must not be empty");
+		if (ctl_at(arg) != 0)
+			return cli_fail(c, "--region: control characters are not allowed (byte %zu)", ctl_at(arg));
 		c->cfg.region = arg;
 		return 0;
 	case OPT_WORK_DIR:
@@ -380,8 +413,11 @@ static int check_combination(mock_cli *c)
  * the message names it. */
 static int unknown_option(mock_cli *c, char **argv)
 {
-	if (optopt > 0 && optopt < 256)
-		return cli_fail(c, "unknown option or missing argument: -%c", optopt);
+	/* a short option's character (negative when its byte is >= 0x80);
+	 * 0 for an unknown long option, the option's value (>= 256) for a long
+	 * one without its argument: argv[optind - 1] is then the option */
+	if (optopt != 0 && optopt < 256)
+		return cli_fail(c, "unknown option or missing argument: -%c", (char)optopt);
 	return cli_fail(c, "unknown option or missing argument: %s", argv[optind - 1]);
 }
 
