@@ -11,7 +11,10 @@
  *   leaked it before);
  * - replay learns no key from a divergent request whose key alone fit (the
  *   next key was then named wrongly and the replay diverged);
- * - a recording line with a NUL byte is refused, naming the line. */
+ * - a recording line with a NUL byte is refused, naming the line;
+ * - --check-state says what a start would make of state.key (missing:
+ *   tenants never get their keys back; not a key: the start refuses),
+ *   where it used to answer "ok" for a log a start then refused. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -21,8 +24,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <unistd.h>
+
 #include "model.h"
+#include "mutation_log.h"
 #include "record.h"
+#include "sbx/mock.h"
 
 #define HASH_A "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 #define HASH_B "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
@@ -181,6 +188,70 @@ static void recording_line_with_nul_is_refused(void **state)
 	assert_non_null(strstr(err.msg, "replay t line 2: a NUL byte at byte"));
 }
 
+static void write_file(const char *path, const void *data, size_t len)
+{
+	FILE *f = fopen(path, "wb");
+
+	assert_non_null(f);
+	assert_int_equal(fwrite(data, 1, len, f), len);
+	fclose(f);
+}
+
+static int check_dir(const char *dir, char **out)
+{
+	sbx_mock_config cfg;
+	sbx_err err = {{0}};
+	size_t len = 0;
+	FILE *f = open_memstream(out, &len);
+	int rc;
+
+	assert_non_null(f);
+	sbx_mock_config_init(&cfg);
+	cfg.state_dir = dir;
+	rc = sbx_mock_check_state(&cfg, f, &err);
+	fclose(f);
+	return rc;
+}
+
+static void check_state_judges_the_state_key(void **state)
+{
+	static const char rec[] = "{\"t\":\"mut\",\"tenant\":{\"key_hash\":\"" HASH_A "\"}}";
+	char dir[] = "/tmp/sbx-restore-inputs-XXXXXX", path[96], key[65];
+	unsigned char frame[8 + sizeof(rec)];
+	uint32_t n = (uint32_t)strlen(rec), crc = mock_crc32(rec, strlen(rec));
+	char *out = NULL;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	for (int i = 0; i < 4; i++) {
+		frame[i] = (unsigned char)(n >> (8 * i));
+		frame[4 + i] = (unsigned char)(crc >> (8 * i));
+	}
+	memcpy(frame + 8, rec, n);
+	snprintf(path, sizeof(path), "%s/state.log", dir);
+	write_file(path, frame, 8 + n);
+	/* no key: the tenant could never be matched again */
+	assert_int_equal(check_dir(dir, &out), 1);
+	assert_non_null(strstr(out, "state.key is missing"));
+	free(out);
+	/* not a key: a start refuses */
+	snprintf(path, sizeof(path), "%s/state.key", dir);
+	write_file(path, "zz\n", 3);
+	assert_int_equal(check_dir(dir, &out), 1);
+	assert_non_null(strstr(out, "is not a state key (64 hex digits): a start refuses this log"));
+	free(out);
+	memset(key, 'a', 64);
+	key[64] = '\n';
+	write_file(path, key, 65);
+	assert_int_equal(check_dir(dir, &out), 0);
+	assert_non_null(strstr(out, "ok: a start restores every record"));
+	free(out);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/state.log", dir);
+	unlink(path);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -190,6 +261,7 @@ int main(void)
 		cmocka_unit_test(restored_template_without_status_gets_one),
 		cmocka_unit_test(replay_learns_no_key_from_a_divergent_request),
 		cmocka_unit_test(recording_line_with_nul_is_refused),
+		cmocka_unit_test(check_state_judges_the_state_key),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
