@@ -227,7 +227,8 @@ static void check_state_judges_the_state_key(void **state)
 		frame[i] = (unsigned char)(n >> (8 * i));
 		frame[4 + i] = (unsigned char)(crc >> (8 * i));
 	}
-	memcpy(frame + 8, rec, n);
+	for (uint32_t i = 0; i < n; i++)
+		frame[8 + i] = (unsigned char)rec[i];
 	snprintf(path, sizeof(path), "%s/state.log", dir);
 	write_file(path, frame, 8 + n);
 	/* no key: the tenant could never be matched again */
