@@ -162,6 +162,22 @@ static int make_secret(const char *dir, const char *path, sbx_err *err)
 	return rc;
 }
 
+/* The secret from the n bytes read from state.key: 64 hex digits and an
+ * optional newline. 0, or -1 when they are not that. */
+static int parse_secret(const char *hex, ssize_t n, uint8_t secret[32])
+{
+	if (n < 64 || n > 65 || (n == 65 && hex[64] != '\n'))
+		return -1;
+	for (int i = 0; i < 32; i++) {
+		int hi = hex_val(hex[2 * i]), lo = hex_val(hex[2 * i + 1]);
+
+		if (hi < 0 || lo < 0)
+			return -1;
+		secret[i] = (uint8_t)((unsigned)hi << 4 | (unsigned)lo);
+	}
+	return 0;
+}
+
 /* Reads (making it the first time) the secret that keys the tenants'
  * hashes: 64 hex digits in DIR/state.key, mode 0600. */
 static int load_secret(const char *dir, uint8_t secret[32], sbx_err *err)
@@ -182,16 +198,7 @@ static int load_secret(const char *dir, uint8_t secret[32], sbx_err *err)
 	if (fchmod(fd, 0600) != 0)
 		n = -1;
 	close(fd);
-	for (int i = 0; n >= 64 && i < 32; i++) {
-		int hi = hex_val(hex[2 * i]), lo = hex_val(hex[2 * i + 1]);
-
-		if (hi < 0 || lo < 0) {
-			n = -1;
-			break;
-		}
-		secret[i] = (uint8_t)((unsigned)hi << 4 | (unsigned)lo);
-	}
-	if (n < 64 || n > 65 || (n == 65 && hex[64] != '\n')) {
+	if (parse_secret(hex, n, secret) != 0) {
 		sbx_err_set(err, "%s: not a state key (64 hex digits); it keys the tenants' hashes "
 				 "in state.log, so without it the log cannot be used", path);
 		return -1;
@@ -400,6 +407,39 @@ int mock_durable_reset(sbx_mock *mock, sbx_err *err)
 
 /* ---- sbx-mock --check-state DIR ---- */
 
+/* --check-state: what a start would make of DIR/state.key, read without
+ * changing anything (load_secret makes a missing key and fixes its mode).
+ * NULL when it is a key; else buf says why. tenants: how many the log
+ * restores (a missing key matters only when some tenant waits for it). */
+static const char *secret_problem(const char *dir, size_t tenants, char *buf, size_t cap)
+{
+	char path[PATH_MAX], hex[80];
+	uint8_t secret[32];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/state.key", dir);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (fd < 0 && errno == ENOENT) {
+		if (tenants == 0)
+			return NULL;
+		snprintf(buf, cap, "%s is missing: a start makes a new one, and no tenant of this log "
+			 "gets its API key back (their hashes were keyed by the lost one)", path);
+		return buf;
+	}
+	if (fd < 0) {
+		snprintf(buf, cap, "%s: %s: a start refuses this log", path, strerror(errno));
+		return buf;
+	}
+	n = read(fd, hex, sizeof(hex));
+	close(fd);
+	if (parse_secret(hex, n, secret) != 0) {
+		snprintf(buf, cap, "%s is not a state key (64 hex digits): a start refuses this log", path);
+		return buf;
+	}
+	return NULL;
+}
+
 typedef struct check_ctx {
 	mock_model *model;
 	FILE *out;
@@ -429,7 +469,8 @@ int sbx_mock_check_state(const sbx_mock_config *cfg, FILE *out, sbx_err *err)
 	mock_settings set;
 	uint64_t records;
 	size_t len, good, ntenants = 0, counts[ST__COUNT] = {0};
-	const char *why;
+	const char *why, *key_bad;
+	char keybuf[PATH_MAX + 128];
 	bool torn = false;
 	int rc;
 
@@ -458,12 +499,15 @@ int sbx_mock_check_state(const sbx_mock_config *cfg, FILE *out, sbx_err *err)
 		fprintf(out, "problem: %s at byte %zu: a start refuses this log; --state-repair moves the "
 			     "last %zu bytes aside (a dated copy) and starts from the good records\n",
 			why, good, len - good);
+	key_bad = secret_problem(cfg->state_dir, ntenants, keybuf, sizeof(keybuf));
+	if (key_bad != NULL)
+		fprintf(out, "problem: %s\n", key_bad);
 	fprintf(out, "after a restart: %zu tenants, %zu sandboxes", ntenants, cc.model->nsbx);
 	for (int st = 0; st < ST__COUNT; st++)
 		if (counts[st] > 0)
 			fprintf(out, ", %zu %s", counts[st], mock_status_name((mock_status)st));
 	fputc('\n', out);
-	rc = good < len || cc.skipped > 0 ? 1 : 0;
+	rc = good < len || cc.skipped > 0 || key_bad != NULL ? 1 : 0;
 	fprintf(out, "%s\n", rc == 0 ? "ok: a start restores every record"
 				    : "not clean: see the problems above");
 	mock_model_free(cc.model);

@@ -192,6 +192,31 @@ static bool is_key_hash(const char *h)
 	return n == 64;
 }
 
+/* Another tenant (not the one under hash) has user id uid: whoami would
+ * answer two keys with one account. */
+static bool user_id_taken(const mock_model *m, const char *uid, const char *hash)
+{
+	for (const mock_tenant *t = m->tenants; t != NULL; t = t->next) {
+		if (strcmp(t->key_hash, hash) != 0 && strncmp(t->user_id, uid, sizeof(t->user_id) - 1) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* New tenants are numbered after a restored "usr_mockNNNN" (so a later
+ * tenant never gets a user id a restored one has); numbers past UINT_MAX/2
+ * are never reached by the counter and are left alone. */
+static void note_user_id(mock_model *m, const char *uid)
+{
+	unsigned long k;
+
+	if (strncmp(uid, "usr_mock", 8) != 0)
+		return;
+	k = strtoul(uid + 8, NULL, 10);
+	if (k > m->tenant_counter && k <= UINT_MAX / 2)
+		m->tenant_counter = (unsigned)k;
+}
+
 bool mock_record_has_raw_key(const cJSON *o)
 {
 	return cJSON_HasObjectItem(o, "key") || cJSON_HasObjectItem(o, "tenant");
@@ -208,13 +233,19 @@ int mock_tenant_restore(mock_model *m, const cJSON *o, char *why, size_t cap)
 	}
 	if (tenant_arrays_ok(o, why, cap) != 0)
 		return -1;
+	if (uid != NULL && user_id_taken(m, uid, hash)) {
+		snprintf(why, cap, "tenant %.64s: user_id is another tenant's", uid);
+		return -1;
+	}
 	t = mock_tenant_by_hash(m, hash, true);
 	if (t == NULL) {
 		snprintf(why, cap, "out of memory");
 		return -1;
 	}
-	if (uid != NULL)
+	if (uid != NULL) {
 		snprintf(t->user_id, sizeof(t->user_id), "%s", uid);
+		note_user_id(m, t->user_id);
+	}
 	t->cap = RN_INT(o, "cap");
 	t->credit = RN_INT(o, "credit");
 	cJSON_Delete(t->networks);
@@ -285,6 +316,23 @@ static bool sandbox_arrays_bad(const cJSON *o, char *why, size_t cap)
 	return bad != NULL;
 }
 
+/* A sandbox id as the mock makes them ("sb-" + ULID): [A-Za-z0-9_-], so
+ * that it is safe as the name of its guest's directory (no "/" or "..").
+ * Ids are case-sensitive. */
+static bool sandbox_id_ok(const char *id)
+{
+	size_t n = 0;
+
+	for (; id != NULL && id[n] != '\0'; n++) {
+		char c = id[n];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+		      c == '-'))
+			return false;
+	}
+	return n > 0 && n < MOCK_ID_MAX;
+}
+
 /* A sandbox rebuilt from its record, not yet in the model; NULL with why
  * set when the record is refused or memory runs out. */
 static mock_sandbox *sandbox_from_record(mock_model *m, const cJSON *o, char *why, size_t cap)
@@ -297,8 +345,13 @@ static mock_sandbox *sandbox_from_record(mock_model *m, const cJSON *o, char *wh
 	sbx_egress_error ee;
 	mock_sandbox *sb;
 
-	if (id == NULL || !is_key_hash(tk) || status < 0 || shape == NULL || strlen(id) >= MOCK_ID_MAX) {
+	if (id == NULL || !is_key_hash(tk) || status < 0 || shape == NULL) {
 		snprintf(why, cap, "sandbox record needs id, tenant_hash, a known status and shape");
+		return NULL;
+	}
+	if (!sandbox_id_ok(id)) {
+		snprintf(why, cap, "sandbox record: id \"%.48s\" is not 1..%d of [A-Za-z0-9_-]", id,
+			 MOCK_ID_MAX - 1);
 		return NULL;
 	}
 	sb = calloc(1, sizeof(*sb));
@@ -359,13 +412,40 @@ static int sandbox_replace(mock_model *m, mock_sandbox *old, mock_sandbox *sb)
 	return rc;
 }
 
+/* Holds its address: not destroyed or failed (those never come back). */
+static bool holds_ip(const mock_sandbox *sb)
+{
+	return sb->ip[0] != '\0' && sb->status != ST_DESTROYED && sb->status != ST_FAILED;
+}
+
+/* Another sandbox that holds sb's address (two guests answering one IP:
+ * by-ip lookups and egress rules would pick either), or NULL. */
+static const mock_sandbox *ip_owner(const mock_model *m, const mock_sandbox *sb)
+{
+	if (!holds_ip(sb))
+		return NULL;
+	for (size_t i = 0; i < m->nsbx; i++) {
+		if (holds_ip(m->sbx[i]) && strcmp(m->sbx[i]->id, sb->id) != 0 &&
+		    strcmp(m->sbx[i]->ip, sb->ip) == 0)
+			return m->sbx[i];
+	}
+	return NULL;
+}
+
 int mock_sandbox_restore(mock_model *m, const cJSON *o, char *why, size_t cap)
 {
 	mock_sandbox *sb = sandbox_from_record(m, o, why, cap);
+	const mock_sandbox *other;
 	mock_sandbox *old;
 
 	if (sb == NULL)
 		return -1;
+	other = ip_owner(m, sb);
+	if (other != NULL) {
+		snprintf(why, cap, "sandbox %s: ip %s is sandbox %s's", sb->id, sb->ip, other->id);
+		model_sandbox_free(sb);
+		return -1;
+	}
 	old = mock_sandbox_find_any(m, sb->id);
 	if (old != NULL) {
 		if (sandbox_replace(m, old, sb) != 0)
@@ -437,12 +517,7 @@ void mock_model_after_restore(mock_model *m)
 			break;
 		}
 	}
-	for (mock_tenant *t = m->tenants; t != NULL; t = t->next) {
-		unsigned long k = strtoul(t->user_id + (strncmp(t->user_id, "usr_mock", 8) == 0 ? 8 : 0),
-					  NULL, 10);
-
-		if (k > m->tenant_counter)
-			m->tenant_counter = (unsigned)k;
-	}
+	for (mock_tenant *t = m->tenants; t != NULL; t = t->next)
+		note_user_id(m, t->user_id);
 	m->next_due_ms = INT64_MIN;
 }

@@ -51,9 +51,21 @@ cJSON *mock_template_create(mock_model *m, mock_tenant *t, const cJSON *body, mo
 	return tpl;
 }
 
+/* Sets o[k] = v whether or not o has k yet (a template restored from a
+ * state log may lack status or ext4_size_bytes: Replace alone would leak
+ * v). */
+static void put_item(cJSON *o, const char *k, cJSON *v)
+{
+	if (cJSON_GetObjectItemCaseSensitive(o, k) != NULL)
+		cJSON_ReplaceItemInObjectCaseSensitive(o, k, v);
+	else
+		cJSON_AddItemToObject(o, k, v);
+}
+
 cJSON *mock_template_view(mock_model *m, cJSON *tpl)
 {
-	int64_t created = (int64_t)cJSON_GetObjectItem(tpl, "_created_ms")->valuedouble;
+	/* case-sensitive: the key restore checked (model_persist.c) */
+	int64_t created = (int64_t)cJSON_GetObjectItemCaseSensitive(tpl, "_created_ms")->valuedouble;
 	int64_t age = mock_now(m) - created;
 	int64_t pend = mock_timing_ms(m, "template_pending");
 	int64_t build = mock_timing_ms(m, "template_build");
@@ -64,13 +76,13 @@ cJSON *mock_template_view(mock_model *m, cJSON *tpl)
 		status = "pending";
 	else if (age < pend + build)
 		status = "building";
-	cJSON_ReplaceItemInObject(tpl, "status", cJSON_CreateString(status));
-	if (strcmp(status, "ready") == 0 && cJSON_GetObjectItem(tpl, "built_at") == NULL) {
+	put_item(tpl, "status", cJSON_CreateString(status));
+	if (strcmp(status, "ready") == 0 && cJSON_GetObjectItemCaseSensitive(tpl, "built_at") == NULL) {
 		char ts[40];
 
 		mock_rfc3339(m, created + pend + build, ts, sizeof(ts));
 		cJSON_AddStringToObject(tpl, "built_at", ts);
-		cJSON_ReplaceItemInObject(tpl, "ext4_size_bytes", cJSON_CreateNumber(536870912.0));
+		put_item(tpl, "ext4_size_bytes", cJSON_CreateNumber(536870912.0));
 	}
 	v = cJSON_Duplicate(tpl, true);
 	if (v != NULL)

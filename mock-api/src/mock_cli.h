@@ -1,0 +1,39 @@
+/* mock_cli: sbx-mock's command line (main.c) parsed into an sbx_mock_config
+ * without side effects: no server is started, nothing is printed, nothing
+ * exits, so the parse can run in-process (tests, the mock_cli fuzz target).
+ * Reads files where an option names one (--keys-file, --internet-hosts,
+ * the --scenario file check, --record-to's existence check). */
+#ifndef SBX_MOCK_CLI_H
+#define SBX_MOCK_CLI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "sbx/mock.h"
+
+#define MOCK_CLI_MAX_KEYS 1024
+
+typedef struct mock_cli {
+	sbx_mock_config cfg;
+	char host[256];
+	char *keys[MOCK_CLI_MAX_KEYS];
+	size_t nkeys;
+	int any_key; /* -1 unset */
+	bool record_overwrite;
+	char scenario_file[4096]; /* "./NAME" for --scenario NAME naming a file here */
+	const char *check_state;  /* --check-state DIR: validate, do not start */
+	char err[1024];           /* why the command line was refused */
+} mock_cli;
+
+enum { MOCK_CLI_OK = 0, MOCK_CLI_HELP = 1, MOCK_CLI_REFUSED = 2 };
+
+/* Parses argv (getopt_long: argv is permuted, its strings are kept by
+ * pointer in c) into c, checking each option and the combination as
+ * sbx-mock does. MOCK_CLI_OK (c->check_state set: validate that DIR and
+ * start nothing), MOCK_CLI_HELP (--help or -h), or MOCK_CLI_REFUSED with
+ * c->err saying what is wrong and naming the option. getopt's own
+ * messages follow opterr. Call mock_cli_free afterwards in every case. */
+int mock_cli_parse(mock_cli *c, int argc, char **argv);
+void mock_cli_free(mock_cli *c);
+
+#endif
