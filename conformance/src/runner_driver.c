@@ -383,7 +383,8 @@ static char *read_line(struct cf_driver *d, double deadline_ms, enum line_why *w
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0) {
-			*why = LINE_EOF;
+			/* an unterminated last line over the limit is oversize, not just the end */
+			*why = d->rbuf.len > d->answer_limit ? LINE_TOO_LONG : LINE_EOF;
 			return NULL;
 		}
 		sbx_strbuf_append(&d->rbuf, buf, (size_t)n);
