@@ -146,6 +146,14 @@ struct cf_driver;
 /* Environment overrides: NULL-terminated "NAME=value" or "NAME" (= unset)
  * entries applied over the case's default environment. */
 struct cf_driver *cf_driver_start(struct cf_case *c, const char *const *env);
+/* Longest answer line the runner reads (PROTOCOL.md "Framing"). */
+#define CF_ANSWER_LINE_MAX ((size_t)64 * 1024 * 1024)
+/* A driver over descriptors the caller made, without a process (the fuzz
+ * target conform_answer and tests feed answers through a file or pipe):
+ * requests go to in_fd, answers are read from out_fd, lines longer than
+ * answer_limit are refused. Not added to the case's drivers: the caller
+ * stops (closing both fds) and frees it. */
+struct cf_driver *cf_driver_attach(struct cf_case *c, int in_fd, int out_fd, size_t answer_limit);
 /* Sends {"op": op, ...fields} (fields may be NULL; not consumed) and waits
  * up to timeout_s * scale. Returns the whole answer object (caller frees) or
  * NULL when the driver died, timed out or answered garbage (the case is

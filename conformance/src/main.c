@@ -10,7 +10,6 @@
  * (merge.c) combines the JSON reports of --shard runs into one. */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -19,6 +18,7 @@
 #include <unistd.h>
 
 #include "conform.h"
+#include "options.h"
 #include "report.h"
 #ifdef SBX_HAVE_MOCK
 #include "sbx/mock.h"
@@ -87,39 +87,6 @@ static char *bundled(const char *name)
 	}
 	snprintf(path, sizeof(path), "%s/%s", SBX_CONFORM_INSTALL_LIBEXEC, name);
 	return access(path, X_OK) == 0 ? cf_shell_quote(path) : NULL;
-}
-
-static bool parse_uint(const char *s, unsigned long *out)
-{
-	char *end;
-	unsigned long v;
-
-	if (s == NULL || *s == '\0' || *s == '-')
-		return false;
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (errno != 0 || *end != '\0')
-		return false;
-	*out = v;
-	return true;
-}
-
-static bool parse_shard(const char *s, unsigned *i, unsigned *n)
-{
-	char buf[64];
-	char *slash;
-	unsigned long a, b;
-
-	snprintf(buf, sizeof(buf), "%s", s);
-	slash = strchr(buf, '/');
-	if (slash == NULL)
-		return false;
-	*slash = '\0';
-	if (!parse_uint(buf, &a) || !parse_uint(slash + 1, &b) || b < 1 || a < 1 || a > b || b > 1000)
-		return false;
-	*i = (unsigned)a;
-	*n = (unsigned)b;
-	return true;
 }
 
 static void add_str(char ***arr, size_t *n, const char *s)
@@ -253,26 +220,6 @@ static int write_reports(const struct cf_config *cf, const cJSON *report)
 	return rc;
 }
 
-enum {
-	O_BACKEND = 256, O_PYTHON, O_HOST, O_PROFILE, O_FILTER, O_LIST, O_SHARD, O_MOCK, O_TOKEN, O_API,
-	O_SEED, O_SCALE, O_TAP, O_JUNIT, O_JSON, O_HTML, O_FIXTURES, O_PYEXE, O_PYCOMP, O_MAXTO, O_FUZZ,
-};
-
-static const struct option LONGOPTS[] = {
-	{"backend-cmd", required_argument, NULL, O_BACKEND}, {"python-backend", required_argument, NULL, O_PYTHON},
-	{"host-cmd", required_argument, NULL, O_HOST}, {"profile", required_argument, NULL, O_PROFILE},
-	{"filter", required_argument, NULL, O_FILTER}, {"list", no_argument, NULL, O_LIST},
-	{"shard", required_argument, NULL, O_SHARD}, {"mock-url", required_argument, NULL, O_MOCK},
-	{"admin-token", required_argument, NULL, O_TOKEN}, {"api-url", required_argument, NULL, O_API},
-	{"seed", required_argument, NULL, O_SEED}, {"timeout-scale", required_argument, NULL, O_SCALE},
-	{"jobs", required_argument, NULL, 'j'}, {"tap", no_argument, NULL, O_TAP},
-	{"junit", required_argument, NULL, O_JUNIT}, {"json", required_argument, NULL, O_JSON},
-	{"html", required_argument, NULL, O_HTML}, {"fixtures", required_argument, NULL, O_FIXTURES},
-	{"python", required_argument, NULL, O_PYEXE}, {"python-component", required_argument, NULL, O_PYCOMP},
-	{"max-timeouts", required_argument, NULL, O_MAXTO}, {"fuzz-case", required_argument, NULL, O_FUZZ},
-	{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
-};
-
 /* Prints "sbx-conform: <what> \"<arg>\"" and the usage; returns 2. */
 static int bad_usage(const char *what, const char *arg)
 {
@@ -297,8 +244,7 @@ static int python_backend(struct cf_config *cf, const char *script, const char *
 	char *py;
 
 	if (factory == NULL)
-		return cf->python == NULL ? -1 : bad_usage("--python only applies to --python-backend and "
-							   "--python-component", NULL);
+		return -1;
 	py = cf_python_resolve(cf->python, &err);
 	if (py == NULL) {
 		fprintf(stderr, "sbx-conform: %s\n", err.msg);
@@ -311,113 +257,24 @@ static int python_backend(struct cf_config *cf, const char *script, const char *
 	return -1;
 }
 
-/* Parses argv into cf; returns -1 to continue, else an exit code. */
+/* Parses argv into cf (options.c); returns -1 to continue, else an exit
+ * code. */
 static int parse_args(struct cf_config *cf, int argc, char **argv, const char **mock_url, const char **api_url)
 {
-	unsigned long v;
-	char *end;
-	const char *py_factory = NULL, *py_script = "langflow_backend.py";
-	int o;
+	struct cf_cli cli;
 
-	while ((o = getopt_long(argc, argv, "hj:", LONGOPTS, NULL)) != -1) {
-		switch (o) {
-		case 'h':
-			usage(stdout);
-			return 0;
-		case O_BACKEND:
-			free(cf->backend_cmd); /* the last --backend-cmd wins */
-			cf->backend_cmd = strdup(optarg);
-			break;
-		case O_PYTHON:
-		case O_PYCOMP:
-			if (strchr(optarg, ':') == NULL)
-				return bad_usage(o == O_PYTHON ? "--python-backend wants module:factory, got"
-							       : "--python-component wants module:Class, got", optarg);
-			py_factory = optarg; /* built after the loop: --python may follow */
-			py_script = o == O_PYTHON ? "langflow_backend.py" : "langflow_component.py";
-			break;
-		case O_PYEXE:
-			free(cf->python);
-			cf->python = strdup(optarg);
-			break;
-		case O_HOST:
-			cf->host_cmd = strdup(optarg);
-			break;
-		case O_PROFILE:
-			if (cf_profile_find(optarg) == NULL)
-				return bad_usage("unknown profile (see --help):", optarg);
-			add_str(&cf->profiles, &cf->profile_count, optarg);
-			break;
-		case O_FILTER:
-			add_str(&cf->filters, &cf->filter_count, optarg);
-			break;
-		case O_LIST:
-			cf->list = true;
-			break;
-		case O_SHARD:
-			if (!parse_shard(optarg, &cf->shard_index, &cf->shard_count))
-				return bad_usage("--shard wants I/N with 1 <= I <= N, got", optarg);
-			break;
-		case O_MOCK:
-			*mock_url = optarg;
-			break;
-		case O_TOKEN:
-			snprintf(cf->admin_token, sizeof(cf->admin_token), "%s", optarg);
-			break;
-		case O_API:
-			*api_url = optarg;
-			break;
-		case O_SEED:
-			if (!parse_uint(optarg, &v))
-				return bad_usage("--seed wants a non-negative integer, got", optarg);
-			cf->seed = v;
-			break;
-		case O_SCALE:
-			errno = 0;
-			cf->timeout_scale = strtod(optarg, &end);
-			if (errno != 0 || *end != '\0' || !(cf->timeout_scale > 0) || cf->timeout_scale > 100)
-				return bad_usage("--timeout-scale wants a number in (0, 100], got", optarg);
-			break;
-		case 'j':
-			if (!parse_uint(optarg, &v) || v < 1 || v > 32)
-				return bad_usage("--jobs wants 1..32, got", optarg);
-			cf->jobs = (unsigned)v;
-			break;
-		case O_FUZZ:
-			cf->fuzz_case = optarg;
-			add_str(&cf->profiles, &cf->profile_count, "fuzz-case");
-			break;
-		case O_MAXTO:
-			if (!parse_uint(optarg, &v) || v > 1000)
-				return bad_usage("--max-timeouts wants 0..1000, got", optarg);
-			cf->max_timeouts = (unsigned)v;
-			break;
-		case O_TAP:
-			cf->tap = true;
-			break;
-		case O_JUNIT:
-			cf->junit_file = optarg;
-			break;
-		case O_JSON:
-			cf->json_file = optarg;
-			break;
-		case O_HTML:
-			cf->html_file = optarg;
-			break;
-		case O_FIXTURES:
-			free(cf->fixtures_dir); /* the last --fixtures wins */
-			cf->fixtures_dir = strdup(optarg);
-			break;
-		default:
-			usage(stderr);
-			return 2;
-		}
+	switch (cf_parse_args(cf, argc, argv, &cli)) {
+	case CF_ARGS_HELP:
+		usage(stdout);
+		return 0;
+	case CF_ARGS_BAD:
+		return bad_usage(cli.msg, NULL);
+	default:
+		break;
 	}
-	if (optind < argc)
-		return bad_usage("unexpected argument", argv[optind]);
-	if (*mock_url != NULL && *api_url != NULL)
-		return bad_usage("--mock-url and --api-url exclude each other", NULL);
-	return python_backend(cf, py_script, py_factory);
+	*mock_url = cli.mock_url;
+	*api_url = cli.api_url;
+	return python_backend(cf, cli.py_script, cli.py_factory);
 }
 
 /* Without --profile: every profile whose default_on rule holds (all of them
@@ -431,27 +288,6 @@ static void default_profiles(struct cf_config *cf, bool all)
 	for (p = cf_profiles; p->name != NULL; p++)
 		if (all || p->default_on(cf))
 			add_str(&cf->profiles, &cf->profile_count, p->name);
-}
-
-static void free_config(struct cf_config *cf)
-{
-	size_t i;
-
-	for (i = 0; i < cf->profile_count; i++)
-		free(cf->profiles[i]);
-	for (i = 0; i < cf->filter_count; i++)
-		free(cf->filters[i]);
-	for (i = 0; i < cf->surface_count; i++)
-		free(cf->surfaces[i]);
-	free(cf->profiles);
-	free(cf->filters);
-	free(cf->surfaces);
-	free(cf->backend_cmd);
-	free(cf->host_cmd);
-	free(cf->fixtures_dir);
-	free(cf->python);
-	cJSON_Delete(cf->capabilities);
-	pthread_mutex_destroy(&cf->lock);
 }
 
 static void rm_tmpdir(const char *dir)
@@ -599,12 +435,7 @@ int main(int argc, char **argv)
 
 	if (argc > 1 && strcmp(argv[1], "merge") == 0)
 		return cf_merge_main(argc - 1, argv + 1);
-	memset(&cf, 0, sizeof(cf));
-	pthread_mutex_init(&cf.lock, NULL);
-	cf.timeout_scale = 1.0;
-	cf.jobs = 4;
-	cf.max_timeouts = 3;
-	cf.seed = 1;
+	cf_config_init(&cf);
 	signal(SIGPIPE, SIG_IGN);
 	rc = parse_args(&cf, argc, argv, &mock_url, &api_url);
 	if (rc >= 0)
@@ -643,6 +474,6 @@ out_http:
 	rm_tmpdir(cf.tmpdir);
 	sbx_http_global_cleanup();
 out:
-	free_config(&cf);
+	cf_config_free(&cf);
 	return rc;
 }

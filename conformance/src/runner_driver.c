@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "answer.h"
 #include "conform.h"
 #include "sbx/sys.h"
 
@@ -28,6 +29,7 @@ struct cf_driver {
 	int out_fd;
 	char errpath[400];
 	sbx_strbuf rbuf;
+	size_t answer_limit;      /* longest answer line read, in bytes */
 	int next_id;
 	bool broken;
 	bool stopped;
@@ -35,7 +37,7 @@ struct cf_driver {
 	bool reaped;              /* wstatus holds the driver's exit */
 	int wstatus;
 	double started_ms;
-	char etype[64];
+	char etype[CF_ANSWER_TYPE_MAX + 1];
 	char emsg[1024];
 };
 
@@ -119,6 +121,8 @@ static bool reap(struct cf_driver *d, double wait_ms)
 {
 	double deadline = cf_now_ms() + wait_ms;
 
+	if (d->pid <= 0) /* an attached driver has no process of ours */
+		return false;
 	while (!d->reaped) {
 		struct timespec ts = {0, 5000000};
 		pid_t r = waitpid(d->pid, &d->wstatus, WNOHANG);
@@ -145,7 +149,9 @@ static void exit_story(struct cf_driver *d, char *out, size_t cap)
 	long long omitted;
 	double lived = (cf_now_ms() - d->started_ms) / 1000.0;
 
-	if (!reap(d, 1000)) {
+	if (d->pid <= 0) {
+		snprintf(what, sizeof(what), "is not a process of the runner (attached %.2f s ago)", lived);
+	} else if (!reap(d, 1000)) {
 		snprintf(what, sizeof(what), "is still running %.2f s after it started", lived);
 	} else if (WIFEXITED(d->wstatus)) {
 		int st = WEXITSTATUS(d->wstatus);
@@ -299,14 +305,31 @@ struct cf_driver *cf_driver_start(struct cf_case *c, const char *const *env)
 	d->in_fd = in[1];
 	d->out_fd = out[0];
 	d->next_id = 1;
+	d->answer_limit = CF_ANSWER_LINE_MAX;
 	sbx_strbuf_init(&d->rbuf);
 	c->drivers[c->driver_count++] = d;
 	return d;
 }
 
+struct cf_driver *cf_driver_attach(struct cf_case *c, int in_fd, int out_fd, size_t answer_limit)
+{
+	struct cf_driver *d = calloc(1, sizeof(*d));
+
+	if (d == NULL)
+		return NULL;
+	d->c = c;
+	d->in_fd = in_fd;
+	d->out_fd = out_fd;
+	d->next_id = 1;
+	d->answer_limit = answer_limit;
+	d->started_ms = cf_now_ms();
+	sbx_strbuf_init(&d->rbuf);
+	return d;
+}
+
 static void kill_group(struct cf_driver *d)
 {
-	if (d->pid > 0) {
+	if (d->pid > 0) { /* never kill(-0): that is the runner's own group */
 		kill(-d->pid, SIGKILL);
 		if (!d->reaped) /* a reaped pid may belong to someone else by now */
 			kill(d->pid, SIGKILL);
@@ -316,8 +339,9 @@ static void kill_group(struct cf_driver *d)
 enum line_why { LINE_OK, LINE_TIMEOUT, LINE_EOF, LINE_TOO_LONG, LINE_POLL };
 
 /* Reads until a full line is buffered or the deadline passes. Returns the
- * line (caller frees) or NULL; *why says why not. */
-static char *read_line(struct cf_driver *d, double deadline_ms, enum line_why *why)
+ * line (caller frees; *lenp bytes, which may include NULs) or NULL; *why
+ * says why not. */
+static char *read_line(struct cf_driver *d, double deadline_ms, enum line_why *why, size_t *lenp)
 {
 	for (;;) {
 		char *nl = d->rbuf.data ? memchr(d->rbuf.data, '\n', d->rbuf.len) : NULL;
@@ -328,10 +352,17 @@ static char *read_line(struct cf_driver *d, double deadline_ms, enum line_why *w
 
 		if (nl != NULL) {
 			size_t len = (size_t)(nl - d->rbuf.data);
-			char *line = malloc(len + 1);
+			char *line;
+
+			if (len > d->answer_limit) {
+				*why = LINE_TOO_LONG;
+				return NULL;
+			}
+			line = malloc(len + 1);
 
 			memcpy(line, d->rbuf.data, len);
 			line[len] = '\0';
+			*lenp = len;
 			memmove(d->rbuf.data, nl + 1, d->rbuf.len - len - 1);
 			d->rbuf.len -= len + 1;
 			d->rbuf.data[d->rbuf.len] = '\0';
@@ -352,14 +383,16 @@ static char *read_line(struct cf_driver *d, double deadline_ms, enum line_why *w
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0) {
-			*why = LINE_EOF;
-			return NULL;
-		}
-		if (d->rbuf.len + (size_t)n > 64u * 1024 * 1024) {
-			*why = LINE_TOO_LONG;
+			/* an unterminated last line over the limit is oversize, not just the end */
+			*why = d->rbuf.len > d->answer_limit ? LINE_TOO_LONG : LINE_EOF;
 			return NULL;
 		}
 		sbx_strbuf_append(&d->rbuf, buf, (size_t)n);
+		/* the line being read is over the limit before its '\n' came */
+		if (memchr(d->rbuf.data, '\n', d->rbuf.len) == NULL && d->rbuf.len > d->answer_limit) {
+			*why = LINE_TOO_LONG;
+			return NULL;
+		}
 	}
 }
 
@@ -382,80 +415,94 @@ static void give_up(struct cf_driver *d, bool story, const char *fmt, ...)
 	cf_fail(d->c, "%s%s%s", msg, story ? ": " : "", why);
 }
 
-/* The answer's id as the driver wrote it, for messages ("1.5", "\"1\"",
- * "null", "missing"). */
-static void id_text(const cJSON *aid, char *out, size_t cap)
+/* "64 MiB" for whole MiB, else "N bytes": the limit as a message names it. */
+static void limit_text(size_t limit, char *out, size_t cap)
 {
-	char *t = aid != NULL ? cJSON_PrintUnformatted(aid) : NULL;
-
-	snprintf(out, cap, "%.60s", t != NULL ? t : "missing");
-	free(t);
+	if (limit >= 1024 * 1024 && limit % (1024 * 1024) == 0)
+		snprintf(out, cap, "%zu MiB", limit / (1024 * 1024));
+	else
+		snprintf(out, cap, "%zu bytes", limit);
 }
 
-cJSON *cf_call(struct cf_driver *d, const char *op, const cJSON *fields, double timeout_s)
+/* Sends the request line; false when the driver was given up. */
+static bool send_request(struct cf_driver *d, const char *op, const cJSON *fields, int id)
 {
 	cJSON *req = fields ? cJSON_Duplicate(fields, true) : cJSON_CreateObject();
-	double scaled = timeout_s * d->c->cf->timeout_scale;
-	double deadline = cf_now_ms() + scaled * 1000.0;
-	enum line_why why = LINE_OK;
-	const cJSON *aid;
-	cJSON *ans;
-	char *text, *line;
-	char got[64];
-	int id = d->next_id++;
+	char *text;
 
-	if (d->broken) {
-		cJSON_Delete(req);
-		return NULL;
-	}
 	cJSON_AddNumberToObject(req, "id", id);
 	cJSON_AddStringToObject(req, "op", op);
 	text = cJSON_PrintUnformatted(req);
 	cJSON_Delete(req);
-	if (sbx_write_all(d->in_fd, text, strlen(text)) != 0 || sbx_write_all(d->in_fd, "\n", 1) != 0) {
-		int e = errno;
+	if (text == NULL || sbx_write_all(d->in_fd, text, strlen(text)) != 0 ||
+	    sbx_write_all(d->in_fd, "\n", 1) != 0) {
+		int e = text == NULL ? ENOMEM : errno;
 
 		free(text);
 		give_up(d, true, "driver: cannot send `%s` (%s)", op, strerror(e));
-		return NULL;
+		return false;
 	}
 	free(text);
-	line = read_line(d, deadline, &why);
-	if (line == NULL) {
-		if (why == LINE_TIMEOUT) {
-			d->timed_out = true;
-			give_up(d, false, "driver: no answer to `%s` within %.1f s", op, scaled);
-		} else if (why == LINE_EOF) {
-			give_up(d, true, "driver: no answer to `%s`: it closed its stdout", op);
-		} else {
-			give_up(d, false, "driver: no answer to `%s`: %s", op,
-				why == LINE_TOO_LONG ? "answer line longer than 64 MiB" : "poll failed");
-		}
-		return NULL;
-	}
-	ans = cJSON_Parse(line);
-	aid = cJSON_GetObjectItemCaseSensitive(ans, "id");
-	if (ans == NULL || !cJSON_IsBool(cJSON_GetObjectItemCaseSensitive(ans, "ok"))) {
-		give_up(d, false, "driver: answer to `%s` is not a protocol answer: %.200s", op, line);
+	return true;
+}
+
+/* The next non-empty line (PROTOCOL.md: empty lines are ignored), or NULL
+ * after giving up on the driver. */
+static char *next_answer_line(struct cf_driver *d, const char *op, double deadline, double scaled, size_t *lenp)
+{
+	enum line_why why = LINE_OK;
+	char lim[32];
+	char *line;
+
+	while ((line = read_line(d, deadline, &why, lenp)) != NULL && (*lenp == 0 || (*lenp == 1 && line[0] == '\r')))
 		free(line);
-		cJSON_Delete(ans);
-		return NULL;
+	if (line != NULL)
+		return line;
+	if (why == LINE_TIMEOUT) {
+		d->timed_out = true;
+		give_up(d, false, "driver: no answer to `%s` within %.1f s", op, scaled);
+	} else if (why == LINE_EOF) {
+		give_up(d, true, "driver: no answer to `%s`: it closed its stdout", op);
+	} else if (why == LINE_TOO_LONG) {
+		limit_text(d->answer_limit, lim, sizeof(lim));
+		give_up(d, false, "driver: answer to `%s` is not a protocol answer: the line is longer than the "
+			"limit of %s (PROTOCOL.md)", op, lim);
+	} else {
+		give_up(d, false, "driver: no answer to `%s`: poll failed", op);
 	}
-	free(line);
-	/* Requests are never pipelined, so the only right id is the pending
-	 * one, compared as a number exactly (1.5 is not 1, "1" is not 1). */
-	if (cJSON_IsNumber(aid) && aid->valuedouble == (double)id)
-		return ans;
-	id_text(aid, got, sizeof(got));
-	{
+	return NULL;
+}
+
+cJSON *cf_call(struct cf_driver *d, const char *op, const cJSON *fields, double timeout_s)
+{
+	double scaled = timeout_s * d->c->cf->timeout_scale;
+	double deadline = cf_now_ms() + scaled * 1000.0;
+	char why[400];
+	cJSON *ans = NULL;
+	char *line;
+	size_t len = 0;
+	int id = d->next_id++;
+	enum cf_answer_verdict v;
+
+	if (d->broken || !send_request(d, op, fields, id))
+		return NULL;
+	line = next_answer_line(d, op, deadline, scaled, &len);
+	if (line == NULL)
+		return NULL;
+	v = cf_answer_parse(line, len, id, op, &ans, why, sizeof(why));
+	if (v == CF_ANSWER_BAD) {
+		give_up(d, false, "driver: answer to `%s` is not a protocol answer: %s: %.200s", op, why, line);
+	} else if (v == CF_ANSWER_WRONG_ID) {
 		const cJSON *e = cJSON_GetObjectItemCaseSensitive(ans, "error");
 
-		give_up(d, false, "driver: answered id %s, expected %d (the id of `%s`)%s%s%s%.200s", got, id, op,
-			e != NULL ? "; its error: " : "", cf_str(e, "type") ? cf_str(e, "type") : "",
-			e != NULL ? ": " : "", cf_str(e, "message") ? cf_str(e, "message") : "");
+		give_up(d, false, "driver: %s%s%s%s%.200s", why, e != NULL ? "; its error: " : "",
+			cf_str(e, "type") ? cf_str(e, "type") : "", e != NULL ? ": " : "",
+			cf_str(e, "message") ? cf_str(e, "message") : "");
+		cJSON_Delete(ans);
+		ans = NULL;
 	}
-	cJSON_Delete(ans);
-	return NULL;
+	free(line);
+	return ans;
 }
 
 bool cf_hello_protocol_ok(const cJSON *hello, char *why, size_t cap)
@@ -563,6 +610,11 @@ void cf_driver_stop(struct cf_driver *d)
 		(void)sbx_write_all(d->in_fd, line, strlen(line));
 	}
 	close(d->in_fd);
+	if (d->pid <= 0) { /* attached: the caller owns whatever writes out_fd */
+		close(d->out_fd);
+		sbx_strbuf_free(&d->rbuf);
+		return;
+	}
 	deadline = cf_now_ms() + 2000;
 	while (!d->reaped && waitpid(d->pid, &status, WNOHANG) == 0) {
 		struct timespec ts = {0, 5000000};

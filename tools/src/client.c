@@ -104,6 +104,21 @@ void ctl_response_free(ctl_response *resp)
 	memset(resp, 0, sizeof *resp);
 }
 
+cJSON *ctl_json_parse_exact(const char *text, size_t len)
+{
+	const char *end = NULL;
+	cJSON *v = cJSON_ParseWithLengthOpts(text, len, &end, false);
+
+	/* (cJSON's own require_null_terminated wants a NUL inside len) */
+	while (v != NULL && end < text + len && (*end == ' ' || *end == '\t' || *end == '\r' || *end == '\n'))
+		end++;
+	if (v != NULL && end != text + len) {
+		cJSON_Delete(v);
+		v = NULL;
+	}
+	return v;
+}
+
 bool ctl_escape(sbx_strbuf *sb, const char *s)
 {
 	return sbx_http_escape(sb, s);
@@ -125,16 +140,17 @@ long ctl_parse_poll_after_ms(const char *v)
 		return -1;
 	char *end = NULL;
 	double n = strtod(v, &end);
-	/* !(n >= 0) also refuses NaN, whose cast to long is undefined */
-	if (end == v || !(n >= 0) || n > 86400000.0)
-		return -1;
-	while (*end == ' ')
+	while (end != v && *end == ' ')
 		end++;
-	if (*end == '\0' || strcmp(end, "ms") == 0)
-		return (long)n;
-	if (strcmp(end, "s") == 0)
-		return (long)(n * 1000);
-	return -1;
+	if (end != v && strcmp(end, "s") == 0)
+		n *= 1000;
+	else if (end == v || (*end != '\0' && strcmp(end, "ms") != 0))
+		return -1;
+	/* at most a day, in either unit; !(n >= 0) also refuses NaN, whose
+	 * cast to long is undefined */
+	if (!(n >= 0) || n > 86400000.0)
+		return -1;
+	return (long)n;
 }
 
 /* The 2xx body of a streaming request goes to the caller's on_chunk. */
@@ -240,12 +256,20 @@ static void message_from_fail(ctl_error *err, const cJSON *data)
 	sbx_strbuf_free(&sb);
 }
 
+static void body_excerpt(char *dst, size_t cap, const sbx_strbuf *body);
+
+/* The body as one JSON value with nothing but blanks after it, or NULL. */
+static cJSON *parse_body(const sbx_strbuf *body)
+{
+	return body->len > 0 ? ctl_json_parse_exact(body->data, body->len) : NULL;
+}
+
 static void map_http_error(ctl_error *err, ctl_response *resp)
 {
 	err->cls = ctl_errclass_for_status(resp->status);
 	err->status = resp->status;
 	err_from_headers(err, resp);
-	cJSON *env = resp->body.len > 0 ? cJSON_ParseWithLength(resp->body.data, resp->body.len) : NULL;
+	cJSON *env = parse_body(&resp->body);
 	const cJSON *st = cJSON_GetObjectItemCaseSensitive(env, "status");
 	if (cJSON_IsString(st) && strcmp(st->valuestring, "error") == 0) {
 		const cJSON *m = cJSON_GetObjectItemCaseSensitive(env, "message");
@@ -253,6 +277,16 @@ static void map_http_error(ctl_error *err, ctl_response *resp)
 			snprintf(err->message, sizeof err->message, "%s", m->valuestring);
 	} else if (cJSON_IsString(st) && strcmp(st->valuestring, "fail") == 0) {
 		message_from_fail(err, cJSON_GetObjectItemCaseSensitive(env, "data"));
+	}
+	if (err->message[0] == '\0' && resp->body.len > 0 && !(cJSON_IsString(st) &&
+	    (strcmp(st->valuestring, "error") == 0 || strcmp(st->valuestring, "fail") == 0))) {
+		/* A proxy's HTML page or a truncated body: say so, not only the
+		 * status's default. */
+		char ex[300];
+
+		body_excerpt(ex, sizeof ex, &resp->body);
+		snprintf(err->message, sizeof err->message, "%s (the answer is not a JSend envelope: body starts '%s')",
+			 default_message(resp->status), ex);
 	}
 	if (err->message[0] == '\0')
 		snprintf(err->message, sizeof err->message, "%s", default_message(resp->status));
@@ -286,14 +320,20 @@ static int parse_success(ctl_response *resp, ctl_error *err)
 		snprintf(err->message, sizeof err->message, "empty body in an HTTP %ld answer", resp->status);
 		return -1;
 	}
-	resp->envelope = cJSON_ParseWithLength(resp->body.data, resp->body.len);
+	resp->envelope = parse_body(&resp->body);
 	const cJSON *st = cJSON_GetObjectItemCaseSensitive(resp->envelope, "status");
-	if (resp->envelope == NULL || !cJSON_IsString(st) || strcmp(st->valuestring, "success") != 0) {
+	if (resp->envelope == NULL || !cJSON_IsString(st) || strcmp(st->valuestring, "success") != 0 ||
+	    !cJSON_HasObjectItem(resp->envelope, "data")) {
 		body_excerpt(ex, sizeof ex, &resp->body);
 		err->cls = CTL_E_PROTOCOL;
 		snprintf(err->message, sizeof err->message, "%s in an HTTP %ld answer (body starts '%s')",
-			 resp->envelope == NULL ? "malformed JSON" : "no JSend success envelope",
+			 resp->envelope == NULL ? "malformed JSON (not a JSend envelope)"
+			 : !cJSON_IsString(st) || strcmp(st->valuestring, "success") != 0
+				 ? "no JSend success envelope"
+				 : "a JSend success envelope without `data`",
 			 resp->status, ex);
+		cJSON_Delete(resp->envelope);
+		resp->envelope = NULL;
 		return -1;
 	}
 	resp->data = cJSON_GetObjectItemCaseSensitive(resp->envelope, "data");
@@ -371,18 +411,24 @@ out_free_key:
 	return ret;
 }
 
+int ctl_answer_read(ctl_response *resp, bool raw, ctl_error *err)
+{
+	err->status = resp->status;
+	err_from_headers(err, resp);
+	if (resp->status < 200 || resp->status >= 300) {
+		map_http_error(err, resp);
+		return -1;
+	}
+	if (raw)
+		return 0;
+	return parse_success(resp, err);
+}
+
 int ctl_request_do(ctl_client *c, const ctl_request *req, ctl_response *resp, ctl_error *err)
 {
 	memset(resp, 0, sizeof *resp);
 	err_init(err, req);
 	if (send_request(c, req, resp, err) != 0)
 		return -1;
-	err->status = resp->status;
-	if (resp->status < 200 || resp->status >= 300) {
-		map_http_error(err, resp);
-		return -1;
-	}
-	if (req->raw || req->on_chunk != NULL)
-		return 0;
-	return parse_success(resp, err);
+	return ctl_answer_read(resp, req->raw || req->on_chunk != NULL, err);
 }

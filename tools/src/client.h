@@ -95,7 +95,18 @@ void ctl_client_free(ctl_client *c);
  * id). resp is always initialised and must be freed with ctl_response_free. */
 int ctl_request_do(ctl_client *c, const ctl_request *req, ctl_response *resp, ctl_error *err);
 void ctl_response_free(ctl_response *resp);
+/* The second half of ctl_request_do, without a socket (tests and the
+ * ctl_answer fuzz target fill resp->status, body and the header strings):
+ * a non-2xx answer is mapped to its error class with the server's JSend
+ * message (or the status's default and the start of a body that is not
+ * JSend); a 2xx one must be exactly one JSend success envelope with `data`
+ * (or 204/205 without a body) unless raw. 0, or -1 with *err filled (its
+ * method and path are left as they are). */
+int ctl_answer_read(ctl_response *resp, bool raw, ctl_error *err);
 
+/* Exactly one JSON value in text[0..len) (blanks around it allowed), or
+ * NULL: "{...} garbage" is not an answer. */
+cJSON *ctl_json_parse_exact(const char *text, size_t len);
 /* Percent-escapes one path segment or query value into sb. */
 bool ctl_escape(sbx_strbuf *sb, const char *s);
 /* Parses Retry-After (delta-seconds or HTTP date) into seconds; -1 when not

@@ -7,6 +7,7 @@
 
 #include "ctl.h"
 #include "output.h"
+#include "stream.h"
 
 const ctl_opt ctl_opts_exec[] = {
 	{"stream", NULL, false, "print output as it arrives (NDJSON stream)"},
@@ -14,104 +15,72 @@ const ctl_opt ctl_opts_exec[] = {
 	{NULL, NULL, false, NULL},
 };
 
-/* Exit codes 0-255 pass through; anything else (negative, > 255) is 255. */
-static int exit_code_of(const cJSON *v)
-{
-	double d = v->valuedouble;
-	if (d < 0 || d > 255)
-		return 255;
-	return (int)d;
-}
-
-typedef struct stream_state {
-	ctl_ctx *ctx;
-	sbx_strbuf line;  /* partial line carried between chunks */
-	int exit_code;    /* -1 until the final frame */
-	bool failed;      /* an unparseable frame */
-} stream_state;
-
 static void put(FILE *f, const char *s)
 {
 	fwrite(s, 1, strlen(s), f);
 	fflush(f);
 }
 
-static void handle_frame(stream_state *st, const char *text, size_t len)
+/* The stream's frames as they arrive (stream.c decodes them): text to
+ * stdout/stderr, or every frame as one JSON line with --json. */
+static void sink_out(void *ud, const char *text)
 {
-	ctl_ctx *ctx = st->ctx;
-	while (len > 0 && (text[len - 1] == '\r' || text[len - 1] == ' '))
-		len--;
-	if (len == 0)
+	ctl_ctx *ctx = ud;
+	if (!ctx->json)
+		put(ctx->out, text);
+}
+
+static void sink_err(void *ud, const char *text)
+{
+	ctl_ctx *ctx = ud;
+	if (!ctx->json)
+		put(ctx->err, text);
+}
+
+static void sink_error(void *ud, const char *message)
+{
+	ctl_ctx *ctx = ud;
+	if (!ctx->json)
+		fprintf(ctx->err, "sbxctl: exec error: %s\n", message);
+}
+
+static void sink_frame(void *ud, const cJSON *frame)
+{
+	ctl_ctx *ctx = ud;
+	if (!ctx->json)
 		return;
-	cJSON *f = cJSON_ParseWithLength(text, len);
-	if (f == NULL) {
-		fprintf(ctx->err, "sbxctl: exec: unparseable stream frame '%.*s'\n", (int)(len > 80 ? 80 : len), text);
-		st->failed = true;
-		return;
+	char *s = cJSON_PrintUnformatted(frame);
+	if (s != NULL) {
+		fprintf(ctx->out, "%s\n", s);
+		fflush(ctx->out);
 	}
-	if (ctx->json) {
-		char *s = cJSON_PrintUnformatted(f);
-		if (s != NULL) {
-			fprintf(ctx->out, "%s\n", s);
-			fflush(ctx->out);
-		}
-		free(s);
-	}
-	const cJSON *v = NULL;
-	const cJSON *res = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(f, "data"), "result");
-	if (res != NULL) {
-		/* A server that answered with the buffered form despite ?stream=true. */
-		cJSON *copy = cJSON_Duplicate(res, true);
-		cJSON_Delete(f);
-		f = copy;
-	}
-	if (f == NULL)
-		return;
-	if (!ctx->json && (v = cJSON_GetObjectItemCaseSensitive(f, "stdout")) != NULL && cJSON_IsString(v))
-		put(ctx->out, v->valuestring);
-	if (!ctx->json && (v = cJSON_GetObjectItemCaseSensitive(f, "stderr")) != NULL && cJSON_IsString(v))
-		put(ctx->err, v->valuestring);
-	if ((v = cJSON_GetObjectItemCaseSensitive(f, "error")) != NULL && cJSON_IsString(v) && !ctx->json)
-		fprintf(ctx->err, "sbxctl: exec error: %s\n", v->valuestring);
-	if ((v = cJSON_GetObjectItemCaseSensitive(f, "exit_code")) != NULL && cJSON_IsNumber(v))
-		st->exit_code = exit_code_of(v);
-	cJSON_Delete(f);
+	free(s);
+}
+
+static void sink_bad(void *ud, const char *why)
+{
+	ctl_ctx *ctx = ud;
+	fprintf(ctx->err, "sbxctl: exec: %s\n", why);
 }
 
 static bool on_chunk(void *ud, const char *data, size_t len)
 {
-	stream_state *st = ud;
-	while (len > 0) {
-		const char *nl = memchr(data, '\n', len);
-		if (nl == NULL) {
-			sbx_strbuf_append(&st->line, data, len);
-			break;
-		}
-		size_t n = (size_t)(nl - data);
-		if (st->line.len > 0) {
-			sbx_strbuf_append(&st->line, data, n);
-			handle_frame(st, sbx_strbuf_str(&st->line), st->line.len);
-			sbx_strbuf_reset(&st->line);
-		} else {
-			handle_frame(st, data, n);
-		}
-		data += n + 1;
-		len -= n + 1;
-	}
-	return !st->line.oom;
+	return ctl_stream_feed(ud, data, len);
 }
 
 static int run_streamed(ctl_ctx *ctx, const char *path, const char *body)
 {
-	stream_state st = {.ctx = ctx, .line = SBX_STRBUF_INIT, .exit_code = -1};
+	ctl_stream_sink sink = {.out = sink_out, .err = sink_err, .error = sink_error, .frame = sink_frame,
+				.bad = sink_bad, .ud = ctx};
+	ctl_stream st;
+	ctl_stream_init(&st, &sink);
 	ctl_request req = {.method = "POST", .path = path, .query = "stream=true", .body = body,
 			   .body_len = strlen(body), .on_chunk = on_chunk, .ud = &st};
 	ctl_response resp;
 	int rc = CTL_EXIT_FAIL;
 	if (ctl_call(ctx, &req, &resp) != 0)
 		goto out_free;
-	if (st.line.len > 0)
-		handle_frame(&st, sbx_strbuf_str(&st.line), st.line.len);
+	ctl_stream_finish(&st);
 	if (st.exit_code < 0) {
 		ctl_fail(ctx, "exec: the stream ended without an exit code%s",
 			 st.failed ? " (and had unparseable frames)" : "");
@@ -120,7 +89,7 @@ static int run_streamed(ctl_ctx *ctx, const char *path, const char *body)
 	rc = st.exit_code;
 out_free:
 	ctl_response_free(&resp);
-	sbx_strbuf_free(&st.line);
+	ctl_stream_free(&st);
 	return rc;
 }
 
@@ -149,7 +118,7 @@ static int run_buffered(ctl_ctx *ctx, const char *path, const char *body)
 	}
 	int rc = CTL_EXIT_FAIL;
 	if (cJSON_IsNumber(code))
-		rc = exit_code_of(code);
+		rc = ctl_exit_code_of(code);
 	else if (!ctx->json)
 		fprintf(ctx->err, "sbxctl: exec: the answer has no exit code\n");
 	ctl_response_free(&resp);
