@@ -347,7 +347,7 @@ static void write_exchange(mock_rec *rc, mreq *r, const char *query, long status
 	cJSON_Delete(o);
 }
 
-static void rec_proxy(mock_rec *rc, mreq *r, mresp *out)
+void mock_rec_proxy(mock_rec *rc, mreq *r, mresp *out)
 {
 	upstream_resp u;
 	char *query = mock_rec_raw_query(r);
@@ -401,12 +401,24 @@ static sbx_http_client *new_upstream_client(const char *upstream, sbx_err *err)
 	return sbx_http_client_new(&o, err);
 }
 
-mock_rec *mock_rec_new(const sbx_mock_config *cfg, sbx_err *err)
+void mock_rec_exchange_free(mock_rec_exchange *e)
+{
+	free(e->method);
+	free(e->path);
+	free(e->query);
+	free(e->key);
+	free(e->body);
+	free(e->ctype);
+	free(e->request_id);
+	cJSON_Delete(e->headers);
+	free(e->resp);
+}
+
+/* A recording proxy for cfg->record_upstream (record mode of mock_rec_new). */
+mock_rec *mock_rec_recorder_new(const sbx_mock_config *cfg, sbx_err *err)
 {
 	mock_rec *rc;
 
-	if (cfg->record_upstream == NULL && cfg->replay == NULL)
-		return NULL;
 	rc = calloc(1, sizeof(*rc));
 	if (rc == NULL) {
 		sbx_err_set(err, "out of memory");
@@ -414,11 +426,7 @@ mock_rec *mock_rec_new(const sbx_mock_config *cfg, sbx_err *err)
 	}
 	pthread_mutex_init(&rc->lock, NULL);
 	rc->quiet = cfg->quiet;
-	if (cfg->record_upstream != NULL && cfg->replay != NULL) {
-		sbx_err_set(err, "record and replay exclude each other");
-		goto out_free;
-	}
-	if (cfg->record_upstream != NULL) {
+	{
 		size_t len = strlen(cfg->record_upstream);
 
 		if (strncmp(cfg->record_upstream, "http://", 7) != 0 &&
@@ -447,9 +455,6 @@ mock_rec *mock_rec_new(const sbx_mock_config *cfg, sbx_err *err)
 		}
 		return rc;
 	}
-	mock_rec_free(rc);
-	return mock_rec_from_file(cfg->replay, cfg->quiet, err);
-
 out_free:
 	mock_rec_free(rc);
 	return NULL;
@@ -470,17 +475,4 @@ void mock_rec_free(mock_rec *rc)
 	free(rc->ex);
 	pthread_mutex_destroy(&rc->lock);
 	free(rc);
-}
-
-bool mock_rec_dispatch(mreq *r, mresp *out)
-{
-	mock_rec *rc = r->mock->rec;
-
-	if (rc == NULL)
-		return false;
-	if (rc->upstream != NULL)
-		rec_proxy(rc, r, out);
-	else
-		mock_rec_replay_answer(rc, r, out);
-	return true;
 }

@@ -64,6 +64,10 @@ mock_rec *mock_rec_from_text(const char *text, size_t len, const char *name, boo
 /* The same from the file path. */
 mock_rec *mock_rec_from_file(const char *path, bool quiet, sbx_err *err);
 void mock_rec_exchange_free(mock_rec_exchange *e);
+/* Record mode (record.c): a proxy to cfg->record_upstream writing to
+ * cfg->record_to, and the forwarding of one request. */
+mock_rec *mock_rec_recorder_new(const sbx_mock_config *cfg, sbx_err *err);
+void mock_rec_proxy(mock_rec *rc, mreq *r, mresp *out);
 
 /* A request as replay matching sees it: key is the value of the first
  * auth header present (NULL: none), query the escaped query string. */

@@ -122,18 +122,6 @@ static size_t key_known(const mock_rec *rc, const char *key, char *buf, size_t c
 
 /* ---- replay ---- */
 
-void mock_rec_exchange_free(mock_rec_exchange *e)
-{
-	free(e->method);
-	free(e->path);
-	free(e->query);
-	free(e->key);
-	free(e->body);
-	free(e->ctype);
-	free(e->request_id);
-	cJSON_Delete(e->headers);
-	free(e->resp);
-}
 
 static char *str_or(const cJSON *o, const char *k, const char *dflt)
 {
@@ -457,4 +445,31 @@ void mock_rec_replay_answer(mock_rec *rc, mreq *r, mresp *out)
 		if (cJSON_IsString(h))
 			resp_header(out, h->string, h->valuestring);
 	}
+}
+
+/* Record or replay mode, as configured; NULL (no error) when neither. */
+mock_rec *mock_rec_new(const sbx_mock_config *cfg, sbx_err *err)
+{
+	if (cfg->record_upstream == NULL && cfg->replay == NULL)
+		return NULL;
+	if (cfg->record_upstream != NULL && cfg->replay != NULL) {
+		sbx_err_set(err, "record and replay exclude each other");
+		return NULL;
+	}
+	if (cfg->record_upstream != NULL)
+		return mock_rec_recorder_new(cfg, err);
+	return mock_rec_from_file(cfg->replay, cfg->quiet, err);
+}
+
+bool mock_rec_dispatch(mreq *r, mresp *out)
+{
+	mock_rec *rc = r->mock->rec;
+
+	if (rc == NULL)
+		return false;
+	if (rc->upstream != NULL)
+		mock_rec_proxy(rc, r, out);
+	else
+		mock_rec_replay_answer(rc, r, out);
+	return true;
 }
