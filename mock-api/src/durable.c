@@ -339,16 +339,21 @@ int mock_durable_persist(sbx_mock *mock, mock_tenant *t, sbx_err *err)
 	bool changed = false;
 	int rc = 0;
 
-	crcs = calloc(m->nsbx + 1, sizeof(*crcs));
 	rec = cJSON_CreateObject();
-	if (crcs == NULL || rec == NULL) {
-		free(crcs);
-		cJSON_Delete(rec);
+	if (rec == NULL) {
 		sbx_err_set(err, "out of memory");
 		return -1;
 	}
 	cJSON_AddStringToObject(rec, "t", "mut");
 	pthread_mutex_lock(&m->lock);
+	/* sized under the lock: a create in another thread grows m->nsbx */
+	crcs = calloc(m->nsbx + 1, sizeof(*crcs));
+	if (crcs == NULL) {
+		pthread_mutex_unlock(&m->lock);
+		cJSON_Delete(rec);
+		sbx_err_set(err, "out of memory");
+		return -1;
+	}
 	mock_tick(m, mock_on_state_change, mock);
 	d = mock_tenant_dump(t);
 	tcrc = dump_crc(d, NULL);
