@@ -143,7 +143,7 @@ static void answer_mode(const uint8_t *data, size_t size)
 	if (status >= 200 && status < 300) {
 		bool ok = raw || (resp.body.len == 0 && (status == 204 || status == 205)) ||
 			  (cJSON_IsObject(env) && st != NULL && strcmp(st, "success") == 0 &&
-			   cJSON_HasObjectItem(env, "data"));
+			   cJSON_GetObjectItemCaseSensitive(env, "data") != NULL);
 
 		check((rc == 0) == ok, rc == 0 ? "a 2xx answer that is not JSend success accepted"
 					       : "a JSend success refused", err.message);

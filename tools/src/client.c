@@ -323,7 +323,7 @@ static int parse_success(ctl_response *resp, ctl_error *err)
 	resp->envelope = parse_body(&resp->body);
 	const cJSON *st = cJSON_GetObjectItemCaseSensitive(resp->envelope, "status");
 	if (resp->envelope == NULL || !cJSON_IsString(st) || strcmp(st->valuestring, "success") != 0 ||
-	    !cJSON_HasObjectItem(resp->envelope, "data")) {
+	    cJSON_GetObjectItemCaseSensitive(resp->envelope, "data") == NULL) {
 		body_excerpt(ex, sizeof ex, &resp->body);
 		err->cls = CTL_E_PROTOCOL;
 		snprintf(err->message, sizeof err->message, "%s in an HTTP %ld answer (body starts '%s')",
