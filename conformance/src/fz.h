@@ -192,6 +192,10 @@ extern void (*fz_on_finding)(void);
  * report (may be NULL: none). */
 bool fz_check_report(const struct fz_input *in, struct fz_outcome *out, char *inv, size_t inv_cap, char *why,
 		     size_t why_cap, FILE *report);
+/* fz_check_surface.c: the backend requests of journal rows [lo, hi) that
+ * match method and pattern with a status in [slo, shi] (fz_check.c too). */
+int fz_journal_count(const cJSON *j, int lo, int hi, const char *method, const char *pattern, int slo,
+		     int shi);
 /* fz_check_surface.c: the surface invariants (5 reuse, 6 files, 7 fork);
  * broken() is fz_check.c's reporter. */
 void fz_check_surface(const struct fz_input *in, const struct fz_outcome *o,

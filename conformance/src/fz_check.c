@@ -195,24 +195,12 @@ static bool exec_disturbed(const cJSON *j, int lo, int hi)
 	return false;
 }
 
-static int count_in(const cJSON *j, int lo, int hi, const char *method, const char *pattern, int slo, int shi)
-{
-	cJSON *part = cJSON_CreateArray();
-	int i, n;
-
-	for (i = lo; i < hi; i++)
-		cJSON_AddItemReferenceToArray(part, cJSON_GetArrayItem(j, i));
-	n = cf_journal_count(part, method, pattern, slo, shi);
-	cJSON_Delete(part);
-	return n;
-}
-
 static int mutating(const cJSON *j, int lo, int hi)
 {
-	return count_in(j, lo, hi, "POST", "/v1/sandboxes", 0, 999) +
-	       count_in(j, lo, hi, "POST", "/v1/sandboxes/{id}/*", 0, 999) +
-	       count_in(j, lo, hi, "PUT", "/v1/sandboxes/*", 0, 999) +
-	       count_in(j, lo, hi, "PATCH", "/v1/sandboxes/*", 0, 999);
+	return fz_journal_count(j, lo, hi, "POST", "/v1/sandboxes", 0, 999) +
+	       fz_journal_count(j, lo, hi, "POST", "/v1/sandboxes/{id}/*", 0, 999) +
+	       fz_journal_count(j, lo, hi, "PUT", "/v1/sandboxes/*", 0, 999) +
+	       fz_journal_count(j, lo, hi, "PATCH", "/v1/sandboxes/*", 0, 999);
 }
 
 /* ---- the settings model ---- */
@@ -345,7 +333,7 @@ static void check_refusal(const struct fz_input *in, const struct fz_outcome *o,
 	if (ro->result != NULL)
 		broken(in, o, "1 refusal", "run %u ran (exit %g) although it must be refused: %s", r,
 		       cf_num(ro->result, "exit_code", 0), m->why);
-	if (count_in(o->journal, 0, hi, "POST", "/v1/sandboxes", 0, 999) > 0)
+	if (fz_journal_count(o->journal, 0, hi, "POST", "/v1/sandboxes", 0, 999) > 0)
 		broken(in, o, "1 refusal", "run %u: a create reached the control plane although the run must be "
 		       "refused before anything is created: %s", r, m->why);
 	if (m->refuse_preflight && harmful(o->journal, 0, hi) > 0)
@@ -491,12 +479,12 @@ static void check_createos(const struct fz_input *in, const struct fz_outcome *o
 	const cJSON *sb;
 
 	for (r = 0; r < in->nruns && !o->concurrent; r++) {
-		creates = count_in(o->journal, o->runs[r].j_lo, o->runs[r].j_hi, "POST", "/v1/sandboxes", 0, 999);
+		creates = fz_journal_count(o->journal, o->runs[r].j_lo, o->runs[r].j_hi, "POST", "/v1/sandboxes", 0, 999);
 		if (creates > 1)
 			broken(in, o, "4 results", "run %u sent %d creates; the createos backend sends each create at "
 			       "most once (no retries)", r, creates);
 	}
-	creates = count_in(o->journal, 0, cJSON_GetArraySize(o->journal), "POST", "/v1/sandboxes", 0, 999);
+	creates = fz_journal_count(o->journal, 0, cJSON_GetArraySize(o->journal), "POST", "/v1/sandboxes", 0, 999);
 	if (o->concurrent && creates > (int)in->nruns)
 		broken(in, o, "4 results", "%u concurrent runs sent %d creates (at most one each)", in->nruns, creates);
 	whoami = answered(o->journal, "GET", "/v1/whoami");

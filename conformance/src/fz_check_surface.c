@@ -50,9 +50,7 @@ static bool disturbed(const cJSON *j, int lo, int hi)
 	return false;
 }
 
-/* Backend requests in [lo, hi) matching method and pattern with a status
- * in [slo, shi]. */
-static int count(const cJSON *j, int lo, int hi, const char *method, const char *pattern, int slo, int shi)
+int fz_journal_count(const cJSON *j, int lo, int hi, const char *method, const char *pattern, int slo, int shi)
 {
 	cJSON *part = cJSON_CreateArray();
 	int i, n;
@@ -84,7 +82,7 @@ static void check_reuse(const struct fz_input *in, const struct fz_outcome *o, u
 		if (strcmp(guest_name(ro->result), ro->acted_on) != 0)
 			broken(in, o, "5 reuse", "component run %u ran in guest %s instead of resuming the paused "
 			       "reuse guest %s", r, guest_name(ro->result), ro->acted_on);
-		if (count(j, ro->j_op, ro->j_hi, "POST", "/v1/sandboxes/{id}/resume", 200, 299) < 1)
+		if (fz_journal_count(j, ro->j_op, ro->j_hi, "POST", "/v1/sandboxes/{id}/resume", 200, 299) < 1)
 			broken(in, o, "5 reuse", "component run %u used the paused reuse guest %s without resuming it "
 			       "(no resume in the journal)", r, ro->acted_on);
 		return;
@@ -96,7 +94,7 @@ static void check_reuse(const struct fz_input *in, const struct fz_outcome *o, u
 	if (strcmp(ro->etype, "SandboxUnavailableError") != 0)
 		broken(in, o, "5 reuse", "component run %u: the drifted reuse guest was refused with %s, not "
 		       "SandboxUnavailableError: %s", r, ro->etype, ro->emsg);
-	if (count(j, ro->j_op, ro->j_hi, "POST", "/v1/sandboxes/{id}/exec", 0, 999) > 0)
+	if (fz_journal_count(j, ro->j_op, ro->j_hi, "POST", "/v1/sandboxes/{id}/exec", 0, 999) > 0)
 		broken(in, o, "5 reuse", "component run %u: refused the drifted reuse guest only after executing "
 		       "in it", r);
 }
