@@ -32,7 +32,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static const char *const OPTION_NAMES[] = {
 	"--backend-cmd", "--python-backend", "--host-cmd", "--profile", "--filter", "--list", "--shard",
 	"--mock-url", "--admin-token", "--api-url", "--seed", "--timeout-scale", "--jobs", "--tap", "--junit",
-	"--json", "--html", "--fixtures", "--python", "--python-component", "--max-timeouts", "--help",
+	"--json", "--html", "--fixtures", "--python", "--python-component", "--max-timeouts", "--fuzz-case", "--help",
 	"-- 'j'", "-- 'h'", NULL,
 };
 
