@@ -4,6 +4,7 @@
 #   <name>                   the fuzzer ($CC $CFLAGS, linked with $LIB_FUZZING_ENGINE)
 #   <name>_seed_corpus.zip   fuzz/corpus/<name>/ (flat zip)
 #   <name>.dict              fuzz/dict/<name>.dict
+#   <name>.options           fuzz/options/<name>.options, where there is one
 # plus lib/: the shared libraries the targets need that the runner image
 # lacks (libcjson, libmicrohttpd, libcurl, libseccomp and theirs), found by
 # the targets' RPATH $ORIGIN/lib (DT_RPATH, not RUNPATH: it also serves the
@@ -37,6 +38,7 @@ cmake --build "$work" --parallel "$jobs" --target "${names[@]}"
 mkdir -p "$OUT/lib"
 for n in "${names[@]}"; do
   cp "$work/fuzz/$n" "$OUT/$n"
+  if [ -f "$src/fuzz/options/$n.options" ]; then cp "$src/fuzz/options/$n.options" "$OUT/$n.options"; fi
   python3 - "$src/fuzz/corpus/$n" "$OUT/${n}_seed_corpus.zip" <<'PY'
 import os, sys, zipfile
 corpus, dest = sys.argv[1], sys.argv[2]

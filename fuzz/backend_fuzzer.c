@@ -17,10 +17,13 @@
  * rules (default: createos-backend when the driver's hello name is
  * "createos"). See fuzz/README.md.
  *
- * The built-in reference backend: this binary re-executes itself with
- * SBX_FUZZ_AS_REF_BACKEND=1, and LLVMFuzzerInitialize (which libFuzzer and
- * replay_main.c call first) then becomes sbx-ref-backend's main, so the
- * target needs no other file at run time (ClusterFuzzLite ships only it). */
+ * The built-in reference backend: this binary re-executes itself once with
+ * SBX_FUZZ_AS_REF_ZYGOTE=FD, and LLVMFuzzerInitialize (which libFuzzer and
+ * replay_main.c call first) then waits there as the zygote
+ * (backend/fz_zygote.c) whose forks become sbx-ref-backend's main, one per
+ * driver; with SBX_FUZZ_NO_ZYGOTE=1 each driver re-executes this binary with
+ * SBX_FUZZ_AS_REF_BACKEND=1 instead. Either way the target needs no other
+ * file at run time (ClusterFuzzLite ships only it). */
 #define _GNU_SOURCE
 #include <limits.h>
 #include <stdint.h>
@@ -30,6 +33,8 @@
 #include <unistd.h>
 
 #include "backend/fz_harness.h"
+#include "backend/fz_zygote.h"
+#include "sbx/http.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);
@@ -40,6 +45,21 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	char self[PATH_MAX];
 	ssize_t n;
 
+	if (getenv("SBX_FUZZ_AS_REF_ZYGOTE") != NULL) {
+		char *end;
+		long fd = strtol(getenv("SBX_FUZZ_AS_REF_ZYGOTE"), &end, 10);
+
+		if (*end != '\0' || fd < 3 || fd > 65535) {
+			fprintf(stderr, "backend_fuzzer: SBX_FUZZ_AS_REF_ZYGOTE is not a descriptor\n");
+			exit(2);
+		}
+		unsetenv("SBX_FUZZ_AS_REF_ZYGOTE");
+		/* libcurl's global set-up (TLS libraries, ~3 ms, 8 under ASan)
+		 * once here, not in every driver: the backend's own call then
+		 * finds it done */
+		sbx_http_global_init();
+		fz_zygote_serve((int)fd, *argc, *argv, sbx_ref_backend_main);
+	}
 	if (getenv("SBX_FUZZ_AS_REF_BACKEND") != NULL) {
 		unsetenv("SBX_FUZZ_AS_REF_BACKEND");
 		exit(sbx_ref_backend_main(*argc, *argv));
@@ -51,6 +71,30 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	}
 	self[n] = '\0';
 	fz_harness_init(self);
+#ifdef SBX_FUZZ_LIBFUZZER
+	{
+		/* -detect_leaks=0 first, so a flag the user gives still wins. The
+		 * harness keeps state across inputs on purpose (its driver pool,
+		 * the shapes), so an input that allocates more than it frees is
+		 * the rule, and libFuzzer answers each such input by running it a
+		 * second time (TryDetectingAMemoryLeak): a second backend run.
+		 * Leaks are still reported when the fuzzer exits, and the corpus
+		 * replays under ASan and valgrind in ctest. */
+		static char *args[256];
+		static char no_leaks[] = "-detect_leaks=0";
+		int i, k = 0;
+
+		if (*argc < 250) {
+			args[k++] = (*argv)[0];
+			args[k++] = no_leaks;
+			for (i = 1; i < *argc; i++)
+				args[k++] = (*argv)[i];
+			args[k] = NULL;
+			*argc = k;
+			*argv = args;
+		}
+	}
+#endif
 	return 0;
 }
 

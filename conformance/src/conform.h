@@ -70,6 +70,11 @@ struct cf_config {
 	char **surfaces;
 	size_t surface_count;
 	bool bundled_backend;     /* no --backend-cmd: the bundled reference runs */
+	/* Starts a driver instead of fork + `sh -c backend_cmd` when set: with
+	 * this environment and descriptors as stdin, stdout, stderr; returns
+	 * the pid of a child of this process (the backend fuzzer's zygote). */
+	pid_t (*spawn)(void *arg, char *const *envp, int in_fd, int out_fd, int err_fd);
+	void *spawn_arg;
 	char *rerun;              /* the command line that repeats this run (set by cf_run_all) */
 	pthread_mutex_t lock;     /* guards the counters below and progress output */
 	unsigned next_tenant;

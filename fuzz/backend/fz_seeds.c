@@ -87,6 +87,11 @@ static const struct fz_seed SEEDS[] = {
 			      .runs = {{.reuse = true}, {.reuse = true, .between = FZ_BETWEEN_DRIFT, .out_idx = 1}}}},
 	{"comp-files-few", {.surface = FZ_SURF_COMPONENT, .nruns = 1, .runs = {{.files = FZ_FILES_FEW, .exit_idx = 1}}}},
 	{"comp-files-big", {.surface = FZ_SURF_COMPONENT, .nruns = 1, .runs = {{.files = FZ_FILES_BIG}}}},
+	/* found by the fuzzer, in its own oracle: a component call says
+	 * allow_network itself, so with the settings' network on its guest is
+	 * still denied; the createos egress check wanted ["*"] */
+	{"found-component-network-on", {.network = 1, .domains = 3, .surface = FZ_SURF_COMPONENT, .nruns = 1,
+					.runs = {{.out_idx = 3}}}},
 	{"exec-failing-flow", {.surface = FZ_SURF_EXECUTOR, .nruns = 1, .runs = {{.exit_idx = 1, .out_idx = 2}}}},
 	{"exec-exec-500", {.surface = FZ_SURF_EXECUTOR, .nfaults = 1, .faults = {FAULT(E_EXEC, A_HTTP, H500, 1)},
 			   .nruns = 1, .runs = {{0}}}},
