@@ -126,7 +126,11 @@ int preflight(struct ref *r, sbxd_error *err);
 /* ---- ref_guest.c ---- */
 int delete_guest(struct ref *r, const char *id, const char *name);
 /* POST /v1/sandboxes (egress consumed). Returns the new id (caller frees) or NULL. */
-char *create_guest(struct ref *r, const char *name, cJSON *egress, const cJSON *env, sbxd_error *err);
+/* POST /v1/sandboxes (egress is consumed). A create whose answer was lost is
+ * reaped by name, except a reuse guest's (reuse): the spec's reuse guests are
+ * never deleted by the plugin, and the next call of that flow adopts it by
+ * its name, so it is no orphan. */
+char *create_guest(struct ref *r, const char *name, cJSON *egress, const cJSON *env, bool reuse, sbxd_error *err);
 int upload(struct ref *r, const char *id, const char *path, const char *data, sbxd_error *err);
 int exec_in(struct ref *r, const char *id, const char *const *argv, struct exec_out *o, sbxd_error *err);
 void exec_out_free(struct exec_out *o);

@@ -123,7 +123,7 @@ static cJSON *create_then_refuse(struct ref *r, const char *name, cJSON *egress,
 		cJSON_Delete(egress);
 		return NULL;
 	}
-	id = create_guest(r, name, egress, env, err);
+	id = create_guest(r, name, egress, env, false, err);
 	if (id != NULL)
 		delete_guest(r, id, name);
 	free(id);

@@ -73,7 +73,8 @@ static cJSON *find_by_name(struct ref *r, const char *name, sbxd_error *err, boo
 		pg = cJSON_GetObjectItemCaseSensitive(page, "pagination");
 		offset += count;
 		if (count == 0 || !cJSON_IsObject(pg) ||
-		    offset >= cJSON_GetObjectItemCaseSensitive(pg, "total")->valueint) {
+		    !cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(pg, "total")) ||
+		    offset >= cJSON_GetObjectItemCaseSensitive(pg, "total")->valuedouble) {
 			cJSON_Delete(page);
 			return NULL;
 		}
@@ -99,8 +100,7 @@ static void reap_lost_create(struct ref *r, const char *name)
 }
 
 /* POST /v1/sandboxes. Returns the new id (caller frees) or NULL. */
-char *create_guest(struct ref *r, const char *name, cJSON *egress, const cJSON *env,
-			  sbxd_error *err)
+char *create_guest(struct ref *r, const char *name, cJSON *egress, const cJSON *env, bool reuse, sbxd_error *err)
 {
 	cJSON *body = cJSON_CreateObject();
 	cJSON *data = NULL;
@@ -132,7 +132,7 @@ char *create_guest(struct ref *r, const char *name, cJSON *egress, const cJSON *
 		break;
 	}
 	if (data == NULL) {
-		if (status == 0 || status >= 500)
+		if ((status == 0 || status >= 500) && !reuse)
 			reap_lost_create(r, name);
 		goto out;
 	}

@@ -50,7 +50,7 @@ static char *job_guest(struct ref *r, struct job *j, sbxd_error *err)
 			return NULL;
 	}
 	if (id == NULL) {
-		id = create_guest(r, j->name, j->egress, j->env, err);
+		id = create_guest(r, j->name, j->egress, j->env, j->reuse, err);
 		j->egress = NULL; /* owned by the create body now */
 	}
 	return id;

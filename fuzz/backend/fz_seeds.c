@@ -90,6 +90,11 @@ static const struct fz_seed SEEDS[] = {
 	/* found by the fuzzer, in its own oracle: a component call says
 	 * allow_network itself, so with the settings' network on its guest is
 	 * still denied; the createos egress check wanted ["*"] */
+	/* found by the fuzzer: the reference reaped a reuse guest whose create
+	 * answer was lost; a reuse guest is never deleted (the next call of the
+	 * flow adopts it by name), so now it leaves it */
+	{"found-reuse-lost-create", {.surface = FZ_SURF_COMPONENT, .nfaults = 1,
+				     .faults = {FAULT(E_CREATE, A_COMMIT, 0, 1)}, .nruns = 1, .runs = {{.reuse = true}}}},
 	{"found-component-network-on", {.network = 1, .domains = 3, .surface = FZ_SURF_COMPONENT, .nruns = 1,
 					.runs = {{.out_idx = 3}}}},
 	{"exec-failing-flow", {.surface = FZ_SURF_EXECUTOR, .nruns = 1, .runs = {{.exit_idx = 1, .out_idx = 2}}}},
