@@ -9,7 +9,39 @@
 # usage: bench/fuzz_backend.sh [BUILD_DIR=build/default] [PASSES=3] [CORPUS=fuzz/corpus/backend]
 #   env BACKENDS="ref python" (which to measure), BIN (another replay binary,
 #   e.g. the libFuzzer one: it replays files given as arguments too)
+# usage: MODE=fuzz bench/fuzz_backend.sh [BUILD_DIR=build/fuzz] [SECONDS=90]
+#   fuzzes for SECONDS from a copy of the seed corpus with the libFuzzer
+#   binary (BUILD_DIR/fuzz/backend, ASan+UBSan) and prints libFuzzer's own
+#   count: what a user of the fuzzer gets, with its mix of inputs.
 set -eu
+case ${MODE:-replay} in
+replay) ;;
+fuzz)
+	BUILD=${1:-build/fuzz}
+	SECS=${2:-90}
+	BIN=${BIN:-$BUILD/fuzz/backend}
+	[ -x "$BIN" ] || { echo "bench/fuzz_backend.sh: $BIN not built (cmake --preset fuzz)" >&2; exit 2; }
+	case $SECS in '' | *[!0-9]*) echo "bench/fuzz_backend.sh: SECONDS must be a whole number, got $SECS" >&2; exit 2 ;; esac
+	work=$(mktemp -d "${TMPDIR:-/tmp}/sbx-fzbench.XXXXXX")
+	trap 'rm -rf "$work"' EXIT
+	mkdir "$work/corpus" "$work/art"
+	for b in ${BACKENDS:-ref python}; do
+		case $b in
+		ref) envset="SBX_FUZZ_UNUSED=1" ;;
+		python) envset="SBX_FUZZ_PYTHON_BACKEND=conformance/adapters/examples/createos_backend.py:create_backend" ;;
+		*) echo "bench/fuzz_backend.sh: unknown backend $b (ref, python)" >&2; exit 2 ;;
+		esac
+		rm -f "$work/corpus/"*
+		env "$envset" UBSAN_OPTIONS=halt_on_error=1 "$BIN" -dict=fuzz/dict/backend.dict -max_total_time="$SECS" \
+			-timeout=30 -rss_limit_mb=2048 -artifact_prefix="$work/art/" "$work/corpus" fuzz/corpus/backend \
+			>"$work/log" 2>&1 || { echo "$b: a finding or an error:"; tail -40 "$work/log"; exit 1; }
+		sed -n 's/^Done \([0-9]*\) runs in \([0-9]*\) second.*/\1 \2/p' "$work/log" | awk -v b="$b" \
+			-v load="$(cut -d' ' -f1 /proc/loadavg)" -v cores="$(nproc)" \
+			'{printf "%s: libFuzzer ran %d inputs in %d s: %.1f inputs/s (load %s, %d cores)\n", b, $1, $2, $1 / $2, load, cores}'
+	done
+	exit 0 ;;
+*) echo "bench/fuzz_backend.sh: MODE is replay or fuzz, got ${MODE}" >&2; exit 2 ;;
+esac
 BUILD=${1:-build/default}
 PASSES=${2:-3}
 CORPUS=${3:-fuzz/corpus/backend}
