@@ -68,7 +68,12 @@ PY
   fi
 done
 [ "$n" -gt 0 ] || bad "no fuzz targets"
-extra=$(cd "$tmp/out" && ls | grep -Ev '^(lib|.*_seed_corpus\.zip|.*\.dict)$' | wc -l)
+extra=$(cd "$tmp/out" && ls | grep -Ev '^(lib|.*_seed_corpus\.zip|.*\.dict|.*\.options)$' | wc -l)
+for o in "$tmp/out"/*.options; do # an options file belongs to a target and is an ini libFuzzer section
+  [ -e "$o" ] || continue
+  [ -x "$tmp/out/$(basename "$o" .options)" ] || bad "$(basename "$o") names no target"
+  grep -qx '\[libfuzzer\]' "$o" || bad "$(basename "$o") has no [libfuzzer] section"
+done
 [ "$extra" -eq "$n" ] || bad "\$OUT has $extra executables, fuzz/ has $n targets"
 [ $fail = 0 ] || exit 1
 echo "cflite: $n targets, seed corpora and dictionaries OK"

@@ -24,6 +24,7 @@ void mock_rtnl_close(mock_rtnl *nl);
  * namespace of process peer_pid. */
 int mock_rtnl_veth(mock_rtnl *nl, const char *name, const char *peer, pid_t peer_pid, sbx_err *err);
 int mock_rtnl_link_up(mock_rtnl *nl, const char *ifname, sbx_err *err);
+/* Deletes the link; a link already gone counts as deleted. */
 int mock_rtnl_link_del(mock_rtnl *nl, const char *ifname, sbx_err *err);
 /* family AF_INET or AF_INET6; addr in network byte order (4 or 16 bytes).
  * IPv6 addresses skip duplicate address detection (usable at once). */
