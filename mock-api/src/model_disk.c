@@ -111,7 +111,9 @@ int mock_disk_delete(mock_model *m, mock_tenant *t, const char *id_or_name, mock
 		mock_err_set(e, 404, "NOT_FOUND", "error", "disk not found");
 		return -1;
 	}
-	user = disk_user(m, t, cJSON_GetObjectItem(disk, "id")->valuestring);
+	user = cJSON_IsString(cJSON_GetObjectItemCaseSensitive(disk, "id"))
+		       ? disk_user(m, t, cJSON_GetObjectItemCaseSensitive(disk, "id")->valuestring)
+		       : NULL;
 	if (user != NULL) {
 		mock_err_set(e, 409, "IN_USE", "error", "disk is attached to sandbox %s; detach it first",
 			     user->id);
@@ -213,7 +215,7 @@ cJSON *mock_sandbox_disk_view(mock_tenant *t, const cJSON *att, bool running)
 	cJSON_AddStringToObject(o, "kind", "s3");
 	if (disk != NULL) {
 		cJSON_AddItemToObject(o, "config",
-				      cJSON_Duplicate(cJSON_GetObjectItem(disk, "config"), true));
+				      cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(disk, "config"), true));
 	} else {
 		cJSON *cfg = cJSON_AddObjectToObject(o, "config");
 

@@ -49,7 +49,7 @@ int mock_network_delete(mock_model *m, mock_tenant *t, const char *id_or_name, m
 		mock_err_set(e, 404, "NOT_FOUND", "error", "network not found");
 		return -1;
 	}
-	if (cJSON_GetArraySize(cJSON_GetObjectItem(net, "members")) > 0) {
+	if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(net, "members")) > 0) {
 		mock_err_set(e, 409, "IN_USE", "error", "network still has members; detach them first");
 		return -1;
 	}
@@ -85,10 +85,12 @@ int model_network_join(mock_sandbox *sb, mock_tenant *t, const cJSON *nets, mock
 	cJSON_ArrayForEach(it, nets) {
 		const cJSON *id = cJSON_GetObjectItemCaseSensitive(it, "id");
 		cJSON *net = mock_network_find(t, id->valuestring);
+		const cJSON *nid = cJSON_GetObjectItemCaseSensitive(net, "id");
 
-		cJSON_AddItemToArray(sb->networks,
-				     cJSON_CreateString(cJSON_GetObjectItem(net, "id")->valuestring));
-		cJSON_AddItemToArray(cJSON_GetObjectItem(net, "members"), cJSON_CreateString(sb->id));
+		/* by its id, as the request may have named it by name */
+		cJSON_AddItemToArray(sb->networks, cJSON_CreateString(cJSON_IsString(nid) ? nid->valuestring
+											: id->valuestring));
+		cJSON_AddItemToArray(cJSON_GetObjectItemCaseSensitive(net, "members"), cJSON_CreateString(sb->id));
 	}
 	return 0;
 }
@@ -98,13 +100,14 @@ void model_network_leave_all(mock_sandbox *sb)
 	const cJSON *nid;
 
 	cJSON_ArrayForEach(nid, sb->networks) {
-		cJSON *net = sb->tenant != NULL ? mock_network_find(sb->tenant, nid->valuestring) : NULL;
-		cJSON *members = net != NULL ? cJSON_GetObjectItem(net, "members") : NULL;
+		cJSON *net = sb->tenant != NULL && cJSON_IsString(nid) ? mock_network_find(sb->tenant, nid->valuestring)
+								       : NULL;
+		cJSON *members = net != NULL ? cJSON_GetObjectItemCaseSensitive(net, "members") : NULL;
 		int i = 0;
 		const cJSON *mem;
 
 		cJSON_ArrayForEach(mem, members) {
-			if (strcmp(mem->valuestring, sb->id) == 0) {
+			if (cJSON_IsString(mem) && strcmp(mem->valuestring, sb->id) == 0) {
 				cJSON_DeleteItemFromArray(members, i);
 				break;
 			}
@@ -116,7 +119,7 @@ void model_network_leave_all(mock_sandbox *sb)
 cJSON *mock_network_view(mock_model *m, const cJSON *net, bool with_members)
 {
 	cJSON *v = cJSON_CreateObject();
-	const cJSON *members = cJSON_GetObjectItem(net, "members");
+	const cJSON *members = cJSON_GetObjectItemCaseSensitive(net, "members");
 	const cJSON *mem;
 	cJSON *arr;
 
