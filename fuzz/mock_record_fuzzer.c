@@ -270,6 +270,20 @@ static void same_exchange(const mock_rec_exchange *x, const ref_ex *e, size_t i,
 	      "Content-Type or X-Request-Id left among the kept headers", d);
 }
 
+/* Name by name, value by value, in order: cJSON_Compare looks each name up
+ * by the first of its copies, so an object with a repeated name (a
+ * recording may have one) differs from itself there. */
+static bool same_headers(const cJSON *a, const cJSON *b)
+{
+	const cJSON *x = a != NULL ? a->child : NULL, *y = b != NULL ? b->child : NULL;
+
+	for (; x != NULL && y != NULL; x = x->next, y = y->next)
+		if (x->string == NULL || y->string == NULL || strcmp(x->string, y->string) != 0 ||
+		    !cJSON_Compare(x, y, true))
+			return false;
+	return x == NULL && y == NULL;
+}
+
 static void round_trip(const mock_rec *rc, const ref_rec *ref)
 {
 	sbx_strbuf text = SBX_STRBUF_INIT;
@@ -291,7 +305,7 @@ static void round_trip(const mock_rec *rc, const ref_rec *ref)
 	check(again->nex == rc->nex, "a recording written back has another number of exchanges", NULL);
 	for (size_t i = 0; i < again->nex; i++) {
 		same_exchange(&again->ex[i], &ref->ex[i], i, "written back");
-		check(cJSON_Compare(again->ex[i].headers, rc->ex[i].headers, true),
+		check(same_headers(again->ex[i].headers, rc->ex[i].headers),
 		      "kept headers differ after writing back", NULL);
 	}
 	mock_rec_free(again);
