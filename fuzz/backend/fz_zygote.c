@@ -130,7 +130,12 @@ void fz_zygote_serve(int sock, int argc, char **argv, int (*backend_main)(int, c
 		for (int k = 0; k < 3; k++)
 			if (fds[k] >= 0)
 				close(fds[k]);
-		if (send(sock, &answer, sizeof(answer), MSG_NOSIGNAL) != (ssize_t)sizeof(answer))
+		ssize_t sent;
+
+		do
+			sent = send(sock, &answer, sizeof(answer), MSG_NOSIGNAL);
+		while (sent < 0 && errno == EINTR);
+		if (sent != (ssize_t)sizeof(answer))
 			_exit(0);
 	}
 }
@@ -182,6 +187,7 @@ pid_t fz_zygote_spawn(void *arg, char *const *envp, int in_fd, int out_fd, int e
 	struct msghdr m = {0};
 	struct cmsghdr *c;
 	size_t len = 0;
+	ssize_t n;
 	int32_t answer = 0;
 	int fds[3] = {in_fd, out_fd, err_fd};
 
@@ -211,9 +217,17 @@ pid_t fz_zygote_spawn(void *arg, char *const *envp, int in_fd, int out_fd, int e
 	c->cmsg_type = SCM_RIGHTS;
 	c->cmsg_len = CMSG_LEN(sizeof(fds));
 	memcpy(CMSG_DATA(c), fds, sizeof(fds));
-	if (sendmsg(Z.sock, &m, MSG_NOSIGNAL) != (ssize_t)len ||
-	    recv(Z.sock, &answer, sizeof(answer), 0) != (ssize_t)sizeof(answer)) {
-		errno = errno != 0 ? errno : EPIPE;
+	/* libFuzzer's -timeout alarm interrupts calls every second: a packet
+	 * socket sends whole or not at all, so both calls simply go again */
+	do
+		n = sendmsg(Z.sock, &m, MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	if (n == (ssize_t)len)
+		do
+			n = recv(Z.sock, &answer, sizeof(answer), 0);
+		while (n < 0 && errno == EINTR);
+	if (n != (ssize_t)sizeof(answer)) {
+		errno = n < 0 ? errno : EPIPE;
 		return -1;
 	}
 	if (answer <= 0) {
