@@ -279,12 +279,14 @@ static void model_of(const struct fz_input *in, const struct fz_outcome *o, stru
 		snprintf(m->why, sizeof(m->why), "settings error: %s", err.message);
 		return;
 	}
-	m->network = g.allow_network;
+	/* a component call says allow_network itself (false in these inputs):
+	 * its guest's network, and so the refusal rules, follow the call */
+	m->network = in->surface == FZ_SURF_COMPONENT ? false : g.allow_network;
 	if (o->createos) {
 		if (g.n_allowed_domains > 0) {
 			m->refuse = true;
 			snprintf(m->why, sizeof(m->why), "LANGFLOW_SANDBOX_ALLOWED_DOMAINS is set (CreateOS cannot enforce it)");
-		} else if (!g.allow_network && !g.createos_accept_egress_exceptions) {
+		} else if (!m->network && !g.createos_accept_egress_exceptions) {
 			m->refuse = true;
 			snprintf(m->why, sizeof(m->why), "network off without LANGFLOW_SANDBOX_CREATEOS_ACCEPT_EGRESS_EXCEPTIONS");
 		} else if (g.createos_api_key == NULL) {
@@ -293,7 +295,7 @@ static void model_of(const struct fz_input *in, const struct fz_outcome *o, stru
 		} else if (!m->unreachable) {
 			model_shape(o, &g, m);
 		}
-	} else if (g.n_allowed_domains > 0 || !g.allow_network || g.createos_api_key == NULL) {
+	} else if (g.n_allowed_domains > 0 || !m->network || g.createos_api_key == NULL) {
 		/* backend-specific rules (allowlist, deny-all, key) decide */
 		m->ambiguous = true;
 	}
@@ -498,9 +500,7 @@ static void check_createos(const struct fz_input *in, const struct fz_outcome *o
 		const char *name = cf_str(sb, "name") ? cf_str(sb, "name") : "";
 		const char *want_off[] = {"240.0.0.0/4"}, *want_on[] = {"*"};
 		long pause = m->timeout + 120 > 60 ? m->timeout + 120 : 60;
-		/* a component call says allow_network itself (always false in
-		 * these inputs), whatever the settings say */
-		bool network = in->surface == FZ_SURF_COMPONENT ? false : m->network;
+		bool network = m->network; /* a component call's own (model_of) */
 
 		/* reuse guests (lf-c-) may have been drifted on purpose; executor
 		 * guests (lf-x-) take the configured policy */
