@@ -25,7 +25,7 @@
 enum { CG_MEM, CG_PIDS, CG_FRZ, CG_NHIER };
 static const char *const cg_ctrl[CG_NHIER] = {"memory", "pids", "freezer"};
 
-#define CG_FREEZE_WAIT_MS 2000
+#define CG_FREEZE_WAIT_MS 10000 /* returns when done; long for a loaded host */
 #define CG_REMOVE_WAIT_MS 5000
 #define CG_SMALL	  4096 /* control files read whole: states, counters, lists */
 

@@ -64,7 +64,7 @@ mock_cgroup *mock_cgroup_create(mock_cgroups *cgs, const char *id, uint64_t mem_
 /* Moves pid (a whole process) into the group, in every hierarchy. */
 int mock_cgroup_add(mock_cgroup *cg, pid_t pid, sbx_err *err);
 /* Freezes (true) or thaws (false) every process of the group and waits,
- * bounded (2 s), until the kernel reports it done; a freeze that does not
+ * bounded (10 s), until the kernel reports it done; a freeze that does not
  * complete is undone and reported. */
 int mock_cgroup_freeze(mock_cgroup *cg, bool frozen, sbx_err *err);
 /* Kernel OOM kills in the group so far (v1 memory.oom_control, v2

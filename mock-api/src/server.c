@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include "cell.h"
 #include "cgroup.h"
+#include "cgroup_owner.h"
 #include "server.h"
 #include "internet.h"
 
@@ -442,6 +443,24 @@ static int start_internet(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *e
 	return 0;
 }
 
+/* Sweeps the groups of mocks that died without removing theirs (kill -9),
+ * then claims ours (cgroup_owner.h); both said in the cgroups note. A
+ * claim that cannot be made is said, not an error: our groups are then
+ * only removed by our own stop. */
+static void claim_cgroups(sbx_mock *mock)
+{
+	const char *parents[4];
+	char swept[1024], why[512] = "";
+	size_t n = 0, len = strlen(mock->cgroups_note);
+
+	mock_cg_owner_sweep(swept, sizeof(swept));
+	while (n < 4 && (parents[n] = mock_cgroups_parent(mock->cgroups, n)) != NULL)
+		n++;
+	mock->cg_owner = mock_cg_owner_claim(parents, n, why, sizeof(why));
+	snprintf(mock->cgroups_note + len, sizeof(mock->cgroups_note) - len, "%s%s%s", swept,
+		 mock->cg_owner == NULL ? "; not claimed for a later sweep: " : "", why);
+}
+
 /* How guests run: contained unless plain is asked for; a host that
  * cannot contain them is an error, never a silent fallback. */
 static int start_guests(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *err)
@@ -458,6 +477,8 @@ static int start_guests(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *err
 		sbx_err_set(err, "cgroups: %s", cerr.msg);
 		return -1;
 	}
+	if (mock->cgroups != NULL)
+		claim_cgroups(mock);
 	return start_internet(mock, cfg, err);
 }
 
@@ -600,6 +621,7 @@ void sbx_mock_stop(sbx_mock *mock)
 		mock_model_free(mock->model);
 	}
 	mock_cgroups_close(mock->cgroups); /* every sandbox's group is gone */
+	mock_cg_owner_release(mock->cg_owner); /* after: a sweep finds nothing to do */
 	mock_internet_stop(mock->inet);    /* every sandbox's link is gone */
 	mock_self_listen_free(mock); /* after the daemon: its callbacks use it */
 	if (mock->own_work_dir)

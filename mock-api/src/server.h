@@ -44,7 +44,8 @@ struct sbx_mock {
 	struct mock_internet *inet;   /* enforced egress (internet.h), or NULL */
 	char egress_note[600];        /* "enforced (simulated internet)", or why not */
 	uint64_t egress_seq;          /* under the model lock: orders egress syncs */
-	char cgroups_note[512];       /* what cgroups are used, or why none */
+	char cgroups_note[2048];      /* what cgroups are used, or why none; what was swept */
+	struct mock_cg_owner *cg_owner; /* the lock on our groups' owner file, or NULL */
 	struct MHD_Daemon *self_daemon; /* the guests' self-signal listener (self.c), or NULL */
 	char self_url[96];
 	uint16_t self_port;

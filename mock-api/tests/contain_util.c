@@ -145,14 +145,50 @@ void cx_marker(char *mark, size_t cap, char *regex, size_t rcap)
 	snprintf(regex, rcap, "9%02d[.]%ds", n, (int)getpid());
 }
 
-/* Calls fn(pid, cmdline with NULs as spaces, arg) for every process. */
-static void each_proc(void (*fn)(pid_t, const char *, void *), void *arg)
+/* One process as each_proc sees it: its command line with NULs as spaces,
+ * whether one of its arguments (argv[1..]) is exactly `mark`, and whether
+ * its own name (comm) is "sleep". */
+struct proc_view {
+	pid_t pid;
+	const char *cmd;
+	bool is_marked_sleep;
+};
+
+/* True when comm of pid is "sleep" and an argument after argv[0] equals
+ * mark. A shell whose script contains the marker (`sh -c 'sleep MARK &'`,
+ * the subshell before its exec) is not one: it is transient, and counting it
+ * made the battery's counts race with the shells' exits (issue 24). */
+static bool marked_sleep(const char *pid, const char *argv, size_t n, const char *mark)
+{
+	char path[300], comm[32] = "";
+	FILE *fp;
+	size_t first = strnlen(argv, n) + 1;
+
+	snprintf(path, sizeof(path), "/proc/%s/comm", pid);
+	fp = fopen(path, "r");
+	if (fp == NULL)
+		return false;
+	if (fgets(comm, sizeof(comm), fp) == NULL)
+		comm[0] = '\0';
+	fclose(fp);
+	if (strcmp(comm, "sleep\n") != 0)
+		return false;
+	for (size_t off = first; off < n; off += strnlen(argv + off, n - off) + 1)
+		if (strcmp(argv + off, mark) == 0)
+			return true;
+	return false;
+}
+
+/* Calls fn(view, arg) for every process; mark (or NULL) is what
+ * view->is_marked_sleep tests. */
+static void each_proc(const char *mark, void (*fn)(const struct proc_view *, void *), void *arg)
 {
 	DIR *d = opendir("/proc");
 	struct dirent *de;
 
 	while (d != NULL && (de = readdir(d)) != NULL) {
-		char path[300], cmd[4096];
+		char path[300], cmd[4096], flat[4096];
+		struct proc_view v;
 		FILE *fp;
 		size_t n;
 
@@ -164,12 +200,16 @@ static void each_proc(void (*fn)(pid_t, const char *, void *), void *arg)
 			continue;
 		n = fread(cmd, 1, sizeof(cmd) - 1, fp);
 		fclose(fp);
-		for (size_t i = 0; i < n; i++)
-			if (cmd[i] == '\0')
-				cmd[i] = ' ';
+		if (n == 0)
+			continue;
 		cmd[n] = '\0';
-		if (n > 0)
-			fn((pid_t)strtol(de->d_name, NULL, 10), cmd, arg);
+		for (size_t i = 0; i < n; i++)
+			flat[i] = cmd[i] == '\0' ? ' ' : cmd[i];
+		flat[n] = '\0';
+		v.pid = (pid_t)strtol(de->d_name, NULL, 10);
+		v.cmd = flat;
+		v.is_marked_sleep = mark != NULL && marked_sleep(de->d_name, cmd, n, mark);
+		fn(&v, arg);
 	}
 	if (d != NULL)
 		closedir(d);
@@ -182,28 +222,31 @@ struct find_arg {
 	bool kill;
 };
 
-static void find_one(pid_t pid, const char *cmd, void *p)
+static void find_one(const struct proc_view *v, void *p)
 {
 	struct find_arg *a = p;
 
-	if (pid == getpid() || strstr(cmd, a->s) == NULL)
+	if (v->pid == getpid())
 		return;
 	if (a->kill) {
-		kill(pid, SIGKILL);
+		if (strstr(v->cmd, a->s) != NULL)
+			kill(v->pid, SIGKILL);
 		return;
 	}
-	if (cx_state(pid) == 'Z' || cx_state(pid) == 0)
+	if (!v->is_marked_sleep)
+		return;
+	if (cx_state(v->pid) == 'Z' || cx_state(v->pid) == 0)
 		return;
 	a->count++;
 	if (a->found < 0)
-		a->found = pid;
+		a->found = v->pid;
 }
 
 pid_t cx_find(const char *s)
 {
 	struct find_arg a = {s, -1, 0, false};
 
-	each_proc(find_one, &a);
+	each_proc(s, find_one, &a);
 	return a.found;
 }
 
@@ -211,8 +254,32 @@ int cx_count(const char *s)
 {
 	struct find_arg a = {s, -1, 0, false};
 
-	each_proc(find_one, &a);
+	each_proc(s, find_one, &a);
 	return a.count;
+}
+
+pid_t cx_wait_find(const char *s, int ms)
+{
+	pid_t pid;
+
+	for (int waited = 0;; waited += 20) {
+		pid = cx_find(s);
+		if (pid > 0 || waited >= ms)
+			return pid;
+		usleep(20000);
+	}
+}
+
+int cx_wait_count(const char *s, int n, int ms)
+{
+	int have;
+
+	for (int waited = 0;; waited += 20) {
+		have = cx_count(s);
+		if (have == n || waited >= ms)
+			return have;
+		usleep(20000);
+	}
 }
 
 bool cx_wait_gone(const char *s, int ms)
@@ -230,7 +297,7 @@ void cx_kill_all(const char *s)
 {
 	struct find_arg a = {s, -1, 0, true};
 
-	each_proc(find_one, &a);
+	each_proc(NULL, find_one, &a);
 }
 
 char cx_state(pid_t pid)

@@ -43,14 +43,27 @@ bool cx_wait_status(const char *key, const char *id, const char *want, int ms);
  * duration: "9NN.<pid>s" (sleep accepts a decimal with a unit). And the same as a regex
  * that does not match itself ("9NN[.]<pid>s"), for grep inside a guest. */
 void cx_marker(char *mark, size_t cap, char *regex, size_t rcap);
-/* The host pid of a process whose command line contains s (not a zombie,
- * not this process), or -1. */
+/* The markers find `sleep` processes only: a live (non-zombie) process
+ * named "sleep" (its comm) with an argument equal to s. The shells that
+ * start them also carry the marker in their script, but they are
+ * transient, and counting them raced with their exit (issue 24).
+ * The host pid of such a process (not this one), or -1. */
 pid_t cx_find(const char *s);
-/* How many live (non-zombie) processes have s in their command line. */
+/* How many such sleeps are alive. */
 int cx_count(const char *s);
-/* Waits up to ms until no live process has s in its command line. */
+/* Waits up to ms for one such sleep; its pid, or -1 at the deadline. */
+pid_t cx_wait_find(const char *s, int ms);
+/* Waits up to ms until exactly n such sleeps are alive; returns the last
+ * count (n on success). */
+int cx_wait_count(const char *s, int n, int ms);
+/* Waits up to ms until no such sleep is alive. */
 bool cx_wait_gone(const char *s, int ms);
-/* SIGKILLs every process whose command line contains s (cleanup). */
+/* A deadline for "wait until it has started" polls: they return as soon as
+ * the condition holds, so a long one costs nothing on a quiet machine and
+ * keeps a loaded one (CI, ci/stress) from failing a correct mock. */
+#define CX_START_MS 30000
+/* SIGKILLs every process whose command line contains s, whatever its name
+ * (cleanup: the shells too). */
 void cx_kill_all(const char *s);
 /* A process's state letter from /proc/pid/stat ('R', 'S', 'Z'...), or 0 when
  * it is gone. */

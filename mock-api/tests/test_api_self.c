@@ -23,7 +23,7 @@ static bool wait_status(const char *id, const char *want)
 	bool ok = false;
 
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s", id);
-	for (int i = 0; i < 250 && !ok; i++) {
+	for (int i = 0; i < 1500 && !ok; i++) { /* 30 s: a loaded machine */
 		th_resp r;
 		const char *st;
 

@@ -390,7 +390,7 @@ static void test_remove_leaves_no_directory_and_no_process(void **state)
 	remove_ok(cg, "remove");
 	st = wait_child(pid, 2000);
 	assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
-	for (int i = 0; i < 2000 && !gone; i++) {
+	for (int i = 0; i < 20000 && !gone; i++) {
 		struct timespec ts = {0, 1000000};
 
 		gone = process_gone(g);

@@ -204,8 +204,7 @@ static pid_t bg_sleep(const char *key, const char *id, const char *mark)
 	snprintf(script, sizeof(script), "sleep %s >/dev/null 2>&1 &", mark);
 	sh_ok(key, id, script, &x);
 	cx_free(&x);
-	for (int i = 0; i < 100 && (pid = cx_find(mark)) < 0; i++)
-		sleep_ms(10);
+	pid = cx_wait_find(mark, CX_START_MS);
 	if (pid < 0)
 		fail_msg("the background sleep %s is not found on the host", mark);
 	return pid;
@@ -308,11 +307,7 @@ static void runs_as_root_inside_but_no_host_capability(void **state)
 			 in, out, count);
 	cx_free(&x);
 	/* the host's view of a guest process */
-	pid = cx_find(mark);
-	for (int i = 0; i < 100 && pid < 0; i++) {
-		sleep_ms(10);
-		pid = cx_find(mark);
-	}
+	pid = cx_wait_find(mark, CX_START_MS);
 	assert_true(pid > 0);
 	uid = cx_host_uid(pid);
 	print_message("host view of guest pid %d: uid %ld\n", (int)pid, uid);
@@ -949,7 +944,7 @@ static void self_signal_cannot_delete_other_tenant(void **state)
 		print_message("B's own self-delete (HTTP %ld, exit %d): %s%s", x.status, x.code,
 			      x.out, x.err);
 		cx_free(&x);
-		if (!cx_wait_status("kb", b, "destroyed", 3000)) {
+		if (!cx_wait_status("kb", b, "destroyed", CX_START_MS)) {
 			cx_status("kb", b, st, sizeof(st));
 			fail_msg("B's guest reaches no working self-signal endpoint (tried %s and "
 				 "%s; B is %s): "
@@ -1007,7 +1002,7 @@ static void fork_bomb_bounded_by_pids(void **state)
 		expect_status(&r, 200, "delete the bombed sandbox");
 		th_resp_free(&r);
 	}
-	if (!cx_wait_gone(mark, 10000)) {
+	if (!cx_wait_gone(mark, CX_START_MS)) {
 		n = cx_count(mark);
 		cx_kill_all(mark);
 		fail_msg("%d sleeps of the deleted sandbox are still alive", n);
@@ -1034,6 +1029,20 @@ static void memory_over_shape_exits_137(void **state)
 
 /* ---- pause ---- */
 
+/* The ticker's line count once it exceeds above (it ticks every 20 ms when
+ * running), or the last count at CX_START_MS: a loaded machine may take a
+ * while to schedule it, a stopped one never gets there. */
+static long wait_ticks_above(const char *ticks, long above)
+{
+	long n = cx_lines(ticks);
+
+	for (int waited = 0; n <= above && waited < CX_START_MS; waited += 20) {
+		sleep_ms(20);
+		n = cx_lines(ticks);
+	}
+	return n;
+}
+
 static void pause_freezes_background(void **state)
 {
 	char id[64], path[160], ticks[4352];
@@ -1050,8 +1059,7 @@ static void pause_freezes_background(void **state)
 	      &x);
 	cx_free(&x);
 	snprintf(ticks, sizeof(ticks), "%s/%s/workspace/ticks", g_work, id);
-	sleep_ms(300);
-	c0 = cx_lines(ticks);
+	c0 = wait_ticks_above(ticks, 0);
 	if (c0 <= 0)
 		fail_msg("the ticker does not tick (%s: %ld)", ticks, c0);
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s/pause", id);
@@ -1059,7 +1067,7 @@ static void pause_freezes_background(void **state)
 	if (r.status != 200 && r.status != 202)
 		fail_msg("pause: HTTP %ld %s", r.status, sbx_strbuf_str(&r.body));
 	th_resp_free(&r);
-	assert_true(cx_wait_status("ka", id, "paused", 5000));
+	assert_true(cx_wait_status("ka", id, "paused", CX_START_MS));
 	sleep_ms(100); /* a write in flight lands */
 	c1 = cx_lines(ticks);
 	sleep_ms(700);
@@ -1073,9 +1081,8 @@ static void pause_freezes_background(void **state)
 	if (c2 != c1)
 		fail_msg("a paused sandbox's background process kept running: %ld -> %ld ticks", c1,
 			 c2);
-	assert_true(cx_wait_status("ka", id, "running", 5000));
-	sleep_ms(500);
-	c3 = cx_lines(ticks);
+	assert_true(cx_wait_status("ka", id, "running", CX_START_MS));
+	c3 = wait_ticks_above(ticks, c2);
 	print_message("ticks: %ld after resume\n", c3);
 	if (c3 <= c2)
 		fail_msg("the background process did not resume: %ld -> %ld ticks", c2, c3);
@@ -1226,17 +1233,19 @@ static void no_guest_survives_mock_kill(void **state)
 		 mark, mark, mark);
 	bin_exec(&m, id, script);
 	bin_exec(&m, id2, script);
-	for (int i = 0; i < 100 && cx_count(mark) < 6; i++)
-		sleep_ms(10);
-	print_message("%d marked guest processes before the kill\n", cx_count(mark));
-	if (cx_count(mark) < 6) {
+	/* exactly the six sleeps (three per sandbox), by their own name: the
+	 * shells that start them also carry the marker but are transient */
+	alive = cx_wait_count(mark, 6, CX_START_MS);
+	print_message("%d marked guest sleeps before the kill\n", alive);
+	if (alive != 6) {
 		bin_cleanup(&m, mark);
-		fail_msg("the background sleeps did not start");
+		fail_msg("%d of the 6 background sleeps are alive after %d ms", alive, CX_START_MS);
 	}
+	alive = 0;
 	nk = cx_children(m.pid, kids, 64);
 	kill(m.pid, SIGKILL);
 	bin_wait(m.pid, 5000);
-	if (!cx_wait_gone(mark, 5000))
+	if (!cx_wait_gone(mark, CX_START_MS))
 		alive = cx_count(mark);
 	for (size_t i = 0; i < nk; i++) /* the mock's children: cells, inits */
 		for (int w = 0; w < 250 && cx_state(kids[i]) != 0 && cx_state(kids[i]) != 'Z'; w++)
@@ -1246,19 +1255,69 @@ static void no_guest_survives_mock_kill(void **state)
 			bin_cleanup(&m, mark);
 			fail_msg("the mock's child %d survived its kill -9", (int)kids[i]);
 		}
-	{
-		/* a killed mock cannot remove its cgroups: said, then cleaned here */
-		char cg[64], found[4096];
-
-		snprintf(cg, sizeof(cg), "sbx-mock-%d", (int)m.pid);
-		if (cx_cgroup_find(cg, found, sizeof(found)))
-			print_message(
-				"note: kill -9 left the (empty) cgroup %s; removed by the test\n",
-				found);
-	}
+	/* a killed mock cannot remove its cgroups: the next mock does
+	 * (next_mock_sweeps_killed_mocks_groups); bin_cleanup removes them here */
 	bin_cleanup(&m, mark);
 	if (alive > 0)
 		fail_msg("%d guest processes survived kill -9 of the mock", alive);
+}
+
+/* The stderr of a mock started with bin_start, into buf. */
+static void bin_stderr(const bin_mock *m, char *buf, size_t cap)
+{
+	FILE *fp = fopen(m->errlog, "r");
+	size_t n = fp != NULL ? fread(buf, 1, cap - 1, fp) : 0;
+
+	buf[n] = '\0';
+	if (fp != NULL)
+		fclose(fp);
+}
+
+/* kill -9 leaves a mock's (empty) cgroups behind; the next mock on the host
+ * removes them, says so, and leaves a live mock's groups alone (issue 24).
+ * The owner files live in a run directory of this test's own. */
+static void next_mock_sweeps_killed_mocks_groups(void **state)
+{
+	bin_mock dead, next, third;
+	char run[600], cg[64], nextcg[64], found[4096], err[8192], id[64];
+
+	(void)state;
+	SKIP_WITHOUT_CGROUPS();
+	snprintf(run, sizeof(run), "%s.run-XXXXXX", g_work);
+	assert_non_null(mkdtemp(run));
+	setenv("SBX_MOCK_RUN_DIR", run, 1);
+	if (!bin_start(&dead)) {
+		bin_cleanup(&dead, NULL);
+		fail_msg("sbx-mock did not start (see its stderr)");
+	}
+	bin_create(&dead, id, sizeof(id)); /* a sandbox group under the parent */
+	snprintf(cg, sizeof(cg), "sbx-mock-%d", (int)dead.pid);
+	kill(dead.pid, SIGKILL);
+	bin_wait(dead.pid, 5000);
+	if (!cx_cgroup_find(cg, found, sizeof(found)))
+		fail_msg("no cgroup %s after kill -9: nothing to sweep (test broken?)", cg);
+	print_message("kill -9 left %s\n", found);
+	assert_true(bin_start(&next));
+	snprintf(nextcg, sizeof(nextcg), "sbx-mock-%d", (int)next.pid);
+	bin_stderr(&next, err, sizeof(err));
+	print_message("the next mock says: %s", err);
+	if (cx_cgroup_find(cg, found, sizeof(found)))
+		fail_msg("the next mock left the dead mock's group %s", found);
+	if (strstr(err, "removed") == NULL || strstr(err, cg) == NULL)
+		fail_msg("the next mock removed %s without saying so: %s", cg, err);
+	assert_true(bin_start(&third)); /* next is alive: its groups stay */
+	if (!cx_cgroup_find(nextcg, found, sizeof(found)))
+		fail_msg("a third mock removed the live mock's group %s", nextcg);
+	kill(third.pid, SIGTERM);
+	kill(next.pid, SIGTERM);
+	assert_int_equal(bin_wait(third.pid, 15000), 0);
+	assert_int_equal(bin_wait(next.pid, 15000), 0);
+	bin_cleanup(&third, NULL);
+	bin_cleanup(&next, NULL);
+	bin_cleanup(&dead, NULL);
+	unsetenv("SBX_MOCK_RUN_DIR");
+	if (rmdir(run) != 0) /* empty: both stopped mocks removed their owner files */
+		fail_msg("run directory %s: %s (an owner file left behind?)", run, strerror(errno));
 }
 
 static void nothing_left_behind(void **state)
@@ -1297,7 +1356,7 @@ static void nothing_left_behind(void **state)
 		bin_cleanup(&m, mark);
 		fail_msg("sbx-mock exit %d on SIGTERM", code);
 	}
-	if (!cx_wait_gone(mark, 3000)) {
+	if (!cx_wait_gone(mark, CX_START_MS)) {
 		int n = cx_count(mark);
 
 		bin_cleanup(&m, mark);
@@ -1343,6 +1402,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup(memory_over_shape_exits_137, setup),
 		cmocka_unit_test_setup(pause_freezes_background, setup),
 		cmocka_unit_test_setup(no_guest_survives_mock_kill, setup),
+		cmocka_unit_test_setup(next_mock_sweeps_killed_mocks_groups, setup),
 		cmocka_unit_test_setup(nothing_left_behind, setup),
 	};
 

@@ -121,9 +121,9 @@ static void serves_and_stops_cleanly(void **state)
 	assert_int_equal(cJSON_GetObjectItem(res, "exit_code")->valueint, 0);
 	th_resp_free(&r);
 	/* the exec answers once the shell exits; its background child may not
-	 * have exec'd sleep yet (under load): poll for it, up to 10 s */
+	 * have exec'd sleep yet (under load): poll for it, up to 30 s */
 	guest_pid = find_sleep(token);
-	for (int i = 0; i < 500 && guest_pid <= 1; i++) {
+	for (int i = 0; i < 1500 && guest_pid <= 1; i++) {
 		usleep(20000);
 		guest_pid = find_sleep(token);
 	}
@@ -133,7 +133,7 @@ static void serves_and_stops_cleanly(void **state)
 	code = wait_exit(pid);
 	assert_int_equal(code, 0);
 	/* the killed guest may linger as a zombie of init for a moment */
-	for (int i = 0; i < 50 && pid_alive((pid_t)guest_pid); i++) {
+	for (int i = 0; i < 1500 && pid_alive((pid_t)guest_pid); i++) { /* 30 s */
 		char stat[64], buf[256];
 		FILE *fp;
 

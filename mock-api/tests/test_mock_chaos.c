@@ -429,7 +429,7 @@ static void cp_restart_drops_connections_keeps_state(void **state)
 	b.url = U;
 	snprintf(b.path, sizeof(b.path), "/v1/sandboxes/%s/exec", id);
 	assert_int_equal(pthread_create(&th, NULL, bg_stream, &b), 0);
-	for (int i = 0; i < 200 && count_journal("/v1/sandboxes/{id}/exec") == 0; i++)
+	for (int i = 0; i < 3000 && count_journal("/v1/sandboxes/{id}/exec") == 0; i++)
 		nanosleep(&(struct timespec){0, 10000000}, NULL);
 	admin_ok(U, TOK, "POST", "/_mock/faults",
 		 "{\"match\":{\"path\":\"/v1/whoami\"},\"fire\":{\"times\":1},"
