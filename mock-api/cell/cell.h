@@ -25,12 +25,16 @@
  * 0, or -1 with a message in err (what failed, on which path). */
 int cell_root_build(const char *hostname, char *err, size_t cap);
 
-/* The seccomp program every exec child loads: built once at start. */
+/* The seccomp program of the cell: built once at start, loaded into PID 1
+ * itself before READY, so every process of the cell runs under it. */
 int cell_seccomp_build(struct sock_fprog *prog, char *err, size_t cap);
+
+/* In an exec child before execve: keep only the guests' small set of
+ * capabilities (caps.c), in the bounding set too. 0, or -1 with errno. */
+int cell_caps_drop(void);
 
 /* The EXEC/SIGNAL service: handles one request message from ctl (fds
  * received close-on-exec), and reaps children after SIGCHLD. */
-void cell_exec_init(const struct sock_fprog *prog);
 int cell_serve_request(int ctl);
 void cell_reap(void);
 

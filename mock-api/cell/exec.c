@@ -1,7 +1,8 @@
 /* exec: the cell's EXEC and SIGNAL service (CONTAINMENT.md, "Inside the
  * cell" steps 3-5). An EXEC request becomes a forked child in its own
- * process group that takes the passed stdin/stdout/stderr, sets
- * no_new_privs, loads the seccomp filter and execs the command (PATH
+ * process group that takes the passed stdin/stdout/stderr, drops to the
+ * guests' capabilities (no_new_privs and the seccomp filter it inherits
+ * from PID 1) and execs the command (PATH
  * searched inside the new root); the status pipe gets STARTED, later
  * EXITED. SIGNAL is kill(-pgid) inside the cell's PID namespace.
  *
@@ -36,12 +37,6 @@ struct running {
 };
 static struct running *g_run;
 static size_t g_nrun, g_caprun;
-static const struct sock_fprog *g_prog;
-
-void cell_exec_init(const struct sock_fprog *prog)
-{
-	g_prog = prog;
-}
 
 static void send_status(int fd, int kind, pid_t pid, int err, int wstatus)
 {
@@ -106,8 +101,7 @@ static _Noreturn void child_exec(const struct exec_req *q, const int fds[EXEC_FD
 	signal(SIGPIPE, SIG_DFL); /* ignored in the cell; ignoring survives execve */
 	if (dup2(fds[0], 0) < 0 || dup2(fds[1], 1) < 0 || dup2(fds[2], 2) < 0 || chdir(q->cwd) != 0)
 		goto out_fail;
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
-	    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, g_prog) != 0)
+	if (cell_caps_drop() != 0)
 		goto out_fail;
 	if (strchr(q->argv[0], '/') != NULL) {
 		execve(q->argv[0], q->argv, q->envp);

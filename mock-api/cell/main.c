@@ -26,6 +26,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 #include <arpa/inet.h>
+#include <linux/seccomp.h>
 
 static int lo_up(char *err, size_t cap)
 {
@@ -94,9 +95,27 @@ static void hello(int kind, const char *msg, int fd)
 		_exit(1);
 }
 
+/* PID 1 under its own rules, last thing before READY: not dumpable (no
+ * /proc/1/mem, no ptrace of it even for a guest that kept a capability),
+ * no_new_privs, and the seccomp filter, which every process forked from
+ * here on inherits. Nothing PID 1 does after READY (fork, kill, wait,
+ * socket reads) is on the filter's list. */
+static int lock_down(const struct sock_fprog *prog, char *err, size_t cap)
+{
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+	    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, prog) != 0) {
+		snprintf(err, cap, "lock down PID 1 (dumpable, no_new_privs, seccomp): %s",
+			 strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 /* Everything before READY. The listener's fd, or -1 with err set. */
 static int setup(const char *id, unsigned port, struct sock_fprog *prog, char *err, size_t cap)
 {
+	int lfd;
+
 	if (fcntl(CELL_CTL_FD, F_SETFD, FD_CLOEXEC) != 0) {
 		snprintf(err, cap, "fd 3: %s", strerror(errno));
 		return -1;
@@ -111,7 +130,12 @@ static int setup(const char *id, unsigned port, struct sock_fprog *prog, char *e
 	close(CELL_TMP_FD);
 	if (lo_up(err, cap) != 0)
 		return -1;
-	return self_listener(port, err, cap);
+	lfd = self_listener(port, err, cap);
+	if (lfd >= 0 && lock_down(prog, err, cap) != 0) {
+		close(lfd);
+		return -1;
+	}
+	return lfd;
 }
 
 /* Serves until the mock closes fd 3. */
@@ -165,8 +189,8 @@ int main(int argc, char **argv)
 		hello(CELL_FAIL, err, -1);
 		return 1;
 	}
+	free(prog.filter); /* the kernel has its own copy */
 	hello(CELL_READY, "", lfd);
 	close(lfd);
-	cell_exec_init(&prog);
 	return serve();
 }

@@ -373,9 +373,12 @@ static void proc_1_root_is_own_root(void **state)
 
 	(void)state;
 	mk("ka", NULL, id, sizeof(id));
-	/* /proc/1/root and every other process's root, cwd and open directory */
+	/* /proc/1/root and every other process's root, cwd and open directory.
+	 * PID 1 is not dumpable (issue 27): its root is then closed to guests,
+	 * which is as good as being the sandbox's own. */
 	snprintf(script, sizeof(script),
-		 "[ -d /proc/1/root/workspace ] && echo OWN-ROOT; "
+		 "if [ -d /proc/1/root/workspace ]; then echo OWN-ROOT; "
+		 "elif ! ls /proc/1/root/ >/dev/null 2>&1; then echo OWN-ROOT closed; fi; "
 		 "for l in /proc/1/root /proc/[0-9]*/root /proc/[0-9]*/cwd /proc/[0-9]*/fd/*; do "
 		 "  [ -d \"$l\" ] || continue; "
 		 "  for p in %s; do [ -e \"$l$p\" ] && echo \"HOST $l$p\"; done; "
@@ -642,6 +645,54 @@ static void cannot_mount(void **state)
 }
 
 /* ---- processes ---- */
+
+/* The cell's PID 1 is not a way around the filter (issue 27): a guest that
+ * could write /proc/1/mem (root of the cell's user namespace with
+ * CAP_SYS_PTRACE, PID 1 dumpable and unfiltered) put code into PID 1 that
+ * ran mount. Now PID 1 runs under the filter with no_new_privs and is not
+ * dumpable; guests keep no CAP_SYS_PTRACE or CAP_SYS_ADMIN; pidfd_getfd
+ * (PID 1's control socket is its fd 3) is denied; and a system call newer
+ * than the filter's table (mseal, 462) is ENOSYS, not allowed by default. */
+static void pid1_is_not_a_way_around_the_filter(void **state)
+{
+	static const char script[] =
+		"import ctypes, errno, os\n"
+		"libc = ctypes.CDLL(None, use_errno=True)\n"
+		"def err(): return errno.errorcode.get(ctypes.get_errno(), '?')\n"
+		"try:\n"
+		"    fd = os.open('/proc/1/mem', os.O_RDWR); os.close(fd); print('mem writable')\n"
+		"except OSError as e: print('mem', errno.errorcode.get(e.errno, '?'))\n"
+		"pidfd = libc.syscall(434, 1, 0)\n" /* pidfd_open(1) */
+		"r = libc.syscall(438, pidfd, 3, 0) if pidfd >= 0 else -1\n" /* pidfd_getfd */
+		"print('getfd', 'OK' if r >= 0 else err())\n"
+		"for l in open('/proc/1/status'):\n"
+		"    if l.startswith(('Seccomp:', 'NoNewPrivs:')): print('pid1', ''.join(l.split()))\n"
+		"for l in open('/proc/self/status'):\n"
+		"    if l.startswith('CapEff:'):\n"
+		"        eff = int(l.split()[1], 16)\n"
+		"        print('cap_sys_ptrace', eff >> 19 & 1, 'cap_sys_admin', eff >> 21 & 1)\n"
+		"r = libc.syscall(462, 0, 0, 0)\n" /* mseal: newer than the table */
+		"print('mseal', 'OK' if r == 0 else err())\n";
+	static const char *const want[] = {"pid1 Seccomp:2",  "pid1 NoNewPrivs:1",
+					   "cap_sys_ptrace 0 cap_sys_admin 0", "getfd EPERM",
+					   "mseal ENOSYS"};
+	const char *args[] = {"-c", script};
+	char id[64];
+	cx_res x;
+
+	(void)state;
+	mk("ka", NULL, id, sizeof(id));
+	cx_exec("ka", id, "/usr/bin/python3", args, 2, 30000, &x);
+	print_message("%s%s", x.out, x.err);
+	if (x.status != 200 || x.code != 0)
+		fail_msg("the probe did not run: HTTP %ld exit %d %s", x.status, x.code, x.body);
+	if (strstr(x.out, "mem writable") != NULL || strstr(x.out, "mem ") == NULL)
+		fail_msg("a guest can write PID 1's memory through /proc/1/mem:\n%s", x.out);
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		if (strstr(x.out, want[i]) == NULL)
+			fail_msg("expected \"%s\" from the probe:\n%s", want[i], x.out);
+	cx_free(&x);
+}
 
 static void cannot_ptrace_outside(void **state)
 {
@@ -1280,6 +1331,8 @@ static void next_mock_sweeps_killed_mocks_groups(void **state)
 {
 	bin_mock dead, next, third;
 	char run[600], cg[64], nextcg[64], found[4096], err[8192], id[64];
+	pid_t kids[64];
+	size_t nk;
 
 	(void)state;
 	SKIP_WITHOUT_CGROUPS();
@@ -1292,8 +1345,14 @@ static void next_mock_sweeps_killed_mocks_groups(void **state)
 	}
 	bin_create(&dead, id, sizeof(id)); /* a sandbox group under the parent */
 	snprintf(cg, sizeof(cg), "sbx-mock-%d", (int)dead.pid);
+	nk = cx_children(dead.pid, kids, 64);
 	kill(dead.pid, SIGKILL);
 	bin_wait(dead.pid, 5000);
+	/* its cells leave their groups when they are gone (reaped): only then
+	 * are the groups empty, which is all a sweep may remove */
+	for (size_t i = 0; i < nk; i++)
+		for (int w = 0; w < 1500 && cx_state(kids[i]) != 0; w++)
+			sleep_ms(20);
 	if (!cx_cgroup_find(cg, found, sizeof(found)))
 		fail_msg("no cgroup %s after kill -9: nothing to sweep (test broken?)", cg);
 	print_message("kill -9 left %s\n", found);
@@ -1397,6 +1456,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup(cannot_reach_the_control_plane, setup),
 		cmocka_unit_test_setup(cannot_mount, setup),
 		cmocka_unit_test_setup(cannot_ptrace_outside, setup),
+		cmocka_unit_test_setup(pid1_is_not_a_way_around_the_filter, setup),
 		cmocka_unit_test_setup(cannot_unshare_new_namespaces, setup),
 		cmocka_unit_test_setup(fork_bomb_bounded_by_pids, setup),
 		cmocka_unit_test_setup(memory_over_shape_exits_137, setup),
