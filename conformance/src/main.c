@@ -25,7 +25,7 @@
 #endif
 
 #ifndef SBX_CONFORM_ADAPTERS_DIR
-#define SBX_CONFORM_ADAPTERS_DIR "conformance/adapters"
+#define SBX_CONFORM_ADAPTERS_DIR "conformance/adapters/sbx_harness"
 #endif
 #ifndef SBX_CONFORM_FIXTURES_DIR
 #define SBX_CONFORM_FIXTURES_DIR "fixtures"
