@@ -555,6 +555,7 @@ static char *line_starting(const char *out, const char *prefix)
 	if (p == NULL) {
 		fprintf(stderr, "---- output searched ----\n%s\n---- end ----\n", out);
 		fail_msg("no line starts with \"%s\"", prefix);
+		p = ""; /* not reached: fail_msg ends the test */
 	}
 	const char *end = strchr(p, '\n');
 	size_t n = end != NULL ? (size_t)(end - p) : strlen(p);
