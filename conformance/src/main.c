@@ -37,7 +37,7 @@
 static void usage(FILE *f)
 {
 	fputs("usage: sbx-conform [options]\n"
-	      "       sbx-conform merge [--json F] [--junit F] [--html F] [--summary-md F] [--tap] REPORT.json...\n"
+	      "       sbx-conform merge [--json F] [--junit F] [--summary-md F] ... REPORT.json...\n"
 	      "Checks a Langflow sandbox backend against spec/backend-conformance.md.\n"
 	      "With no options: embedded mock + bundled reference backend and host.\n\n"
 	      "  --backend-cmd CMD       driver command line (run with /bin/sh -c)\n"
