@@ -13,7 +13,9 @@ GITHUB_STEP_SUMMARY files) against the built sbx-conform:
      says FAIL and its failed checks table has one row, FB-001 with the
      report's reason and re-run command; the log has exactly one annotation,
      ::error title=FB-001::<reason>, after the stop-commands token is given
-     back (GitHub would act on it), which unescapes to the report's reason.
+     back (GitHub would act on it), which unescapes to the report's reason;
+  3. a usage error (args --no-such-option): exit-code 2, no report, so the
+     job summary is the log's tail under "no report (exit 2)", no annotation.
 The summary is parsed as Markdown with Python-Markdown's tables extension
 (Debian's python3-markdown, in ci/bootstrap test; run by whichever of this
 interpreter and /usr/bin/python3 has it) and read back as HTML tables.
@@ -218,6 +220,24 @@ scenario("local-fallback mutant",
          {"backend-cmd": "%s --quirk local-fallback" % ref_backend, "filter": "FB-001",
           "profile": "langflow-backend", "shard": "1/1"},
          1, "sbx-conform-report-1-of-1", {"FB-001": "fail"})
+
+
+def usage_error_scenario():
+    label = "usage error"
+    with tempfile.TemporaryDirectory(prefix="sbx-action-") as tmp:
+        rc, outputs, log = run_step("Run sbx-conform", {"args": "--no-such-option"}, {}, tmp)
+        summary = os.path.join(tmp, "summary.md")
+        text = open(summary, encoding="utf-8").read() if os.path.exists(summary) else ""
+        if rc != 0 or outputs.get("exit-code") != "2":
+            errors.append("%s: step rc %d, exit-code %r, want 0 and 2" % (label, rc, outputs.get("exit-code")))
+        if not text.startswith("### sbx-conform: no report (exit 2)\n") or "no-such-option" not in text:
+            errors.append("%s: summary without the log's tail:\n%s" % (label, text[:1500]))
+        if any(ln.startswith("::error") for ln in log.splitlines()):
+            errors.append("%s: annotations printed without a report:\n%s" % (label, log[-1500:]))
+        print("action_test: %s: exit-code %s, summary is the log's tail" % (label, outputs.get("exit-code")))
+
+
+usage_error_scenario()
 for e in errors:
     print("action_test: FAIL: " + e)
 sys.exit(1 if errors else 0)
