@@ -55,6 +55,8 @@ struct cf_config {
 	bool progress;            /* live progress line (stderr is a TTY) */
 	bool color;
 	const char *json_file, *junit_file, *html_file;
+	const char *summary_md_file;  /* --summary-md: the Markdown job summary */
+	const char *annotations_file; /* --github-annotations: ::error lines */
 	const char *fuzz_case;    /* --fuzz-case FILE: a backend_fuzzer input (checks_fuzz.c) */
 	/* control plane */
 	enum cf_kind kind;

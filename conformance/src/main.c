@@ -25,7 +25,7 @@
 #endif
 
 #ifndef SBX_CONFORM_ADAPTERS_DIR
-#define SBX_CONFORM_ADAPTERS_DIR "conformance/adapters"
+#define SBX_CONFORM_ADAPTERS_DIR "conformance/adapters/sbx_harness"
 #endif
 #ifndef SBX_CONFORM_FIXTURES_DIR
 #define SBX_CONFORM_FIXTURES_DIR "fixtures"
@@ -37,7 +37,7 @@
 static void usage(FILE *f)
 {
 	fputs("usage: sbx-conform [options]\n"
-	      "       sbx-conform merge [--json F] [--junit F] [--html F] [--tap] REPORT.json...\n"
+	      "       sbx-conform merge [--json F] [--junit F] [--summary-md F] ... REPORT.json...\n"
 	      "Checks a Langflow sandbox backend against spec/backend-conformance.md.\n"
 	      "With no options: embedded mock + bundled reference backend and host.\n\n"
 	      "  --backend-cmd CMD       driver command line (run with /bin/sh -c)\n"
@@ -63,6 +63,8 @@ static void usage(FILE *f)
 	      "  --fixtures DIR          where fixtures/gate lives\n"
 	      "  --tap                   TAP 13 on stdout instead of the human report\n"
 	      "  --junit FILE, --json FILE, --html FILE   also write these reports\n"
+	      "  --summary-md FILE       also write a Markdown summary (GitHub job summary)\n"
+	      "  --github-annotations FILE  also write one ::error line per failed check\n"
 	      "  -h, --help              this help\n\n"
 	      "exit: 0 all passed, 1 a check or its cleanup failed, 2 usage or harness error\n", f);
 }
@@ -217,6 +219,11 @@ static int write_reports(const struct cf_config *cf, const cJSON *report)
 		rc = (fprintf(stderr, "sbx-conform: --junit: %s\n", err.msg), -1);
 	if (cf->html_file && !sbx_report_save(report, SBX_REPORT_HTML, cf->html_file, &err))
 		rc = (fprintf(stderr, "sbx-conform: --html: %s\n", err.msg), -1);
+	if (cf->summary_md_file && !sbx_report_save(report, SBX_REPORT_MARKDOWN, cf->summary_md_file, &err))
+		rc = (fprintf(stderr, "sbx-conform: --summary-md: %s\n", err.msg), -1);
+	if (cf->annotations_file &&
+	    !sbx_report_save(report, SBX_REPORT_GITHUB, cf->annotations_file, &err))
+		rc = (fprintf(stderr, "sbx-conform: --github-annotations: %s\n", err.msg), -1);
 	return rc;
 }
 

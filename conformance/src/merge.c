@@ -32,6 +32,7 @@ struct mg_input {
 
 struct mg_opts {
 	const char *json_file, *junit_file, *html_file;
+	const char *summary_md_file, *annotations_file;
 	bool tap;
 };
 
@@ -42,6 +43,8 @@ static void merge_usage(FILE *f)
 	      "into the report of the whole run, and renders it like a run.\n\n"
 	      "  --tap                   TAP 13 on stdout instead of the human report\n"
 	      "  --junit FILE, --json FILE, --html FILE   also write these reports\n"
+	      "  --summary-md FILE       also write a Markdown summary (GitHub job summary)\n"
+	      "  --github-annotations FILE  also write one ::error line per failed check\n"
 	      "  -h, --help              this help\n\n"
 	      "Refuses reports of different suites, versions, profiles or backends,\n"
 	      "a check present in two reports, and a set of shards with one missing.\n"
@@ -418,16 +421,24 @@ static int write_merged(const struct mg_opts *o, const cJSON *report)
 		rc = (fprintf(stderr, "sbx-conform merge: --junit: %s\n", err.msg), -1);
 	if (o->html_file != NULL && !sbx_report_save(report, SBX_REPORT_HTML, o->html_file, &err))
 		rc = (fprintf(stderr, "sbx-conform merge: --html: %s\n", err.msg), -1);
+	if (o->summary_md_file != NULL &&
+	    !sbx_report_save(report, SBX_REPORT_MARKDOWN, o->summary_md_file, &err))
+		rc = (fprintf(stderr, "sbx-conform merge: --summary-md: %s\n", err.msg), -1);
+	if (o->annotations_file != NULL &&
+	    !sbx_report_save(report, SBX_REPORT_GITHUB, o->annotations_file, &err))
+		rc = (fprintf(stderr, "sbx-conform merge: --github-annotations: %s\n", err.msg), -1);
 	return rc;
 }
 
 /* ---- the command ---- */
 
-enum { M_TAP = 256, M_JUNIT, M_JSON, M_HTML };
+enum { M_TAP = 256, M_JUNIT, M_JSON, M_HTML, M_SUMMARY_MD, M_ANNOTATIONS };
 
 static const struct option MERGE_OPTS[] = {
 	{"tap", no_argument, NULL, M_TAP}, {"junit", required_argument, NULL, M_JUNIT},
 	{"json", required_argument, NULL, M_JSON}, {"html", required_argument, NULL, M_HTML},
+	{"summary-md", required_argument, NULL, M_SUMMARY_MD},
+	{"github-annotations", required_argument, NULL, M_ANNOTATIONS},
 	{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
 };
 
@@ -448,6 +459,10 @@ static int merge_args(struct mg_opts *o, int argc, char **argv)
 			o->json_file = optarg;
 		} else if (c == M_HTML) {
 			o->html_file = optarg;
+		} else if (c == M_SUMMARY_MD) {
+			o->summary_md_file = optarg;
+		} else if (c == M_ANNOTATIONS) {
+			o->annotations_file = optarg;
 		} else {
 			merge_usage(stderr);
 			return 2;
@@ -486,7 +501,7 @@ static bool vet_inputs(struct mg_input *in, size_t n, sbx_err *err)
 
 int cf_merge_main(int argc, char **argv)
 {
-	struct mg_opts o = {NULL, NULL, NULL, false};
+	struct mg_opts o = {.tap = false};
 	struct mg_input *in = NULL;
 	sbx_err err = {{0}};
 	cJSON *merged = NULL;

@@ -113,6 +113,7 @@ static enum cf_parse_result refuse(struct cf_cli *cli, const char *what, const c
 enum {
 	O_BACKEND = 256, O_PYTHON, O_HOST, O_PROFILE, O_FILTER, O_LIST, O_SHARD, O_MOCK, O_TOKEN, O_API,
 	O_SEED, O_SCALE, O_TAP, O_JUNIT, O_JSON, O_HTML, O_FIXTURES, O_PYEXE, O_PYCOMP, O_MAXTO, O_FUZZ,
+	O_SUMMARY_MD, O_ANNOTATIONS,
 };
 
 static const struct option LONGOPTS[] = {
@@ -127,6 +128,8 @@ static const struct option LONGOPTS[] = {
 	{"html", required_argument, NULL, O_HTML}, {"fixtures", required_argument, NULL, O_FIXTURES},
 	{"python", required_argument, NULL, O_PYEXE}, {"python-component", required_argument, NULL, O_PYCOMP},
 	{"max-timeouts", required_argument, NULL, O_MAXTO}, {"fuzz-case", required_argument, NULL, O_FUZZ},
+	{"summary-md", required_argument, NULL, O_SUMMARY_MD},
+	{"github-annotations", required_argument, NULL, O_ANNOTATIONS},
 	{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
 };
 
@@ -293,6 +296,12 @@ static enum cf_parse_result parse_one(struct cf_config *cf, struct cf_cli *cli, 
 		break;
 	case O_HTML:
 		cf->html_file = arg;
+		break;
+	case O_SUMMARY_MD:
+		cf->summary_md_file = arg;
+		break;
+	case O_ANNOTATIONS:
+		cf->annotations_file = arg;
 		break;
 	case O_FIXTURES:
 		set_str(&cf->fixtures_dir, arg);

@@ -1,5 +1,6 @@
 /* report: the library's front door (see report.h): format names, the
- * dispatch to one writer per format (report_human/tap/junit/json/html.c),
+ * dispatch to one writer per format (report_human/tap/junit/json/html/
+ * markdown/github.c),
  * colour detection and atomic saving.
  *
  * Writers depend on report_view.c and report_escape.c, never on this file;
@@ -26,6 +27,10 @@ bool sbx_report_render(const cJSON *report, enum sbx_report_format fmt, bool col
 		return sbx_report_json(report, out, err);
 	case SBX_REPORT_HTML:
 		return sbx_report_html(report, out, err);
+	case SBX_REPORT_MARKDOWN:
+		return sbx_report_markdown(report, out, err);
+	case SBX_REPORT_GITHUB:
+		return sbx_report_github(report, out, err);
 	}
 	sbx_err_set(err, "report: unknown format %d", (int)fmt);
 	return false;
@@ -39,6 +44,7 @@ bool sbx_report_format_parse(const char *name, enum sbx_report_format *fmt)
 	} names[] = {
 		{"human", SBX_REPORT_HUMAN}, {"tap", SBX_REPORT_TAP}, {"junit", SBX_REPORT_JUNIT},
 		{"json", SBX_REPORT_JSON},   {"html", SBX_REPORT_HTML},
+		{"markdown", SBX_REPORT_MARKDOWN}, {"github", SBX_REPORT_GITHUB},
 	};
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		if (strcmp(name, names[i].name) == 0) {

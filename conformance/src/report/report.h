@@ -1,7 +1,8 @@
 /* report: turns the sbx-conform JSON report (schema v1, described with the
  * format mapping in conformance/tests/report/README.md) into the formats
  * people and CI systems read: a human summary, TAP version 13, JUnit XML,
- * pretty JSON and a single-file HTML page.
+ * pretty JSON, a single-file HTML page, a Markdown job summary and GitHub
+ * Actions annotations (workflow commands).
  *
  * The writers only read the cJSON tree they are given; they never modify it,
  * never run checks, never touch the network and never decide the exit code
@@ -33,6 +34,8 @@ enum sbx_report_format {
 	SBX_REPORT_JUNIT,
 	SBX_REPORT_JSON,
 	SBX_REPORT_HTML,
+	SBX_REPORT_MARKDOWN, /* a job summary: counts and failed checks as tables */
+	SBX_REPORT_GITHUB,   /* one ::error / ::warning line per check not ok */
 };
 
 /* Tallies over report->checks, computed from the checks themselves (the
@@ -56,6 +59,8 @@ bool sbx_report_tap(const cJSON *report, sbx_strbuf *out, sbx_err *err);
 bool sbx_report_junit(const cJSON *report, sbx_strbuf *out, sbx_err *err);
 bool sbx_report_json(const cJSON *report, sbx_strbuf *out, sbx_err *err);
 bool sbx_report_html(const cJSON *report, sbx_strbuf *out, sbx_err *err);
+bool sbx_report_markdown(const cJSON *report, sbx_strbuf *out, sbx_err *err);
+bool sbx_report_github(const cJSON *report, sbx_strbuf *out, sbx_err *err);
 
 /* Dispatches to one of the writers above; color only affects HUMAN. */
 bool sbx_report_render(const cJSON *report, enum sbx_report_format fmt, bool color,
@@ -71,7 +76,7 @@ bool sbx_report_save(const cJSON *report, enum sbx_report_format fmt, const char
  * "dumb" (https://no-color.org). */
 bool sbx_report_color_auto(int fd);
 
-/* Parses "human", "tap", "junit", "json" or "html". */
+/* Parses "human", "tap", "junit", "json", "html", "markdown" or "github". */
 bool sbx_report_format_parse(const char *name, enum sbx_report_format *fmt);
 
 /* Fills *t from report->checks; false when the report is unusable. */

@@ -1,5 +1,6 @@
 /* report_escape: escaping for each output syntax the writers produce
- * (XML/HTML markup, YAML scalars, terminal text), UTF-8 decoding and the
+ * (XML/HTML markup, YAML scalars, terminal text, Markdown table cells,
+ * GitHub workflow commands), UTF-8 decoding and the
  * duration format.
  *
  * Pure functions over strings: never reads the report, never lets a control
@@ -210,4 +211,71 @@ void rp_put_duration(sbx_strbuf *sb, double ms)
 		sbx_strbuf_printf(sb, "%.0f ms", ms);
 	else
 		sbx_strbuf_printf(sb, "%.2f s", ms / 1000.0);
+}
+
+/* Markdown-significant ASCII in GitHub Flavored Markdown and Python-Markdown:
+ * emphasis, code, links, tables, strikethrough, math, HTML and entities. */
+static bool md_special(uint32_t cp)
+{
+	return cp < 0x80 && strchr("\\`*_[]|~$<>&", (int)cp) != NULL;
+}
+
+bool rp_put_md(sbx_strbuf *sb, const char *s, size_t max_cps)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t n = strlen(s);
+	size_t cps = 0;
+
+	while (n > 0) {
+		uint32_t cp;
+		size_t len = rp_utf8_next(p, n, &cp);
+
+		if (max_cps > 0 && cps++ == max_cps) {
+			sbx_strbuf_puts(sb, " \xE2\x80\xA6"); /* U+2026 */
+			return true;
+		}
+		p += len;
+		n -= len;
+		if (cp == '\r' && n > 0 && *p == '\n')
+			continue;
+		if (cp == '\n' || cp == '\r')
+			sbx_strbuf_puts(sb, "<br>");
+		else if (cp == '\t')
+			sbx_strbuf_puts(sb, " ");
+		else if (cp < 0x20 || (cp >= 0x7F && cp <= 0x9F))
+			sbx_strbuf_printf(sb, "&#92;x%02X", (unsigned)cp);
+		else if (md_special(cp))
+			sbx_strbuf_printf(sb, "&#%u;", (unsigned)cp);
+		else
+			rp_put_cp(sb, cp);
+	}
+	return false;
+}
+
+void rp_put_gha(sbx_strbuf *sb, const char *s, bool property)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t n = strlen(s);
+
+	while (n > 0) {
+		uint32_t cp;
+		size_t len = rp_utf8_next(p, n, &cp);
+
+		p += len;
+		n -= len;
+		if (cp == '%')
+			sbx_strbuf_puts(sb, "%25");
+		else if (cp == '\r')
+			sbx_strbuf_puts(sb, "%0D");
+		else if (cp == '\n')
+			sbx_strbuf_puts(sb, "%0A");
+		else if (property && cp == ':')
+			sbx_strbuf_puts(sb, "%3A");
+		else if (property && cp == ',')
+			sbx_strbuf_puts(sb, "%2C");
+		else if (cp != '\t' && (cp < 0x20 || (cp >= 0x7F && cp <= 0x9F)))
+			put_visible_escape(sb, cp);
+		else
+			rp_put_cp(sb, cp);
+	}
 }

@@ -87,6 +87,17 @@ void rp_put_yaml(sbx_strbuf *sb, const char *s);
 /* Terminal-safe text: control characters shown as \xNN / \uNNNN; each
  * newline becomes a newline followed by indent. */
 void rp_put_term(sbx_strbuf *sb, const char *s, const char *indent);
+/* One line of Markdown table-cell text (GitHub Flavored Markdown and
+ * Python-Markdown's tables read it alike): every Markdown-significant ASCII
+ * character (| \ ` * _ [ ] ~ $ < > & ...) as a numeric character reference,
+ * newlines as <br>, other control characters as the visible text "\xNN";
+ * at most max_cps characters (0: no limit), then " ..." (U+2026). Returns
+ * true when it cut the text. */
+bool rp_put_md(sbx_strbuf *sb, const char *s, size_t max_cps);
+/* A GitHub workflow-command value (::error title=P::M): % CR LF as %25 %0D
+ * %0A, and in a property (title=...) also : and , as %3A %2C; other control
+ * characters as the visible text "\xNN". */
+void rp_put_gha(sbx_strbuf *sb, const char *s, bool property);
 /* A duration in ms as "12 ms" / "1.25 s". */
 void rp_put_duration(sbx_strbuf *sb, double ms);
 

@@ -1,4 +1,4 @@
-"""The Python adapter (conformance/adapters/langflow_backend.py) serves any
+"""The Python adapter (conformance/adapters/sbx_harness/langflow_backend.py) serves any
 Langflow backend object over driver protocol v1: framing and ProtocolError
 answers, attribute-based reading of capabilities and results, MRO-based error
 classification, a stdout that carries nothing but answers, fork_check and
@@ -18,7 +18,7 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CONFORM = os.environ.get("SBX_CONFORM_DIR") or os.path.dirname(os.path.dirname(HERE))
-ADAPTER = os.path.join(CONFORM, "adapters", "langflow_backend.py")
+ADAPTER = os.path.join(CONFORM, "adapters", "sbx_harness", "langflow_backend.py")
 BACKENDS = os.path.join(HERE, "backends")
 ANSWER_TIMEOUT_S = 60
 

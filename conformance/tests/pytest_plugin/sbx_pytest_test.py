@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Tests of the pytest plugin conformance/adapters/sbx_pytest.py (ctest
+"""Tests of the pytest plugin conformance/adapters/sbx_harness/sbx_pytest.py (ctest
 conform_pytest_plugin; labels python, integration).
 
     sbx_pytest_test.py SBX_CONFORM
@@ -30,6 +30,7 @@ import xml.etree.ElementTree as ET
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ADAPTERS = os.path.normpath(os.path.join(HERE, "..", "..", "adapters"))
+PLUGIN_DIR = os.path.join(ADAPTERS, "sbx_harness")  # on PYTHONPATH: -p sbx_pytest imports it
 EXAMPLE = os.path.join(ADAPTERS, "examples", "createos_backend.py") + ":create_backend"
 MUTANT = os.path.join(HERE, "fallback_backend.py") + ":create_backend"
 
@@ -60,7 +61,7 @@ class Pytest:
             if ini is not None:
                 with open(os.path.join(work, "pytest.ini"), "w") as f:
                     f.write(ini)
-            env = dict(os.environ, PYTHONPATH=ADAPTERS, PYTHONDONTWRITEBYTECODE="1", NO_COLOR="1")
+            env = dict(os.environ, PYTHONPATH=PLUGIN_DIR, PYTHONDONTWRITEBYTECODE="1", NO_COLOR="1")
             env.pop("SBX_CONFORM", None)
             if env_conform:
                 env["SBX_CONFORM"] = self.conform

@@ -35,7 +35,7 @@ int main(int argc, char **argv)
 	int rc = 2;
 
 	if (argc != 4 || !sbx_report_format_parse(argv[1], &fmt)) {
-		fprintf(stderr, "usage: %s human|tap|junit|json|html IN.json OUT|-\n", argv[0]);
+		fprintf(stderr, "usage: %s human|tap|junit|json|html|markdown|github IN.json OUT|-\n", argv[0]);
 		return 2;
 	}
 	if (!read_file(argv[2], &in)) {

@@ -418,6 +418,10 @@ static void unusable_reports_are_refused_with_a_reason(void **state)
 	enum sbx_report_format fmt;
 	assert_true(sbx_report_format_parse("junit", &fmt));
 	assert_int_equal(fmt, SBX_REPORT_JUNIT);
+	assert_true(sbx_report_format_parse("markdown", &fmt));
+	assert_int_equal(fmt, SBX_REPORT_MARKDOWN);
+	assert_true(sbx_report_format_parse("github", &fmt));
+	assert_int_equal(fmt, SBX_REPORT_GITHUB);
 	assert_false(sbx_report_format_parse("xml", &fmt));
 	cJSON_Delete(obj);
 	cJSON_Delete(arr);
@@ -540,6 +544,160 @@ static void save_writes_the_whole_file_or_reports_why_not(void **state)
 	cJSON_Delete(r);
 }
 
+/* The line of out that starts with prefix (a copy, without the newline). */
+static char *line_starting(const char *out, const char *prefix)
+{
+	const char *p = out;
+	while (p != NULL && strncmp(p, prefix, strlen(prefix)) != 0) {
+		p = strchr(p, '\n');
+		p = p != NULL ? p + 1 : NULL;
+	}
+	if (p == NULL) {
+		fprintf(stderr, "---- output searched ----\n%s\n---- end ----\n", out);
+		fail_msg("no line starts with \"%s\"", prefix);
+		p = ""; /* not reached: fail_msg ends the test */
+	}
+	const char *end = strchr(p, '\n');
+	size_t n = end != NULL ? (size_t)(end - p) : strlen(p);
+	char *l = malloc(n + 1);
+	assert_non_null(l);
+	memcpy(l, p, n);
+	l[n] = '\0';
+	return l;
+}
+
+/* Unescaped | in a table row (GFM splits cells on them). */
+static int cells(const char *row)
+{
+	return occurrences(row, "|") - 1;
+}
+
+static void markdown_has_counts_and_one_row_per_failed_check(void **state)
+{
+	(void)state;
+	char *out = render_fixture(SBX_REPORT_MARKDOWN, false);
+	assert_ptr_equal(strstr(out, "### sbx-conform: FAIL\n"), out);
+	find(out, "| Result | Checks | Pass | Fail | Error | Skip | Advisory warnings | Cleanup failed | Time |\n"
+		  "|:--|--:|--:|--:|--:|--:|--:|--:|--:|\n"
+		  "| **FAIL** | 8 | 4 | 1 | 1 | 1 | 1 | 1 | 1.83 s |\n");
+	const char *failed = find(out, "\n#### Failed checks: 3\n\n| Check | Profile | Title | Verdict | Reason | Re-run |\n");
+	const char *advisory = find(out, "\n#### Advisory warnings (they do not fail the run): 1\n");
+	assert_true(failed < advisory);
+	/* fail, cleanup failure and error each have a row with 6 cells; passes
+	 * and skips have none; the advisory check is only in its own table. */
+	char *cap3 = line_starting(failed, "| **CAP-003** |");
+	assert_int_equal(cells(cap3), 6);
+	find(cap3, " | fail | run executed outside a guest: FAILMARK-CAP003 ");
+	find(cap3, "<br>second line | <code>sbx-conform --backend-cmd 'RERUNMARK &#60;drv&#62; &#38; \"q\"' "
+		   "--profile langflow-backend --filter CAP-003</code> |");
+	char *cln1 = line_starting(failed, "| **CLN-001** |");
+	find(cln1, " | cleanup fail | cleanup: CLEANUPMARK guest still running |");
+	char *err = line_starting(failed, "| **CREATEOS-004** |");
+	find(err, " | error | ERRORMARK driver exited with status 1 before answering |");
+	assert_true(strstr(failed, "CLN-004") > advisory);
+	free(line_starting(advisory, "| **CLN-004** |"));
+	assert_null(strstr(out, "CAP-001"));
+	assert_null(strstr(out, "REF-001"));
+	find(out, "\nBackend fixture &#60;backend&#62; &#38; \"co\" (langflow&#95;backend.py 1), control plane "
+		  "embedded-mock, profiles langflow-backend, createos-backend, seed 42, shard 1/1");
+	free(err);
+	free(cln1);
+	free(cap3);
+	free(out);
+}
+
+static void markdown_cells_escape_pipes_markup_newlines_and_control_bytes(void **state)
+{
+	(void)state;
+	cJSON *r = one_check_report("t|i*t_l`e", "");
+	cJSON *c = cJSON_GetArrayItem(cJSON_GetObjectItem(r, "checks"), 0);
+	cJSON_ReplaceItemInObject(c, "reason",
+				  cJSON_CreateString("a|b\\|c `x` *e* _u_ [l](http://x) ~~s~~ $m$ <b>&amp;\r\n"
+						     "next\x1b[31m\xff end"));
+	cJSON_AddStringToObject(c, "rerun", "sbx-conform --filter 'X|Y' --backend-cmd \"a`b\"");
+	char *out = render(r, SBX_REPORT_MARKDOWN, false);
+	char *row = line_starting(out, "| **X-001** |");
+	assert_int_equal(cells(row), 6);
+	find(row, "| t&#124;i&#42;t&#95;l&#96;e |");
+	find(row, "| a&#124;b&#92;&#124;c &#96;x&#96; &#42;e&#42; &#95;u&#95; &#91;l&#93;(http://x) "
+		  "&#126;&#126;s&#126;&#126; &#36;m&#36; &#60;b&#62;&#38;amp;<br>next&#92;x1B&#91;31m\xEF\xBF\xBD end |");
+	find(row, "<code>sbx-conform --filter 'X&#124;Y' --backend-cmd \"a&#96;b\"</code> |");
+	assert_null(strchr(row, '\x1b'));
+	assert_null(strchr(row, '\r'));
+	free(row);
+	free(out);
+	/* A long reason is cut, on a character boundary, with a mark. */
+	sbx_strbuf long_reason = SBX_STRBUF_INIT;
+	for (int i = 0; i < 300; i++)
+		sbx_strbuf_puts(&long_reason, "\xC3\xA9!");
+	cJSON_ReplaceItemInObject(c, "reason", cJSON_CreateString(sbx_strbuf_str(&long_reason)));
+	out = render(r, SBX_REPORT_MARKDOWN, false);
+	row = line_starting(out, "| **X-001** |");
+	find(row, "\xC3\xA9! \xE2\x80\xA6 |");
+	assert_int_equal(occurrences(row, "\xC3\xA9"), 200);
+	free(row);
+	free(out);
+	sbx_strbuf_free(&long_reason);
+	cJSON_Delete(r);
+}
+
+static void markdown_says_pass_and_nothing_checked_without_failure_tables(void **state)
+{
+	(void)state;
+	cJSON *r = cJSON_CreateObject();
+	cJSON_AddArrayToObject(r, "checks");
+	char *out = render(r, SBX_REPORT_MARKDOWN, false);
+	find(out, "### sbx-conform: NOTHING CHECKED\n");
+	find(out, "| **NOTHING CHECKED** | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0 ms |\n");
+	find(out, "\nNo checks were selected.\n");
+	assert_null(strstr(out, "####"));
+	free(out);
+	cJSON_Delete(r);
+	r = one_check_report("ok", "");
+	cJSON *c = cJSON_GetArrayItem(cJSON_GetObjectItem(r, "checks"), 0);
+	cJSON_ReplaceItemInObject(c, "verdict", cJSON_CreateString("pass"));
+	out = render(r, SBX_REPORT_MARKDOWN, false);
+	find(out, "### sbx-conform: PASS\n");
+	find(out, "| **PASS** | 1 | 1 | 0 | 0 | 0 | 0 | 0 |");
+	assert_null(strstr(out, "####"));
+	free(out);
+	char *gh = render(r, SBX_REPORT_GITHUB, false);
+	assert_string_equal(gh, "");
+	free(gh);
+	cJSON_Delete(r);
+}
+
+static void github_has_one_annotation_per_check_not_ok(void **state)
+{
+	(void)state;
+	char *out = render_fixture(SBX_REPORT_GITHUB, false);
+	assert_int_equal(occurrences(out, "\n"), 4);
+	assert_int_equal(occurrences(out, "::error title="), 3);
+	find(out, "::error title=CAP-003::run executed outside a guest: FAILMARK-CAP003 <b>not bold</b> & ]]> "
+		  "\\x01\\x1B[31mred\\x7F caf\xC3\xA9");
+	find(out, "%0Asecond line%0Are-run: sbx-conform --backend-cmd 'RERUNMARK <drv> & \"q\"' "
+		  "--profile langflow-backend --filter CAP-003\n");
+	find(out, "\n::error title=CLN-001::cleanup: CLEANUPMARK guest still running\n");
+	find(out, "\n::error title=CREATEOS-004::ERRORMARK driver exited with status 1 before answering\n");
+	find(out, "\n::warning title=CLN-004 (advisory)::ADVISORYMARK orphan sb-9 still running after 60 s\n");
+	assert_null(strstr(out, "CAP-001"));
+	assert_null(strchr(out, '\x1b'));
+	free(out);
+}
+
+static void github_escapes_percent_newlines_and_property_separators(void **state)
+{
+	(void)state;
+	cJSON *r = one_check_report("t", "");
+	cJSON *c = cJSON_GetArrayItem(cJSON_GetObjectItem(r, "checks"), 0);
+	cJSON_ReplaceItemInObject(c, "id", cJSON_CreateString("X:1,2%"));
+	cJSON_ReplaceItemInObject(c, "reason", cJSON_CreateString("50% a:b,c\r\n::error::forged\x07\xfe"));
+	char *out = render(r, SBX_REPORT_GITHUB, false);
+	assert_string_equal(out, "::error title=X%3A1%2C2%25::50%25 a:b,c%0D%0A::error::forged\\x07\xEF\xBF\xBD\n");
+	free(out);
+	cJSON_Delete(r);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -564,6 +722,11 @@ int main(int argc, char **argv)
 		cmocka_unit_test(totals_pass_with_skips_and_advisories_only),
 		cmocka_unit_test(all_skipped_is_nothing_checked_not_pass),
 		cmocka_unit_test(save_writes_the_whole_file_or_reports_why_not),
+		cmocka_unit_test(markdown_has_counts_and_one_row_per_failed_check),
+		cmocka_unit_test(markdown_cells_escape_pipes_markup_newlines_and_control_bytes),
+		cmocka_unit_test(markdown_says_pass_and_nothing_checked_without_failure_tables),
+		cmocka_unit_test(github_has_one_annotation_per_check_not_ok),
+		cmocka_unit_test(github_escapes_percent_newlines_and_property_separators),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
