@@ -32,6 +32,9 @@ int cell_seccomp_build(struct sock_fprog *prog, char *err, size_t cap);
  * received close-on-exec), and reaps children after SIGCHLD. */
 void cell_exec_init(const struct sock_fprog *prog);
 int cell_serve_request(int ctl);
+/* Sends buf (one message) on sock with fd as SCM_RIGHTS (none when fd < 0);
+ * flags are added to MSG_NOSIGNAL. 0, or -1 with errno. */
+int cell_send_fd(int sock, const void *buf, size_t len, int fd, int flags);
 void cell_reap(void);
 
 #endif

@@ -60,6 +60,9 @@ int mock_guest_self_fd(const mock_guest *g);
 /* Contained: the host pid of the guest's cell (PID 1 inside), else -1. */
 pid_t mock_guest_cell_pid(const mock_guest *g);
 int mock_guest_take_self_fd(mock_guest *g);
+/* Contained: a fresh unconnected TCP socket of the guest's network
+ * namespace (ingress). Plain mode or a killed guest: -1 with err set. */
+int mock_guest_socket(mock_guest *g, sbx_err *err);
 /* Copies src's files into dst (fork). */
 int mock_guest_copy(mock_guest *dst, const mock_guest *src, sbx_err *err);
 /* Plain mode: copies up to cap of the live process groups the guest

@@ -206,6 +206,10 @@ typedef struct mock_model {
 	uint8_t key_secret[32];
 	bool key_secret_set;
 	unsigned dormant;
+	/* The ingress proxy's "http://127.0.0.1:PORT" (ingress.h), set once at
+	 * start; "" when it is off (the template then names a host that
+	 * nothing serves, as before ingress was served) */
+	char ingress_base[64];
 } mock_model;
 
 mock_model *mock_model_new(const mock_settings *set);

@@ -99,6 +99,11 @@ mock_guest *mock_op_exec_begin(mock_op *op, const cJSON *env, mock_exec_env *xe)
 void mock_exec_env_free(mock_exec_env *xe);
 mock_guest *mock_op_files_begin(mock_op *op);
 void mock_op_io_end(sbx_mock *mock, mock_sandbox *sb);
+/* Ingress (any tenant: the URL names the sandbox): an unconnected TCP
+ * socket of sandbox id's network namespace, when it runs with ingress on.
+ * -1 with *status (404 no such sandbox or ingress off, 503 not running,
+ * 502 its environment did not answer) and err. */
+int mock_op_ingress_socket(sbx_mock *mock, const char *id, int *status, sbx_err *err);
 
 /* ---- egress, bandwidth, a sandbox's networks and disks (ops_res.c) ---- */
 cJSON *mock_op_egress_get(mock_op *op);
