@@ -220,6 +220,88 @@ static void ingress_never_crosses_tenants(void **state)
 	assert_null(strstr(buf, "served-by-b"));
 }
 
+/* The guest's server for the cut test: answers a head and part of a body,
+ * then holds every connection open. */
+static const char HOLD_PY[] = "import socket\n"
+			      "s=socket.socket();s.bind(('127.0.0.1',8002));s.listen();held=[]\n"
+			      "while True:\n"
+			      " c,_=s.accept();c.recv(4096)\n"
+			      " c.sendall(b'HTTP/1.1 200 OK\\r\\nContent-Length: 100\\r\\n\\r\\npartial');held.append(c)\n";
+
+/* Sends a GET of the guest's port 8002 through ingress and reads until
+ * the held answer's "partial" came (1), or the proxy answered on its own
+ * (0: the server is not listening yet). The socket in *fd. */
+static int open_held(const char *id, int *fd)
+{
+	const char *base = sbx_mock_ingress_url(g_mock);
+	struct sockaddr_in a = {.sin_family = AF_INET};
+	char req[256], buf[1024];
+	size_t got = 0;
+
+	a.sin_port = htons((uint16_t)strtoul(strrchr(base, ':') + 1, NULL, 10));
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	snprintf(req, sizeof(req), "GET /%s/8002/ HTTP/1.1\r\nHost: x\r\n\r\n", id);
+	*fd = socket(AF_INET, SOCK_STREAM, 0);
+	assert_int_equal(connect(*fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(send(*fd, req, strlen(req), 0), (ssize_t)strlen(req));
+	for (;;) {
+		struct pollfd pf = {.fd = *fd, .events = POLLIN};
+		ssize_t n;
+
+		assert_int_equal(poll(&pf, 1, 60000), 1);
+		n = recv(*fd, buf + got, sizeof(buf) - 1 - got, 0);
+		if (n <= 0)
+			return 0;
+		got += (size_t)n;
+		buf[got] = '\0';
+		if (strstr(buf, "partial") != NULL)
+			return 1;
+		if (strstr(buf, "502 Bad Gateway") != NULL && strstr(buf, "\n\n") != NULL)
+			return 0;
+	}
+}
+
+/* A connection open through ingress is cut when ingress goes off ("stops
+ * it at once"), not left to finish. */
+static void ingress_off_cuts_open_connections(void **state)
+{
+	char id[64], path[160], buf[256];
+	struct pollfd pf;
+	th_resp r;
+	int fd = -1;
+
+	(void)state;
+	need_contained();
+	create("k1", "{\"shape\":\"s-1vcpu-256mb\",\"ingress_enabled\":true}", id, sizeof(id));
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/files?path=/tmp/hold.py", id);
+	{
+		th_req rq = {.method = "PUT", .url = U, .path = path, .key = "k1", .body = HOLD_PY,
+			     .ctype = "application/octet-stream"};
+
+		th_do(&rq, &r);
+	}
+	expect_status(&r, 200, "upload the holding server");
+	th_resp_free(&r);
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/exec", id);
+	th_json(U, "k1", "POST", path,
+		"{\"cmd\":\"bash\",\"args\":[\"-c\",\"(python3 /tmp/hold.py >/dev/null 2>&1 &)\"]}", &r);
+	expect_status(&r, 200, "exec starting it");
+	th_resp_free(&r);
+	for (time_t end = time(NULL) + SERVE_DEADLINE_S; open_held(id, &fd) == 0;) {
+		close(fd);
+		assert_true(time(NULL) < end);
+		usleep(100 * 1000);
+	}
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s", id);
+	th_json(U, "k1", "PATCH", path, "{\"ingress_enabled\":false}", &r);
+	expect_status(&r, 200, "patch ingress off");
+	th_resp_free(&r);
+	pf = (struct pollfd){.fd = fd, .events = POLLIN};
+	assert_int_equal(poll(&pf, 1, 10000), 1); /* cut, not left open */
+	assert_true(recv(fd, buf, sizeof(buf) - 1, 0) <= 0);
+	close(fd);
+}
+
 static void ingress_bad_requests(void **state)
 {
 	char buf[4096];
@@ -245,6 +327,7 @@ int main(void)
 		cmocka_unit_test_setup(ingress_reaches_guest_server, mf_reset),
 		cmocka_unit_test_setup(ingress_off_refused_at_once, mf_reset),
 		cmocka_unit_test_setup(ingress_never_crosses_tenants, mf_reset),
+		cmocka_unit_test_setup(ingress_off_cuts_open_connections, mf_reset),
 		cmocka_unit_test_setup(ingress_bad_requests, mf_reset),
 	};
 
