@@ -20,6 +20,7 @@
 #include <strings.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include "ops.h"
@@ -580,13 +581,19 @@ out:
 static void accept_one(mock_ingress *in)
 {
 	int fd = accept4(in->lfd, NULL, NULL, SOCK_CLOEXEC), one = 1;
+	struct timeval snd = {.tv_sec = ING_IDLE_MS / 1000};
 	ing_conn *c;
 	pthread_t t;
 	pthread_attr_t at;
 
-	if (fd < 0)
+	if (fd < 0) {
+		if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+			usleep(50 * 1000); /* out of fds: the listener stays readable; no busy loop */
 		return;
+	}
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	/* a client that stops reading frees its thread after the idle time */
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &snd, sizeof(snd));
 	c = calloc(1, sizeof(*c));
 	if (c == NULL || !reg_add(in, c)) {
 		answer(fd, 503, "Service Unavailable", "ingress: too many open connections");
