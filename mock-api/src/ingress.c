@@ -377,6 +377,30 @@ static bool build_request(const ing_req *q, sbx_strbuf *out)
 				 q->upgrade ? "" : "Connection: close\r\n", q->id, q->port);
 }
 
+bool mock_ingress_rewrite_head(char *head, size_t head_len, sbx_strbuf *out, char *id, size_t idcap,
+			       unsigned *port, int *status, const char **msg)
+{
+	ing_req q;
+
+	memset(&q, 0, sizeof(q));
+	if (head_len < 4 || memcmp(head + head_len - 4, "\r\n\r\n", 4) != 0) {
+		*status = 400;
+		*msg = "a request head ends with an empty line";
+		return false;
+	}
+	head[head_len - 2] = '\0'; /* as conn_main: ends the last header line's CRLF */
+	if (!parse_request(head, head_len, &q, status, msg))
+		return false;
+	snprintf(id, idcap, "%s", q.id);
+	*port = q.port;
+	if (!build_request(&q, out) || out->oom) {
+		*status = 500;
+		*msg = "out of memory";
+		return false;
+	}
+	return true;
+}
+
 /* ---- the answer ---- */
 
 /* The guest's answer head in h (complete, head_len bytes) as the client

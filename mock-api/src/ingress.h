@@ -17,12 +17,23 @@
 #ifndef SBX_MOCK_INGRESS_H
 #define SBX_MOCK_INGRESS_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "sbx/err.h"
+#include "sbx/strbuf.h"
 
 typedef struct sbx_mock sbx_mock;
 typedef struct mock_ingress mock_ingress;
+
+/* The request head in head (head_len bytes, ending in its empty line;
+ * changed in place) as the guest gets it, appended to out, with the
+ * sandbox id and port its path names; false with the proxy's answer
+ * (*status 400/411, *msg). What the proxy does to every request; exposed
+ * for the fuzz target mock_ingress. */
+bool mock_ingress_rewrite_head(char *head, size_t head_len, sbx_strbuf *out, char *id, size_t idcap,
+			       unsigned *port, int *status, const char **msg);
 
 /* Parses "HOST:PORT" (an IPv4 loopback address, port 0 = ephemeral).
  * 0, or -1 with err saying what is wrong. */
