@@ -36,6 +36,9 @@ int cell_caps_drop(void);
 /* The EXEC/SIGNAL service: handles one request message from ctl (fds
  * received close-on-exec), and reaps children after SIGCHLD. */
 int cell_serve_request(int ctl);
+/* Sends buf (one message) on sock with fd as SCM_RIGHTS (none when fd < 0);
+ * flags are added to MSG_NOSIGNAL. 0, or -1 with errno. */
+int cell_send_fd(int sock, const void *buf, size_t len, int fd, int flags);
 void cell_reap(void);
 
 #endif

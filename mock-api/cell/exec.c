@@ -4,7 +4,9 @@
  * guests' capabilities (no_new_privs and the seccomp filter it inherits
  * from PID 1) and execs the command (PATH
  * searched inside the new root); the status pipe gets STARTED, later
- * EXITED. SIGNAL is kill(-pgid) inside the cell's PID namespace.
+ * EXITED. SIGNAL is kill(-pgid) inside the cell's PID namespace. SOCKET
+ * hands the mock one unconnected TCP socket of the cell's network
+ * namespace (ingress).
  *
  * Every request is guest-influenced data: lengths and counts are checked
  * before a byte is used, and a malformed request is answered (when it
@@ -19,6 +21,7 @@
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -240,6 +243,45 @@ static void serve_signal(const char *buf, size_t len)
 		kill(-s.pgid, s.sig);
 }
 
+int cell_send_fd(int sock, const void *buf, size_t len, int fd, int flags)
+{
+	union {
+		struct cmsghdr align;
+		char space[CMSG_SPACE(sizeof(int))];
+	} cbuf;
+	struct iovec iov = {.iov_base = (void *)(uintptr_t)buf, .iov_len = len};
+	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
+
+	if (fd >= 0) {
+		struct cmsghdr *c;
+
+		memset(&cbuf, 0, sizeof(cbuf));
+		m.msg_control = cbuf.space;
+		m.msg_controllen = sizeof(cbuf.space);
+		c = CMSG_FIRSTHDR(&m);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	}
+	return sendmsg(sock, &m, MSG_NOSIGNAL | flags) < 0 ? -1 : 0;
+}
+
+/* SOCKET: one fresh stream socket of this namespace, sent on the reply
+ * socket the request carried (never to a guest: the cell keeps no copy).
+ * The mock waits on the other end; a full or closed one just drops it. */
+static void serve_socket(int reply)
+{
+	struct cell_socket_ans a = {0};
+	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (s < 0)
+		a.err = errno;
+	(void)cell_send_fd(reply, &a, sizeof(a), s, MSG_DONTWAIT);
+	if (s >= 0)
+		close(s);
+}
+
 /* One request from the mock. 1 at EOF (the mock is gone or stops the
  * sandbox), 0 otherwise. */
 int cell_serve_request(int ctl)
@@ -268,6 +310,8 @@ int cell_serve_request(int ctl)
 			serve_exec(buf, (size_t)r, fds, nfds);
 		else if (op == CELL_OP_SIGNAL)
 			serve_signal(buf, (size_t)r);
+		else if (op == CELL_OP_SOCKET && nfds == 1)
+			serve_socket(fds[0]);
 	}
 	close_fds(fds, EXEC_FDS);
 	return 0;

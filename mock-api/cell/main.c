@@ -71,27 +71,9 @@ static int self_listener(unsigned port, char *err, size_t cap)
 static void hello(int kind, const char *msg, int fd)
 {
 	struct cell_hello h = {.kind = (uint32_t)kind};
-	union {
-		struct cmsghdr align;
-		char space[CMSG_SPACE(sizeof(int))];
-	} cbuf;
-	struct iovec iov = {.iov_base = &h, .iov_len = sizeof(h)};
-	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
 
 	snprintf(h.msg, sizeof(h.msg), "%s", msg);
-	if (fd >= 0) {
-		struct cmsghdr *c;
-
-		memset(&cbuf, 0, sizeof(cbuf));
-		m.msg_control = cbuf.space;
-		m.msg_controllen = sizeof(cbuf.space);
-		c = CMSG_FIRSTHDR(&m);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(c), &fd, sizeof(int));
-	}
-	if (sendmsg(CELL_CTL_FD, &m, MSG_NOSIGNAL) < 0)
+	if (cell_send_fd(CELL_CTL_FD, &h, sizeof(h), fd, 0) != 0)
 		_exit(1);
 }
 

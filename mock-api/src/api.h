@@ -29,6 +29,10 @@ bool api_get_kind(const cJSON *o, const char *k, bool want_array, const cJSON **
 /* An egress rule list (the mock's max_egress_rules applies). */
 bool api_parse_egress(sbx_mock *mock, const cJSON *item, sbx_egress_list *list, mresp *out);
 
+/* An optional integer query parameter in [lo, hi] (def when absent);
+ * false with a 400 naming it. */
+bool api_query_u(mreq *r, mresp *out, const char *key, uint64_t lo, uint64_t hi, uint64_t def, uint64_t *v);
+
 /* ---- api_util.c: paging ---- */
 
 /* limit (default 50, clamped to 500) and offset; false with a 400 set. */
@@ -62,6 +66,11 @@ void api_coll_delete(mreq *r, mresp *out, mock_tenant *t, mock_coll c, const cha
 		     const char *deleted_key);
 
 /* ---- handlers, by file ---- */
+
+/* api_metrics.c */
+void api_sandbox_metrics(mreq *r, mresp *out, mock_tenant *t);
+void api_user_metrics(mreq *r, mresp *out, mock_tenant *t);
+void api_user_timeseries(mreq *r, mresp *out, mock_tenant *t);
 
 /* api_meta.c */
 void api_healthz(mreq *r, mresp *out, mock_tenant *t);

@@ -42,12 +42,15 @@ const mock_route mock_api_routes[] = {
 	{"GET", "/v1/sandboxes/{id}/egress", READ, api_egress_get},
 	{"PUT", "/v1/sandboxes/{id}/egress", MUTATION, api_egress_put},
 	{"GET", "/v1/sandboxes/{id}/bandwidth", READ, api_bandwidth_get},
+	{"GET", "/v1/sandboxes/{id}/metrics", READ, api_sandbox_metrics},
 	{"POST", "/v1/sandboxes/{id}/bandwidth/recharge", MUTATION, api_bandwidth_recharge},
 	{"POST", "/v1/sandboxes/{id}/networks", MUTATION, api_sandbox_network_attach},
 	{"DELETE", "/v1/sandboxes/{id}/networks/{net}", MUTATION, api_sandbox_network_detach},
 	{"GET", "/v1/sandboxes/{id}/disks", READ, api_sandbox_disks_list},
 	{"POST", "/v1/sandboxes/{id}/disks", MUTATION, api_sandbox_disks_attach},
 	{"DELETE", "/v1/sandboxes/{id}/disks/{disk}", MUTATION, api_sandbox_disks_detach},
+	{"GET", "/v1/metrics", READ, api_user_metrics},
+	{"GET", "/v1/metrics/timeseries", READ, api_user_timeseries},
 	{"GET", "/v1/networks", READ, api_networks_list},
 	{"POST", "/v1/networks", MUTATION, api_networks_create},
 	{"GET", "/v1/networks/{id}", READ, api_networks_get},
@@ -69,7 +72,8 @@ const size_t mock_api_nroutes = sizeof(mock_api_routes) / sizeof(mock_api_routes
  * request's query (ADMIN.md lists them): a route taking a new one adds it
  * here. */
 const char *const mock_journal_query_keys[] = {"limit", "offset", "status", "stream", "path",
-					       "mount_path", "follow", "attempt", "include", "reason"};
+					       "mount_path", "follow", "attempt", "include", "reason",
+					       "window_seconds", "step_seconds"};
 const size_t mock_journal_nquery_keys =
 	sizeof(mock_journal_query_keys) / sizeof(mock_journal_query_keys[0]);
 

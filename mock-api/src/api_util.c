@@ -147,6 +147,22 @@ static bool parse_u(const char *s, uint64_t max, uint64_t *v)
 	return true;
 }
 
+bool api_query_u(mreq *r, mresp *out, const char *key, uint64_t lo, uint64_t hi, uint64_t def, uint64_t *v)
+{
+	const char *s = req_query(r, key);
+	char msg[128];
+
+	*v = def;
+	if (s == NULL)
+		return true;
+	if (parse_u(s, hi, v) && *v >= lo)
+		return true;
+	snprintf(msg, sizeof(msg), "%s must be an integer from %llu to %llu", key, (unsigned long long)lo,
+		 (unsigned long long)hi);
+	resp_fail(out, 400, key, "INVALID_REQUEST", msg);
+	return false;
+}
+
 bool api_page_params(mreq *r, mresp *out, size_t *limit, size_t *offset)
 {
 	const char *l = req_query(r, "limit"), *o = req_query(r, "offset");

@@ -492,6 +492,63 @@ int mock_cell_signal(mock_cell *c, pid_t pgid, int sig)
 	return c == NULL ? -1 : send_msg(c, &s, sizeof(s), NULL, 0);
 }
 
+/* The cell's answer to SOCKET on sp (poll-bounded: a cell that stopped
+ * serving must not hold an ingress connection forever). */
+static int recv_socket(int sp, sbx_err *err)
+{
+	struct cell_socket_ans a = {.err = EPROTO};
+	union {
+		struct cmsghdr align;
+		char space[CMSG_SPACE(sizeof(int))];
+	} cbuf;
+	struct iovec iov = {.iov_base = &a, .iov_len = sizeof(a)};
+	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf.space,
+			   .msg_controllen = sizeof(cbuf.space)};
+	struct pollfd pf = {.fd = sp, .events = POLLIN};
+	struct cmsghdr *cm;
+	int fd = -1, pr;
+	ssize_t r = -1;
+
+	do {
+		pr = poll(&pf, 1, 5000);
+	} while (pr < 0 && errno == EINTR);
+	if (pr == 1)
+		r = recvmsg(sp, &m, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+	cm = r == (ssize_t)sizeof(a) ? CMSG_FIRSTHDR(&m) : NULL;
+	if (cm != NULL && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
+	    cm->cmsg_len == CMSG_LEN(sizeof(int)))
+		memcpy(&fd, CMSG_DATA(cm), sizeof(int));
+	if (fd >= 0 && a.err == 0)
+		return fd;
+	if (fd >= 0)
+		close(fd);
+	sbx_err_set(err, "sandbox network: %s",
+		    r == (ssize_t)sizeof(a) && a.err != 0 ? strerror(a.err)
+							   : "the sandbox environment did not answer");
+	return -1;
+}
+
+int mock_cell_socket(mock_cell *c, sbx_err *err)
+{
+	struct cell_socket_req q = {.op = CELL_OP_SOCKET};
+	int sp[2], fd;
+
+	if (c == NULL || socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) != 0) {
+		sbx_err_set(err, "sandbox network: %s", c == NULL ? "no cell" : strerror(errno));
+		return -1;
+	}
+	if (send_msg(c, &q, sizeof(q), &sp[1], 1) != 0) {
+		sbx_err_set(err, "sandbox environment is gone: %s", strerror(errno));
+		close(sp[0]);
+		close(sp[1]);
+		return -1;
+	}
+	close(sp[1]);
+	fd = recv_socket(sp[0], err);
+	close(sp[0]);
+	return fd;
+}
+
 /* ---- stop ---- */
 
 void mock_cell_kill(mock_cell *c)

@@ -63,6 +63,10 @@ int mock_cell_take_self_fd(mock_cell *c);
  * closes its copies afterwards). The answer comes on the status pipe. */
 int mock_cell_exec(mock_cell *c, const char *cwd, char *const argv[], char *const envp[],
 		   const int fds[4], sbx_err *err);
+/* A fresh unconnected TCP socket of the cell's network namespace (ingress
+ * connects it to the guest's 127.0.0.1:port), or -1 with err set. Waits 5 s
+ * at most for the cell's answer. */
+int mock_cell_socket(mock_cell *c, sbx_err *err);
 /* kill(-pgid, sig) inside; pgid 0 = every process but the cell itself. */
 int mock_cell_signal(mock_cell *c, pid_t pgid, int sig);
 /* SIGKILLs the cell: the kernel kills everything inside with it. */

@@ -32,6 +32,22 @@ struct cell_hello {
 /* mock -> cell. */
 enum cell_op { CELL_OP_EXEC = 1, CELL_OP_SIGNAL = 2 };
 
+/* SOCKET (ingress, issue 25): SCM_RIGHTS exactly 1 fd, the write end of a
+ * SOCK_SEQPACKET socketpair. The cell answers on it with one struct
+ * cell_socket_ans carrying, when err == 0, one SCM_RIGHTS fd: a fresh,
+ * unconnected AF_INET stream socket made in the cell's network namespace
+ * (a socket stays in the namespace it was made in, so the mock can connect
+ * it to the guest's 127.0.0.1 without entering the namespace, which an
+ * unprivileged mock could not). Its own value, apart from the enum above,
+ * so other new ops never collide with it. */
+#define CELL_OP_SOCKET 16u
+struct cell_socket_req {
+	uint32_t op;            /* CELL_OP_SOCKET */
+};
+struct cell_socket_ans {
+	int32_t err;            /* 0, or the errno of socket() in the cell */
+};
+
 /* EXEC: followed in the same message by `len` bytes of NUL-terminated
  * strings: cwd, cmd (a path, or a name searched in PATH inside the cell),
  * argc args, envc "K=V" entries. SCM_RIGHTS: exactly 4 fds in this order:

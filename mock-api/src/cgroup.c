@@ -780,6 +780,11 @@ int mock_cgroup_oom_kills(mock_cgroup *cg, uint64_t *out, sbx_err *err)
 	return 0;
 }
 
+int mock_cgroup_read(mock_cgroup *cg, bool pids, const char *name, char *buf, size_t cap, sbx_err *err)
+{
+	return cg_read(cg_dir(cg, pids ? CG_PIDS : CG_MEM), name, buf, cap, err);
+}
+
 bool mock_cgroup_oom_killed(mock_cgroup *cg, uint64_t before)
 {
 	uint64_t now = 0;

@@ -70,6 +70,10 @@ int mock_cgroup_freeze(mock_cgroup *cg, bool frozen, sbx_err *err);
 /* Kernel OOM kills in the group so far (v1 memory.oom_control, v2
  * memory.events `oom_kill`). */
 int mock_cgroup_oom_kills(mock_cgroup *cg, uint64_t *out, sbx_err *err);
+/* Reads the group's control file name whole (at most cap - 1 bytes) into
+ * buf: in the pids hierarchy when pids, else the memory one (v2: the one
+ * group either way). Metrics only: never a file of another group. */
+int mock_cgroup_read(mock_cgroup *cg, bool pids, const char *name, char *buf, size_t cap, sbx_err *err);
 /* Whether the OOM kill count is above `before` (read with
  * mock_cgroup_oom_kills when the process started): a SIGKILL then means
  * "over the memory limit" (exit 137). False when it cannot be read. */

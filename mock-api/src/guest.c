@@ -234,6 +234,27 @@ pid_t mock_guest_cell_pid(const mock_guest *g)
 	return g != NULL ? mock_cell_pid(g->cell) : -1;
 }
 
+int mock_guest_socket(mock_guest *g, sbx_err *err)
+{
+	bool dead;
+
+	if (g == NULL || g->cell == NULL) {
+		sbx_err_set(err, "ingress needs contained guests (plain mode shares the host's network)");
+		return -1;
+	}
+	pthread_mutex_lock(&g->lock);
+	dead = g->dead;
+	pthread_mutex_unlock(&g->lock);
+	if (dead) {
+		sbx_err_set(err, "sandbox environment is gone");
+		return -1;
+	}
+	/* not under the lock: a frozen cell answers only when thawed, and a kill
+	 * meanwhile drops the request (the answer socket then reads EOF); the
+	 * caller keeps the guest alive (the sandbox is busy) */
+	return mock_cell_socket(g->cell, err);
+}
+
 int mock_guest_take_self_fd(mock_guest *g)
 {
 	return g != NULL ? mock_cell_take_self_fd(g->cell) : -1;

@@ -60,6 +60,22 @@ int mock_guest_self_fd(const mock_guest *g);
 /* Contained: the host pid of the guest's cell (PID 1 inside), else -1. */
 pid_t mock_guest_cell_pid(const mock_guest *g);
 int mock_guest_take_self_fd(mock_guest *g);
+/* What a sandbox uses now (GET /v1/sandboxes/{id}/metrics). */
+typedef struct mock_guest_usage {
+	uint64_t cpu_usec;        /* CPU time of every process it ran, alive or exited */
+	uint64_t mem_bytes;       /* memory charged to it now */
+	uint64_t mem_peak_bytes;  /* its high-water mark; 0 unknown */
+	uint64_t mem_limit_bytes; /* 0 none */
+	uint64_t pids;            /* processes now (its init included) */
+	const char *source;       /* where the numbers come from */
+} mock_guest_usage;
+/* Contained: reads the cell's cgroup (memory, pids; CPU: v2 cpu.stat, v1
+ * the times of its processes) or, without cgroups, its processes' /proc
+ * entries. Plain mode: -1 with err set (no per-sandbox accounting). */
+int mock_guest_usage_read(mock_guest *g, mock_guest_usage *u, sbx_err *err);
+/* Contained: a fresh unconnected TCP socket of the guest's network
+ * namespace (ingress). Plain mode or a killed guest: -1 with err set. */
+int mock_guest_socket(mock_guest *g, sbx_err *err);
 /* Copies src's files into dst (fork). */
 int mock_guest_copy(mock_guest *dst, const mock_guest *src, sbx_err *err);
 /* Plain mode: copies up to cap of the live process groups the guest

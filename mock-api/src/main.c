@@ -61,6 +61,8 @@ static const char usage[] =
 	"  --self-listen HOST:PORT|off  the guests' self-signal endpoint, POST /self/pause\n"
 	"                          and /self/delete (default 127.0.0.1:1029, as in a VM;\n"
 	"                          a warning, not an error, when that port is taken)\n"
+	"  --ingress-listen HOST:PORT|off  where sandboxes' preview URLs are served\n"
+	"                          (ingress_url_template; default 127.0.0.1:0, loopback only)\n"
 	"  --quiet                 no log lines on stderr\n"
 	"  --help                  this text\n"
 	"Exit codes: 0 stopped by SIGINT/SIGTERM, 2 usage or setup error.\n";
@@ -144,6 +146,8 @@ static int run(mock_cli *c)
 	printf("guest mode: %s\n", sbx_mock_guest_mode(mock));
 	if (sbx_mock_self_url(mock) != NULL)
 		printf("self-signal: %s\n", sbx_mock_self_url(mock));
+	if (sbx_mock_ingress_url(mock) != NULL)
+		printf("ingress: %s\n", sbx_mock_ingress_url(mock));
 	if (sbx_mock_egress_enforced(mock))
 		printf("egress: %s\n", sbx_mock_egress_note(mock));
 	fflush(stdout);

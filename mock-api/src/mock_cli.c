@@ -152,7 +152,7 @@ enum {
 	OPT_SEED, OPT_JOURNAL_SIZE, OPT_NO_JOURNAL, OPT_SCENARIO, OPT_QUIET, OPT_HELP,
 	OPT_SCENARIO_DIR, OPT_RECORD_UPSTREAM, OPT_RECORD_TO, OPT_REPLAY,
 	OPT_STATE_DIR, OPT_SELF_LISTEN, OPT_RECORD_OVERWRITE, OPT_EGRESS, OPT_INTERNET_HOSTS,
-	OPT_STATE_REPAIR, OPT_MAX_CONNS, OPT_IDLE_TIMEOUT, OPT_CHECK_STATE,
+	OPT_STATE_REPAIR, OPT_MAX_CONNS, OPT_IDLE_TIMEOUT, OPT_CHECK_STATE, OPT_INGRESS_LISTEN,
 };
 
 static const struct option options[] = {
@@ -191,6 +191,7 @@ static const struct option options[] = {
 	{"idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT},
 	{"check-state", required_argument, NULL, OPT_CHECK_STATE},
 	{"self-listen", required_argument, NULL, OPT_SELF_LISTEN},
+	{"ingress-listen", required_argument, NULL, OPT_INGRESS_LISTEN},
 	{"quiet", no_argument, NULL, OPT_QUIET},
 	{"help", no_argument, NULL, OPT_HELP},
 	{NULL, 0, NULL, 0},
@@ -385,6 +386,9 @@ static int parse_opt(int opt, const char *arg, mock_cli *c)
 	case OPT_SELF_LISTEN: /* the address itself is checked at start */
 		c->cfg.self_listen = strcmp(arg, "off") == 0 ? NULL : arg;
 		c->cfg.self_listen_optional = false;
+		return 0;
+	case OPT_INGRESS_LISTEN: /* checked at start: loopback only */
+		c->cfg.ingress_listen = arg;
 		return 0;
 	case OPT_QUIET:
 		c->cfg.quiet = true;

@@ -749,6 +749,46 @@ int mock_validate_name(const char *name, mock_err *e)
 	return 0;
 }
 
+int mock_validate_disk_name(const char *name, mock_err *e)
+{
+	size_t len = strlen(name);
+	bool ok = len >= 1 && len <= 63 && name[0] != '-';
+
+	for (const char *p = name; ok && *p != '\0'; p++)
+		ok = (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '-';
+	if (!ok)
+		mock_err_set(e, 400, "INVALID_NAME", "name",
+			     "disk name must match ^[a-z0-9][a-z0-9-]{0,62}$ (lowercase letters, digits and "
+			     "'-', 1-63 characters, not starting with '-')");
+	return ok ? 0 : -1;
+}
+
+int mock_validate_res_name(const char *name, mock_err *e)
+{
+	size_t len = strlen(name);
+
+	if (len == 0) {
+		mock_err_set(e, 400, "INVALID_NAME", "name", "name must not be empty");
+		return -1;
+	}
+	if (len > MOCK_RES_NAME_MAX) {
+		mock_err_set(e, 400, "INVALID_NAME", "name",
+			     "name is %zu bytes, over the mock's limit of %d (README \"Limits\")", len,
+			     MOCK_RES_NAME_MAX);
+		return -1;
+	}
+	for (const char *p = name; *p != '\0'; p++) {
+		unsigned char c = (unsigned char)*p;
+
+		if (c == '/' || c < 0x20 || c == 0x7f) {
+			mock_err_set(e, 400, "INVALID_NAME", "name",
+				     "name must not contain '/' or control characters (it is addressed in URL paths)");
+			return -1;
+		}
+	}
+	return 0;
+}
+
 const char *model_str(const cJSON *o, const char *k)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);

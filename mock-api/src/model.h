@@ -206,6 +206,10 @@ typedef struct mock_model {
 	uint8_t key_secret[32];
 	bool key_secret_set;
 	unsigned dormant;
+	/* The ingress proxy's "http://127.0.0.1:PORT" (ingress.h), set once at
+	 * start; "" when it is off (the template then names a host that
+	 * nothing serves, as before ingress was served) */
+	char ingress_base[64];
 } mock_model;
 
 mock_model *mock_model_new(const mock_settings *set);
@@ -276,7 +280,16 @@ typedef struct mock_create_req {
 /* Validates envs: keys ^[A-Za-z_][A-Za-z0-9_]*$, <=64 entries, values
  * strings <= 4 KiB, total <= 64 KiB. */
 int mock_validate_envs(const cJSON *envs, mock_err *e);
+/* Names, per resource (spec "Names of other resources"; README "Limits"):
+ * a sandbox's: 1-22 of letters, digits, '-', '_', '.' (the live rule);
+ * a disk's: ^[a-z0-9][a-z0-9-]{0,62}$ (the live rule); a network's or a
+ * template's: no limit is known upstream, so only what the mock needs to
+ * address it by name in a URL path: 1-MOCK_RES_NAME_MAX bytes, no '/',
+ * no control character. */
+#define MOCK_RES_NAME_MAX 255
 int mock_validate_name(const char *name, mock_err *e);
+int mock_validate_disk_name(const char *name, mock_err *e);
+int mock_validate_res_name(const char *name, mock_err *e);
 
 /* Creates a sandbox in state `creating` (the caller finishes it with
  * mock_sandbox_set_running once the guest exists). */

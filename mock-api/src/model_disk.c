@@ -26,7 +26,7 @@ static int disk_body_check(const cJSON *body, mock_err *e)
 		mock_err_set(e, 400, "INVALID_REQUEST", "name", "name is required (string)");
 		return -1;
 	}
-	if (mock_validate_name(name, e) != 0)
+	if (mock_validate_disk_name(name, e) != 0)
 		return -1;
 	if (kind == NULL || strcmp(kind, "s3") != 0) {
 		mock_err_set(e, 400, "INVALID_REQUEST", "kind", "kind must be \"s3\"");

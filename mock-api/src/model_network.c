@@ -18,12 +18,13 @@ cJSON *mock_network_create(mock_model *m, mock_tenant *t, const char *name, mock
 	cJSON *net;
 	char ts[40];
 
-	if (mock_validate_name(name, e) != 0)
+	if (mock_validate_res_name(name, e) != 0)
 		return NULL;
 	if (model_need_credit(m, t, e) != 0)
 		return NULL;
 	if (model_find_by_id_or_name(t->networks, name) != NULL) {
-		mock_err_set(e, 409, "NAME_TAKEN", "name", "a network named \"%s\" already exists", name);
+		/* 400, not 409: the live service's answer (spec) */
+		mock_err_set(e, 400, "NAME_TAKEN", "name", "a network named \"%s\" already exists", name);
 		return NULL;
 	}
 	if (cJSON_GetArraySize(t->networks) >= MOCK_NETWORKS_PER_KEY) {

@@ -661,13 +661,19 @@ static void add_time(const mock_model *m, cJSON *o, const char *key, int64_t ms,
 	cJSON_AddStringToObject(o, key, buf);
 }
 
-static void add_ingress_template(cJSON *o, const mock_sandbox *sb)
+/* With the ingress proxy: a path under it on loopback (names under
+ * .localhost do not resolve through glibc or Node on a stock Debian, so
+ * the live service's host-per-port form cannot be copied). */
+static void add_ingress_template(cJSON *o, const mock_model *m, const mock_sandbox *sb)
 {
-	char buf[128];
+	char buf[160];
 
 	if (!sb->ingress_enabled)
 		return;
-	snprintf(buf, sizeof(buf), "https://%s-<port>.sb.localhost", sb->id);
+	if (m->ingress_base[0] != '\0')
+		snprintf(buf, sizeof(buf), "%s/%s/<port>/", m->ingress_base, sb->id);
+	else
+		snprintf(buf, sizeof(buf), "https://%s-<port>.sb.localhost", sb->id);
 	cJSON_AddStringToObject(o, "ingress_url_template", buf);
 }
 
@@ -710,7 +716,7 @@ cJSON *mock_sandbox_view(const mock_model *m, const mock_sandbox *sb)
 		cJSON_AddStringToObject(o, "forked_from", sb->forked_from);
 	if (sb->auto_pause_s > 0)
 		cJSON_AddNumberToObject(o, "auto_pause_after_seconds", sb->auto_pause_s);
-	add_ingress_template(o, sb);
+	add_ingress_template(o, m, sb);
 	if (sb->bw_ingress > 0)
 		cJSON_AddNumberToObject(o, "bandwidth_ingress_bytes", (double)sb->bw_ingress);
 	add_time(m, o, "running_at", sb->running_ms, sb->running_ms > 0);
@@ -743,7 +749,7 @@ cJSON *mock_sandbox_create_view(const mock_model *m, const mock_sandbox *sb)
 	if (cJSON_GetArraySize(sb->ssh_pubkeys) > 0)
 		cJSON_AddItemToObject(o, "ssh_pubkeys", cJSON_Duplicate(sb->ssh_pubkeys, true));
 	cJSON_AddNumberToObject(o, "bandwidth_quota_bytes", (double)sb->bw_quota);
-	add_ingress_template(o, sb);
+	add_ingress_template(o, m, sb);
 	return o;
 }
 

@@ -26,7 +26,7 @@ cJSON *mock_template_create(mock_model *m, mock_tenant *t, const cJSON *body, mo
 		mock_err_set(e, 400, "INVALID_REQUEST", "name", "name is required (string)");
 		return NULL;
 	}
-	if (mock_validate_name(name, e) != 0)
+	if (mock_validate_res_name(name, e) != 0)
 		return NULL;
 	if (dockerfile == NULL || dockerfile[0] == '\0') {
 		mock_err_set(e, 400, "INVALID_REQUEST", "dockerfile", "dockerfile is required (string)");

@@ -17,6 +17,14 @@
 #include "self.h"
 #include "server.h" /* struct sbx_mock, mock_sleep_ms */
 
+/* Cuts the sandbox's open ingress connections (through the server's hook:
+ * the proxy is a layer above). */
+static void ingress_cut(sbx_mock *mock, const mock_sandbox *sb)
+{
+	if (mock->ingress_cut != NULL)
+		mock->ingress_cut(mock->ingress, sb->id);
+}
+
 static void tick(sbx_mock *mock)
 {
 	mock_tick(mock->model, mock_on_state_change, mock);
@@ -390,6 +398,8 @@ cJSON *mock_op_patch(mock_op *op, const mock_patch_req *p)
 	if (sb != NULL) {
 		if (p->has_ingress)
 			sb->ingress_enabled = p->ingress;
+		if (p->has_ingress && !p->ingress)
+			ingress_cut(op->mock, sb); /* "stops it at once" (spec) */
 		if (p->has_auto_pause)
 			sb->auto_pause_s = p->auto_pause_s;
 		if (p->disable_auto_pause)
@@ -499,7 +509,8 @@ mock_tenant *mock_op_sandbox_tenant(sbx_mock *mock, const char *id, mock_err *e)
 
 void mock_on_state_change(mock_sandbox *sb, mock_status from, void *arg)
 {
-	(void)arg;
+	if (sb->status != ST_RUNNING && from == ST_RUNNING)
+		ingress_cut(arg, sb);
 	if (sb->status == ST_PAUSED && from == ST_RUNNING)
 		mock_guest_pause(sb->guest, true, NULL);
 	if (sb->status == ST_DESTROYED)

@@ -99,6 +99,21 @@ mock_guest *mock_op_exec_begin(mock_op *op, const cJSON *env, mock_exec_env *xe)
 void mock_exec_env_free(mock_exec_env *xe);
 mock_guest *mock_op_files_begin(mock_op *op);
 void mock_op_io_end(sbx_mock *mock, mock_sandbox *sb);
+/* ---- metrics (ops_metrics.c) ---- */
+/* The sandbox's CPU and memory now: 404 another tenant's, 409 one without
+ * a guest (creating, destroyed, failed), 501 in plain guest mode. */
+cJSON *mock_op_sandbox_metrics(mock_op *op);
+/* The tenant's sandboxes, allocations and usage now. */
+cJSON *mock_op_user_metrics(mock_op *op);
+/* The tenant's live sandboxes and allocations every step_s over the last
+ * window_s seconds of the virtual clock (window_s / step_s points + 1). */
+cJSON *mock_op_user_timeseries(mock_op *op, int64_t window_s, int64_t step_s);
+
+/* Ingress (any tenant: the URL names the sandbox): an unconnected TCP
+ * socket of sandbox id's network namespace, when it runs with ingress on.
+ * -1 with *status (404 no such sandbox or ingress off, 503 not running,
+ * 502 its environment did not answer) and err. */
+int mock_op_ingress_socket(sbx_mock *mock, const char *id, int *status, sbx_err *err);
 
 /* ---- egress, bandwidth, a sandbox's networks and disks (ops_res.c) ---- */
 cJSON *mock_op_egress_get(mock_op *op);

@@ -161,6 +161,38 @@ void mock_op_io_end(sbx_mock *mock, mock_sandbox *sb)
 	mock_op_reap_guests(mock);
 }
 
+/* ---- ingress ---- */
+
+int mock_op_ingress_socket(sbx_mock *mock, const char *id, int *status, sbx_err *err)
+{
+	mock_model *m = mock->model;
+	mock_sandbox *sb;
+	mock_guest *g = NULL;
+	int fd;
+
+	pthread_mutex_lock(&m->lock);
+	tick(mock);
+	sb = mock_sandbox_find_any(m, id);
+	if (sb == NULL || sb->tenant == NULL || mock_status_terminal(sb->status) || !sb->ingress_enabled) {
+		*status = 404;
+		sbx_err_set(err, "ingress: no sandbox %s with ingress enabled", id);
+	} else if (sb->status != ST_RUNNING || sb->guest == NULL) {
+		*status = 503;
+		sbx_err_set(err, "ingress: sandbox %s is %s, not running", id, mock_status_name(sb->status));
+	} else {
+		g = sb->guest;
+		sb->busy++;
+		mock_sandbox_touch(m, sb);
+	}
+	pthread_mutex_unlock(&m->lock);
+	if (g == NULL)
+		return -1;
+	fd = mock_guest_socket(g, err);
+	mock_op_io_end(mock, sb);
+	*status = 502;
+	return fd;
+}
+
 /* ---- egress and bandwidth ---- */
 
 static cJSON *egress_view(const mock_sandbox *sb)

@@ -13,6 +13,7 @@
 #include "internet.h"
 
 #include "http.h"
+#include "ingress.h"
 #include "ops.h"
 #include "self.h"
 #include "settings.h"
@@ -509,6 +510,28 @@ static int start_state(sbx_mock *mock, const sbx_mock_config *cfg, const mock_se
 	return 0;
 }
 
+/* The preview-URL proxy (ingress.h): cfg->ingress_listen, NULL =
+ * 127.0.0.1:0, "off" = none. */
+static int start_ingress(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *err)
+{
+	uint32_t addr = htonl(INADDR_LOOPBACK);
+	uint16_t port = 0;
+
+	if (cfg->ingress_listen != NULL && strcmp(cfg->ingress_listen, "off") == 0)
+		return 0;
+	if (cfg->ingress_listen != NULL && mock_ingress_parse_listen(cfg->ingress_listen, &addr, &port, err) != 0)
+		return -1;
+	mock->ingress = mock_ingress_start(mock, addr, port, err);
+	if (mock->ingress == NULL)
+		return -1;
+	mock->ingress_cut = mock_ingress_cut;
+	pthread_mutex_lock(&mock->model->lock);
+	snprintf(mock->model->ingress_base, sizeof(mock->model->ingress_base), "%s",
+		 mock_ingress_base(mock->ingress));
+	pthread_mutex_unlock(&mock->model->lock);
+	return 0;
+}
+
 sbx_mock *sbx_mock_start(const sbx_mock_config *cfg, sbx_err *err)
 {
 	sbx_mock *mock = calloc(1, sizeof(*mock));
@@ -533,7 +556,7 @@ sbx_mock *sbx_mock_start(const sbx_mock_config *cfg, sbx_err *err)
 	 * it, since its host listener serves at once */
 	if (mock->gmode != GUEST_PLAIN && start_self_daemon(mock, cfg, err) != 0)
 		goto out_stop;
-	if (start_state(mock, cfg, &set, err) != 0)
+	if (start_state(mock, cfg, &set, err) != 0 || start_ingress(mock, cfg, err) != 0)
 		goto out_stop;
 	if (start_daemon(mock, cfg, err) != 0)
 		goto out_stop;
@@ -564,6 +587,11 @@ const char *sbx_mock_admin_token(const sbx_mock *mock)
 const char *sbx_mock_guest_mode(const sbx_mock *mock)
 {
 	return mock_guest_mode_name(mock->gmode);
+}
+
+const char *sbx_mock_ingress_url(const sbx_mock *mock)
+{
+	return mock->ingress != NULL ? mock_ingress_base(mock->ingress) : NULL;
 }
 
 const char *sbx_mock_self_url(const sbx_mock *mock)
@@ -607,6 +635,8 @@ void sbx_mock_stop(sbx_mock *mock)
 		return;
 	atomic_store(&mock->stopping, true);
 	mock_self_listen_stop(mock); /* no new self-signal connection from here */
+	mock_ingress_stop(mock->ingress); /* its threads use the model and guests */
+	mock->ingress = NULL;
 	if (mock->model != NULL)
 		mock_op_kill_guests(mock);
 	/* workers resume their connections before they end: none stays

@@ -54,6 +54,10 @@ struct sbx_mock {
 	 * (self_listen.c), NULL otherwise; self_port is then the port they
 	 * listen on inside each sandbox */
 	struct mock_self_listen *selfl;
+	/* the preview-URL proxy (ingress.h), or NULL when off; the operations
+	 * cut its connections through the hook, never by name (layering) */
+	struct mock_ingress *ingress;
+	void (*ingress_cut)(struct mock_ingress *in, const char *sandbox_id);
 	char work_dir[PATH_MAX];
 	bool own_work_dir;
 	char **keys;

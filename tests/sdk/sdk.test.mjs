@@ -5,7 +5,7 @@
 // Usage: node --test sdk.test.mjs   (SBX_MOCK_BIN=/path/to/sbx-mock)
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import { createInterface } from "node:readline";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -397,6 +397,54 @@ test("templates: create, list, iterate, get, logs by attempt, follow, rootfs, de
 
 // selfPause / selfDelete talk to 127.0.0.1:1029 from inside a guest: the
 // SDK's own self.js is copied into a sandbox and run there with node.
+// Issue 25: the TypeScript example 03 pattern — a dev server started in the
+// guest, reached from the host through previewUrl() with the clients a user
+// has (Node's fetch, curl, Python's urllib); ingress off refused at once.
+test("ingress: previewUrl() reaches a server in the guest from node fetch, curl and urllib", async () => {
+  const box = client("sdk-ingress");
+  const sb = await box.createSandbox({ shape: SHAPE, ingress_enabled: true });
+  await sb.sh("mkdir -p /tmp/www && echo from-the-guest > /tmp/www/index.html");
+  await sb.sh("cd /tmp/www && (python3 -m http.server 8000 >/dev/null 2>&1 &)");
+  const url = sb.previewUrl(8000);
+  assert.match(url, /^http:\/\/127\.0\.0\.1:\d+\//, "a loopback URL every client resolves");
+  let res;
+  for (const end = Date.now() + 60_000; ; ) {
+    res = await fetch(url); // the server is starting: 502 until it listens
+    if (res.status !== 502 || Date.now() > end) break;
+    await res.arrayBuffer();
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  assert.equal(res.status, 200);
+  assert.equal(await res.text(), "from-the-guest\n");
+  const run = (cmd, args) =>
+    new Promise((resolve, reject) =>
+      execFile(cmd, args, { timeout: 60_000 }, (err, stdout, stderr) =>
+        err ? reject(new Error(`${cmd}: ${err.message} ${stderr}`)) : resolve(stdout),
+      ),
+    );
+  assert.equal(await run("curl", ["-sS", "--fail", url]), "from-the-guest\n");
+  assert.equal(
+    await run("python3", ["-c", "import sys,urllib.request;sys.stdout.write(urllib.request.urlopen(sys.argv[1]).read().decode())", url]),
+    "from-the-guest\n",
+  );
+  await sb.setIngress(false);
+  assert.throws(() => sb.previewUrl(8000), /No ingress URL/);
+  const off = await fetch(url);
+  assert.equal(off.status, 404, "ingress off: refused at once");
+  await off.arrayBuffer();
+  await sb.destroy();
+});
+
+// Issue 25, item 6: example 12's network name (26 characters) is accepted.
+test("networks: a 26-character name as the vendor's example 12 sends", async () => {
+  const box = client("sdk-net-name");
+  const name = `radicle-mesh-${Date.now()}`;
+  assert.equal(name.length, 26);
+  const net = await box.networks.create({ name });
+  assert.equal(net.name, name);
+  assert.deepEqual(await box.networks.delete(net.id), { ok: true });
+});
+
 test("self-signal helpers from inside a guest", async () => {
   const box = client("sdk-self");
   const src = readFileSync(join(F.DIST, "self.js"));

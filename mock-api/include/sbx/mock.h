@@ -75,6 +75,10 @@ typedef struct sbx_mock_config {
 	 * dribble's pauses take no wall time; the answer (or the dropped
 	 * connection) is the one the delay would end in. Default false. */
 	bool virtual_delays;
+	/* The preview-URL proxy (ingress_url_template, README "Ingress"):
+	 * "HOST:PORT" on loopback (port 0 = ephemeral); NULL = 127.0.0.1:0;
+	 * "off" = none. */
+	const char *ingress_listen;
 } sbx_mock_config;
 
 void sbx_mock_config_init(sbx_mock_config *cfg);
@@ -123,6 +127,9 @@ bool sbx_mock_egress_enforced(const sbx_mock *mock);
  * mock-api/src/self.h), and nothing listens on the host. */
 const char *sbx_mock_self_url(const sbx_mock *mock);
 const char *sbx_mock_self_note(const sbx_mock *mock);
+/* The preview-URL proxy, "http://127.0.0.1:PORT" (a sandbox's
+ * ingress_url_template is "<this>/<id>/<port>/"), or NULL when off. */
+const char *sbx_mock_ingress_url(const sbx_mock *mock);
 /* Parses --timing: "instant" (0), "realistic" (1) or a scale factor. */
 int sbx_mock_parse_timing(const char *timing, double *scale, sbx_err *err);
 /* Loads fault rules from a scenario name (NAME.json in the scenario search
