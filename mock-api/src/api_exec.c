@@ -25,6 +25,7 @@
 #define EXEC_OUTPUT_CAP ((size_t)16 * 1024 * 1024)
 #define EXEC_OUTPUT_BUDGET ((size_t)128 * 1024 * 1024)
 #define BODY_HEAD "{\"status\":\"success\",\"data\":{\"result\":{\"stdout\":\""
+#define BODY_MID "\",\"stderr\":\""
 
 typedef struct exec_args {
 	const char *cmd;
@@ -299,9 +300,10 @@ static void budget_give(sbx_mock *m, size_t n)
 		atomic_fetch_sub(&m->exec_out_held, n);
 }
 
-/* One buffered exec's output: text[0] is the answer so far (BODY_HEAD, then
- * stdout escaped), text[1] stderr escaped; charged: bytes of the budget
- * they hold. */
+/* One buffered exec's output, which becomes the answer without a copy:
+ * text[0] is BODY_HEAD then stdout escaped, text[1] BODY_MID then stderr
+ * escaped, then the rest of the answer; charged: bytes of the budget they
+ * hold. */
 typedef struct capture {
 	sbx_mock *mock;
 	mreq *r;
@@ -371,45 +373,41 @@ static void capture_free(capture *c)
 	c->charged = 0;
 }
 
-/* The answer: text[0] grows into the whole body (text[1] is freed). */
-static char *capture_body(capture *c, int code, const char *error, int64_t ms, size_t *len)
+/* Completes the answer's text (the end goes after stderr, in text[1]);
+ * false when out of memory. */
+static bool capture_end(capture *c, int code, const char *error, int64_t ms)
 {
-	sbx_strbuf *sb = &c->text[0];
+	sbx_strbuf *sb = &c->text[1];
+	const char *sep = "";
 
 	for (int k = 0; k < 2; k++) {
 		if (c->ncarry[k] > 0 && c->cut[k] == NULL)
 			capture_piece(c, k, c->carry[k], c->ncarry[k], false);
 	}
-	sbx_strbuf_puts(sb, "\",\"stderr\":\"");
-	sbx_strbuf_append(sb, c->text[1].data, c->text[1].len);
-	sbx_strbuf_free(&c->text[1]);
 	sbx_strbuf_printf(sb, "\",\"exit_code\":%d", code);
 	if (error != NULL) {
 		sbx_strbuf_puts(sb, ",\"error\":");
 		json_escape(sb, error, strlen(error));
 	}
-	if (c->cut[0] != NULL || c->cut[1] != NULL) {
-		const char *sep = "";
-
+	if (c->cut[0] != NULL || c->cut[1] != NULL)
 		sbx_strbuf_puts(sb, ",\"truncated\":{");
-		for (int k = 0; k < 2; k++) {
-			if (c->cut[k] != NULL)
-				sbx_strbuf_printf(sb, "%s\"%s\":\"%s\"", sep, k == 0 ? "stdout" : "stderr", c->cut[k]);
-			if (c->cut[k] != NULL)
-				sep = ",";
+	for (int k = 0; k < 2; k++) {
+		if (c->cut[k] != NULL) {
+			sbx_strbuf_printf(sb, "%s\"%s\":\"%s\"", sep, k == 0 ? "stdout" : "stderr", c->cut[k]);
+			sep = ",";
 		}
-		sbx_strbuf_puts(sb, "}");
 	}
+	if (c->cut[0] != NULL || c->cut[1] != NULL)
+		sbx_strbuf_puts(sb, "}");
 	sbx_strbuf_printf(sb, "},\"exec_ms\":%lld}}", (long long)ms);
-	if (sb->oom)
-		return NULL;
-	return sbx_strbuf_detach(sb, len);
+	return !c->text[0].oom && !sb->oom;
 }
 
-/* A sent answer gives its share of the budget back. */
+/* An answer of two pieces that gives its share of the budget back once
+ * it is sent. */
 typedef struct held_body {
 	sbx_mock *mock;
-	char *body;
+	char *piece[2];
 	size_t charged;
 } held_body;
 
@@ -418,29 +416,46 @@ static void held_body_free(void *cls)
 	held_body *h = cls;
 
 	budget_give(h->mock, h->charged);
-	free(h->body);
+	free(h->piece[0]);
+	free(h->piece[1]);
 	free(h);
 }
 
-/* Answers body, which holds charged bytes of the budget until it is sent
- * (a fault that reshapes answers gets it as a plain body instead). */
-static void answer_held(mreq *r, mresp *out, char *body, size_t len, size_t charged)
+/* Answers c's text, which holds its charge until it is sent (a fault that
+ * reshapes answers gets one plain body instead: a copy, tests only). */
+static void answer_held(mreq *r, mresp *out, capture *c)
 {
-	held_body *h = r->fault_fired ? NULL : malloc(sizeof(*h));
+	held_body *h = r->fault_fired ? NULL : calloc(1, sizeof(*h));
+	struct MHD_IoVec iov[2];
+	char *body;
+	size_t len;
 
 	if (h != NULL) {
 		h->mock = r->mock;
-		h->body = body;
-		h->charged = charged;
-		out->custom = MHD_create_response_from_buffer_with_free_callback_cls(len, body, held_body_free, h);
-		if (out->custom != NULL) {
-			out->status = 200;
-			out->ctype = "application/json";
+		for (int k = 0; k < 2; k++) {
+			iov[k].iov_len = c->text[k].len;
+			iov[k].iov_base = h->piece[k] = sbx_strbuf_detach(&c->text[k], &len);
+		}
+		h->charged = c->charged;
+		c->charged = 0;
+		out->custom = MHD_create_response_from_iovec(iov, 2, held_body_free, h);
+		if (out->custom == NULL) {
+			held_body_free(h);
+			resp_error(out, 500, "out of memory");
 			return;
 		}
-		free(h);
+		out->status = 200;
+		out->ctype = "application/json";
+		return;
 	}
-	budget_give(r->mock, charged);
+	sbx_strbuf_append(&c->text[0], c->text[1].data, c->text[1].len);
+	if (c->text[0].oom) {
+		capture_free(c);
+		resp_error(out, 500, "out of memory");
+		return;
+	}
+	body = sbx_strbuf_detach(&c->text[0], &len);
+	capture_free(c);
 	resp_raw(out, 200, "application/json", body, len);
 }
 
@@ -466,7 +481,9 @@ static void exec_run(mreq *r, mresp *out, mock_guest *g, const mock_exec_spec *s
 	sbx_strbuf_init(&c.text[0]);
 	sbx_strbuf_init(&c.text[1]);
 	sbx_strbuf_puts(&c.text[0], BODY_HEAD);
+	sbx_strbuf_puts(&c.text[1], BODY_MID);
 	c.base[0] = c.text[0].len;
+	c.base[1] = c.text[1].len;
 	if (mock_guest_exec(g, spec, timeout_ms, &io, &res, &err) != 0) {
 		capture_free(&c);
 		body = exec_result_json("", 0, "", 0, -1, err.msg, (sbx_mono_us() - t0) / 1000, &len);
@@ -480,13 +497,12 @@ static void exec_run(mreq *r, mresp *out, mock_guest *g, const mock_exec_spec *s
 		snprintf(msg, sizeof(msg), "exec timed out after %lld ms", (long long)timeout_ms);
 		res.exit_code = 124;
 	}
-	body = capture_body(&c, res.exit_code, res.timed_out ? msg : NULL, (sbx_mono_us() - t0) / 1000, &len);
-	if (body == NULL) {
+	if (!capture_end(&c, res.exit_code, res.timed_out ? msg : NULL, (sbx_mono_us() - t0) / 1000)) {
 		capture_free(&c);
 		resp_error(out, 500, "out of memory");
 		return;
 	}
-	answer_held(r, out, body, len, c.charged);
+	answer_held(r, out, &c);
 }
 
 static void exec_once(mreq *r, mresp *out, mock_guest *g, const mock_exec_spec *spec,

@@ -34,6 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "contain_round2.h"
 #include "contain_util.h"
 
 #ifndef CONTAIN_SRC_DIR
@@ -1342,6 +1343,10 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup(fork_bomb_bounded_by_pids, setup),
 		cmocka_unit_test_setup(memory_over_shape_exits_137, setup),
 		cmocka_unit_test_setup(pause_freezes_background, setup),
+		cmocka_unit_test_setup(internet_flood_leaves_other_tenants_theirs, setup),
+		cmocka_unit_test_setup(internet_slow_head_has_a_deadline, setup),
+		cmocka_unit_test_setup(dns_flood_held_to_a_share, setup),
+		cmocka_unit_test_setup(exec_output_amplification_bounded, setup),
 		cmocka_unit_test_setup(no_guest_survives_mock_kill, setup),
 		cmocka_unit_test_setup(nothing_left_behind, setup),
 	};
