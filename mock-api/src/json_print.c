@@ -104,7 +104,7 @@ static size_t escape_unit(const unsigned char *p, size_t len, bool more, size_t 
 	if (c < 0x20) {
 		static const char hex[] = "0123456789abcdef";
 
-		memcpy(esc, "\\u00", 4);
+		memcpy(esc, "\\u00", 5); /* with its NUL; 4 and 5 come next */
 		esc[4] = hex[c >> 4];
 		esc[5] = hex[c & 15];
 		return 6;
@@ -117,7 +117,7 @@ static size_t escape_unit(const unsigned char *p, size_t len, bool more, size_t 
 	if (more && utf8_incomplete(p, len))
 		return 0; /* *n = 0: wait for the rest */
 	*n = 1;
-	memcpy(esc, "\\ufffd", 6);
+	memcpy(esc, "\\ufffd", 7); /* with its NUL */
 	return 6;
 }
 
