@@ -82,6 +82,30 @@ static char *exec_stdout(const char *id, const char *cmd, const char *args_json)
 	th_resp_free(&r);
 	return copy;
 }
+/* Output is escaped as it comes (issue 27): a UTF-8 character split
+ * between two reads is still one character, a control byte is \u00XX, a
+ * byte that is no UTF-8 is U+FFFD, and nothing says truncated. */
+static void exec_output_escaped_in_pieces(void **state)
+{
+	char id[64], path[128];
+	th_resp r;
+	const cJSON *res;
+
+	(void)state;
+	create("k1", "{\"shape\":\"s-1vcpu-1gb\"}", id, sizeof(id));
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/exec", id);
+	th_json(U, "k1", "POST", path,
+		"{\"cmd\":\"sh\",\"args\":[\"-c\",\"printf '\\\\303'; sleep 0.3; printf "
+		"'\\\\251\\\\001\\\"\\\\377'\"]}",
+		&r);
+	expect_status(&r, 200, "exec");
+	res = cJSON_GetObjectItem(cJSON_GetObjectItem(r.json, "data"), "result");
+	assert_string_equal(cJSON_GetObjectItem(res, "stdout")->valuestring, "\xc3\xa9\x01\"\xef\xbf\xbd");
+	assert_null(cJSON_GetObjectItem(res, "truncated"));
+	assert_non_null(strstr(sbx_strbuf_str(&r.body), "\\u0001"));
+	th_resp_free(&r);
+}
+
 /* contained mode: each sandbox's guests live in a PID namespace of their own. They see and
  * signal only guests, so even `kill -9 -1` (every process the caller may
  * signal) stays inside: the mock and this test outlive it, while a
@@ -163,6 +187,7 @@ int main(void)
 		cmocka_unit_test_setup(exec_buffered, mf_reset),
 		cmocka_unit_test_setup(guests_have_their_own_pid_namespace, mf_reset),
 		cmocka_unit_test_setup(exec_streaming_ndjson, mf_reset),
+		cmocka_unit_test_setup(exec_output_escaped_in_pieces, mf_reset),
 	};
 
 	return cmocka_run_group_tests(tests, mf_group_setup, mf_group_teardown);
