@@ -473,9 +473,9 @@ static void exec_run(mreq *r, mresp *out, mock_guest *g, const mock_exec_spec *s
 
 	if (atomic_load(&r->mock->exec_out_held) >= EXEC_OUTPUT_BUDGET) {
 		resp_header(out, "Retry-After", "1");
-		resp_fail(out, 503, NULL, "OUTPUT_BUDGET",
-			  "the mock holds its whole budget of buffered exec output; the command was not "
-			  "started, retry later");
+		resp_error(out, 503,
+			   "the mock holds its whole budget of buffered exec output; the command was not "
+			   "started, retry later");
 		return;
 	}
 	sbx_strbuf_init(&c.text[0]);
