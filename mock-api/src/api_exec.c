@@ -16,7 +16,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define EXEC_OUTPUT_CAP (16u * 1024 * 1024)
+/* Buffered answers: each stream's output is held JSON-escaped (what the
+ * answer sends), at most EXEC_OUTPUT_CAP bytes of it; all buffered execs
+ * together hold at most EXEC_OUTPUT_BUDGET (from the first byte kept to
+ * the answer's last byte sent). Past either, output is dropped (the
+ * command's pipes are still drained) and the answer's `truncated` says so;
+ * an exec that finds the budget full is not started (503, Retry-After). */
+#define EXEC_OUTPUT_CAP ((size_t)16 * 1024 * 1024)
+#define EXEC_OUTPUT_BUDGET ((size_t)128 * 1024 * 1024)
+#define BODY_HEAD "{\"status\":\"success\",\"data\":{\"result\":{\"stdout\":\""
+#define BODY_MID "\",\"stderr\":\""
+#define SMALL_ANSWER ((size_t)64 * 1024)
 
 typedef struct exec_args {
 	const char *cmd;
@@ -97,11 +107,6 @@ static char *exec_result_json(const char *out, size_t olen, const char *err, siz
 		return NULL;
 	}
 	return sbx_strbuf_detach(&sb, len);
-}
-
-static bool gone_cb(void *arg)
-{
-	return req_client_gone(arg);
 }
 
 /* Streaming: an MHD callback response fed from the command's pipes. */
@@ -273,36 +278,250 @@ static void exec_stream(mreq *r, mresp *out, mock_sandbox *sb, mock_guest *g,
 	resp_header(out, "Cache-Control", "no-cache");
 }
 
+/* ---- buffered output: escaped as it comes, within the cap and budget ---- */
+
+/* Takes up to want bytes of the budget; returns how many it got. */
+static size_t budget_take(sbx_mock *m, size_t want)
+{
+	size_t held = atomic_load(&m->exec_out_held), got;
+
+	do {
+		got = held >= EXEC_OUTPUT_BUDGET ? 0 : EXEC_OUTPUT_BUDGET - held;
+		if (got > want)
+			got = want;
+		if (got == 0)
+			return 0;
+	} while (!atomic_compare_exchange_weak(&m->exec_out_held, &held, held + got));
+	return got;
+}
+
+static void budget_give(sbx_mock *m, size_t n)
+{
+	if (n > 0)
+		atomic_fetch_sub(&m->exec_out_held, n);
+}
+
+/* One buffered exec's output, which becomes the answer without a copy:
+ * text[0] is BODY_HEAD then stdout escaped, text[1] BODY_MID then stderr
+ * escaped, then the rest of the answer; charged: bytes of the budget they
+ * hold. */
+typedef struct capture {
+	sbx_mock *mock;
+	mreq *r;
+	sbx_strbuf text[2];
+	size_t base[2];
+	char carry[2][4]; /* an incomplete UTF-8 sequence at a read's end */
+	size_t ncarry[2];
+	size_t charged;
+	const char *cut[2]; /* why output was dropped: NULL, "cap", "budget", "memory" */
+} capture;
+
+/* Escapes s[0..len) of stream k into its text, within the cap and budget. */
+static void capture_piece(capture *c, int k, const char *s, size_t len, bool more)
+{
+	sbx_strbuf *sb = &c->text[k];
+	size_t room = c->base[k] + EXEC_OUTPUT_CAP - sb->len, before = sb->len;
+	size_t want = len < room / 6 ? len * 6 : room, got = budget_take(c->mock, want), done, left;
+
+	done = json_escape_some(sb, s, len, sb->len + got, more);
+	budget_give(c->mock, got - (sb->len - before));
+	c->charged += sb->len - before;
+	left = len - done;
+	if (left == 0)
+		return;
+	if (more && left < sizeof(c->carry[k]) && mock_utf8_incomplete(s + done, left) && !sb->oom) {
+		memcpy(c->carry[k], s + done, left);
+		c->ncarry[k] = left;
+		return;
+	}
+	c->cut[k] = sb->oom ? "memory" : got < want ? "budget" : "cap";
+}
+
+static void capture_output(void *arg, int which, const char *buf, size_t n)
+{
+	capture *c = arg;
+	int k = which == 1 ? 0 : 1;
+
+	while (n > 0 && c->cut[k] == NULL) {
+		char tmp[4 + 4096];
+		size_t take, len;
+
+		if (c->ncarry[k] == 0) {
+			capture_piece(c, k, buf, n, true);
+			return;
+		}
+		take = n < 4096 ? n : 4096;
+		memcpy(tmp, c->carry[k], c->ncarry[k]);
+		memcpy(tmp + c->ncarry[k], buf, take);
+		len = c->ncarry[k] + take;
+		c->ncarry[k] = 0;
+		capture_piece(c, k, tmp, len, true);
+		buf += take;
+		n -= take;
+	}
+}
+
+static bool capture_gone(void *arg)
+{
+	return req_client_gone(((capture *)arg)->r);
+}
+
+static void capture_free(capture *c)
+{
+	sbx_strbuf_free(&c->text[0]);
+	sbx_strbuf_free(&c->text[1]);
+	budget_give(c->mock, c->charged);
+	c->charged = 0;
+}
+
+/* Completes the answer's text (the end goes after stderr, in text[1]);
+ * false when out of memory. */
+static bool capture_end(capture *c, int code, const char *error, int64_t ms)
+{
+	sbx_strbuf *sb = &c->text[1];
+	const char *sep = "";
+
+	for (int k = 0; k < 2; k++) {
+		if (c->ncarry[k] > 0 && c->cut[k] == NULL)
+			capture_piece(c, k, c->carry[k], c->ncarry[k], false);
+	}
+	sbx_strbuf_printf(sb, "\",\"exit_code\":%d", code);
+	if (error != NULL) {
+		sbx_strbuf_puts(sb, ",\"error\":");
+		json_escape(sb, error, strlen(error));
+	}
+	if (c->cut[0] != NULL || c->cut[1] != NULL)
+		sbx_strbuf_puts(sb, ",\"truncated\":{");
+	for (int k = 0; k < 2; k++) {
+		if (c->cut[k] != NULL) {
+			sbx_strbuf_printf(sb, "%s\"%s\":\"%s\"", sep, k == 0 ? "stdout" : "stderr", c->cut[k]);
+			sep = ",";
+		}
+	}
+	if (c->cut[0] != NULL || c->cut[1] != NULL)
+		sbx_strbuf_puts(sb, "}");
+	sbx_strbuf_printf(sb, "},\"exec_ms\":%lld}}", (long long)ms);
+	return !c->text[0].oom && !sb->oom;
+}
+
+/* An answer of two pieces that gives its share of the budget back once
+ * it is sent. */
+typedef struct held_body {
+	sbx_mock *mock;
+	char *piece[2];
+	size_t charged;
+} held_body;
+
+static void held_body_free(void *cls)
+{
+	held_body *h = cls;
+
+	budget_give(h->mock, h->charged);
+	free(h->piece[0]);
+	free(h->piece[1]);
+	free(h);
+}
+
+/* Answers c's text, which holds its charge until it is sent. A small
+ * answer (most are) is one plain body, as any other answer: a copy of at
+ * most SMALL_ANSWER bytes, and its charge is given back at once; so is one
+ * for a fault that reshapes answers. */
+static void answer_held(mreq *r, mresp *out, capture *c)
+{
+	bool small = c->text[0].len + c->text[1].len <= SMALL_ANSWER;
+	held_body *h = r->fault_fired || small ? NULL : calloc(1, sizeof(*h));
+	struct MHD_IoVec iov[2];
+	char *body;
+	size_t len;
+
+	if (h != NULL) {
+		h->mock = r->mock;
+		for (int k = 0; k < 2; k++) {
+			iov[k].iov_len = c->text[k].len;
+			iov[k].iov_base = h->piece[k] = sbx_strbuf_detach(&c->text[k], &len);
+		}
+		h->charged = c->charged;
+		c->charged = 0;
+		out->custom = MHD_create_response_from_iovec(iov, 2, held_body_free, h);
+		if (out->custom == NULL) {
+			held_body_free(h);
+			resp_error(out, 500, "out of memory");
+			return;
+		}
+		out->status = 200;
+		out->ctype = "application/json";
+		return;
+	}
+	sbx_strbuf_append(&c->text[0], c->text[1].data, c->text[1].len);
+	if (c->text[0].oom) {
+		capture_free(c);
+		resp_error(out, 500, "out of memory");
+		return;
+	}
+	body = sbx_strbuf_detach(&c->text[0], &len);
+	capture_free(c);
+	resp_raw(out, 200, "application/json", body, len);
+}
+
 /* Runs the command to its end and answers its result (an exec fault
  * replaces the command). */
-static void exec_once(mreq *r, mresp *out, mock_guest *g, const mock_exec_spec *spec,
-		      int64_t timeout_ms)
+static void exec_run(mreq *r, mresp *out, mock_guest *g, const mock_exec_spec *spec, int64_t timeout_ms)
 {
+	capture c = {.mock = r->mock, .r = r};
+	mock_exec_io io = {.output = capture_output, .abort = capture_gone, .arg = &c};
 	mock_exec_result res;
 	sbx_err err = {{0}};
 	int64_t t0 = sbx_mono_us();
-	char *body;
+	char msg[96], *body;
 	size_t len = 0;
 
-	if (api_fault_is(r, FK_EXEC_AGENT_ERROR)) {
-		body = exec_result_json("", 0, "", 0, -1, r->fault.message, 0, &len);
-	} else if (api_fault_is(r, FK_EXEC_OOM)) {
-		body = exec_result_json("", 0, "Killed\n", 7, 137, NULL, 0, &len);
-	} else if (mock_guest_exec(g, spec, timeout_ms, EXEC_OUTPUT_CAP, gone_cb, r, &res, &err) != 0) {
+	if (atomic_load(&r->mock->exec_out_held) >= EXEC_OUTPUT_BUDGET) {
+		resp_header(out, "Retry-After", "1");
+		resp_error(out, 503,
+			   "the mock holds its whole budget of buffered exec output; the command was not "
+			   "started, retry later");
+		return;
+	}
+	sbx_strbuf_init(&c.text[0]);
+	sbx_strbuf_init(&c.text[1]);
+	sbx_strbuf_puts(&c.text[0], BODY_HEAD);
+	sbx_strbuf_puts(&c.text[1], BODY_MID);
+	c.base[0] = c.text[0].len;
+	c.base[1] = c.text[1].len;
+	if (mock_guest_exec(g, spec, timeout_ms, &io, &res, &err) != 0) {
+		capture_free(&c);
 		body = exec_result_json("", 0, "", 0, -1, err.msg, (sbx_mono_us() - t0) / 1000, &len);
-	} else {
-		char msg[96];
-		const char *error = NULL;
+		if (body == NULL)
+			resp_error(out, 500, "out of memory");
+		else
+			resp_raw(out, 200, "application/json", body, len);
+		return;
+	}
+	if (res.timed_out) {
+		snprintf(msg, sizeof(msg), "exec timed out after %lld ms", (long long)timeout_ms);
+		res.exit_code = 124;
+	}
+	if (!capture_end(&c, res.exit_code, res.timed_out ? msg : NULL, (sbx_mono_us() - t0) / 1000)) {
+		capture_free(&c);
+		resp_error(out, 500, "out of memory");
+		return;
+	}
+	answer_held(r, out, &c);
+}
 
-		if (res.timed_out) {
-			snprintf(msg, sizeof(msg), "exec timed out after %lld ms", (long long)timeout_ms);
-			error = msg;
-			res.exit_code = 124;
-		}
-		body = exec_result_json(sbx_strbuf_str(&res.out), res.out.len, sbx_strbuf_str(&res.err),
-					res.err.len, res.exit_code, error, (sbx_mono_us() - t0) / 1000, &len);
-		sbx_strbuf_free(&res.out);
-		sbx_strbuf_free(&res.err);
+static void exec_once(mreq *r, mresp *out, mock_guest *g, const mock_exec_spec *spec,
+		      int64_t timeout_ms)
+{
+	char *body = NULL;
+	size_t len = 0;
+
+	if (api_fault_is(r, FK_EXEC_AGENT_ERROR))
+		body = exec_result_json("", 0, "", 0, -1, r->fault.message, 0, &len);
+	else if (api_fault_is(r, FK_EXEC_OOM))
+		body = exec_result_json("", 0, "Killed\n", 7, 137, NULL, 0, &len);
+	else {
+		exec_run(r, out, g, spec, timeout_ms);
+		return;
 	}
 	if (body == NULL)
 		resp_error(out, 500, "out of memory");

@@ -130,16 +130,24 @@ void mock_proc_kill(mock_proc *p);
 int mock_proc_finish(mock_proc *p);
 
 typedef struct mock_exec_result {
-	sbx_strbuf out, err;
 	int exit_code;
 	bool timed_out;
 	bool aborted;
 } mock_exec_result;
 
-/* Runs to completion (or timeout_ms, 0 = none; or abort() returning true),
- * capturing up to cap bytes of each stream. */
-int mock_guest_exec(mock_guest *g, const mock_exec_spec *spec, int64_t timeout_ms, size_t cap,
-		    bool (*abort_fn)(void *arg), void *arg, mock_exec_result *r, sbx_err *err);
+/* Where a command's output goes while it runs: output() gets each piece
+ * (which: 1 stdout, 2 stderr) and keeps what it wants (the command's
+ * pipes are drained to the end either way); abort() returning true kills
+ * the command. */
+typedef struct mock_exec_io {
+	void (*output)(void *arg, int which, const char *buf, size_t n);
+	bool (*abort)(void *arg); /* may be NULL */
+	void *arg;
+} mock_exec_io;
+
+/* Runs to completion (or timeout_ms, 0 = none; or io->abort). */
+int mock_guest_exec(mock_guest *g, const mock_exec_spec *spec, int64_t timeout_ms, const mock_exec_io *io,
+		    mock_exec_result *r, sbx_err *err);
 
 /* Files API: opens a guest absolute path inside the tree. On failure returns
  * -1 with *status (400 bad path, 404 missing, 409 not a regular file) and

@@ -626,15 +626,13 @@ static int64_t mono_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-int mock_guest_exec(mock_guest *g, const mock_exec_spec *spec, int64_t timeout_ms, size_t cap,
-		    bool (*abort_fn)(void *arg), void *arg, mock_exec_result *r, sbx_err *err)
+int mock_guest_exec(mock_guest *g, const mock_exec_spec *spec, int64_t timeout_ms, const mock_exec_io *io,
+		    mock_exec_result *r, sbx_err *err)
 {
 	mock_proc p;
 	char buf[16384];
 	int64_t deadline = timeout_ms > 0 ? mono_ms() + timeout_ms : INT64_MAX;
 
-	sbx_strbuf_init(&r->out);
-	sbx_strbuf_init(&r->err);
 	r->exit_code = -1;
 	r->timed_out = false;
 	r->aborted = false;
@@ -646,18 +644,14 @@ int mock_guest_exec(mock_guest *g, const mock_exec_spec *spec, int64_t timeout_m
 
 		if (n < 0)
 			break;
-		if (n > 0) {
-			sbx_strbuf *sb = which == 1 ? &r->out : &r->err;
-
-			if (sb->len < cap)
-				sbx_strbuf_append(sb, buf, (size_t)n < cap - sb->len ? (size_t)n : cap - sb->len);
-		}
+		if (n > 0)
+			io->output(io->arg, which, buf, (size_t)n);
 		if (mono_ms() >= deadline) {
 			r->timed_out = true;
 			mock_proc_kill(&p);
 			break;
 		}
-		if (abort_fn != NULL && abort_fn(arg)) {
+		if (io->abort != NULL && io->abort(io->arg)) {
 			r->aborted = true;
 			mock_proc_kill(&p);
 			break;

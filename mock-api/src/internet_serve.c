@@ -6,8 +6,12 @@
  * of silence, for clients that wait to be spoken to) it writes an HTTP
  * answer naming the address and port the guest dialled, the metadata
  * document on 169.254.169.254:80, and closes. A guest controls what it
- * sends, so every read is bounded and a connection costs one short-lived
- * thread, at most MAX_CONNS at once (more are closed at once). */
+ * sends, so every read is bounded, a request head has HEAD_DEADLINE_MS in
+ * all (however slowly it trickles), and a connection costs one short-lived
+ * thread: at most SANDBOX_CONNS at once per sandbox and MAX_CONNS in all
+ * (more are closed at once), so one guest's flood leaves the others theirs.
+ * The resolver answers each sandbox at most DNS_RATE queries a second
+ * (DNS_BURST at once); more are dropped, as a loaded resolver would. */
 #define _GNU_SOURCE
 #include "internet.h"
 
@@ -23,12 +27,33 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
-#define MAX_CONNS 256
+#define MAX_CONNS 1024
+#define SANDBOX_CONNS 64
 #define HEAD_MAX 4096
 #define QUIET_MS 2000
+#define HEAD_DEADLINE_MS 5000
 #define DNS_MAX 512
+#define DNS_RATE 200
+#define DNS_BURST 200
+#define DNS_BUCKETS 256
+#define ID_MAX 64
+
+/* Who holds connections (an entry per sandbox with any; "" for addresses
+ * no sandbox is wired at), under the servers' lock. */
+typedef struct share {
+	char id[ID_MAX];
+	int n;
+} share;
+
+/* A sandbox's DNS allowance (the resolver's thread only). */
+typedef struct bucket {
+	char id[ID_MAX];
+	double tokens;
+	int64_t at_ms;
+} bucket;
 
 struct mock_inet_servers {
 	int tcp4, tcp6, dns, stopfd;
@@ -37,6 +62,10 @@ struct mock_inet_servers {
 	atomic_int conns;
 	pthread_mutex_t lock;
 	pthread_cond_t idle; /* conns reached 0 */
+	share shares[MAX_CONNS];
+	size_t nshares;
+	bucket buckets[DNS_BUCKETS];
+	size_t nbuckets;
 	const mock_hosts *hosts;
 	mock_inet_who_fn who;
 	void *who_arg;
@@ -45,6 +74,10 @@ struct mock_inet_servers {
 typedef struct conn {
 	mock_inet_servers *s;
 	int fd;
+	char id[ID_MAX]; /* the sandbox it came from, "" when none */
+	int fam;
+	uint8_t peer[16];
+	char from[64];   /* its address as text */
 } conn;
 
 /* ---- sockets ---- */
@@ -119,18 +152,28 @@ static void addr_text(const struct sockaddr_storage *ss, char *out, size_t cap, 
 	}
 }
 
-/* Reads until the end of a request head, HEAD_MAX bytes, EOF, silence or
- * stop. */
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Reads until the end of a request head, HEAD_MAX bytes, EOF, silence,
+ * HEAD_DEADLINE_MS in all, or stop. */
 static void read_head(const conn *c)
 {
 	char buf[HEAD_MAX + 1];
 	size_t n = 0;
+	int64_t end = now_ms() + HEAD_DEADLINE_MS;
 
 	while (n < HEAD_MAX) {
 		struct pollfd pf[2] = {{.fd = c->fd, .events = POLLIN}, {.fd = c->s->stopfd, .events = POLLIN}};
+		int64_t left = end - now_ms();
 		ssize_t r;
 
-		if (poll(pf, 2, QUIET_MS) <= 0 || pf[1].revents != 0)
+		if (left <= 0 || poll(pf, 2, left < QUIET_MS ? (int)left : QUIET_MS) <= 0 || pf[1].revents != 0)
 			return;
 		r = recv(c->fd, buf + n, HEAD_MAX - n, 0);
 		if (r <= 0)
@@ -144,20 +187,18 @@ static void read_head(const conn *c)
 
 static void answer(const conn *c)
 {
-	struct sockaddr_storage here = {0}, peer = {0};
-	socklen_t hl = sizeof(here), pl = sizeof(peer);
-	char dest[64], from[64], id[64], body[512], msg[1024];
+	struct sockaddr_storage here = {0};
+	socklen_t hl = sizeof(here);
+	char dest[64], body[512], msg[1024];
+	const char *id = c->id, *from = c->from;
 	uint8_t raw[16];
 	int fam, n;
 	bool metadata;
 
 	/* a transparent socket's own address is where the guest dialled */
 	getsockname(c->fd, (struct sockaddr *)&here, &hl);
-	getpeername(c->fd, (struct sockaddr *)&peer, &pl);
 	addr_text(&here, dest, sizeof(dest), &fam, raw);
 	metadata = strcmp(dest, MOCK_INET_METADATA4 ":80") == 0;
-	addr_text(&peer, from, sizeof(from), &fam, raw);
-	c->s->who(c->s->who_arg, fam, raw, id, sizeof(id));
 	if (metadata)
 		snprintf(body, sizeof(body),
 			 "{\"service\":\"sbx-mock simulated metadata\",\"sandbox_id\":\"%s\","
@@ -178,20 +219,67 @@ static void answer(const conn *c)
 	read_head(c);
 }
 
+/* Counts a connection of id in; false (nothing counted) when its sandbox
+ * holds its share or all are taken. */
+static bool share_take(mock_inet_servers *s, const char *id)
+{
+	share *e = NULL;
+	bool ok = false;
+
+	pthread_mutex_lock(&s->lock);
+	for (size_t i = 0; i < s->nshares && e == NULL; i++) {
+		if (strcmp(s->shares[i].id, id) == 0)
+			e = &s->shares[i];
+	}
+	if (atomic_load(&s->conns) < MAX_CONNS && (e == NULL || e->n < SANDBOX_CONNS)) {
+		if (e == NULL) {
+			e = &s->shares[s->nshares++]; /* fewer entries than connections */
+			snprintf(e->id, sizeof(e->id), "%s", id);
+			e->n = 0;
+		}
+		e->n++;
+		atomic_fetch_add(&s->conns, 1);
+		ok = true;
+	}
+	pthread_mutex_unlock(&s->lock);
+	return ok;
+}
+
+static void share_give(mock_inet_servers *s, const char *id)
+{
+	pthread_mutex_lock(&s->lock);
+	for (size_t i = 0; i < s->nshares; i++) {
+		if (strcmp(s->shares[i].id, id) == 0 && --s->shares[i].n == 0) {
+			s->shares[i] = s->shares[--s->nshares];
+			break;
+		}
+	}
+	if (atomic_fetch_sub(&s->conns, 1) == 1)
+		pthread_cond_broadcast(&s->idle);
+	pthread_mutex_unlock(&s->lock);
+}
+
 static void *serve_conn(void *arg)
 {
 	conn *c = arg;
-	mock_inet_servers *s = c->s;
 
 	read_head(c);
 	answer(c);
 	close(c->fd);
+	share_give(c->s, c->id);
 	free(c);
-	pthread_mutex_lock(&s->lock);
-	if (atomic_fetch_sub(&s->conns, 1) == 1)
-		pthread_cond_broadcast(&s->idle);
-	pthread_mutex_unlock(&s->lock);
 	return NULL;
+}
+
+/* Who is at the other end of fd: into c's id, fam, peer and from. */
+static void identify(mock_inet_servers *s, conn *c)
+{
+	struct sockaddr_storage peer = {0};
+	socklen_t pl = sizeof(peer);
+
+	getpeername(c->fd, (struct sockaddr *)&peer, &pl);
+	addr_text(&peer, c->from, sizeof(c->from), &c->fam, c->peer);
+	s->who(s->who_arg, c->fam, c->peer, c->id, sizeof(c->id));
 }
 
 static void accept_one(mock_inet_servers *s, int lfd)
@@ -203,20 +291,25 @@ static void accept_one(mock_inet_servers *s, int lfd)
 
 	if (fd < 0)
 		return;
-	c = atomic_load(&s->conns) < MAX_CONNS ? malloc(sizeof(*c)) : NULL;
+	c = calloc(1, sizeof(*c));
 	if (c == NULL) {
 		close(fd);
 		return;
 	}
 	c->s = s;
 	c->fd = fd;
-	atomic_fetch_add(&s->conns, 1);
+	identify(s, c);
+	if (!share_take(s, c->id)) {
+		close(fd);
+		free(c);
+		return;
+	}
 	pthread_attr_init(&at);
 	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&at, 64 * 1024);
 	if (pthread_create(&t, &at, serve_conn, c) != 0) {
-		atomic_fetch_sub(&s->conns, 1);
 		close(fd);
+		share_give(s, c->id);
 		free(c);
 	}
 	pthread_attr_destroy(&at);
@@ -293,6 +386,47 @@ static void send_answer(int fd, const uint8_t *r, size_t len, const struct socka
 	sendmsg(fd, &m, MSG_DONTWAIT);
 }
 
+/* True when the sandbox at from may have one more answer now (its bucket
+ * refills at DNS_RATE a second up to DNS_BURST). With every bucket taken,
+ * the one idle longest is reused. */
+static bool dns_allowed(mock_inet_servers *s, const struct sockaddr_storage *from)
+{
+	char id[ID_MAX], text[64];
+	uint8_t raw[16];
+	int fam;
+	int64_t now = now_ms();
+	bucket *b = NULL;
+
+	addr_text(from, text, sizeof(text), &fam, raw);
+	s->who(s->who_arg, fam, raw, id, sizeof(id));
+	for (size_t i = 0; i < s->nbuckets && b == NULL; i++) {
+		if (strcmp(s->buckets[i].id, id) == 0)
+			b = &s->buckets[i];
+	}
+	if (b == NULL) {
+		if (s->nbuckets < DNS_BUCKETS) {
+			b = &s->buckets[s->nbuckets++];
+		} else {
+			b = &s->buckets[0];
+			for (size_t i = 1; i < DNS_BUCKETS; i++) {
+				if (s->buckets[i].at_ms < b->at_ms)
+					b = &s->buckets[i];
+			}
+		}
+		snprintf(b->id, sizeof(b->id), "%s", id);
+		b->tokens = DNS_BURST;
+		b->at_ms = now;
+	}
+	b->tokens += (double)(now - b->at_ms) * DNS_RATE / 1000.0;
+	if (b->tokens > DNS_BURST)
+		b->tokens = DNS_BURST;
+	b->at_ms = now;
+	if (b->tokens < 1.0)
+		return false;
+	b->tokens -= 1.0;
+	return true;
+}
+
 static void *resolver_main(void *arg)
 {
 	mock_inet_servers *s = arg;
@@ -311,7 +445,7 @@ static void *resolver_main(void *arg)
 		if (pf[1].revents != 0)
 			break;
 		n = recv_query(s->dns, q, sizeof(q), &from, &fl, &asked);
-		if (n <= 0)
+		if (n <= 0 || !dns_allowed(s, &from))
 			continue;
 		len = mock_dns_answer(s->hosts, q, (size_t)n, r, sizeof(r));
 		if (len > 0)

@@ -62,53 +62,98 @@ bool mock_utf8_valid(const char *s, size_t len, size_t *bad_off)
 	return true;
 }
 
-void json_escape(sbx_strbuf *sb, const char *s, size_t len)
+static bool utf8_incomplete(const unsigned char *s, size_t n)
+{
+	size_t need;
+
+	if (n == 0)
+		return false;
+	need = (s[0] & 0xe0) == 0xc0 ? 2 : (s[0] & 0xf0) == 0xe0 ? 3 : (s[0] & 0xf8) == 0xf0 ? 4 : 0;
+	if (need == 0 || n >= need)
+		return false;
+	for (size_t i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return false;
+	}
+	return true;
+}
+
+bool mock_utf8_incomplete(const char *s, size_t n)
+{
+	return utf8_incomplete((const unsigned char *)s, n);
+}
+
+/* The escape of the one unit at p (a quote, backslash, control byte or
+ * UTF-8 sequence; *n its length in bytes, 0 when it is incomplete and
+ * more follows) into esc; returns the escape's length. */
+static size_t escape_unit(const unsigned char *p, size_t len, bool more, size_t *n, char esc[8])
+{
+	unsigned char c = p[0];
+
+	*n = 1;
+	if (c == '"' || c == '\\') {
+		esc[0] = '\\';
+		esc[1] = (char)c;
+		return 2;
+	}
+	if (c == '\n' || c == '\r' || c == '\t') {
+		esc[0] = '\\';
+		esc[1] = c == '\n' ? 'n' : c == '\r' ? 'r' : 't';
+		return 2;
+	}
+	if (c < 0x20) {
+		static const char hex[] = "0123456789abcdef";
+
+		memcpy(esc, "\\u00", 5); /* with its NUL; 4 and 5 come next */
+		esc[4] = hex[c >> 4];
+		esc[5] = hex[c & 15];
+		return 6;
+	}
+	*n = utf8_len(p, len);
+	if (*n > 0) {
+		memcpy(esc, p, *n);
+		return *n;
+	}
+	if (more && utf8_incomplete(p, len))
+		return 0; /* *n = 0: wait for the rest */
+	*n = 1;
+	memcpy(esc, "\\ufffd", 7); /* with its NUL */
+	return 6;
+}
+
+size_t json_escape_some(sbx_strbuf *sb, const char *s, size_t len, size_t limit, bool more)
 {
 	const unsigned char *p = (const unsigned char *)s;
 	size_t i = 0;
 
-	sbx_strbuf_append(sb, "\"", 1);
-	while (i < len) {
-		unsigned char c = p[i];
-		size_t run = i;
+	while (i < len && sb->len < limit) {
+		size_t run = i, n;
+		char esc[8];
+		size_t elen;
 
 		/* copy a run of plain bytes at once */
 		while (run < len && p[run] >= 0x20 && p[run] < 0x80 && p[run] != '"' && p[run] != '\\')
 			run++;
 		if (run > i) {
-			sbx_strbuf_append(sb, s + i, run - i);
-			i = run;
+			size_t take = run - i < limit - sb->len ? run - i : limit - sb->len;
+
+			sbx_strbuf_append(sb, s + i, take);
+			i += take;
 			continue;
 		}
-		if (c == '"' || c == '\\') {
-			char esc[2] = {'\\', (char)c};
-
-			sbx_strbuf_append(sb, esc, 2);
-			i++;
-		} else if (c == '\n') {
-			sbx_strbuf_append(sb, "\\n", 2);
-			i++;
-		} else if (c == '\r') {
-			sbx_strbuf_append(sb, "\\r", 2);
-			i++;
-		} else if (c == '\t') {
-			sbx_strbuf_append(sb, "\\t", 2);
-			i++;
-		} else if (c < 0x20) {
-			sbx_strbuf_printf(sb, "\\u%04x", c);
-			i++;
-		} else {
-			size_t n = utf8_len(p + i, len - i);
-
-			if (n == 0) {
-				sbx_strbuf_append(sb, "\\ufffd", 6);
-				i++;
-			} else {
-				sbx_strbuf_append(sb, s + i, n);
-				i += n;
-			}
-		}
+		elen = escape_unit(p + i, len - i, more, &n, esc);
+		if (n == 0 || elen > limit - sb->len)
+			break;
+		sbx_strbuf_append(sb, esc, elen);
+		i += n;
 	}
+	return i;
+}
+
+void json_escape(sbx_strbuf *sb, const char *s, size_t len)
+{
+	sbx_strbuf_append(sb, "\"", 1);
+	json_escape_some(sb, s, len, SIZE_MAX, false);
 	sbx_strbuf_append(sb, "\"", 1);
 }
 

@@ -19,7 +19,17 @@ char *mock_json_print(const cJSON *item, size_t *len);
  * in *bad_off (may be NULL). */
 bool mock_utf8_valid(const char *s, size_t len, size_t *bad_off);
 
+/* True when s[0..n) is the start of a UTF-8 sequence that more bytes could
+ * complete (a lead byte, then only continuation bytes, fewer than it needs). */
+bool mock_utf8_incomplete(const char *s, size_t n);
+
 /* JSON string escaping that keeps NUL bytes and replaces invalid UTF-8. */
 void json_escape(sbx_strbuf *sb, const char *s, size_t len);
+/* The same without the quotes, for text that arrives in pieces: appends the
+ * escape of s[0..len) to sb, never taking sb->len past limit (it stops
+ * before the first character whose escape would not fit). With more, an
+ * incomplete UTF-8 sequence at the end is left for the next call (with the
+ * bytes that follow it). Returns how many bytes of s it escaped. */
+size_t json_escape_some(sbx_strbuf *sb, const char *s, size_t len, size_t limit, bool more);
 
 #endif

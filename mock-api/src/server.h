@@ -73,6 +73,7 @@ struct sbx_mock {
 	size_t max_file;
 	int64_t exec_timeout_ms;
 	atomic_int hb_ms;
+	atomic_size_t exec_out_held; /* buffered exec output held, bytes (api_exec.c) */
 	bool quiet;
 	bool virtual_delays;         /* sbx_mock_config.virtual_delays (fault_apply.c) */
 	char scenario_dir[PATH_MAX]; /* --scenario-dir, "" when not given */

@@ -82,6 +82,20 @@ static char *exec_stdout(const char *id, const char *cmd, const char *args_json)
 	th_resp_free(&r);
 	return copy;
 }
+/* Output is escaped as it comes (issue 27): a UTF-8 character split
+ * between two reads is still one character, a control byte is \u00XX, a
+ * byte that is no UTF-8 is U+FFFD. */
+static void exec_output_escaped_in_pieces(void **state)
+{
+	char id[64], *out;
+
+	(void)state;
+	create("k1", "{\"shape\":\"s-1vcpu-1gb\"}", id, sizeof(id));
+	out = exec_stdout(id, "sh", "[\"-c\",\"printf '\\\\303'; sleep 0.3; printf '\\\\251\\\\001\\\"\\\\377'\"]");
+	assert_string_equal(out, "\xc3\xa9\x01\"\xef\xbf\xbd");
+	free(out);
+}
+
 /* contained mode: each sandbox's guests live in a PID namespace of their own. They see and
  * signal only guests, so even `kill -9 -1` (every process the caller may
  * signal) stays inside: the mock and this test outlive it, while a
@@ -163,6 +177,7 @@ int main(void)
 		cmocka_unit_test_setup(exec_buffered, mf_reset),
 		cmocka_unit_test_setup(guests_have_their_own_pid_namespace, mf_reset),
 		cmocka_unit_test_setup(exec_streaming_ndjson, mf_reset),
+		cmocka_unit_test_setup(exec_output_escaped_in_pieces, mf_reset),
 	};
 
 	return cmocka_run_group_tests(tests, mf_group_setup, mf_group_teardown);

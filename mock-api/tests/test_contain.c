@@ -34,6 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "contain_round2.h"
 #include "contain_util.h"
 
 #ifndef CONTAIN_SRC_DIR
@@ -1461,6 +1462,10 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup(fork_bomb_bounded_by_pids, setup),
 		cmocka_unit_test_setup(memory_over_shape_exits_137, setup),
 		cmocka_unit_test_setup(pause_freezes_background, setup),
+		cmocka_unit_test_setup_teardown(internet_flood_leaves_other_tenants_theirs, setup, round2_teardown),
+		cmocka_unit_test_setup_teardown(internet_slow_head_has_a_deadline, setup, round2_teardown),
+		cmocka_unit_test_setup_teardown(dns_flood_held_to_a_share, setup, round2_teardown),
+		cmocka_unit_test_setup_teardown(exec_output_amplification_bounded, setup, round2_teardown),
 		cmocka_unit_test_setup(no_guest_survives_mock_kill, setup),
 		cmocka_unit_test_setup(next_mock_sweeps_killed_mocks_groups, setup),
 		cmocka_unit_test_setup(nothing_left_behind, setup),
