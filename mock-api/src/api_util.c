@@ -6,6 +6,7 @@
  * Never take the model lock here, and never decide anything about a
  * particular route: that is a handler's or a route row's business. */
 #include "api.h"
+#include "workers.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -145,6 +146,19 @@ static bool parse_u(const char *s, uint64_t max, uint64_t *v)
 		return false;
 	*v = x;
 	return true;
+}
+
+bool api_query_u(mreq *r, mresp *out, const char *key, uint64_t max, uint64_t dflt, uint64_t *v)
+{
+	const char *q = req_query(r, key);
+	char msg[128];
+
+	*v = dflt;
+	if (q == NULL || parse_u(q, max, v))
+		return true;
+	snprintf(msg, sizeof(msg), "%s must be an integer from 0 to %llu", key, (unsigned long long)max);
+	resp_fail(out, 400, key, "INVALID_REQUEST", msg);
+	return false;
 }
 
 bool api_page_params(mreq *r, mresp *out, size_t *limit, size_t *offset)
@@ -290,4 +304,36 @@ void api_coll_delete(mreq *r, mresp *out, mock_tenant *t, mock_coll c, const cha
 		resp_mock_err(out, &e);
 	else
 		api_ok(out, deleted_key);
+}
+
+/* ---- NDJSON streams ---- */
+
+size_t api_pending_take(sbx_strbuf *pending, size_t *off, char *out, size_t max)
+{
+	size_t n;
+
+	if (*off >= pending->len) {
+		sbx_strbuf_reset(pending);
+		*off = 0;
+		return 0;
+	}
+	n = pending->len - *off;
+	if (n > max)
+		n = max;
+	memcpy(out, pending->data + *off, n);
+	*off += n;
+	return n;
+}
+
+void api_ndjson_response(mreq *r, mresp *out, MHD_ContentReaderCallback reader, void *cls,
+			 MHD_ContentReaderFreeCallback free_fn, void (*cancel)(void *cls))
+{
+	out->custom = mock_blocking_response(r, MHD_SIZE_UNKNOWN, reader, cls, free_fn, cancel);
+	if (out->custom == NULL) {
+		resp_error(out, 500, "out of memory");
+		return;
+	}
+	out->status = 200;
+	out->ctype = "application/x-ndjson";
+	resp_header(out, "Cache-Control", "no-cache");
 }

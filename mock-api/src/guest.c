@@ -387,6 +387,7 @@ void mock_guest_free(mock_guest *g, bool remove_tree)
 	 * another process by now (guest_add_pgid kills a late one itself) */
 	if (!mock_guest_dead(g))
 		mock_guest_kill(g);
+	guest_procs_free(g);
 	mock_cell_stop(g->cell); /* reaped: every guest process is gone */
 	if (remove_tree)
 		remove_tree_at(AT_FDCWD, g->fs);
