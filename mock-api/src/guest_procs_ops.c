@@ -227,7 +227,8 @@ static int events_since(const mproc *p, uint64_t *after, bool first, sbx_strbuf 
 		if (e->stream == MPROC_STREAM_EXIT)
 			done = 1;
 	}
-	return done;
+	/* the exit is the last event: a client already past it is done */
+	return done || (p->tree_exited && *after >= p->last_seq);
 }
 
 int mock_mproc_events(mock_guest *g, const char *id, uint64_t *after, bool first, int timeout_ms,
