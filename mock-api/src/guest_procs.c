@@ -6,7 +6,7 @@
  * Locking: one mutex and one condition variable per guest's table guard
  * every process in it; a reader thread takes the mutex only to append, and
  * never while it reads or polls. A process is freed only after its reader
- * thread was joined (eviction of an exited one, or guest_procs_free). */
+ * thread was joined (eviction of an exited one, or procs_free). */
 #define _GNU_SOURCE
 #include "guest_procs_internal.h"
 
@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/wait.h>
 #include <termios.h>
 #include <time.h>
 #include <unistd.h>
@@ -38,6 +39,123 @@ static void close_fd(int *fd)
 	if (*fd >= 0)
 		close(*fd);
 	*fd = -1;
+}
+
+/* ---- signals ---- */
+
+static const struct {
+	const char *name;
+	int sig;
+} SIGNALS[] = {
+	{"SIGHUP", SIGHUP},   {"SIGINT", SIGINT},   {"SIGQUIT", SIGQUIT}, {"SIGKILL", SIGKILL},
+	{"SIGTERM", SIGTERM}, {"SIGUSR1", SIGUSR1}, {"SIGUSR2", SIGUSR2}, {"SIGWINCH", SIGWINCH},
+	/* below: names for views only, not accepted by the signal route */
+	{"SIGABRT", SIGABRT}, {"SIGSEGV", SIGSEGV}, {"SIGPIPE", SIGPIPE}, {"SIGALRM", SIGALRM},
+	{"SIGBUS", SIGBUS},   {"SIGFPE", SIGFPE},   {"SIGILL", SIGILL},   {"SIGSYS", SIGSYS},
+	{"SIGXCPU", SIGXCPU},
+};
+#define NACCEPTED 8
+
+int mock_mproc_signal_number(const char *name)
+{
+	for (size_t i = 0; name != NULL && i < NACCEPTED; i++) {
+		if (strcmp(SIGNALS[i].name, name) == 0)
+			return SIGNALS[i].sig;
+	}
+	return 0;
+}
+
+void mproc_signal_name(int sig, char *buf, size_t cap)
+{
+	for (size_t i = 0; i < sizeof(SIGNALS) / sizeof(SIGNALS[0]); i++) {
+		if (SIGNALS[i].sig == sig) {
+			snprintf(buf, cap, "%s", SIGNALS[i].name);
+			return;
+		}
+	}
+	snprintf(buf, cap, "SIG%d", sig);
+}
+
+void mproc_group_signal(mock_guest *g, pid_t pgid, int sig)
+{
+	if (pgid <= 1)
+		return;
+	if (g->cell != NULL) {
+		mock_cell_signal(g->cell, pgid, sig);
+		if (sig == SIGKILL || sig == SIGTERM)
+			mock_cell_signal(g->cell, pgid, SIGCONT);
+		return;
+	}
+	kill(-pgid, sig);
+	if (sig == SIGKILL || sig == SIGTERM)
+		kill(-pgid, SIGCONT);
+}
+
+/* ---- views ---- */
+
+static void add_time(cJSON *o, const char *key, int64_t ms)
+{
+	time_t secs = (time_t)(ms / 1000);
+	struct tm tm;
+	char buf[64];
+
+	gmtime_r(&secs, &tm);
+	snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+		 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ms % 1000));
+	cJSON_AddStringToObject(o, key, buf);
+}
+
+static const char *state_name(mproc_state s)
+{
+	return s == MPROC_RUNNING ? "running" : s == MPROC_TERMINATING ? "terminating" : "exited";
+}
+
+/* exit_code and signal: null while the leader runs; a leader killed by a
+ * signal has exit_code 128 + its number (as exec reports it) and the
+ * signal's name. */
+static void add_exit(cJSON *o, const mproc *p)
+{
+	char name[16];
+
+	if (!p->leader_exited) {
+		cJSON_AddNullToObject(o, "exit_code");
+		cJSON_AddNullToObject(o, "signal");
+	} else if (WIFSIGNALED(p->wstatus)) {
+		mproc_signal_name(WTERMSIG(p->wstatus), name, sizeof(name));
+		cJSON_AddNumberToObject(o, "exit_code", 128 + WTERMSIG(p->wstatus));
+		cJSON_AddStringToObject(o, "signal", name);
+	} else {
+		cJSON_AddNumberToObject(o, "exit_code", WEXITSTATUS(p->wstatus));
+		cJSON_AddNullToObject(o, "signal");
+	}
+}
+
+cJSON *mproc_view(const mproc *p)
+{
+	cJSON *o = cJSON_CreateObject(), *args = cJSON_AddArrayToObject(o, "args");
+	cJSON *out = cJSON_AddObjectToObject(o, "output");
+
+	cJSON_AddStringToObject(o, "process_id", p->id);
+	cJSON_AddStringToObject(o, "kind", p->pty ? "pty" : "process");
+	cJSON_AddNumberToObject(o, "pid", p->pid);
+	cJSON_AddStringToObject(o, "state", state_name(p->state));
+	cJSON_AddBoolToObject(o, "leader_exited", p->leader_exited);
+	cJSON_AddBoolToObject(o, "tree_exited", p->tree_exited);
+	add_time(o, "created_at", p->created_ms);
+	if (p->tree_exited)
+		add_time(o, "finished_at", p->finished_ms);
+	else
+		cJSON_AddNullToObject(o, "finished_at");
+	add_exit(o, p);
+	cJSON_AddStringToObject(o, "cmd", p->cmd);
+	for (size_t i = 0; i < p->nargs; i++)
+		cJSON_AddItemToArray(args, cJSON_CreateString(p->args[i]));
+	cJSON_AddStringToObject(o, "cwd", p->cwd);
+	cJSON_AddNullToObject(o, "foreground");
+	cJSON_AddNumberToObject(out, "oldest_seq", p->head != NULL ? (double)p->head->seq : 0);
+	cJSON_AddNumberToObject(out, "newest_seq", (double)p->last_seq);
+	cJSON_AddNumberToObject(out, "bytes", (double)p->bytes);
+	return o;
 }
 
 /* ---- the ring ---- */
@@ -175,6 +293,8 @@ static void *reader_main(void *arg)
 
 /* ---- the table ---- */
 
+static void procs_free(mock_guest *g);
+
 /* The guest's table, made on first use; NULL when out of memory. */
 mproc_table *mproc_table_of(mock_guest *g, bool make)
 {
@@ -193,6 +313,7 @@ mproc_table *mproc_table_of(mock_guest *g, bool make)
 			pthread_cond_init(&t->cv, &ca);
 			pthread_condattr_destroy(&ca);
 			g->procs = t;
+			g->procs_free = procs_free;
 		}
 	}
 	pthread_mutex_unlock(&g->lock);
@@ -248,7 +369,9 @@ static bool table_room(mproc_table *t, mproc **gone)
 	return false;
 }
 
-void guest_procs_free(mock_guest *g)
+/* The guest's procs_free hook: stops the reader threads (the guest is
+ * killed by then, so they end) and frees everything. */
+static void procs_free(mock_guest *g)
 {
 	mproc_table *t = g->procs;
 
@@ -273,7 +396,7 @@ static int pty_open(mock_guest *g, unsigned rows, unsigned cols, int *master, in
 {
 	struct winsize ws = {.ws_row = (unsigned short)rows, .ws_col = (unsigned short)cols};
 	char path[64];
-	pid_t cell = mock_guest_cell_pid(g);
+	pid_t cell = g->cell != NULL ? mock_cell_pid(g->cell) : -1;
 
 	*master = -1;
 	if (cell > 0) {

@@ -71,6 +71,8 @@ int64_t mproc_wall_ms(void);
 mproc_table *mproc_table_of(mock_guest *g, bool make);
 /* The process by id (lock held), NULL when none. */
 mproc *mproc_find(mproc_table *t, const char *id);
+/* The name of sig ("SIGTERM"; "SIG<n>" for one without a name here). */
+void mproc_signal_name(int sig, char *buf, size_t cap);
 /* p's view (lock held). */
 cJSON *mproc_view(const mproc *p);
 /* sig to p's process group (and SIGCONT after SIGKILL/SIGTERM, so a
