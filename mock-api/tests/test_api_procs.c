@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -521,6 +522,76 @@ static void process_count_is_bounded(void **state)
 	th_resp_free(&r);
 }
 
+typedef struct follow_arg {
+	const char *sb, *pid;
+	long status;
+	CURLcode rc;
+	double seconds;
+	events ev;
+} follow_arg;
+
+/* A client following the process's stream while its sandbox goes. */
+static void *follow_main(void *arg)
+{
+	follow_arg *f = arg;
+	char path[256];
+	th_req rq = {0};
+	th_resp r;
+
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/processes/%s/connect", f->sb, f->pid);
+	rq.method = "GET";
+	rq.url = U;
+	rq.path = path;
+	rq.key = "k1";
+	rq.timeout_ms = DEADLINE_S * 1000;
+	th_do(&rq, &r);
+	f->status = r.status;
+	f->rc = r.curl_rc;
+	f->seconds = r.seconds;
+	if (r.status == 200)
+		events_parse(sbx_strbuf_str(&r.body), &f->ev);
+	th_resp_free(&r);
+	return NULL;
+}
+
+/* Destroying the sandbox kills its processes: a stream following one ends
+ * (with the exit, or the connect came too late and got the sandbox's
+ * refusal), never hangs. */
+static void destroy_kills_processes_and_ends_streams(void **state)
+{
+	char sb[64], pid[32], path[128];
+	follow_arg f = {0};
+	pthread_t th;
+	th_resp r;
+
+	(void)state;
+	create("k1", "{\"shape\":\"s-1vcpu-1gb\"}", sb, sizeof(sb));
+	proc_create(sb, "{\"cmd\":\"sh\",\"args\":[\"-c\",\"while :; do echo tick; sleep 0.05; done\"]}", pid,
+		    sizeof(pid));
+	await_output(sb, pid, "tick\n");
+	f.sb = sb;
+	f.pid = pid;
+	assert_int_equal(pthread_create(&th, NULL, follow_main, &f), 0);
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s", sb);
+	th_json(U, "k1", "DELETE", path, NULL, &r);
+	expect_status(&r, 200, "destroy");
+	th_resp_free(&r);
+	pthread_join(th, NULL);
+	assert_true(f.seconds < DEADLINE_S - 5);
+	if (f.status == 200) {
+		assert_int_equal(f.rc, CURLE_OK);
+		assert_true(f.ev.exited);
+		assert_string_equal(f.ev.signal, "SIGKILL");
+		sbx_strbuf_free(&f.ev.text);
+	} else {
+		assert_true(f.status == 404 || f.status == 409);
+	}
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/processes", sb);
+	th_json(U, "k1", "GET", path, NULL, &r);
+	assert_true(r.status == 404 || r.status == 409);
+	th_resp_free(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -532,6 +603,7 @@ int main(void)
 		cmocka_unit_test_setup(pause_freezes_a_process, mf_reset),
 		cmocka_unit_test_setup(errors_and_bounds, mf_reset),
 		cmocka_unit_test_setup(process_count_is_bounded, mf_reset),
+		cmocka_unit_test_setup(destroy_kills_processes_and_ends_streams, mf_reset),
 	};
 
 	return cmocka_run_group_tests(tests, mf_group_setup, mf_group_teardown);
