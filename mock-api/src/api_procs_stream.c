@@ -151,5 +151,12 @@ void api_procs_connect(mreq *r, mresp *out, mock_tenant *t)
 		return;
 	}
 	cJSON_Delete(v);
+	if (strcmp(r->method, "HEAD") == 0) {
+		/* the stream's status and type, no body: a chunked answer to HEAD
+		 * would still carry its terminating chunk */
+		mock_op_io_end(r->mock, op.sb);
+		resp_raw(out, 200, "application/x-ndjson", strdup(""), 0);
+		return;
+	}
 	conn_start(r, out, &op, g, pid, after);
 }

@@ -81,9 +81,18 @@ void rw_make(const char *key, rw_tenant *t)
 	expect_status(&r, 200, "rw_make: file");
 	th_resp_free(&r);
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s/processes", t->sandbox);
-	th_json(U, key, "POST", path, "{\"cmd\":\"sleep\",\"args\":[\"3600\"]}", &r);
+	snprintf(body, sizeof(body), "{\"cmd\":\"echo\",\"args\":[\"mark-%s\"]}", key);
+	th_json(U, key, "POST", path, body, &r);
 	expect_status(&r, 200, "rw_make: process");
 	copy_data_str(&r, "process_id", t->proc, sizeof(t->proc));
+	th_resp_free(&r);
+	/* ended before anyone looks: its view no longer changes, and its
+	 * connect stream and wait answer at once (route walks GET them) */
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/processes/%s/wait?scope=tree&timeout_ms=60000",
+		 t->sandbox, t->proc);
+	th_json(U, key, "GET", path, NULL, &r);
+	expect_status(&r, 200, "rw_make: process wait");
+	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(r.json, "data"), "tree_exited")));
 	th_resp_free(&r);
 }
 

@@ -13,7 +13,7 @@
 
 /* One tenant's resources: a running sandbox (its ip), a network it is
  * attached to, a disk attached at /mnt/d, a template, a file
- * /workspace/mark.txt holding "mark-<key>", a managed process (sleeping). */
+ * /workspace/mark.txt holding "mark-<key>", a managed process (exited). */
 typedef struct rw_tenant {
 	char key[32];
 	char sandbox[64], ip[32], network[64], disk[64], tpl[64], proc[32];
