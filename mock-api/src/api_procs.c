@@ -20,7 +20,7 @@
 
 #define WAIT_DEFAULT_MS 30000
 #define WAIT_MAX_MS 300000
-#define GRACE_MAX_MS 60000
+#define GRACE_MAX_MS 600000 /* a DELETE holds a worker thread that long at most */
 #define PTY_DEFAULT_ROWS 24
 #define PTY_DEFAULT_COLS 80
 

@@ -288,6 +288,33 @@ static void pty_resize_shows_in_stty_size(void **state)
 	th_resp_free(&r);
 }
 
+/* The PTY is the shell's controlling terminal: a resize sends SIGWINCH to
+ * its foreground group, which the shell's trap reports. */
+static void pty_resize_sends_sigwinch(void **state)
+{
+	char sb[64], pid[32];
+	th_resp r;
+
+	(void)state;
+	create("k1", "{\"shape\":\"s-1vcpu-1gb\"}", sb, sizeof(sb));
+	proc_create(sb,
+		    "{\"cmd\":\"sh\",\"args\":[\"-c\",\"trap 'echo winch; stty size' WINCH; echo ready; "
+		    "while :; do sleep 0.05; done\"],\"pty\":{\"rows\":24,\"cols\":80}}",
+		    pid, sizeof(pid));
+	await_output(sb, pid, "ready");
+	proc_call(sb, pid, "POST", "/resize", "{\"rows\":40,\"cols\":120}", &r);
+	expect_status(&r, 200, "resize");
+	th_resp_free(&r);
+	await_output(sb, pid, "winch\r\n40 120\r\n");
+	proc_call(sb, pid, "POST", "/signal", "{\"signal\":\"SIGHUP\"}", &r);
+	expect_status(&r, 200, "SIGHUP");
+	th_resp_free(&r);
+	proc_wait(sb, pid, "tree", DEADLINE_S * 1000, &r);
+	assert_true(data_bool(&r, "tree_exited"));
+	assert_string_equal(th_data_str(&r, "signal"), "SIGHUP");
+	th_resp_free(&r);
+}
+
 /* A tree that ignores SIGTERM is killed once grace_ms is over; one that
  * obeys ends by SIGTERM well before its (long) grace. */
 static void tree_terminated_with_grace(void **state)
@@ -598,6 +625,7 @@ int main(void)
 		cmocka_unit_test_setup(output_replayed_from_after, mf_reset),
 		cmocka_unit_test_setup(connect_survives_disconnect_input_and_stdin_close, mf_reset),
 		cmocka_unit_test_setup(pty_resize_shows_in_stty_size, mf_reset),
+		cmocka_unit_test_setup(pty_resize_sends_sigwinch, mf_reset),
 		cmocka_unit_test_setup(tree_terminated_with_grace, mf_reset),
 		cmocka_unit_test_setup(wait_scopes_leader_and_tree, mf_reset),
 		cmocka_unit_test_setup(pause_freezes_a_process, mf_reset),
