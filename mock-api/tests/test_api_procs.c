@@ -66,6 +66,19 @@ static void proc_call(const char *sb, const char *pid, const char *method, const
 	th_json(U, "k1", method, path, body, r);
 }
 
+/* proc_call whose answer matters only by its status. */
+static void proc_expect(const char *sb, const char *pid, const char *method, const char *suffix,
+			const char *body, long want)
+{
+	char what[128];
+	th_resp r;
+
+	snprintf(what, sizeof(what), "%s %s%s", method, pid, suffix);
+	proc_call(sb, pid, method, suffix, body, &r);
+	expect_status(&r, want, what);
+	th_resp_free(&r);
+}
+
 /* What a connect stream carried: the decoded output, the last seq, the
  * first data event's seq and bytes, whether the exit came and its code. */
 typedef struct events {
@@ -237,9 +250,7 @@ static void connect_survives_disconnect_input_and_stdin_close(void **state)
 	assert_int_equal(data_item(&r, "input_seq")->valueint, 1);
 	th_resp_free(&r);
 	await_output(sb, pid, "hello\n");
-	proc_call(sb, pid, "POST", "/stdin/close", NULL, &r);
-	expect_status(&r, 200, "stdin/close");
-	th_resp_free(&r);
+	proc_expect(sb, pid, "POST", "/stdin/close", NULL, 200);
 	proc_wait(sb, pid, "tree", DEADLINE_S * 1000, &r);
 	assert_true(data_bool(&r, "tree_exited"));
 	th_resp_free(&r);
@@ -248,9 +259,7 @@ static void connect_survives_disconnect_input_and_stdin_close(void **state)
 	assert_true(all.exited);
 	sbx_strbuf_free(&all.text);
 	/* input after the end */
-	proc_call(sb, pid, "POST", "/input", "{\"data_base64\":\"aGVsbG8K\"}", &r);
-	expect_status(&r, 409, "input to an exited process");
-	th_resp_free(&r);
+	proc_expect(sb, pid, "POST", "/input", "{\"data_base64\":\"aGVsbG8K\"}", 409);
 }
 
 static void pty_resize_shows_in_stty_size(void **state)
@@ -266,9 +275,7 @@ static void pty_resize_shows_in_stty_size(void **state)
 		    "\"pty\":{\"rows\":30,\"cols\":100}}",
 		    pid, sizeof(pid));
 	await_output(sb, pid, "30 100");
-	proc_call(sb, pid, "POST", "/resize", "{\"rows\":50,\"cols\":132}", &r);
-	expect_status(&r, 200, "resize");
-	th_resp_free(&r);
+	proc_expect(sb, pid, "POST", "/resize", "{\"rows\":50,\"cols\":132}", 200);
 	proc_call(sb, pid, "POST", "/input", "{\"data_base64\":\"eAo=\"}", &r); /* x\n */
 	expect_status(&r, 200, "pty input");
 	th_resp_free(&r);
@@ -283,9 +290,7 @@ static void pty_resize_shows_in_stty_size(void **state)
 		assert_non_null(strstr(sbx_strbuf_str(&all.text), "/dev/pts/"));
 	sbx_strbuf_free(&all.text);
 	/* a PTY has no stdin pipe; a pipe process cannot be resized */
-	proc_call(sb, pid, "POST", "/stdin/close", NULL, &r);
-	expect_status(&r, 409, "stdin/close of a PTY");
-	th_resp_free(&r);
+	proc_expect(sb, pid, "POST", "/stdin/close", NULL, 409);
 }
 
 /* The PTY is the shell's controlling terminal: a resize sends SIGWINCH to
@@ -302,13 +307,9 @@ static void pty_resize_sends_sigwinch(void **state)
 		    "while :; do sleep 0.05; done\"],\"pty\":{\"rows\":24,\"cols\":80}}",
 		    pid, sizeof(pid));
 	await_output(sb, pid, "ready");
-	proc_call(sb, pid, "POST", "/resize", "{\"rows\":40,\"cols\":120}", &r);
-	expect_status(&r, 200, "resize");
-	th_resp_free(&r);
+	proc_expect(sb, pid, "POST", "/resize", "{\"rows\":40,\"cols\":120}", 200);
 	await_output(sb, pid, "winch\r\n40 120\r\n");
-	proc_call(sb, pid, "POST", "/signal", "{\"signal\":\"SIGHUP\"}", &r);
-	expect_status(&r, 200, "SIGHUP");
-	th_resp_free(&r);
+	proc_expect(sb, pid, "POST", "/signal", "{\"signal\":\"SIGHUP\"}", 200);
 	proc_wait(sb, pid, "tree", DEADLINE_S * 1000, &r);
 	assert_true(data_bool(&r, "tree_exited"));
 	assert_string_equal(th_data_str(&r, "signal"), "SIGHUP");
@@ -443,9 +444,7 @@ static void pause_freezes_a_process(void **state)
 	sleep(1);
 	b = newest_seq(sb, pid);
 	assert_true(a == b);
-	proc_call(sb, pid, "POST", "/input", "{\"data_base64\":\"eAo=\"}", &r);
-	expect_status(&r, 409, "input while paused");
-	th_resp_free(&r);
+	proc_expect(sb, pid, "POST", "/input", "{\"data_base64\":\"eAo=\"}", 409);
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s/resume", sb);
 	th_json(U, "k1", "POST", path, NULL, &r);
 	assert_true(r.status == 200 || r.status == 202);
@@ -486,13 +485,9 @@ static void errors_and_bounds(void **state)
 	th_json(U, "k2", "GET", path, NULL, &r);
 	expect_status(&r, 404, "another tenant's sandbox");
 	th_resp_free(&r);
-	proc_call(sb, "proc_999", "GET", "", NULL, &r);
-	expect_status(&r, 404, "unknown process");
-	th_resp_free(&r);
+	proc_expect(sb, "proc_999", "GET", "", NULL, 404);
 	proc_create(sb, "{\"cmd\":\"cat\"}", pid, sizeof(pid));
-	proc_call(sb, pid, "POST", "/resize", "{\"rows\":10,\"cols\":10}", &r);
-	expect_status(&r, 409, "resize a pipe process");
-	th_resp_free(&r);
+	proc_expect(sb, pid, "POST", "/resize", "{\"rows\":10,\"cols\":10}", 409);
 	proc_call(sb, pid, "POST", "/signal", "{\"signal\":\"SIGSEGV\"}", &r);
 	expect_status(&r, 400, "a signal the API does not take");
 	assert_non_null(fail_field(&r, "signal"));
@@ -511,9 +506,7 @@ static void errors_and_bounds(void **state)
 	th_resp_free(&r);
 	free(big);
 	sbx_strbuf_free(&body);
-	proc_call(sb, pid, "POST", "/signal", "{\"signal\":\"SIGKILL\"}", &r);
-	expect_status(&r, 200, "signal");
-	th_resp_free(&r);
+	proc_expect(sb, pid, "POST", "/signal", "{\"signal\":\"SIGKILL\"}", 200);
 	proc_wait(sb, pid, "tree", DEADLINE_S * 1000, &r);
 	assert_string_equal(th_data_str(&r, "signal"), "SIGKILL");
 	assert_int_equal(data_item(&r, "exit_code")->valueint, 137);
@@ -540,13 +533,9 @@ static void process_count_is_bounded(void **state)
 	th_json(U, "k1", "GET", path, NULL, &r);
 	assert_int_equal(cJSON_GetArraySize(data_item(&r, "processes")), MOCK_MPROC_MAX);
 	th_resp_free(&r);
-	proc_call(sb, first, "DELETE", "", NULL, &r);
-	expect_status(&r, 200, "delete the first");
-	th_resp_free(&r);
+	proc_expect(sb, first, "DELETE", "", NULL, 200);
 	proc_create(sb, "{\"cmd\":\"true\"}", pid, sizeof(pid)); /* evicts the exited first */
-	proc_call(sb, first, "GET", "", NULL, &r);
-	expect_status(&r, 404, "the evicted process");
-	th_resp_free(&r);
+	proc_expect(sb, first, "GET", "", NULL, 404);
 }
 
 typedef struct follow_arg {
