@@ -51,7 +51,8 @@ typedef struct mproc {
 	int wstatus;
 	int64_t finished_ms;
 	uint64_t input_seq;
-	unsigned waiters;       /* wait/terminate calls holding p across a cond wait: not evicted */
+	unsigned waiters;       /* calls holding p while the lock is released (wait, terminate,
+				 * input): not evicted */
 	mproc_event *head, *tail; /* the ring, oldest first */
 	size_t bytes;
 	uint64_t last_seq;

@@ -5,6 +5,7 @@
 #include "guest_procs_internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -192,29 +193,57 @@ static int write_all(int fd, const char *data, size_t len)
 	return 0;
 }
 
+/* The descriptor input goes to, duplicated (lock held), and p held
+ * (waiters) so that it outlives the write made without the lock; -1 with
+ * *status and err when there is none. */
+static int input_fd(mproc *p, const char *id, int *status, sbx_err *err)
+{
+	int fd = p->pty ? p->master : p->in_fd;
+
+	*status = 409;
+	if (p->tree_exited || fd < 0) {
+		sbx_err_set(err, "process %s %s", id, p->tree_exited ? "has exited" : "has its stdin closed");
+		return -1;
+	}
+	fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	if (fd < 0) {
+		*status = 500;
+		sbx_err_set(err, "process %s: input: %s", id, strerror(errno));
+		return -1;
+	}
+	p->waiters++;
+	return fd;
+}
+
+/* Writes without the table lock: a process slow to read its input never
+ * holds up the reader threads of the others. */
 int mock_mproc_input(mock_guest *g, const char *id, const void *data, size_t len, uint64_t *seq,
 		     int *status, sbx_err *err)
 {
 	mproc_table *t;
 	mproc *p = locked_find(g, id, &t, status, err);
-	int fd, rc = -1;
+	int fd, rc, werr;
 
 	if (p == NULL)
 		return -1;
-	fd = p->pty ? p->master : p->in_fd;
-	*status = 409;
-	if (p->tree_exited || fd < 0) {
-		sbx_err_set(err, "process %s %s", id, p->tree_exited ? "has exited" : "has its stdin closed");
-	} else if (write_all(fd, data, len) != 0) {
-		*status = errno == ETIMEDOUT ? 503 : 409;
-		sbx_err_set(err, "process %s: input: %s", id,
-			    errno == ETIMEDOUT ? "not read within 5 s (the process is not reading stdin)"
-					       : strerror(errno));
-	} else {
-		*seq = ++p->input_seq;
-		rc = 0;
-	}
+	fd = input_fd(p, id, status, err);
 	pthread_mutex_unlock(&t->lock);
+	if (fd < 0)
+		return -1;
+	rc = write_all(fd, data, len);
+	werr = errno;
+	close(fd);
+	pthread_mutex_lock(&t->lock);
+	p->waiters--;
+	if (rc == 0)
+		*seq = ++p->input_seq;
+	pthread_mutex_unlock(&t->lock);
+	if (rc != 0) {
+		*status = werr == ETIMEDOUT ? 503 : 409;
+		sbx_err_set(err, "process %s: input: %s", id,
+			    werr == ETIMEDOUT ? "not read within 5 s (the process is not reading stdin)"
+					      : strerror(werr));
+	}
 	return rc;
 }
 

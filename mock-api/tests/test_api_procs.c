@@ -513,6 +513,34 @@ static void errors_and_bounds(void **state)
 	th_resp_free(&r);
 }
 
+/* A process that does not read its stdin: once the pipe is full, input
+ * gets 503 after its 5 s deadline, and the other processes' output still
+ * flows meanwhile. */
+static void input_not_read_is_503(void **state)
+{
+	char sb[64], pid[32], other[32];
+	size_t n = MOCK_MPROC_INPUT_MAX / 3 * 4;
+	sbx_strbuf body = SBX_STRBUF_INIT;
+	th_resp r;
+
+	(void)state;
+	create("k1", "{\"shape\":\"s-1vcpu-1gb\"}", sb, sizeof(sb));
+	proc_create(sb, "{\"cmd\":\"sleep\",\"args\":[\"300\"]}", pid, sizeof(pid));
+	proc_create(sb, "{\"cmd\":\"sh\",\"args\":[\"-c\",\"read x; echo got $x\"]}", other, sizeof(other));
+	sbx_strbuf_puts(&body, "{\"data_base64\":\"");
+	for (size_t i = 0; i < n; i++)
+		sbx_strbuf_append(&body, "A", 1);
+	sbx_strbuf_puts(&body, "\"}");
+	proc_expect(sb, pid, "POST", "/input", sbx_strbuf_str(&body), 200); /* 64 KiB - 1: fits the pipe (64 KiB) */
+	proc_call(sb, pid, "POST", "/input", sbx_strbuf_str(&body), &r); /* does not */
+	expect_status(&r, 503, "input nobody reads");
+	assert_true(r.seconds >= 4.5);
+	th_resp_free(&r);
+	proc_expect(sb, other, "POST", "/input", "{\"data\":\"x\\n\"}", 200);
+	await_output(sb, other, "got x\n");
+	sbx_strbuf_free(&body);
+}
+
 /* MOCK_MPROC_MAX live processes fill the table; an exited one makes room. */
 static void process_count_is_bounded(void **state)
 {
@@ -619,6 +647,7 @@ int main(void)
 		cmocka_unit_test_setup(wait_scopes_leader_and_tree, mf_reset),
 		cmocka_unit_test_setup(pause_freezes_a_process, mf_reset),
 		cmocka_unit_test_setup(errors_and_bounds, mf_reset),
+		cmocka_unit_test_setup(input_not_read_is_503, mf_reset),
 		cmocka_unit_test_setup(process_count_is_bounded, mf_reset),
 		cmocka_unit_test_setup(destroy_kills_processes_and_ends_streams, mf_reset),
 	};
