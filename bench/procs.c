@@ -28,8 +28,8 @@
 #define MAX_SAMPLES 100000
 
 typedef struct follower {
-	sbx_strbuf line;       /* the NDJSON line being received */
-	sbx_strbuf text;       /* decoded output not yet ended by a newline */
+	sbx_strbuf line; /* the NDJSON line being received */
+	sbx_strbuf text; /* decoded output not yet ended by a newline */
 	double *lat;
 	size_t n, want;
 } follower;
@@ -47,7 +47,8 @@ static void take_lines(follower *f, double arrived)
 {
 	char *start = f->text.data, *nl;
 
-	while (start != NULL && (nl = memchr(start, '\n', f->text.len - (size_t)(start - f->text.data))) != NULL) {
+	while (start != NULL &&
+	       (nl = memchr(start, '\n', f->text.len - (size_t)(start - f->text.data))) != NULL) {
 		char *end = NULL;
 		long long ns = strtoll(start, &end, 10);
 
@@ -69,7 +70,8 @@ static void take_event(follower *f, const char *json, double arrived)
 	const cJSON *d = cJSON_GetObjectItemCaseSensitive(e, "data_base64");
 	char why[128];
 	size_t n = 0;
-	char *bytes = cJSON_IsString(d) ? mock_b64_decode(d->valuestring, &n, why, sizeof(why)) : NULL;
+	char *bytes =
+		cJSON_IsString(d) ? mock_b64_decode(d->valuestring, &n, why, sizeof(why)) : NULL;
 
 	if (bytes != NULL) {
 		sbx_strbuf_append(&f->text, bytes, n);
@@ -144,8 +146,7 @@ out_free:
 static void follow(sbx_http_client *c, const char *base, follower *f)
 {
 	char path[256];
-	sbx_http_req rq = {.method = "GET", .path = path, .query = "after=0",
-			   .timeout_ms = 600000};
+	sbx_http_req rq = {.method = "GET", .path = path, .query = "after=0", .timeout_ms = 600000};
 	sbx_http_resp out = {0};
 	sbx_err err;
 
@@ -177,7 +178,8 @@ int main(int argc, char **argv)
 		else if (opt == 'w')
 			work_dir = optarg;
 		else {
-			fprintf(stderr, "usage: bench-procs [-n samples=200] [-m guest-mode] [-w work-dir]\n");
+			fprintf(stderr, "usage: bench-procs [-n samples=200] [-m guest-mode] [-w "
+					"work-dir]\n");
 			return 2;
 		}
 	}

@@ -18,9 +18,9 @@
 #include "base64.h"
 #include "guest_procs.h"
 
-#define WAIT_DEFAULT_MS 30000
-#define WAIT_MAX_MS 300000
-#define GRACE_MAX_MS 600000 /* a DELETE holds a worker thread that long at most */
+#define WAIT_DEFAULT_MS	 30000
+#define WAIT_MAX_MS	 300000
+#define GRACE_MAX_MS	 600000 /* a DELETE holds a worker thread that long at most */
 #define PTY_DEFAULT_ROWS 24
 #define PTY_DEFAULT_COLS 80
 
@@ -53,9 +53,11 @@ static bool parse_args(const cJSON *b, create_args *a, mresp *out)
 		resp_error(out, 500, "out of memory");
 		return false;
 	}
-	cJSON_ArrayForEach(it, args) {
+	cJSON_ArrayForEach(it, args)
+	{
 		if (!cJSON_IsString(it)) {
-			resp_fail(out, 400, "args", "INVALID_REQUEST", "args must be an array of strings");
+			resp_fail(out, 400, "args", "INVALID_REQUEST",
+				  "args must be an array of strings");
 			return false;
 		}
 		a->args[i++] = it->valuestring;
@@ -81,19 +83,22 @@ static bool parse_create(const cJSON *b, create_args *a, mresp *out)
 {
 	const cJSON *env = NULL, *pty = NULL, *it;
 
-	if (!api_get_str(b, "cmd", &a->q.exec.cmd, out) || !api_get_str(b, "cwd", &a->q.exec.cwd, out) ||
-	    !api_get_kind(b, "env", false, &env, out) || !api_get_kind(b, "pty", false, &pty, out) ||
-	    !parse_args(b, a, out))
+	if (!api_get_str(b, "cmd", &a->q.exec.cmd, out) ||
+	    !api_get_str(b, "cwd", &a->q.exec.cwd, out) ||
+	    !api_get_kind(b, "env", false, &env, out) ||
+	    !api_get_kind(b, "pty", false, &pty, out) || !parse_args(b, a, out))
 		return false;
 	if (a->q.exec.cmd == NULL || a->q.exec.cmd[0] == '\0') {
-		resp_fail(out, 400, "cmd", "INVALID_REQUEST", "cmd is required (an executable, not a shell line)");
+		resp_fail(out, 400, "cmd", "INVALID_REQUEST",
+			  "cmd is required (an executable, not a shell line)");
 		return false;
 	}
 	if (a->q.exec.cwd != NULL && a->q.exec.cwd[0] != '\0' && a->q.exec.cwd[0] != '/') {
 		resp_fail(out, 400, "cwd", "INVALID_REQUEST", "cwd must be an absolute path");
 		return false;
 	}
-	cJSON_ArrayForEach(it, env) {
+	cJSON_ArrayForEach(it, env)
+	{
 		if (!cJSON_IsString(it)) {
 			resp_fail(out, 400, "env", "INVALID_REQUEST", "env values must be strings");
 			return false;
@@ -170,11 +175,13 @@ static void proc_view(mreq *r, mresp *out, mock_tenant *t, proc_view_kind k)
 
 	if (!api_procs_id(r, out, pid, sizeof(pid)))
 		return;
-	if (k == PROC_WAIT && scope != NULL && strcmp(scope, "leader") != 0 && strcmp(scope, "tree") != 0) {
+	if (k == PROC_WAIT && scope != NULL && strcmp(scope, "leader") != 0 &&
+	    strcmp(scope, "tree") != 0) {
 		resp_fail(out, 400, "scope", "INVALID_REQUEST", "scope must be leader or tree");
 		return;
 	}
-	if ((k == PROC_WAIT && !api_query_u(r, out, "timeout_ms", WAIT_MAX_MS, WAIT_DEFAULT_MS, &ms)) ||
+	if ((k == PROC_WAIT &&
+	     !api_query_u(r, out, "timeout_ms", WAIT_MAX_MS, WAIT_DEFAULT_MS, &ms)) ||
 	    (k == PROC_DELETE && !api_query_u(r, out, "grace_ms", GRACE_MAX_MS, 0, &ms)))
 		return;
 	api_op_init(&op, r, t, id, sizeof(id));
@@ -186,8 +193,8 @@ static void proc_view(mreq *r, mresp *out, mock_tenant *t, proc_view_kind k)
 	if (k == PROC_GET)
 		v = mock_mproc_get(g, pid);
 	else if (k == PROC_WAIT)
-		v = mock_mproc_wait(g, pid, scope != NULL && strcmp(scope, "tree") == 0, (int64_t)ms,
-				    gone_cb, r);
+		v = mock_mproc_wait(g, pid, scope != NULL && strcmp(scope, "tree") == 0,
+				    (int64_t)ms, gone_cb, r);
 	else
 		v = mock_mproc_terminate(g, pid, (int64_t)ms);
 	mock_op_io_end(r->mock, op.sb);
@@ -216,10 +223,10 @@ void api_procs_delete(mreq *r, mresp *out, mock_tenant *t)
 typedef enum { CTL_INPUT, CTL_CLOSE, CTL_RESIZE, CTL_SIGNAL } ctl_kind;
 
 typedef struct ctl_args {
-	char *data;          /* input, decoded */
+	char *data; /* input, decoded */
 	size_t len;
 	unsigned rows, cols; /* resize */
-	int sig;             /* signal */
+	int sig;	     /* signal */
 } ctl_args;
 
 static bool parse_input(const cJSON *b, ctl_args *a, mresp *out)
@@ -235,14 +242,15 @@ static bool parse_input(const cJSON *b, ctl_args *a, mresp *out)
 	}
 	a->data = b64 != NULL ? mock_b64_decode(b64, &a->len, why, sizeof(why)) : strdup(text);
 	if (a->data == NULL) {
-		resp_fail(out, 400, "data_base64", "INVALID_REQUEST", b64 != NULL ? why : "out of memory");
+		resp_fail(out, 400, "data_base64", "INVALID_REQUEST",
+			  b64 != NULL ? why : "out of memory");
 		return false;
 	}
 	if (b64 == NULL)
 		a->len = strlen(text);
 	if (a->len > MOCK_MPROC_INPUT_MAX) {
-		snprintf(why, sizeof(why), "input is %zu bytes, over the limit of %u per request", a->len,
-			 MOCK_MPROC_INPUT_MAX);
+		snprintf(why, sizeof(why), "input is %zu bytes, over the limit of %u per request",
+			 a->len, MOCK_MPROC_INPUT_MAX);
 		resp_fail(out, 400, "data_base64", "INVALID_REQUEST", why);
 		return false;
 	}
@@ -266,9 +274,10 @@ static bool parse_ctl(mreq *r, mresp *out, ctl_kind k, ctl_args *a)
 			return false;
 		a->sig = mock_mproc_signal_number(name);
 		if (a->sig == 0)
-			resp_fail(out, 400, "signal", "INVALID_REQUEST",
-				  "signal must be one of SIGHUP, SIGINT, SIGQUIT, SIGKILL, SIGTERM, "
-				  "SIGUSR1, SIGUSR2, SIGWINCH");
+			resp_fail(
+				out, 400, "signal", "INVALID_REQUEST",
+				"signal must be one of SIGHUP, SIGINT, SIGQUIT, SIGKILL, SIGTERM, "
+				"SIGUSR1, SIGUSR2, SIGWINCH");
 		return a->sig != 0;
 	}
 	if (!api_get_int(b, "rows", 1, MOCK_MPROC_PTY_MAX, &rows, NULL, out) ||
@@ -300,7 +309,10 @@ static cJSON *ctl_run(mock_guest *g, const char *pid, ctl_kind k, const ctl_args
 	else
 		rc = mock_mproc_signal(g, pid, a->sig, &status, &err);
 	if (rc != 0) {
-		mock_err_set(e, status, status == 404 ? "NOT_FOUND" : status == 409 ? "INVALID_STATE" : "",
+		mock_err_set(e, status,
+			     status == 404   ? "NOT_FOUND"
+			     : status == 409 ? "INVALID_STATE"
+					     : "",
 			     status == 404 ? "process_id" : "error", "%s", err.msg);
 		return NULL;
 	}
@@ -308,7 +320,8 @@ static cJSON *ctl_run(mock_guest *g, const char *pid, ctl_kind k, const ctl_args
 	if (k == CTL_INPUT)
 		cJSON_AddNumberToObject(d, "input_seq", (double)seq);
 	else if (k == CTL_RESIZE)
-		cJSON_AddNumberToObject(d, "rows", a->rows), cJSON_AddNumberToObject(d, "cols", a->cols);
+		cJSON_AddNumberToObject(d, "rows", a->rows),
+			cJSON_AddNumberToObject(d, "cols", a->cols);
 	else
 		cJSON_AddBoolToObject(d, k == CTL_CLOSE ? "closed" : "signaled", true);
 	return d;

@@ -32,9 +32,9 @@ typedef struct conn_ctx {
 	bool first, done;
 	sbx_strbuf pending;
 	size_t pend_off;
-	int64_t quiet_ms;      /* since the last frame */
-	atomic_bool gone;      /* the client went away (conn_cancel) */
-	int conn_fd;           /* polled while silent, as the exec stream does */
+	int64_t quiet_ms; /* since the last frame */
+	atomic_bool gone; /* the client went away (conn_cancel) */
+	int conn_fd;	  /* polled while silent, as the exec stream does */
 } conn_ctx;
 
 static void conn_next(conn_ctx *c)
@@ -48,10 +48,12 @@ static void conn_next(conn_ctx *c)
 			atomic_store(&c->gone, true);
 			return;
 		}
-		rc = mock_mproc_events(c->g, c->pid, &c->after, c->first, EVENT_WAIT_MS, &c->pending);
+		rc = mock_mproc_events(c->g, c->pid, &c->after, c->first, EVENT_WAIT_MS,
+				       &c->pending);
 		c->first = false;
 		if (rc < 0) {
-			sbx_strbuf_printf(&c->pending, "{\"type\":\"error\",\"error\":\"process %s is gone\"}\n",
+			sbx_strbuf_printf(&c->pending,
+					  "{\"type\":\"error\",\"error\":\"process %s is gone\"}\n",
 					  c->pid);
 			c->done = true;
 			return;

@@ -23,7 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define READ_CHUNK 8192
+#define READ_CHUNK    8192
 #define POLL_SLICE_MS 50 /* plain mode notices a leader's exit this often */
 
 int64_t mproc_wall_ms(void)
@@ -47,11 +47,23 @@ static const struct {
 	const char *name;
 	int sig;
 } SIGNALS[] = {
-	{"SIGHUP", SIGHUP},   {"SIGINT", SIGINT},   {"SIGQUIT", SIGQUIT}, {"SIGKILL", SIGKILL},
-	{"SIGTERM", SIGTERM}, {"SIGUSR1", SIGUSR1}, {"SIGUSR2", SIGUSR2}, {"SIGWINCH", SIGWINCH},
+	{"SIGHUP", SIGHUP},
+	{"SIGINT", SIGINT},
+	{"SIGQUIT", SIGQUIT},
+	{"SIGKILL", SIGKILL},
+	{"SIGTERM", SIGTERM},
+	{"SIGUSR1", SIGUSR1},
+	{"SIGUSR2", SIGUSR2},
+	{"SIGWINCH", SIGWINCH},
 	/* below: names for views only, not accepted by the signal route */
-	{"SIGABRT", SIGABRT}, {"SIGSEGV", SIGSEGV}, {"SIGPIPE", SIGPIPE}, {"SIGALRM", SIGALRM},
-	{"SIGBUS", SIGBUS},   {"SIGFPE", SIGFPE},   {"SIGILL", SIGILL},   {"SIGSYS", SIGSYS},
+	{"SIGABRT", SIGABRT},
+	{"SIGSEGV", SIGSEGV},
+	{"SIGPIPE", SIGPIPE},
+	{"SIGALRM", SIGALRM},
+	{"SIGBUS", SIGBUS},
+	{"SIGFPE", SIGFPE},
+	{"SIGILL", SIGILL},
+	{"SIGSYS", SIGSYS},
 	{"SIGXCPU", SIGXCPU},
 };
 #define NACCEPTED 8
@@ -266,7 +278,8 @@ static void *reader_main(void *arg)
 
 		if (n > 0)
 			poll(pf, n, POLL_SLICE_MS);
-		reader_drain(t, p, &p->out_fd, p->pty ? MPROC_STREAM_PTY : MPROC_STREAM_STDOUT, buf);
+		reader_drain(t, p, &p->out_fd, p->pty ? MPROC_STREAM_PTY : MPROC_STREAM_STDOUT,
+			     buf);
 		reader_drain(t, p, &p->err_fd, MPROC_STREAM_STDERR, buf);
 		reader_leader(t, p);
 		if (p->out_fd < 0 && p->err_fd < 0 && p->leader_seen)
@@ -392,7 +405,8 @@ static void procs_free(mock_guest *g)
  * through its PID 1's root), so the guest sees its terminal at
  * /dev/pts/N; else (plain, or a kernel without a private devpts) from the
  * host's /dev/ptmx. 0, or -1 with err. */
-static int pty_open(mock_guest *g, unsigned rows, unsigned cols, int *master, int *slave, sbx_err *err)
+static int pty_open(mock_guest *g, unsigned rows, unsigned cols, int *master, int *slave,
+		    sbx_err *err)
 {
 	struct winsize ws = {.ws_row = (unsigned short)rows, .ws_col = (unsigned short)cols};
 	char path[64];
@@ -521,8 +535,10 @@ cJSON *mock_mproc_create(mock_guest *g, const mock_mproc_req *q, int *status, sb
 	if (!table_room(t, &gone)) {
 		pthread_mutex_unlock(&t->lock);
 		*status = 409;
-		sbx_err_set(err, "sandbox has %d managed processes running, the most it keeps; "
-			    "delete one first", MOCK_MPROC_MAX);
+		sbx_err_set(err,
+			    "sandbox has %d managed processes running, the most it keeps; "
+			    "delete one first",
+			    MOCK_MPROC_MAX);
 		goto out_free;
 	}
 	t->reserved++; /* the slot is ours while we spawn without the lock */

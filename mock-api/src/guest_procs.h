@@ -31,16 +31,16 @@
 #include "sbx/err.h"
 #include "sbx/strbuf.h"
 
-#define MOCK_MPROC_MAX 16                 /* processes kept per sandbox, live or exited */
-#define MOCK_MPROC_RING_BYTES (1u << 20)  /* output kept per process; oldest events go first */
-#define MOCK_MPROC_INPUT_MAX 65536u       /* bytes of one input request */
-#define MOCK_MPROC_PTY_MAX 1000u          /* rows and cols of a PTY, each */
-#define MOCK_MPROC_ID_MAX 24
+#define MOCK_MPROC_MAX	      16	 /* processes kept per sandbox, live or exited */
+#define MOCK_MPROC_RING_BYTES (1u << 20) /* output kept per process; oldest events go first */
+#define MOCK_MPROC_INPUT_MAX  65536u	 /* bytes of one input request */
+#define MOCK_MPROC_PTY_MAX    1000u	 /* rows and cols of a PTY, each */
+#define MOCK_MPROC_ID_MAX     24
 
 typedef struct mock_mproc_req {
-	mock_exec_spec exec;   /* cmd, args, env, cwd; stdin/tty fields set here */
+	mock_exec_spec exec; /* cmd, args, env, cwd; stdin/tty fields set here */
 	bool pty;
-	unsigned rows, cols;   /* pty: 1..MOCK_MPROC_PTY_MAX */
+	unsigned rows, cols; /* pty: 1..MOCK_MPROC_PTY_MAX */
 } mock_mproc_req;
 
 /* Starts a process: its view, or NULL with *status (400 the command cannot

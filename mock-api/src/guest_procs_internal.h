@@ -31,15 +31,15 @@ typedef struct mproc_table mproc_table;
 typedef struct mproc {
 	char id[MOCK_MPROC_ID_MAX];
 	mproc_table *table;
-	mock_proc proc;         /* the leader, as guest_exec.c runs it */
+	mock_proc proc; /* the leader, as guest_exec.c runs it */
 	pthread_t thread;
 	bool thread_started;
-	bool leader_seen;       /* reader thread only */
-	int out_fd, err_fd;     /* reader thread: stdout (or the PTY master's dup), stderr */
-	int in_fd;              /* pipe: stdin's write end, -1 once closed */
-	int master;             /* PTY: the master (input, resize), else -1 */
+	bool leader_seen;   /* reader thread only */
+	int out_fd, err_fd; /* reader thread: stdout (or the PTY master's dup), stderr */
+	int in_fd;	    /* pipe: stdin's write end, -1 once closed */
+	int master;	    /* PTY: the master (input, resize), else -1 */
 	bool pty;
-	pid_t pid;              /* as the guest numbers it; the group's and (PTY) session's id */
+	pid_t pid; /* as the guest numbers it; the group's and (PTY) session's id */
 	char *cmd, *cwd;
 	char **args;
 	size_t nargs;
@@ -51,8 +51,8 @@ typedef struct mproc {
 	int wstatus;
 	int64_t finished_ms;
 	uint64_t input_seq;
-	unsigned waiters;       /* calls holding p while the lock is released (wait, terminate,
-				 * input): not evicted */
+	unsigned waiters;	  /* calls holding p while the lock is released (wait, terminate,
+				   * input): not evicted */
 	mproc_event *head, *tail; /* the ring, oldest first */
 	size_t bytes;
 	uint64_t last_seq;
@@ -60,10 +60,10 @@ typedef struct mproc {
 
 struct mproc_table {
 	pthread_mutex_t lock;
-	pthread_cond_t cv;      /* broadcast at every event and state change (CLOCK_MONOTONIC) */
-	atomic_bool stopping;   /* the guest is being freed: readers stop */
+	pthread_cond_t cv;    /* broadcast at every event and state change (CLOCK_MONOTONIC) */
+	atomic_bool stopping; /* the guest is being freed: readers stop */
 	mproc *v[MOCK_MPROC_MAX];
-	size_t n, reserved;     /* in v; slots held by creates in progress */
+	size_t n, reserved; /* in v; slots held by creates in progress */
 	unsigned next_id;
 };
 

@@ -19,8 +19,8 @@
 #include "base64.h"
 #include "sbx/sys.h"
 
-#define INPUT_DEADLINE_MS 5000      /* a process not reading its input: 503 after this */
-#define TERMINATE_EXTRA_MS 5000     /* after SIGKILL, how long the tree may take to go */
+#define INPUT_DEADLINE_MS  5000 /* a process not reading its input: 503 after this */
+#define TERMINATE_EXTRA_MS 5000 /* after SIGKILL, how long the tree may take to go */
 
 cJSON *mock_mproc_list(mock_guest *g)
 {
@@ -60,8 +60,9 @@ static void event_json(sbx_strbuf *out, const mproc *p, const mproc_event *e)
 	char name[16];
 
 	if (e->stream != MPROC_STREAM_EXIT) {
-		sbx_strbuf_printf(out, "{\"type\":\"data\",\"seq\":%llu,\"stream\":\"%s\",\"data_base64\":\"",
-				  (unsigned long long)e->seq, streams[e->stream]);
+		sbx_strbuf_printf(
+			out, "{\"type\":\"data\",\"seq\":%llu,\"stream\":\"%s\",\"data_base64\":\"",
+			(unsigned long long)e->seq, streams[e->stream]);
 		mock_b64_encode(out, e->data, e->len);
 		sbx_strbuf_puts(out, "\"}\n");
 		return;
@@ -72,7 +73,8 @@ static void event_json(sbx_strbuf *out, const mproc *p, const mproc_event *e)
 		sbx_strbuf_printf(out, ",\"exit_code\":%d,\"signal\":\"%s\"}\n",
 				  128 + WTERMSIG(p->wstatus), name);
 	} else {
-		sbx_strbuf_printf(out, ",\"exit_code\":%d,\"signal\":null}\n", WEXITSTATUS(p->wstatus));
+		sbx_strbuf_printf(out, ",\"exit_code\":%d,\"signal\":null}\n",
+				  WEXITSTATUS(p->wstatus));
 	}
 }
 
@@ -139,7 +141,8 @@ int mock_mproc_events(mock_guest *g, const char *id, uint64_t *after, bool first
 /* ---- control ---- */
 
 /* The process (lock taken: the caller unlocks t), or NULL with a 404. */
-static mproc *locked_find(mock_guest *g, const char *id, mproc_table **tp, int *status, sbx_err *err)
+static mproc *locked_find(mock_guest *g, const char *id, mproc_table **tp, int *status,
+			  sbx_err *err)
 {
 	mproc_table *t = mproc_table_of(g, false);
 	mproc *p = NULL;
@@ -202,7 +205,8 @@ static int input_fd(mproc *p, const char *id, int *status, sbx_err *err)
 
 	*status = 409;
 	if (p->tree_exited || fd < 0) {
-		sbx_err_set(err, "process %s %s", id, p->tree_exited ? "has exited" : "has its stdin closed");
+		sbx_err_set(err, "process %s %s", id,
+			    p->tree_exited ? "has exited" : "has its stdin closed");
 		return -1;
 	}
 	fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
@@ -241,8 +245,9 @@ int mock_mproc_input(mock_guest *g, const char *id, const void *data, size_t len
 	if (rc != 0) {
 		*status = werr == ETIMEDOUT ? 503 : 409;
 		sbx_err_set(err, "process %s: input: %s", id,
-			    werr == ETIMEDOUT ? "not read within 5 s (the process is not reading stdin)"
-					      : strerror(werr));
+			    werr == ETIMEDOUT
+				    ? "not read within 5 s (the process is not reading stdin)"
+				    : strerror(werr));
 	}
 	return rc;
 }
@@ -257,7 +262,9 @@ int mock_mproc_stdin_close(mock_guest *g, const char *id, int *status, sbx_err *
 		return -1;
 	if (p->pty) {
 		*status = 409;
-		sbx_err_set(err, "process %s is a PTY: it has no stdin pipe to close (send ^D, \\u0004, as input)",
+		sbx_err_set(err,
+			    "process %s is a PTY: it has no stdin pipe to close (send ^D, \\u0004, "
+			    "as input)",
 			    id);
 	} else {
 		if (p->in_fd >= 0)
@@ -317,7 +324,7 @@ int mock_mproc_signal(mock_guest *g, const char *id, int sig, int *status, sbx_e
 /* Waits (lock held) until p's leader (tree: its tree) exited or the
  * deadline. */
 static void wait_cond(mproc_table *t, const mproc *p, bool tree, struct timespec until,
-			bool (*stop)(void *), void *arg)
+		      bool (*stop)(void *), void *arg)
 {
 	while (!(tree ? p->tree_exited : p->leader_exited) && !atomic_load(&t->stopping)) {
 		struct timespec slice = deadline_in(200);
@@ -326,7 +333,8 @@ static void wait_cond(mproc_table *t, const mproc *p, bool tree, struct timespec
 
 		if (stop != NULL && stop(arg))
 			return;
-		if (pthread_cond_timedwait(&t->cv, &t->lock, last ? &until : &slice) == ETIMEDOUT && last)
+		if (pthread_cond_timedwait(&t->cv, &t->lock, last ? &until : &slice) == ETIMEDOUT &&
+		    last)
 			return;
 	}
 }

@@ -109,12 +109,14 @@ static void events_parse(const char *body, events *ev)
 		type = cJSON_GetObjectItem(e, "type")->valuestring;
 		if (strcmp(type, "data") == 0) {
 			size_t n = 0;
-			char *d = mock_b64_decode(cJSON_GetObjectItem(e, "data_base64")->valuestring, &n, why,
-						  sizeof(why));
+			char *d =
+				mock_b64_decode(cJSON_GetObjectItem(e, "data_base64")->valuestring,
+						&n, why, sizeof(why));
 
 			assert_non_null(d);
 			if (ev->first_seq == 0) {
-				ev->first_seq = (long long)cJSON_GetObjectItem(e, "seq")->valuedouble;
+				ev->first_seq =
+					(long long)cJSON_GetObjectItem(e, "seq")->valuedouble;
 				ev->first_len = n;
 			}
 			sbx_strbuf_append(&ev->text, d, n);
@@ -136,13 +138,15 @@ static void events_parse(const char *body, events *ev)
 }
 
 /* GET connect?after=N for at most timeout_ms (0: until the stream ends). */
-static void proc_connect(const char *sb, const char *pid, long long after, long timeout_ms, events *ev)
+static void proc_connect(const char *sb, const char *pid, long long after, long timeout_ms,
+			 events *ev)
 {
 	char path[256];
 	th_req rq = {0};
 	th_resp r;
 
-	snprintf(path, sizeof(path), "/v1/sandboxes/%s/processes/%s/connect?after=%lld", sb, pid, after);
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/processes/%s/connect?after=%lld", sb, pid,
+		 after);
 	rq.method = "GET";
 	rq.url = U;
 	rq.path = path;
@@ -176,7 +180,8 @@ static void await_output(const char *sb, const char *pid, const char *want)
 }
 
 /* GET wait?scope=...&timeout_ms=...: the answer (the caller frees). */
-static void proc_wait(const char *sb, const char *pid, const char *scope, long timeout_ms, th_resp *r)
+static void proc_wait(const char *sb, const char *pid, const char *scope, long timeout_ms,
+		      th_resp *r)
 {
 	char suffix[96];
 
@@ -198,7 +203,9 @@ static void output_replayed_from_after(void **state)
 
 	(void)state;
 	create("k1", "{\"shape\":\"s-1vcpu-1gb\"}", sb, sizeof(sb));
-	proc_create(sb, "{\"cmd\":\"sh\",\"args\":[\"-c\",\"for i in 1 2 3 4 5; do echo line$i; sleep 0.05; done\"]}",
+	proc_create(sb,
+		    "{\"cmd\":\"sh\",\"args\":[\"-c\",\"for i in 1 2 3 4 5; do echo line$i; sleep "
+		    "0.05; done\"]}",
 		    pid, sizeof(pid));
 	proc_wait(sb, pid, "tree", DEADLINE_S * 1000, &r);
 	assert_true(data_bool(&r, "leader_exited"));
@@ -240,7 +247,8 @@ static void connect_survives_disconnect_input_and_stdin_close(void **state)
 
 	(void)state;
 	create("k1", "{\"shape\":\"s-1vcpu-1gb\"}", sb, sizeof(sb));
-	proc_create(sb, "{\"cmd\":\"sh\",\"args\":[\"-c\",\"echo ready; cat; echo done\"]}", pid, sizeof(pid));
+	proc_create(sb, "{\"cmd\":\"sh\",\"args\":[\"-c\",\"echo ready; cat; echo done\"]}", pid,
+		    sizeof(pid));
 	await_output(sb, pid, "ready\n"); /* each try ends with the client leaving */
 	proc_call(sb, pid, "GET", "", NULL, &r);
 	assert_string_equal(th_data_str(&r, "state"), "running");
@@ -303,7 +311,8 @@ static void pty_resize_sends_sigwinch(void **state)
 	(void)state;
 	create("k1", "{\"shape\":\"s-1vcpu-1gb\"}", sb, sizeof(sb));
 	proc_create(sb,
-		    "{\"cmd\":\"sh\",\"args\":[\"-c\",\"trap 'echo winch; stty size' WINCH; echo ready; "
+		    "{\"cmd\":\"sh\",\"args\":[\"-c\",\"trap 'echo winch; stty size' WINCH; echo "
+		    "ready; "
 		    "while :; do sleep 0.05; done\"],\"pty\":{\"rows\":24,\"cols\":80}}",
 		    pid, sizeof(pid));
 	await_output(sb, pid, "ready");
@@ -326,7 +335,8 @@ static void tree_terminated_with_grace(void **state)
 	(void)state;
 	create("k1", "{\"shape\":\"s-1vcpu-1gb\"}", sb, sizeof(sb));
 	proc_create(sb,
-		    "{\"cmd\":\"sh\",\"args\":[\"-c\",\"trap '' TERM; sleep 300 & sleep 300 & echo started; wait\"]}",
+		    "{\"cmd\":\"sh\",\"args\":[\"-c\",\"trap '' TERM; sleep 300 & sleep 300 & echo "
+		    "started; wait\"]}",
 		    pid, sizeof(pid));
 	await_output(sb, pid, "started");
 	proc_call(sb, pid, "DELETE", "?grace_ms=300", NULL, &r);
@@ -336,8 +346,8 @@ static void tree_terminated_with_grace(void **state)
 	assert_string_equal(th_data_str(&r, "signal"), "SIGKILL");
 	assert_string_equal(th_data_str(&r, "state"), "exited");
 	th_resp_free(&r);
-	proc_create(sb, "{\"cmd\":\"sh\",\"args\":[\"-c\",\"sleep 300 & echo started; wait\"]}", pid,
-		    sizeof(pid));
+	proc_create(sb, "{\"cmd\":\"sh\",\"args\":[\"-c\",\"sleep 300 & echo started; wait\"]}",
+		    pid, sizeof(pid));
 	await_output(sb, pid, "started");
 	proc_call(sb, pid, "DELETE", "?grace_ms=60000", NULL, &r);
 	expect_status(&r, 200, "delete, obeyed");
@@ -362,7 +372,8 @@ static void wait_scopes_leader_and_tree(void **state)
 	(void)state;
 	create("k1", "{\"shape\":\"s-1vcpu-1gb\"}", sb, sizeof(sb));
 	proc_create(sb,
-		    "{\"cmd\":\"sh\",\"args\":[\"-c\",\"(while [ ! -e go ]; do sleep 0.05; done; echo late) & echo early\"]}",
+		    "{\"cmd\":\"sh\",\"args\":[\"-c\",\"(while [ ! -e go ]; do sleep 0.05; done; "
+		    "echo late) & echo early\"]}",
 		    pid, sizeof(pid));
 	proc_wait(sb, pid, "leader", DEADLINE_S * 1000, &r);
 	assert_true(data_bool(&r, "leader_exited"));
@@ -411,7 +422,8 @@ static void await_sandbox(const char *sb, const char *status)
 		bool there;
 
 		th_json(U, "k1", "GET", path, NULL, &r);
-		there = th_data_str(&r, "status") != NULL && strcmp(th_data_str(&r, "status"), status) == 0;
+		there = th_data_str(&r, "status") != NULL &&
+			strcmp(th_data_str(&r, "status"), status) == 0;
 		th_resp_free(&r);
 		if (there)
 			return;
@@ -431,8 +443,10 @@ static void pause_freezes_a_process(void **state)
 
 	(void)state;
 	create("k1", "{\"shape\":\"s-1vcpu-1gb\"}", sb, sizeof(sb));
-	proc_create(sb, "{\"cmd\":\"sh\",\"args\":[\"-c\",\"while :; do echo tick; sleep 0.02; done\"]}", pid,
-		    sizeof(pid));
+	proc_create(
+		sb,
+		"{\"cmd\":\"sh\",\"args\":[\"-c\",\"while :; do echo tick; sleep 0.02; done\"]}",
+		pid, sizeof(pid));
 	await_output(sb, pid, "tick\ntick\n");
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s/pause", sb);
 	th_json(U, "k1", "POST", path, NULL, &r);
@@ -526,12 +540,14 @@ static void input_not_read_is_503(void **state)
 	(void)state;
 	create("k1", "{\"shape\":\"s-1vcpu-1gb\"}", sb, sizeof(sb));
 	proc_create(sb, "{\"cmd\":\"sleep\",\"args\":[\"300\"]}", pid, sizeof(pid));
-	proc_create(sb, "{\"cmd\":\"sh\",\"args\":[\"-c\",\"read x; echo got $x\"]}", other, sizeof(other));
+	proc_create(sb, "{\"cmd\":\"sh\",\"args\":[\"-c\",\"read x; echo got $x\"]}", other,
+		    sizeof(other));
 	sbx_strbuf_puts(&body, "{\"data_base64\":\"");
 	for (size_t i = 0; i < n; i++)
 		sbx_strbuf_append(&body, "A", 1);
 	sbx_strbuf_puts(&body, "\"}");
-	proc_expect(sb, pid, "POST", "/input", sbx_strbuf_str(&body), 200); /* 64 KiB - 1: fits the pipe (64 KiB) */
+	proc_expect(sb, pid, "POST", "/input", sbx_strbuf_str(&body),
+		    200); /* 64 KiB - 1: fits the pipe (64 KiB) */
 	proc_call(sb, pid, "POST", "/input", sbx_strbuf_str(&body), &r); /* does not */
 	expect_status(&r, 503, "input nobody reads");
 	assert_true(r.seconds >= 4.5);
@@ -610,8 +626,10 @@ static void destroy_kills_processes_and_ends_streams(void **state)
 
 	(void)state;
 	create("k1", "{\"shape\":\"s-1vcpu-1gb\"}", sb, sizeof(sb));
-	proc_create(sb, "{\"cmd\":\"sh\",\"args\":[\"-c\",\"while :; do echo tick; sleep 0.05; done\"]}", pid,
-		    sizeof(pid));
+	proc_create(
+		sb,
+		"{\"cmd\":\"sh\",\"args\":[\"-c\",\"while :; do echo tick; sleep 0.05; done\"]}",
+		pid, sizeof(pid));
 	await_output(sb, pid, "tick\n");
 	f.sb = sb;
 	f.pid = pid;
