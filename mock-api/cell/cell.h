@@ -41,4 +41,10 @@ int cell_serve_request(int ctl);
 int cell_send_fd(int sock, const void *buf, size_t len, int fd, int flags);
 void cell_reap(void);
 
+/* proc.c: in a freshly forked EXEC_TTY child, before child_exec: a new
+ * session whose controlling terminal is tty (the slave the mock sent).
+ * Failures are left for the command to notice (it then has no job
+ * control), never fatal. */
+void cell_child_take_tty(int tty);
+
 #endif

@@ -20,6 +20,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -145,7 +146,7 @@ static int track(pid_t pid, int status_fd)
 }
 
 /* Forks and execs; answers STARTED on fds[3] and keeps it for EXITED. */
-static void start_exec(const struct exec_req *q, int fds[EXEC_FDS])
+static void start_exec(const struct exec_req *q, int fds[EXEC_FDS], bool tty)
 {
 	int ep[2], code = 0;
 	pid_t pid;
@@ -156,15 +157,21 @@ static void start_exec(const struct exec_req *q, int fds[EXEC_FDS])
 		return;
 	}
 	pid = fork();
-	if (pid == 0)
+	if (pid == 0) {
+		if (tty)
+			cell_child_take_tty(fds[0]);
 		child_exec(q, fds, ep[1]);
+	}
 	close(ep[1]);
 	if (pid < 0) {
 		close(ep[0]);
 		send_status(fds[3], CELL_STARTED, -1, errno, 0);
 		return;
 	}
-	setpgid(pid, pid); /* before any SIGNAL for it can arrive */
+	/* before any SIGNAL for it can arrive; a tty child makes its own
+	 * session (a group leader could not), done before its execve below */
+	if (!tty)
+		setpgid(pid, pid);
 	do {
 		r = read(ep[0], &code, sizeof(code));
 	} while (r < 0 && errno == EINTR);
@@ -212,7 +219,7 @@ static size_t take_fds(struct msghdr *msg, int *fds, size_t cap)
 	return n;
 }
 
-static void serve_exec(const char *buf, size_t len, int fds[EXEC_FDS], size_t nfds)
+static void serve_exec(const char *buf, size_t len, int fds[EXEC_FDS], size_t nfds, bool tty)
 {
 	struct cell_exec_req h;
 	struct exec_req q = {0};
@@ -223,7 +230,7 @@ static void serve_exec(const char *buf, size_t len, int fds[EXEC_FDS], size_t nf
 	if (parse_exec(&h, buf + sizeof(h), len - sizeof(h), &q) != 0)
 		send_status(fds[3], CELL_STARTED, -1, EINVAL, 0);
 	else
-		start_exec(&q, fds);
+		start_exec(&q, fds, tty);
 	free(q.argv);
 	free(q.envp);
 }
@@ -306,8 +313,9 @@ int cell_serve_request(int ctl)
 	nfds = take_fds(&msg, fds, EXEC_FDS);
 	if ((msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) == 0 && (size_t)r >= sizeof(op)) {
 		memcpy(&op, buf, sizeof(op));
-		if (op == CELL_OP_EXEC && (size_t)r >= sizeof(struct cell_exec_req))
-			serve_exec(buf, (size_t)r, fds, nfds);
+		if ((op == CELL_OP_EXEC || op == CELL_OP_EXEC_TTY) &&
+		    (size_t)r >= sizeof(struct cell_exec_req))
+			serve_exec(buf, (size_t)r, fds, nfds, op == CELL_OP_EXEC_TTY);
 		else if (op == CELL_OP_SIGNAL)
 			serve_signal(buf, (size_t)r);
 		else if (op == CELL_OP_SOCKET && nfds == 1)

@@ -33,6 +33,17 @@ bool api_parse_egress(sbx_mock *mock, const cJSON *item, sbx_egress_list *list, 
  * false with a 400 naming it. */
 bool api_query_u(mreq *r, mresp *out, const char *key, uint64_t lo, uint64_t hi, uint64_t def, uint64_t *v);
 
+/* ---- api_util.c: NDJSON streams ---- */
+
+/* Copies what is pending in a stream's buffer from *off to out (at most
+ * max): the count, or 0 when nothing is left (the buffer is reset then). */
+size_t api_pending_take(sbx_strbuf *pending, size_t *off, char *out, size_t max);
+/* Answers an application/x-ndjson stream read by reader on a worker thread
+ * (mock_blocking_response: free_fn runs once, also when this fails with a
+ * 500). */
+void api_ndjson_response(mreq *r, mresp *out, MHD_ContentReaderCallback reader, void *cls,
+			 MHD_ContentReaderFreeCallback free_fn, void (*cancel)(void *cls));
+
 /* ---- api_util.c: paging ---- */
 
 /* limit (default 50, clamped to 500) and offset; false with a 400 set. */
@@ -95,6 +106,20 @@ void api_sandbox_ssh_keys(mreq *r, mresp *out, mock_tenant *t);
 
 /* api_exec.c */
 void api_exec(mreq *r, mresp *out, mock_tenant *t);
+
+/* api_procs.c, api_procs_stream.c: managed processes */
+void api_procs_create(mreq *r, mresp *out, mock_tenant *t);
+void api_procs_list(mreq *r, mresp *out, mock_tenant *t);
+void api_procs_get(mreq *r, mresp *out, mock_tenant *t);
+void api_procs_delete(mreq *r, mresp *out, mock_tenant *t);
+void api_procs_connect(mreq *r, mresp *out, mock_tenant *t);
+void api_procs_input(mreq *r, mresp *out, mock_tenant *t);
+void api_procs_stdin_close(mreq *r, mresp *out, mock_tenant *t);
+void api_procs_resize(mreq *r, mresp *out, mock_tenant *t);
+void api_procs_signal(mreq *r, mresp *out, mock_tenant *t);
+void api_procs_wait(mreq *r, mresp *out, mock_tenant *t);
+/* The process id of path segment 4 into buf, or false with a 400 set. */
+bool api_procs_id(mreq *r, mresp *out, char *buf, size_t cap);
 
 /* api_files.c */
 void api_files_put(mreq *r, mresp *out, mock_tenant *t);

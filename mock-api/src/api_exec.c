@@ -196,9 +196,7 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *out, size_t max)
 	size_t n;
 
 	(void)pos;
-	while (c->pend_off >= c->pending.len) {
-		sbx_strbuf_reset(&c->pending);
-		c->pend_off = 0;
+	while ((n = api_pending_take(&c->pending, &c->pend_off, out, max)) == 0) {
 		if (c->done)
 			return MHD_CONTENT_READER_END_OF_STREAM;
 		if (atomic_load(&c->mock->stopping) || atomic_load(&c->gone))
@@ -207,11 +205,6 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *out, size_t max)
 			return MHD_CONTENT_READER_END_WITH_ERROR;
 		stream_next(c);
 	}
-	n = c->pending.len - c->pend_off;
-	if (n > max)
-		n = max;
-	memcpy(out, c->pending.data + c->pend_off, n);
-	c->pend_off += n;
 	return (ssize_t)n;
 }
 
@@ -267,15 +260,7 @@ static void exec_stream(mreq *r, mresp *out, mock_sandbox *sb, mock_guest *g,
 			c->spawn_error = strdup(err.msg);
 	}
 	/* stream_reader waits for the command: it runs on a worker thread */
-	out->custom = mock_blocking_response(r, MHD_SIZE_UNKNOWN, stream_reader, c, stream_free,
-					     stream_cancel);
-	if (out->custom == NULL) {
-		resp_error(out, 500, "out of memory");
-		return;
-	}
-	out->status = 200;
-	out->ctype = "application/x-ndjson";
-	resp_header(out, "Cache-Control", "no-cache");
+	api_ndjson_response(r, out, stream_reader, c, stream_free, stream_cancel);
 }
 
 /* ---- buffered output: escaped as it comes, within the cap and budget ---- */

@@ -34,6 +34,16 @@ const mock_route mock_api_routes[] = {
 	{"POST", "/v1/sandboxes/{id}/exec", GUEST_IO | ROUTE_EXEC, api_exec},
 	{"PUT", "/v1/sandboxes/{id}/files", GUEST_IO | ROUTE_FILE_BODY, api_files_put},
 	{"GET", "/v1/sandboxes/{id}/files", GUEST_IO, api_files_get},
+	{"POST", "/v1/sandboxes/{id}/processes", GUEST_IO, api_procs_create},
+	{"GET", "/v1/sandboxes/{id}/processes", GUEST_IO, api_procs_list},
+	{"GET", "/v1/sandboxes/{id}/processes/{pid}", GUEST_IO, api_procs_get},
+	{"DELETE", "/v1/sandboxes/{id}/processes/{pid}", GUEST_IO, api_procs_delete},
+	{"GET", "/v1/sandboxes/{id}/processes/{pid}/connect", GUEST_IO, api_procs_connect},
+	{"POST", "/v1/sandboxes/{id}/processes/{pid}/input", GUEST_IO, api_procs_input},
+	{"POST", "/v1/sandboxes/{id}/processes/{pid}/stdin/close", GUEST_IO, api_procs_stdin_close},
+	{"POST", "/v1/sandboxes/{id}/processes/{pid}/resize", GUEST_IO, api_procs_resize},
+	{"POST", "/v1/sandboxes/{id}/processes/{pid}/signal", GUEST_IO, api_procs_signal},
+	{"GET", "/v1/sandboxes/{id}/processes/{pid}/wait", GUEST_IO, api_procs_wait},
 	{"POST", "/v1/sandboxes/{id}/pause", MUTATION, api_sandbox_pause},
 	{"POST", "/v1/sandboxes/{id}/resume", MUTATION, api_sandbox_resume},
 	{"POST", "/v1/sandboxes/{id}/fork", MUTATION, api_sandbox_fork},
@@ -73,7 +83,8 @@ const size_t mock_api_nroutes = sizeof(mock_api_routes) / sizeof(mock_api_routes
  * here. */
 const char *const mock_journal_query_keys[] = {"limit", "offset", "status", "stream", "path",
 					       "mount_path", "follow", "attempt", "include", "reason",
-					       "window_seconds", "step_seconds"};
+					       "window_seconds", "step_seconds", "after", "scope",
+					       "timeout_ms", "grace_ms"};
 const size_t mock_journal_nquery_keys =
 	sizeof(mock_journal_query_keys) / sizeof(mock_journal_query_keys[0]);
 

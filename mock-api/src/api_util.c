@@ -6,6 +6,7 @@
  * Never take the model lock here, and never decide anything about a
  * particular route: that is a handler's or a route row's business. */
 #include "api.h"
+#include "workers.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -306,4 +307,36 @@ void api_coll_delete(mreq *r, mresp *out, mock_tenant *t, mock_coll c, const cha
 		resp_mock_err(out, &e);
 	else
 		api_ok(out, deleted_key);
+}
+
+/* ---- NDJSON streams ---- */
+
+size_t api_pending_take(sbx_strbuf *pending, size_t *off, char *out, size_t max)
+{
+	size_t n;
+
+	if (*off >= pending->len) {
+		sbx_strbuf_reset(pending);
+		*off = 0;
+		return 0;
+	}
+	n = pending->len - *off;
+	if (n > max)
+		n = max;
+	memcpy(out, pending->data + *off, n);
+	*off += n;
+	return n;
+}
+
+void api_ndjson_response(mreq *r, mresp *out, MHD_ContentReaderCallback reader, void *cls,
+			 MHD_ContentReaderFreeCallback free_fn, void (*cancel)(void *cls))
+{
+	out->custom = mock_blocking_response(r, MHD_SIZE_UNKNOWN, reader, cls, free_fn, cancel);
+	if (out->custom == NULL) {
+		resp_error(out, 500, "out of memory");
+		return;
+	}
+	out->status = 200;
+	out->ctype = "application/x-ndjson";
+	resp_header(out, "Cache-Control", "no-cache");
 }

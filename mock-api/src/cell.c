@@ -447,9 +447,9 @@ static int send_msg(mock_cell *c, const void *buf, size_t len, const int *fds, s
 }
 
 int mock_cell_exec(mock_cell *c, const char *cwd, char *const argv[], char *const envp[],
-		   const int fds[4], sbx_err *err)
+		   const int fds[4], bool tty, sbx_err *err)
 {
-	struct cell_exec_req h = {.op = CELL_OP_EXEC};
+	struct cell_exec_req h = {.op = tty ? CELL_OP_EXEC_TTY : CELL_OP_EXEC};
 	char *buf = malloc(CELL_MSG_MAX);
 	size_t off = sizeof(h);
 	int rc = -1;

@@ -60,9 +60,11 @@ int mock_cell_take_self_fd(mock_cell *c);
 
 /* Sends one EXEC: cwd, argv (argv[0] = cmd), envp; fds = stdin read end,
  * stdout and stderr write ends, the status pipe's write end (the caller
- * closes its copies afterwards). The answer comes on the status pipe. */
+ * closes its copies afterwards). The answer comes on the status pipe.
+ * tty: the three are one PTY slave, the child's controlling terminal
+ * (EXEC_TTY). */
 int mock_cell_exec(mock_cell *c, const char *cwd, char *const argv[], char *const envp[],
-		   const int fds[4], sbx_err *err);
+		   const int fds[4], bool tty, sbx_err *err);
 /* A fresh unconnected TCP socket of the cell's network namespace (ingress
  * connects it to the guest's 127.0.0.1:port), or -1 with err set. Waits 5 s
  * at most for the cell's answer. */

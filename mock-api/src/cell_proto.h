@@ -30,7 +30,11 @@ struct cell_hello {
 };
 
 /* mock -> cell. */
-enum cell_op { CELL_OP_EXEC = 1, CELL_OP_SIGNAL = 2 };
+enum cell_op { CELL_OP_EXEC = 1, CELL_OP_SIGNAL = 2, CELL_OP_EXEC_TTY = 3 };
+
+/* EXEC_TTY: as EXEC, but the three stdio fds are one pseudo-terminal's
+ * slave, which becomes the child's controlling terminal: the child starts a
+ * session (its pid = its pgid = its sid) instead of only a process group. */
 
 /* SOCKET (ingress, issue 25): SCM_RIGHTS exactly 1 fd, the write end of a
  * SOCK_SEQPACKET socketpair. The cell answers on it with one struct

@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -370,6 +371,12 @@ void guest_child_reset_signals(void)
 	}
 }
 
+void guest_child_take_tty(int tty)
+{
+	if (setsid() >= 0)
+		(void)ioctl(tty, TIOCSCTTY, 0);
+}
+
 /* ---- teardown ---- */
 
 /* Removes a tree without following symlinks. */
@@ -408,6 +415,8 @@ void mock_guest_free(mock_guest *g, bool remove_tree)
 	 * another process by now (guest_add_pgid kills a late one itself) */
 	if (!mock_guest_dead(g))
 		mock_guest_kill(g);
+	if (g->procs_free != NULL)
+		g->procs_free(g); /* the managed processes' readers end: all is dead */
 	mock_cell_stop(g->cell); /* reaped: every guest process is gone */
 	if (remove_tree)
 		remove_tree_at(AT_FDCWD, g->fs);

@@ -104,6 +104,10 @@ typedef struct mock_exec_spec {
 	const char *stdin_data;    /* may be NULL */
 	size_t stdin_len;
 	bool isolate_net;          /* unused: a contained guest is loopback-only */
+	const char *cwd;           /* NULL or "": /workspace */
+	bool keep_stdin;           /* keep in_fd open with no stdin_data (managed processes) */
+	bool tty;                  /* stdin/out/err = tty_fd, a PTY slave: the child's ctty */
+	int tty_fd;                /* the caller's; the mock_proc's pipes then carry nothing */
 } mock_exec_spec;
 
 typedef struct mock_proc {
@@ -124,6 +128,8 @@ int mock_proc_spawn(mock_guest *g, const mock_exec_spec *spec, mock_proc *p, sbx
  * stdout, 2 stderr), 0 on timeout, -1 when the process exited and its
  * output is drained. */
 ssize_t mock_proc_read(mock_proc *p, int timeout_ms, char *buf, size_t cap, int *which);
+/* Whether the process (the leader) exited, without waiting. */
+bool mock_proc_exited(mock_proc *p);
 /* Kills the process group (timeouts, client gone). */
 void mock_proc_kill(mock_proc *p);
 /* Reaps, closes fds; returns the exit code (128+signal when killed). */

@@ -73,7 +73,9 @@ typedef struct child_plan {
 	char **candidates;   /* full paths to try with execve */
 	size_t ncand;
 	const char *cwd;
+	char cwd_buf[PATH_MAX]; /* plain: a cwd under /workspace or /tmp, mapped */
 	int in_r, out_w, err_w, status_w;
+	bool tty;            /* in_r = out_w = err_w: a PTY slave to take as ctty */
 } child_plan;
 
 static void plan_free(child_plan *cp)
@@ -203,6 +205,9 @@ static int plan_build(mock_guest *g, const mock_exec_spec *s, child_plan *cp, sb
 		return -1;
 	}
 	cp->cwd = plain ? g->ws : "/workspace";
+	if (s->cwd != NULL && s->cwd[0] != '\0')
+		cp->cwd = plain ? map_plain(g, s->cwd, cp->cwd_buf, sizeof(cp->cwd_buf)) : s->cwd;
+	cp->tty = s->tty;
 	return 0;
 }
 
@@ -225,7 +230,10 @@ static int child_run(void *arg)
 	sigset_t none;
 	int last_errno = ENOENT;
 
-	setpgid(0, 0);
+	if (cp->tty)
+		guest_child_take_tty(cp->in_r); /* a session, not only a group */
+	else
+		setpgid(0, 0);
 	guest_child_reset_signals();
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
@@ -322,7 +330,7 @@ static void proc_take_ends(mock_proc *p, int pipes[NPIPES][2], const mock_exec_s
 	fcntl(p->in_fd, F_SETFL, O_NONBLOCK);
 	p->stdin_data = spec->stdin_data;
 	p->stdin_len = spec->stdin_data != NULL ? spec->stdin_len : 0;
-	if (p->stdin_len == 0)
+	if (p->stdin_len == 0 && !spec->keep_stdin)
 		close_fd(&p->in_fd);
 }
 
@@ -359,12 +367,11 @@ static ssize_t read_full(int fd, void *buf, size_t len)
 static int cell_spawn(mock_guest *g, const child_plan *cp, mock_proc *p, int pipes[NPIPES][2],
 		      const mock_exec_spec *spec, int *code, sbx_err *err)
 {
-	const int fds[4] = {pipes[PIPE_IN][0], pipes[PIPE_OUT][1], pipes[PIPE_ERR][1],
-			    pipes[PIPE_STATUS][1]};
+	const int fds[4] = {cp->in_r, cp->out_w, cp->err_w, cp->status_w};
 	struct cell_status st;
 
 	*code = 0;
-	if (mock_cell_exec(g->cell, cp->cwd, cp->argv, cp->envp, fds, err) != 0)
+	if (mock_cell_exec(g->cell, cp->cwd, cp->argv, cp->envp, fds, cp->tty, err) != 0)
 		return -1;
 	proc_take_ends(p, pipes, spec);
 	p->status_fd = pipes[PIPE_STATUS][0];
@@ -411,6 +418,8 @@ int mock_proc_spawn(mock_guest *g, const mock_exec_spec *spec, mock_proc *p, sbx
 	cp.out_w = pipes[PIPE_OUT][1];
 	cp.err_w = pipes[PIPE_ERR][1];
 	cp.status_w = pipes[PIPE_STATUS][1];
+	if (spec->tty)
+		cp.in_r = cp.out_w = cp.err_w = spec->tty_fd;
 	if (guest_dead(g)) {
 		sbx_err_set(err, "sandbox is being destroyed");
 		goto out_pipes;
@@ -429,7 +438,8 @@ int mock_proc_spawn(mock_guest *g, const mock_exec_spec *spec, mock_proc *p, sbx
 		sbx_err_set(err, "clone: %s", strerror(code));
 		goto out_pipes;
 	}
-	setpgid(pid, pid);
+	if (!spec->tty)
+		setpgid(pid, pid); /* a tty child made its own session */
 	guest_add_pgid(g, pid);
 	if (proc_adopt(p, pid, pipes, spec, &code)) {
 		/* exec failed: the child wrote errno and exited */
@@ -512,6 +522,11 @@ static bool proc_wait(mock_proc *p, bool block)
 static bool check_exit(mock_proc *p)
 {
 	return proc_wait(p, false);
+}
+
+bool mock_proc_exited(mock_proc *p)
+{
+	return check_exit(p);
 }
 
 static ssize_t read_some(int *fd, char *buf, size_t cap)

@@ -29,6 +29,10 @@ struct mock_guest {
 	size_t npg, cappg;
 	bool dead;             /* under lock: killed, no new exec */
 	bool reaped;           /* under lock: the cell was killed and reaped */
+	struct mproc_table *procs; /* managed processes (guest_procs.c), made on first use */
+	/* set with procs: stops and frees them (a hook, so that guest.c
+	 * never calls up into guest_procs.c) */
+	void (*procs_free)(mock_guest *g);
 };
 
 /* Remembers a process group the guest started (killing it at once when the
@@ -38,5 +42,9 @@ int guest_add_pgid(mock_guest *g, pid_t pgid);
  * default, since a parent handler must never run in it. System calls
  * only. */
 void guest_child_reset_signals(void);
+/* In a fresh child (system calls only): a new session whose controlling
+ * terminal is tty, a PTY slave (managed processes' PTYs). */
+void guest_child_take_tty(int tty);
+
 
 #endif

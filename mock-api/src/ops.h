@@ -98,6 +98,12 @@ typedef struct mock_exec_env {
 mock_guest *mock_op_exec_begin(mock_op *op, const cJSON *env, mock_exec_env *xe);
 void mock_exec_env_free(mock_exec_env *xe);
 mock_guest *mock_op_files_begin(mock_op *op);
+/* Managed processes (ops_procs.c): the sandbox's guest, marked busy (pair
+ * with mock_op_io_end), or NULL with op->err set: 404 no such sandbox of
+ * op->t, 409 when its guest is gone or, with running, it is not running
+ * (control calls; reads also serve a paused sandbox). Starting one uses
+ * mock_op_exec_begin. */
+mock_guest *mock_op_procs_begin(mock_op *op, bool running);
 void mock_op_io_end(sbx_mock *mock, mock_sandbox *sb);
 /* ---- metrics (ops_metrics.c) ---- */
 /* The sandbox's CPU and memory now: 404 another tenant's, 409 one without

@@ -80,6 +80,20 @@ void rw_make(const char *key, rw_tenant *t)
 	th_do(&rq, &r);
 	expect_status(&r, 200, "rw_make: file");
 	th_resp_free(&r);
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/processes", t->sandbox);
+	snprintf(body, sizeof(body), "{\"cmd\":\"echo\",\"args\":[\"mark-%s\"]}", key);
+	th_json(U, key, "POST", path, body, &r);
+	expect_status(&r, 200, "rw_make: process");
+	copy_data_str(&r, "process_id", t->proc, sizeof(t->proc));
+	th_resp_free(&r);
+	/* ended before anyone looks: its view no longer changes, and its
+	 * connect stream and wait answer at once (route walks GET them) */
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/processes/%s/wait?scope=tree&timeout_ms=60000",
+		 t->sandbox, t->proc);
+	th_json(U, key, "GET", path, NULL, &r);
+	expect_status(&r, 200, "rw_make: process wait");
+	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(r.json, "data"), "tree_exited")));
+	th_resp_free(&r);
 }
 
 /* The value for {name}, given the path before it. */
@@ -92,6 +106,8 @@ static const char *param_value(const char *name, size_t nlen, const char *before
 		return t->disk;
 	if (nlen == 2 && strncmp(name, "ip", 2) == 0)
 		return t->ip;
+	if (nlen == 3 && strncmp(name, "pid", 3) == 0)
+		return t->proc;
 	if (nlen != 2 || strncmp(name, "id", 2) != 0)
 		return NULL;
 	if (strcmp(before, "/v1/sandboxes/") == 0)

@@ -13,10 +13,10 @@
 
 /* One tenant's resources: a running sandbox (its ip), a network it is
  * attached to, a disk attached at /mnt/d, a template, a file
- * /workspace/mark.txt holding "mark-<key>". */
+ * /workspace/mark.txt holding "mark-<key>", a managed process (exited). */
 typedef struct rw_tenant {
 	char key[32];
-	char sandbox[64], ip[32], network[64], disk[64], tpl[64];
+	char sandbox[64], ip[32], network[64], disk[64], tpl[64], proc[32];
 } rw_tenant;
 
 /* Makes t's resources on the group's mock (U) with key; asserts. */
@@ -24,7 +24,7 @@ void rw_make(const char *key, rw_tenant *t);
 
 /* pattern ("/v1/sandboxes/{id}/networks/{net}") with each {param} filled
  * from t: {id} by the collection before it (sandboxes, networks, disks,
- * templates), {net}, {disk}, {ip}. False, with the parameter's name in
+ * templates), {net}, {disk}, {ip}, {pid}. False, with the parameter's name in
  * why, when a parameter is not one this knows: a test walking the table
  * must then fail, naming the route, not skip it. */
 bool rw_fill(const char *pattern, const rw_tenant *t, char *out, size_t cap, char *why,

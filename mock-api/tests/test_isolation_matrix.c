@@ -41,6 +41,10 @@ static const struct {
 	{"POST", "/v1/sandboxes/{id}/ssh-pubkeys", "{\"keys\":[\"ssh-ed25519 AAAAevil b@evil\"]}"},
 	{"PUT", "/v1/sandboxes/{id}/egress", "{\"egress\":[\"1.2.3.4/32\"]}"},
 	{"POST", "/v1/sandboxes/{id}/bandwidth/recharge", "{\"add_bytes\":1000}"},
+	{"POST", "/v1/sandboxes/{id}/processes", "{\"cmd\":\"sh\",\"args\":[\"-c\",\"echo evil > /workspace/mark.txt\"]}"},
+	{"POST", "/v1/sandboxes/{id}/processes/{pid}/input", "{\"data_base64\":\"ZXZpbAo=\"}"},
+	{"POST", "/v1/sandboxes/{id}/processes/{pid}/resize", "{\"rows\":10,\"cols\":10}"},
+	{"POST", "/v1/sandboxes/{id}/processes/{pid}/signal", "{\"signal\":\"SIGKILL\"}"},
 	{"PATCH", "/v1/disks/{id}", "{\"credentials\":{\"access_key\":\"EVIL\",\"secret_key\":\"EVIL\"}}"},
 	/* bodies naming B's own resources are made in body_for() */
 };
