@@ -65,3 +65,47 @@ def retries_create_once():
 
 def leaks_guest_on_exec_transport_error():
     return LeaksGuestOnExecTransportError()
+
+
+# Not a mutant: the example backend reading its settings the way a backend
+# inside Langflow may (lfx's _sandbox_settings() hands it the validated values
+# and never raises), so a value Langflow would have rejected at start-up is
+# simply used. By the spec ("Who checks settings") that is correct: REF-002
+# must pass it (ctest conform_python_backend_lenient_settings).
+
+def _lenient_int(name, default):
+    raw = (base._env(name) or "").strip()
+    try:
+        return int(raw)
+    except ValueError:
+        return default
+
+
+def _lenient_settings():
+    domains = tuple(d.strip() for d in (base._env("LANGFLOW_SANDBOX_ALLOWED_DOMAINS") or "").split(",") if d.strip())
+    accept = (base._env("LANGFLOW_SANDBOX_CREATEOS_ACCEPT_EGRESS_EXCEPTIONS") or "").strip().lower()
+    network = (base._env("LANGFLOW_SANDBOX_ALLOW_NETWORK") or "").strip().lower()
+    return base.Settings(timeout_s=_lenient_int("LANGFLOW_SANDBOX_TIMEOUT_SECONDS", 30),
+                         memory_mb=_lenient_int("LANGFLOW_SANDBOX_MEMORY_MB", 192),
+                         allow_network=network in base.TRUTHY, allowed_domains=domains,
+                         accept_egress_exceptions=accept in base.TRUTHY)
+
+
+def lenient_settings():
+    base.read_settings = _lenient_settings  # one backend per driver process
+    return base.CreateOSBackend()
+
+
+def _plain_error_settings(strict=base.read_settings):
+    try:
+        return strict()
+    except base.SandboxUnavailableError as e:
+        raise ValueError(str(e)) from None
+
+
+def plain_errors_on_bad_settings():
+    """Not a mutant either: rejects a value Langflow would have rejected with
+    a plain ValueError instead of SandboxUnavailableError. Such a value never
+    reaches a backend inside Langflow, so REF-002 does not judge it."""
+    base.read_settings = _plain_error_settings
+    return base.CreateOSBackend()
