@@ -124,6 +124,11 @@ static void check_decision(const sbx_gate_settings *s, const sbx_gate_caps *caps
 			   const sbx_gate_decision *d)
 {
 	bool blank = sbx_gate_code_is_blank(code, strlen(code));
+	if (strcmp(s->backend, "none") == 0) { /* Langflow's default: in-process, no gate */
+		CHECK(d->verdict == SBX_GATE_IN_PROCESS, "backend none was gated (verdict %d)", (int)d->verdict);
+		return;
+	}
+	CHECK(d->verdict != SBX_GATE_IN_PROCESS, "backend `%s` ran in-process", s->backend);
 	if (has_visible_ascii(code))
 		CHECK(!blank, "code with visible characters called blank");
 	if (code[0] == '\0')

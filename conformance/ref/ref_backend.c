@@ -163,6 +163,35 @@ static cJSON *ref_run(void *be, const char *code, const cJSON *env, sbxd_error *
 	return res;
 }
 
+/* The node trims what it returns, as the published component does (spec
+ * appendix: `result` and `stderr` are the guest's output `.strip()`ped);
+ * a backend's run stays byte-exact (RES-001). */
+static void trim_field(cJSON *res, const char *k)
+{
+	const char *v = str_field(res, k);
+	size_t n;
+	char *t;
+
+	if (v == NULL)
+		return;
+	while (*v == ' ' || *v == '\t' || *v == '\n' || *v == '\r' || *v == '\f' || *v == '\v')
+		v++;
+	n = strlen(v);
+	while (n > 0 && strchr(" \t\n\r\f\v", v[n - 1]) != NULL)
+		n--;
+	t = strndup(v, n);
+	if (t != NULL)
+		cJSON_ReplaceItemInObjectCaseSensitive(res, k, cJSON_CreateString(t));
+	free(t);
+}
+
+static cJSON *component_result(cJSON *res)
+{
+	trim_field(res, "stdout");
+	trim_field(res, "stderr");
+	return res;
+}
+
 static cJSON *ref_component_run(void *be, const cJSON *req, sbxd_error *err)
 {
 	struct ref *r = be;
@@ -198,7 +227,7 @@ static cJSON *ref_component_run(void *be, const cJSON *req, sbxd_error *err)
 		snprintf(name, sizeof(name), "lf-%.19s", hex);
 	}
 	j.name = name;
-	return do_job(r, &j, err);
+	return component_result(do_job(r, &j, err));
 }
 
 static cJSON *ref_executor_run(void *be, const cJSON *req, sbxd_error *err)

@@ -12,7 +12,10 @@
  *                             granted (`caps.get(key, True)`);
  *   host-substring-allowlist  matches the plugin allow-list as a substring of
  *                             its raw value (`name in os.environ[...]`), so
- *                             `createos-pro` listed lets `createos` load.
+ *                             `createos-pro` listed lets `createos` load;
+ *   host-refuses-none         gates backend `none` (unset) like a backend
+ *                             and refuses it, where Langflow runs the code
+ *                             in its own process (breaks Langflow's default).
  * Never executes any code it is given. */
 #include <stdbool.h>
 #include <stdio.h>
@@ -27,6 +30,7 @@ struct host_quirks {
 	bool cap_ge;
 	bool missing_key_granted;
 	bool substring_allowlist;
+	bool refuses_none;
 };
 
 static cJSON *answer(const cJSON *req, const char *op, sbxd_error *err)
@@ -120,6 +124,23 @@ static cJSON *substring_allowlist(const cJSON *req)
 	return copy;
 }
 
+/* The host-refuses-none quirk's bug: "none" is gated as if it named a
+ * backend with no isolation, so rule 1 refuses Langflow's default. */
+static void refuse_none(cJSON *res)
+{
+	const cJSON *dec = cJSON_GetObjectItemCaseSensitive(res, "decision");
+
+	if (!cJSON_IsString(dec) || strcmp(dec->valuestring, "in-process") != 0)
+		return;
+	cJSON_ReplaceItemInObjectCaseSensitive(res, "decision", cJSON_CreateString("refuse"));
+	cJSON_ReplaceItemInObjectCaseSensitive(res, "rule", cJSON_CreateString("isolation"));
+	cJSON_ReplaceItemInObjectCaseSensitive(res, "error_type", cJSON_CreateString("SandboxUnavailableError"));
+	cJSON_ReplaceItemInObjectCaseSensitive(res, "message",
+					       cJSON_CreateString("Sandbox backend 'none' reports 'none' isolation, not a "
+								  "hardware-virtualized boundary. Refusing to run the code."));
+	cJSON_ReplaceItemInObjectCaseSensitive(res, "variable", cJSON_CreateString("LANGFLOW_SANDBOX_BACKEND"));
+}
+
 static cJSON *host_gate(void *be, const cJSON *req, sbxd_error *err)
 {
 	const struct host_quirks *q = be;
@@ -135,6 +156,8 @@ static cJSON *host_gate(void *be, const cJSON *req, sbxd_error *err)
 	res = answer(req, "gate", err);
 	if (res != NULL && q->cap_ge)
 		cap_ge(req, res);
+	if (res != NULL && q->refuses_none)
+		refuse_none(res);
 	return res;
 }
 
@@ -160,9 +183,9 @@ int main(int argc, char **argv)
 		.load_plugins = host_plugins,
 	};
 	static const char *const usage = "usage: sbx-ref-host [--quirk host-cap-ge | host-missing-key-granted | "
-					 "host-substring-allowlist]\n";
+					 "host-substring-allowlist | host-refuses-none]\n";
 	static char driver[96];
-	struct host_quirks q = {false, false, false};
+	struct host_quirks q = {false, false, false, false};
 
 	if (argc == 3 && strcmp(argv[1], "--quirk") == 0) {
 		if (strcmp(argv[2], "host-cap-ge") == 0)
@@ -171,6 +194,8 @@ int main(int argc, char **argv)
 			q.missing_key_granted = true;
 		else if (strcmp(argv[2], "host-substring-allowlist") == 0)
 			q.substring_allowlist = true;
+		else if (strcmp(argv[2], "host-refuses-none") == 0)
+			q.refuses_none = true;
 		else {
 			fprintf(stderr, "sbx-ref-host: unknown quirk \"%s\"\n%s", argv[2], usage);
 			return 2;

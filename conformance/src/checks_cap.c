@@ -349,16 +349,25 @@ struct refusal {
 	const char *label;
 	const char *env[4];
 	const char *setting; /* the message must name one of these ('|' separated) */
+	/* a value Langflow rejects when it starts (spec, "Who checks settings"):
+	 * no backend ever receives it, so the backend is judged only on no
+	 * fallback and cleanup, never required to refuse it */
+	bool startup_only;
 };
 
 static const struct refusal REFUSALS[] = {
 	{"allowed domains set", {"LANGFLOW_SANDBOX_ALLOWED_DOMAINS=example.com", "LANGFLOW_SANDBOX_ALLOW_NETWORK=true", NULL},
-	 "LANGFLOW_SANDBOX_ALLOWED_DOMAINS"},
+	 "LANGFLOW_SANDBOX_ALLOWED_DOMAINS", false},
 	{"network off without the egress-exceptions variable",
 	 {"LANGFLOW_SANDBOX_CREATEOS_ACCEPT_EGRESS_EXCEPTIONS", "LANGFLOW_SANDBOX_ALLOW_NETWORK=false", NULL},
-	 "LANGFLOW_SANDBOX_CREATEOS_ACCEPT_EGRESS_EXCEPTIONS|LANGFLOW_SANDBOX_ALLOW_NETWORK"},
-	{"no API key", {"CREATEOS_SANDBOX_API_KEY", "CREATEOS_API_KEY", NULL}, "API_KEY"},
-	{"timeout out of range", {"LANGFLOW_SANDBOX_TIMEOUT_SECONDS=301", NULL}, "LANGFLOW_SANDBOX_TIMEOUT_SECONDS"},
+	 "LANGFLOW_SANDBOX_CREATEOS_ACCEPT_EGRESS_EXCEPTIONS|LANGFLOW_SANDBOX_ALLOW_NETWORK", false},
+	{"no API key", {"CREATEOS_SANDBOX_API_KEY", "CREATEOS_API_KEY", NULL}, "API_KEY", false},
+	{"timeout 301 (Langflow rejects it at start-up)", {"LANGFLOW_SANDBOX_TIMEOUT_SECONDS=301", NULL},
+	 "LANGFLOW_SANDBOX_TIMEOUT_SECONDS", true},
+	{"timeout 0 (Langflow rejects it at start-up)", {"LANGFLOW_SANDBOX_TIMEOUT_SECONDS=0", NULL},
+	 "LANGFLOW_SANDBOX_TIMEOUT_SECONDS", true},
+	{"memory 127 (Langflow rejects it at start-up)", {"LANGFLOW_SANDBOX_MEMORY_MB=127", NULL},
+	 "LANGFLOW_SANDBOX_MEMORY_MB", true},
 };
 
 static bool names_setting(const char *msg, const char *settings)
@@ -387,6 +396,32 @@ static int mutating(const cJSON *j)
 	       cf_journal_count(j, "PATCH", "/v1/sandboxes/*", 0, 999);
 }
 
+/* A setting Langflow rejects at start-up: whatever the backend does (runs,
+ * refuses, raises anything), a result must come from a guest (an exec in
+ * the journal: no fallback) and no guest may stay (cleanup). */
+static void judge_startup_only(struct cf_case *c, const struct refusal *r, const cJSON *res, const char *et,
+			       const char *em)
+{
+	cJSON *j = cf_journal(c);
+	bool bad = false;
+
+	if (res != NULL && j != NULL && cf_journal_count(j, "POST", "/v1/sandboxes/{id}/exec", 200, 299) == 0) {
+		cf_fail(c, "%s: the run returned a result, yet no guest executed it: a fallback", r->label);
+		bad = true;
+	}
+	if (cf_live_count(c, r->label) > 0) {
+		cf_fail(c, "%s: a guest was left behind", r->label);
+		bad = true;
+	}
+	if (!bad)
+		cf_detail(c, "%s: %s%s%s (not judged: no backend receives it from Langflow; no fallback, no guest left)",
+			  r->label, res != NULL ? "ran" : et, res != NULL ? "" : ": ", res != NULL ? "" : em);
+	if (bad)
+		cf_keep_journal(c, j);
+	else
+		cJSON_Delete(j);
+}
+
 static void ref_common(struct cf_case *c, bool check_messages)
 {
 	size_t i;
@@ -406,7 +441,10 @@ static void ref_common(struct cf_case *c, bool check_messages)
 		after = check_messages ? NULL : cf_journal(c);
 		m0 = before ? mutating(before) : 0;
 		m1 = after ? mutating(after) : 0;
-		if (res != NULL) {
+		if (r->startup_only && !cf_driver_broken(d)) {
+			if (check_messages)
+				judge_startup_only(c, r, res, et, em);
+		} else if (res != NULL) {
 			cf_detail(c, "%s: the backend ran the code (not a refusal; not judged here)", r->label);
 		} else if (cf_driver_broken(d)) {
 			return;

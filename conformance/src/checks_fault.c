@@ -138,22 +138,25 @@ void ck_cln_001(struct cf_case *c)
 		{"user error", "import sys\nprint('failing')\nsys.exit(3)\n"},
 		{"timeout", "import time\ntime.sleep(30)\n"},
 		{"infrastructure fault (exec answers 500)", "print('never')\n"},
+		{"transport fault (exec connection reset)", "print('never')\n"},
 	};
+	/* the exec faults of runs 3 and 4: an HTTP error, and no answer at all */
+	static const char *const exec_faults[] = {"{\"kind\":\"http\",\"status\":500}", "{\"kind\":\"reset\"}"};
 	struct cf_driver *d = cf_start(c, env);
 	size_t i;
 
 	if (d == NULL)
 		return;
-	for (i = 0; i < 4; i++) {
+	for (i = 0; i < 5; i++) {
 		const char *et, *em;
 		cJSON *res;
 		int live;
 
-		if (i == 3) {
-			cJSON *rule = cJSON_Parse("{\"name\":\"CLN-001 exec 500\",\"match\":{\"method\":\"POST\","
-						  "\"path\":\"/v1/sandboxes/{id}/exec\"},\"fire\":{\"times\":1},"
-						  "\"action\":{\"kind\":\"http\",\"status\":500}}");
+		if (i >= 3) {
+			cJSON *rule = cJSON_Parse("{\"name\":\"CLN-001 exec fault\",\"match\":{\"method\":\"POST\","
+						  "\"path\":\"/v1/sandboxes/{id}/exec\"},\"fire\":{\"times\":1}}");
 
+			cJSON_AddItemToObject(rule, "action", cJSON_Parse(exec_faults[i - 3]));
 			if (cf_fault(c, rule) != 0)
 				return;
 		}

@@ -245,6 +245,8 @@ bool cf_surface(const struct cf_config *cf, const char *surface);
 bool cf_cap_bool(const struct cf_config *cf, const char *k);
 const char *cf_cap_str(const struct cf_config *cf, const char *k);
 bool cf_glob(const char *pat, const char *s);
+/* Equal once surrounding white space is dropped from both (component output). */
+bool cf_same_trimmed(const char *got, const char *want);
 
 /* ---- running (runner.c) ---- */
 /* Runs the selected checks; fills the report (caller frees). Returns 0, or

@@ -50,6 +50,9 @@ static struct {
 } R;
 
 struct model {
+	/* a value Langflow rejects at start-up (spec, "Who checks settings"): no
+	 * backend ever receives it, so a run with it is judged only on no
+	 * fallback and cleanup, never required to refuse (REF-002) */
 	bool settings_error;
 	bool refuse;           /* must refuse before anything is created */
 	bool refuse_preflight; /* refused, but only after the shape preflight */
@@ -275,8 +278,8 @@ static void model_of(const struct fz_input *in, const struct fz_outcome *o, stru
 	m->unreachable = in->url == FZ_N_URL - 1;
 	m->timeout = fz_timeout_s(in);
 	if (sbx_gate_settings_parse(&g, env, n, &err) != 0) {
-		m->settings_error = m->refuse = true;
-		snprintf(m->why, sizeof(m->why), "settings error: %s", err.message);
+		m->settings_error = m->ambiguous = true; /* not a refusal: any outcome, judged by fallback and cleanup */
+		snprintf(m->why, sizeof(m->why), "a setting Langflow rejects at start-up: %s", err.message);
 		return;
 	}
 	/* a component call says allow_network itself (false in these inputs):
@@ -387,6 +390,16 @@ static bool only_oom(const cJSON *j, int lo, int hi)
 	return n > 0 && n == oom;
 }
 
+/* No fallback: a run that printed the canary ran on the host. */
+static void check_canary(const struct fz_input *in, const struct fz_outcome *o, unsigned r)
+{
+	const struct fz_run_out *ro = &o->runs[r];
+	const char *out = ro->result ? cf_str(ro->result, "stdout") : NULL;
+
+	if (out != NULL && strstr(out, "CANARY-") != NULL)
+		broken(in, o, "2 fallback", "run %u printed the canary: the code ran on the host", r);
+}
+
 static void check_result(const struct fz_input *in, const struct fz_outcome *o, unsigned r)
 {
 	const struct fz_run_out *ro = &o->runs[r];
@@ -398,8 +411,7 @@ static void check_result(const struct fz_input *in, const struct fz_outcome *o, 
 	size_t len_out, len_err;
 	int want_exit = fz_expected_exit(in, r);
 
-	if (ro->result != NULL && out != NULL && strstr(out, "CANARY-") != NULL)
-		broken(in, o, "2 fallback", "run %u printed the canary: the code ran on the host", r);
+	check_canary(in, o, r);
 	if (only_oom(o->journal, ro->j_lo, ro->j_hi) && !o->concurrent) {
 		if (ro->result == NULL)
 			broken(in, o, "4 results", "run %u: the guest was OOM-killed (exec_oom) and the run raised %s "
@@ -418,8 +430,13 @@ static void check_result(const struct fz_input *in, const struct fz_outcome *o, 
 		return; /* output of a killed run is whatever was flushed */
 	want_out = fz_expected(in, r, false, ro->token);
 	want_err = fz_expected(in, r, true, ro->token);
-	bad_out = out == NULL || strcmp(out, want_out) != 0;
-	bad_err = err == NULL || strcmp(err, want_err) != 0;
+	if (in->surface == FZ_SURF_COMPONENT) { /* the node may trim (spec appendix): not a defect */
+		bad_out = !cf_same_trimmed(out, want_out);
+		bad_err = !cf_same_trimmed(err, want_err);
+	} else {
+		bad_out = out == NULL || strcmp(out, want_out) != 0;
+		bad_err = err == NULL || strcmp(err, want_err) != 0;
+	}
 	len_out = strlen(want_out);
 	len_err = strlen(want_err);
 	free(want_out); /* before broken(), which does not return */
@@ -635,6 +652,10 @@ static void check_all(const struct fz_input *in, struct fz_outcome *o)
 	for (r = 0; r < in->nruns; r++) {
 		if (!o->runs[r].served)
 			continue; /* the driver does not serve this surface */
+		if (m.settings_error) {
+			check_canary(in, o, r); /* only no fallback here, and cleanup below */
+			continue;
+		}
 		/* component and executor runs take allow_network per call,
 		 * not from the settings: the model's refusal is run's */
 		if (in->surface == FZ_SURF_RUN || in->surface == FZ_SURF_FORK)

@@ -65,3 +65,30 @@ bool cf_glob(const char *pat, const char *s)
 	return fnmatch(pat, s, 0) == 0;
 }
 
+static bool is_blank(char ch)
+{
+	return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r';
+}
+
+/* A component's output compared with surrounding white space ignored on both
+ * sides: the published node trims stdout and stderr (spec appendix, "result
+ * (the trimmed stdout)"), and no COMP check makes trimming, or not trimming,
+ * a defect; the text between must still be exact. */
+bool cf_same_trimmed(const char *got, const char *want)
+{
+	size_t gl, wl;
+
+	if (got == NULL || want == NULL)
+		return got == want;
+	while (is_blank(*got))
+		got++;
+	while (is_blank(*want))
+		want++;
+	gl = strlen(got);
+	wl = strlen(want);
+	while (gl > 0 && is_blank(got[gl - 1]))
+		gl--;
+	while (wl > 0 && is_blank(want[wl - 1]))
+		wl--;
+	return gl == wl && memcmp(got, want, gl) == 0;
+}

@@ -30,6 +30,7 @@ static const struct fz_seed SEEDS[] = {
 				.runs = {{.out_idx = 3}, {.out_idx = 2, .exit_idx = 1}, {.out_idx = 4, .env = true}}}},
 	{"cln-001-user-error", {.timeout = 1, .nruns = 2, .runs = {{.exit_idx = 2}, {.sleep_idx = 4}}}},
 	{"cln-001-exec-500", {.nfaults = 1, .faults = {FAULT(E_EXEC, A_HTTP, H500, 1)}, RUN1}},
+	{"cln-001-exec-reset", {.nfaults = 1, .faults = {FAULT(E_EXEC, A_RESET, 0, 1)}, RUN1}},
 	{"cln-002-delete-500", {.nfaults = 1, .faults = {FAULT(E_DELETE, A_HTTP, H500, 1)}, RUN1}},
 	{"cln-004-lost-create", {.nfaults = 1, .faults = {FAULT(E_CREATE, A_COMMIT, 0, 1)}, RUN1}},
 	{"fb-001-down", {.url = FZ_N_URL - 1, RUN1}},

@@ -144,6 +144,10 @@ void sbx_gate_decide(const sbx_gate_settings *s, const sbx_gate_caps *caps, cons
 		     sbx_gate_decision *out)
 {
 	memset(out, 0, sizeof *out);
+	if (s->backend == NULL || strcmp(s->backend, SBX_GATE_BACKEND_NONE) == 0) {
+		out->verdict = SBX_GATE_IN_PROCESS; /* the default: no backend, so nothing to gate */
+		return;
+	}
 	if (sbx_gate_code_is_blank(code, code_len)) {
 		out->verdict = SBX_GATE_BLANK;
 		return;

@@ -146,6 +146,8 @@ static const char *verdict_name(sbx_gate_verdict v)
 		return "run";
 	case SBX_GATE_REFUSE:
 		return "refuse";
+	case SBX_GATE_IN_PROCESS:
+		return "in-process";
 	case SBX_GATE_BLANK:
 	default:
 		return "blank";

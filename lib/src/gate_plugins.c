@@ -1,8 +1,10 @@
 /* gate_plugins: which `lfx.sandbox_backends` entry points Langflow would load.
  * Names are grouped (trimmed, lower-cased) BEFORE anything loads, so an
- * unlisted, duplicated, built-in, reserved or empty name is refused without
- * its distribution ever being "imported". This module only plans: it never
- * loads, imports or runs anything. */
+ * unlisted (a blank name included: the allow-list drops blanks), duplicated,
+ * built-in or reserved name is refused without its distribution ever being
+ * "imported" (lfx 1.13 imports a listed `none` and then refuses it; the
+ * tables accept both). Messages quote the name as written. This module only
+ * plans: it never loads, imports or runs anything. */
 #include "sbx/gate.h"
 
 #include <stdlib.h>
@@ -15,6 +17,7 @@
 
 typedef struct group {
 	char *name;        /* normalized; owned */
+	const char *written; /* the first entry point's name as written; borrowed */
 	const char **dists; /* borrowed from the entry points */
 	size_t n_dists;
 } group;
@@ -76,6 +79,7 @@ static int group_entry_points(const sbx_entry_point *eps, size_t n, group **out,
 			g++;
 		if (g == ng) {
 			groups[ng].name = name;
+			groups[ng].written = eps[i].name != NULL ? eps[i].name : "";
 			ng++;
 		} else {
 			free(name);
@@ -113,6 +117,7 @@ static char *dup_str(const char *s)
 	return sbx_gate_dup_range(s, 0, strlen(s), false);
 }
 
+/* `name` is quoted as written (lfx logs entry_point.name). */
 static char *refusal_message(const char *name, sbx_plugin_reason reason, char **dists, size_t n_dists)
 {
 	sbx_strbuf sb = SBX_STRBUF_INIT;
@@ -156,12 +161,11 @@ out_detach:
 }
 
 /* Decides one group: returns true with *reason set when refused. Order:
- * empty, unlisted, duplicate, built-in, reserved (see lib/GATE.md). */
+ * unlisted (a blank name is never listed), duplicate, built-in, reserved
+ * (see lib/GATE.md). */
 static bool refuse_group(const group *g, char *const *allow, size_t n_allow, sbx_plugin_reason *reason)
 {
-	if (g->name[0] == '\0')
-		*reason = SBX_PLUGIN_EMPTY;
-	else if (!listed(g->name, allow, n_allow))
+	if (g->name[0] == '\0' || !listed(g->name, allow, n_allow))
 		*reason = SBX_PLUGIN_UNLISTED;
 	else if (g->n_dists > 1)
 		*reason = SBX_PLUGIN_DUPLICATE;
@@ -191,7 +195,7 @@ static int add_refusal(sbx_plugin_plan *plan, const group *g, sbx_plugin_reason 
 		r->n_distributions++;
 	}
 	qsort(r->distributions, r->n_distributions, sizeof *r->distributions, cmp_str);
-	r->message = refusal_message(r->name, reason, r->distributions, r->n_distributions);
+	r->message = refusal_message(g->written, reason, r->distributions, r->n_distributions);
 	return r->message != NULL ? 0 : -1;
 }
 

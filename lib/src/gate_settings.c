@@ -245,10 +245,12 @@ static int parse_backend(sbx_gate_settings *out, const char *const *env, size_t 
 	}
 	size_t s, e;
 	sbx_gate_trim(raw, len, true, &s, &e);
-	if (e == s)
-		out->backend = sbx_gate_dup_range(SBX_GATE_BACKEND_NONE, 0, 4, false);
-	else
-		out->backend = sbx_gate_dup_range(raw, s, e, true);
+	if (e == s) { /* lfx 1.13 strips, lower-cases, then requires a known name: "" is none */
+		set_error(err, V_BACKEND, "value_error", "Value error, a blank name is not a known sandbox backend",
+			  raw, "none, exec-sandbox or the name of an installed, allow-listed plugin (trimmed, any case)");
+		return -1;
+	}
+	out->backend = sbx_gate_dup_range(raw, s, e, true);
 	return out->backend != NULL ? 0 : -2;
 }
 

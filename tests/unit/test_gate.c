@@ -187,9 +187,10 @@ static void test_blank_code_precedes_the_gate(void **state)
 	(void)state;
 	sbx_gate_decision d;
 	sbx_gate_caps none = {NULL, false, false, false, 0};
-	decide(NULL, 0, &none, " \t\n\x1c\xe3\x80\x80", &d);
+	const char *acme[] = {"LANGFLOW_SANDBOX_BACKEND=acme"};
+	decide(acme, N(acme), &none, " \t\n\x1c\xe3\x80\x80", &d);
 	assert_int_equal(d.verdict, SBX_GATE_BLANK);
-	decide(NULL, 0, &none, "\xe2\x80\x8b", &d); /* zero-width space is not white space */
+	decide(acme, N(acme), &none, "\xe2\x80\x8b", &d); /* zero-width space is not white space */
 	assert_int_equal(d.verdict, SBX_GATE_REFUSE);
 	assert_int_equal(d.rule, SBX_GATE_RULE_ISOLATION);
 	/* The C API takes a length: an embedded NUL is code, not the end. */
@@ -202,14 +203,35 @@ static void test_domains_need_allowlist_even_with_network_on(void **state)
 {
 	(void)state;
 	sbx_gate_decision d;
-	const char *env[] = {"LANGFLOW_SANDBOX_ALLOW_NETWORK=yes", "LANGFLOW_SANDBOX_ALLOWED_DOMAINS=pypi.org"};
+	const char *env[] = {"LANGFLOW_SANDBOX_BACKEND=createos", "LANGFLOW_SANDBOX_ALLOW_NETWORK=yes",
+			     "LANGFLOW_SANDBOX_ALLOWED_DOMAINS=pypi.org"};
 	decide(env, N(env), &CREATEOS_CAPS, "x", &d);
 	assert_int_equal(d.rule, SBX_GATE_RULE_DOMAIN_ALLOWLIST);
-	const char *blanks[] = {"LANGFLOW_SANDBOX_ALLOWED_DOMAINS= , ,"};
+	const char *blanks[] = {"LANGFLOW_SANDBOX_BACKEND=createos", "LANGFLOW_SANDBOX_ALLOWED_DOMAINS= , ,"};
 	decide(blanks, N(blanks), &CREATEOS_CAPS, "x", &d);
 	assert_int_equal(d.verdict, SBX_GATE_RUN);
 	decide(env, N(env), &FULL_CAPS, "x", &d);
 	assert_int_equal(d.verdict, SBX_GATE_RUN);
+}
+
+/* lfx 1.13: backend unset or `none` (any case, trimmed) runs in Langflow's
+ * own process, no gate; a blank backend is a start-up settings error. */
+static void test_none_is_in_process_and_blank_is_a_settings_error(void **state)
+{
+	(void)state;
+	sbx_gate_decision d;
+	sbx_gate_settings s;
+	sbx_gate_setting_error serr;
+	sbx_gate_caps nothing = {NULL, false, false, false, 0};
+	const char *none[] = {"LANGFLOW_SANDBOX_BACKEND= NONE ", "LANGFLOW_SANDBOX_ALLOWED_DOMAINS=a.example"};
+	const char *blank[] = {"LANGFLOW_SANDBOX_BACKEND= \t "};
+	decide(NULL, 0, &nothing, "print(1)", &d);
+	assert_int_equal(d.verdict, SBX_GATE_IN_PROCESS);
+	decide(none, N(none), &nothing, "print(1)", &d);
+	assert_int_equal(d.verdict, SBX_GATE_IN_PROCESS);
+	assert_int_equal(sbx_gate_settings_parse(&s, blank, N(blank), &serr), -1);
+	assert_string_equal(serr.variable, "LANGFLOW_SANDBOX_BACKEND");
+	assert_non_null(strstr(serr.message, "type=value_error"));
 }
 
 static void test_plugins_never_import_unlisted_duplicate_builtin(void **state)
@@ -231,12 +253,14 @@ static void test_plugins_never_import_unlisted_duplicate_builtin(void **state)
 	assert_int_equal(plan.n_refused, 5);
 	assert_int_equal(plan.refused[0].reason, SBX_PLUGIN_DUPLICATE);
 	assert_string_equal(plan.refused[0].message,
-			    "Refusing sandbox backend plugin 'dup': 2 installed distributions provide that name "
+			    "Refusing sandbox backend plugin ' Dup ': 2 installed distributions provide that name "
 			    "(dup-a, dup-b). Uninstall all but one, because the allowlist names a backend and "
 			    "cannot choose between them.");
 	assert_int_equal(plan.refused[1].reason, SBX_PLUGIN_BUILTIN);
 	assert_int_equal(plan.refused[2].reason, SBX_PLUGIN_RESERVED);
-	assert_int_equal(plan.refused[3].reason, SBX_PLUGIN_EMPTY);
+	assert_int_equal(plan.refused[3].reason, SBX_PLUGIN_UNLISTED); /* a blank name is never listed */
+	assert_string_equal(plan.refused[3].message,
+			    "Ignoring sandbox backend '  ': not listed in LANGFLOW_SANDBOX_BACKEND_PLUGINS");
 	assert_int_equal(plan.refused[4].reason, SBX_PLUGIN_UNLISTED);
 	sbx_plugin_plan_free(&plan);
 }
@@ -283,6 +307,7 @@ int main(void)
 		cmocka_unit_test(test_gate_rules_in_order),
 		cmocka_unit_test(test_blank_code_precedes_the_gate),
 		cmocka_unit_test(test_domains_need_allowlist_even_with_network_on),
+		cmocka_unit_test(test_none_is_in_process_and_blank_is_a_settings_error),
 		cmocka_unit_test(test_plugins_never_import_unlisted_duplicate_builtin),
 		cmocka_unit_test(test_json_front_door),
 	};

@@ -20,12 +20,19 @@ lists, so a plugin package can be checked without installing Langflow.
 
 Mapping back to the protocol answer:
 - ``run_sandbox()`` -> ``Data(data={result, stderr, exit_code, sandbox_id,
-  reused_guest, artifact_count, error?})``: ``result`` is stdout. A non-empty
-  ``error`` (or an exception) is an error answer; ``"TypeName: message"``
-  keeps TypeName as the error type.
-- ``collected_files()`` -> ``DataFrame`` rows: ``path`` (relative to
-  /workspace, or absolute under it), ``size`` and ``sha256``; a row with
-  ``content`` (str or bytes) or ``content_base64`` instead gets them computed.
+  reused_guest, artifact_count, error?})``: ``result`` is stdout (the real
+  component trims it, and stderr; the answer carries them as given). A
+  non-zero exit is a *result*: when ``exit_code`` is an int the answer is a
+  result and ``error`` is only informational (logged to stderr). An exception
+  out of ``run_sandbox()`` is an error answer, classified like a backend's;
+  so is an ``error`` with no int ``exit_code`` (``"TypeName: message"`` keeps
+  TypeName as the error type).
+- ``collected_files()`` -> ``DataFrame`` rows, each a dict or a ``Data``:
+  ``path`` (relative to /workspace/artifacts as the real component gives it,
+  or ``artifacts/...``, or absolute under /workspace), ``size`` and
+  ``sha256``; a row with ``text`` (the real component's, UTF-8),
+  ``base64``, ``content`` (str or bytes) or ``content_base64`` instead gets
+  them computed.
 - ``guest_name``: the Data's ``guest_name`` or ``sandbox_name`` when present,
   else the name the control plane gives ``sandbox_id`` (one GET with the
   case's key, sent with the harness's User-Agent so the evidence never counts
@@ -81,9 +88,30 @@ def rows_of(frame):
         return []
     to_dict = getattr(frame, "to_dict", None)
     if to_dict is not None:
-        return list(to_dict("records"))
+        return [row_dict(r) for r in to_dict("records")]
     data = getattr(frame, "data", frame)
-    return [dict(r) for r in data]
+    return [row_dict(r) for r in data]
+
+
+def row_dict(row):
+    """A DataFrame row: a dict, or a Data object (its ``.data``)."""
+    data = getattr(row, "data", None)
+    if isinstance(data, dict) and not isinstance(row, dict):
+        return dict(data)
+    return dict(row)
+
+
+def row_content(row):
+    """The bytes a row carries, or None (size and sha256 given instead)."""
+    if row.get("text") is not None:
+        return str(row["text"]).encode("utf-8")
+    for key in ("base64", "content_base64"):
+        if row.get(key) is not None:
+            return base64.b64decode(row[key])
+    content = row.get("content")
+    if isinstance(content, str):
+        return content.encode("utf-8")
+    return content
 
 
 def file_entry(row):
@@ -93,11 +121,7 @@ def file_entry(row):
         path = path[len("/workspace/"):]
     elif not path.startswith("artifacts/"):
         path = "artifacts/" + path.lstrip("/")
-    content = row.get("content")
-    if content is None and row.get("content_base64") is not None:
-        content = base64.b64decode(row["content_base64"])
-    if isinstance(content, str):
-        content = content.encode("utf-8")
+    content = row_content(row)
     size, sha = row.get("size"), row.get("sha256")
     if content is not None:
         size = len(content) if size is None else size
@@ -163,17 +187,21 @@ class ComponentAdapter(lb.Adapter):
         data = comp.run_sandbox()
         fields = dict(getattr(data, "data", None) or {})
         error = fields.get("error")
-        if error:
+        exit_code = fields.get("exit_code")
+        if isinstance(exit_code, bool) or not isinstance(exit_code, int):
+            exit_code = None
+        if error and exit_code is None:
             m = TYPE_PREFIX.match(str(error))
             raise ComponentError(m.group(1) if m else "ComponentError", m.group(2) if m else str(error))
+        if error:  # spec appendix: a non-zero exit is a result; `error` only informs
+            lb.log("run_sandbox(): exit %d, error text %r (a result, not an error)" % (exit_code, str(error)[:200]))
         files = []
         if kwargs["collect_artifacts"]:
             files = [file_entry(r) for r in rows_of(comp.collected_files())]
         guest = fields.get("guest_name") or fields.get("sandbox_name") or \
             guest_name_of(str(fields.get("sandbox_id") or ""))
-        exit_code = fields.get("exit_code")
         return {"stdout": str(fields.get("result") or ""), "stderr": str(fields.get("stderr") or ""),
-                "exit_code": exit_code if isinstance(exit_code, int) else None,
+                "exit_code": exit_code,
                 "files": files, "guest_name": guest}
 
     OPS = {

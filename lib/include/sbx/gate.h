@@ -106,6 +106,7 @@ typedef enum sbx_gate_verdict {
 	SBX_GATE_RUN,
 	SBX_GATE_REFUSE,  /* SandboxUnavailableError */
 	SBX_GATE_BLANK,   /* blank code: empty success before the gate */
+	SBX_GATE_IN_PROCESS, /* backend "none": Langflow's own process, no gate, no refusal */
 } sbx_gate_verdict;
 
 typedef struct sbx_gate_decision {
