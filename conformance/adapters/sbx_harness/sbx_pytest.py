@@ -27,7 +27,7 @@ The binary is the first of: ``--sbx-conform PATH``, ``$SBX_CONFORM``, the
 unless a backend is configured (``--sbx-python-backend`` or
 ``--sbx-backend-cmd``, or their ini options), so it is harmless to load
 always. Pure Python: standard library and pytest only. Put this directory
-on ``sys.path`` (``PYTHONPATH=conformance/adapters`` or the ``pythonpath``
+on ``sys.path`` (``PYTHONPATH=conformance/adapters/sbx_harness`` or the ``pythonpath``
 ini option) so that ``-p sbx_pytest`` finds it.
 """
 

@@ -1,4 +1,4 @@
-"""The component adapter (conformance/adapters/langflow_component.py) reads a
+"""The component adapter (conformance/adapters/sbx_harness/langflow_component.py) reads a
 component's Data as the spec's appendix has it: a non-zero exit is a result
 (the `error` text only informs), an exception or an `error` without an exit
 code is an error answer, and Return Files rows may be `Data` objects with
@@ -17,7 +17,7 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CONFORM = os.environ.get("SBX_CONFORM_DIR") or os.path.dirname(os.path.dirname(HERE))
-ADAPTER = os.path.join(CONFORM, "adapters", "langflow_component.py")
+ADAPTER = os.path.join(CONFORM, "adapters", "sbx_harness", "langflow_component.py")
 NODES = os.path.join(HERE, "components", "fake_nodes.py")
 
 

@@ -1,1 +1,1 @@
-"""lfx stand-in (see conformance/adapters/lfx_standin/README.md)."""
+"""lfx stand-in (see conformance/adapters/sbx_harness/lfx_standin/README.md)."""
