@@ -34,6 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "contain_fs.h"
 #include "contain_util.h"
 
 #ifndef CONTAIN_SRC_DIR
@@ -566,8 +567,9 @@ static void files_api_refuses_fifo_symlink_and_nul(void **state)
 	th_resp_free(&r);
 }
 
-/* The system directories and /etc are read-only, /proc/sys is not the
- * host's to write, and /sys is not there. */
+/* The system directories (the host's, bound read-only) are read-only,
+ * /proc/sys is not the host's to write, and /sys is not there. /, /etc and
+ * /root are the guest's own, writable (contain_fs.c). */
 static void cannot_write_system_dirs(void **state)
 {
 	char id[64];
@@ -578,7 +580,7 @@ static void cannot_write_system_dirs(void **state)
 	sh_ok("ka", id,
 	      /* access(W_OK) only: nothing is written, even where the probe
 	       * would succeed (plain mode on the host) */
-	      "for f in /usr /usr/bin /usr/lib /bin /sbin /lib /etc /etc/passwd /etc/hosts / "
+	      "for f in /usr /usr/bin /usr/lib /bin /sbin /lib /etc/ssl /etc/ld.so.cache "
 	      "  /proc/sys/kernel/hostname /proc/sys/kernel/core_pattern /proc/sysrq-trigger; do "
 	      "  [ -w \"$f\" ] && echo \"WRITABLE $f\"; done; "
 	      "[ -e /sys/kernel ] && echo HOST-SYS; "
@@ -1049,9 +1051,10 @@ static void pause_freezes_background(void **state)
 	      "</dev/null >/dev/null 2>&1 &",
 	      &x);
 	cx_free(&x);
-	snprintf(ticks, sizeof(ticks), "%s/%s/workspace/ticks", g_work, id);
+	/* the guest's /workspace is on its own disk: read through the API */
+	snprintf(ticks, sizeof(ticks), "/workspace/ticks");
 	sleep_ms(300);
-	c0 = cx_lines(ticks);
+	c0 = cx_guest_lines("ka", id, ticks);
 	if (c0 <= 0)
 		fail_msg("the ticker does not tick (%s: %ld)", ticks, c0);
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s/pause", id);
@@ -1061,9 +1064,9 @@ static void pause_freezes_background(void **state)
 	th_resp_free(&r);
 	assert_true(cx_wait_status("ka", id, "paused", 5000));
 	sleep_ms(100); /* a write in flight lands */
-	c1 = cx_lines(ticks);
+	c1 = cx_guest_lines("ka", id, ticks);
 	sleep_ms(700);
-	c2 = cx_lines(ticks);
+	c2 = cx_guest_lines("ka", id, ticks);
 	print_message("ticks: %ld before pause, %ld and %ld while paused\n", c0, c1, c2);
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s/resume", id);
 	th_json(U, "ka", "POST", path, NULL, &r);
@@ -1075,7 +1078,7 @@ static void pause_freezes_background(void **state)
 			 c2);
 	assert_true(cx_wait_status("ka", id, "running", 5000));
 	sleep_ms(500);
-	c3 = cx_lines(ticks);
+	c3 = cx_guest_lines("ka", id, ticks);
 	print_message("ticks: %ld after resume\n", c3);
 	if (c3 <= c2)
 		fail_msg("the background process did not resume: %ld -> %ld ticks", c2, c3);
@@ -1344,6 +1347,11 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup(pause_freezes_background, setup),
 		cmocka_unit_test_setup(no_guest_survives_mock_kill, setup),
 		cmocka_unit_test_setup(nothing_left_behind, setup),
+		cmocka_unit_test_setup(contain_fs_one_filesystem, setup),
+		cmocka_unit_test_setup(contain_fs_root_is_private, setup),
+		cmocka_unit_test_setup(contain_fs_host_never_writable, setup),
+		cmocka_unit_test_setup(contain_fs_fork_copies_root, setup),
+		cmocka_unit_test_setup(contain_fs_disk_bounded, setup),
 	};
 
 	if (argc < 2) {
