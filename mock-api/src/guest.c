@@ -462,13 +462,14 @@ static _Noreturn void resize_child(int userns, int mntns, int disk, const char *
 
 int mock_guest_resize(mock_guest *g, unsigned mib, sbx_err *err)
 {
-	static const char *const names[] = {"ns/user", "ns/mnt", "fd/100"};
+	char names[3][16] = {"ns/user", "ns/mnt", ""};
 	char path[64], size[32];
 	int fds[3] = {-1, -1, -1}, st = 0, rc = -1;
 	pid_t pid;
 
 	if (g == NULL || g->cell == NULL || mib == 0)
 		return 0;
+	snprintf(names[2], sizeof(names[2]), "fd/%d", CELL_DISK_FD);
 	pthread_mutex_lock(&g->lock);
 	for (size_t i = 0; i < 3 && !g->reaped; i++) {
 		snprintf(path, sizeof(path), "/proc/%d/%s", (int)mock_cell_pid(g->cell), names[i]);
