@@ -25,6 +25,12 @@
  * 0, or -1 with a message in err (what failed, on which path). */
 int cell_root_build(const char *hostname, char *err, size_t cap);
 
+/* Mounts the sandbox's disk at dir (tmpfs of $SBX_CELL_DISK_MIB MiB, or
+ * with 0 a bind of the host tree), copies seed into it when it exists, makes
+ * its u, w, m, workspace and tmp, and keeps a handle of it at CELL_DISK_FD
+ * (the mock's way to it for a fork). 0, or -1 with a message in err. */
+int cell_disk_mount(const char *dir, const char *seed, char *err, size_t cap);
+
 /* The seccomp program of the cell: built once at start, loaded into PID 1
  * itself before READY, so every process of the cell runs under it. */
 int cell_seccomp_build(struct sock_fprog *prog, char *err, size_t cap);

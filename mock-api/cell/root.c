@@ -36,9 +36,19 @@ struct cell_mount_attr {
 	uint64_t attr_set, attr_clr, propagation, userns_fd;
 };
 
-/* The new root is assembled on a tmpfs mounted here (private to the
- * cell's mount namespace; the host's /tmp is untouched). */
-#define NEWROOT "/tmp"
+/* The sandbox's disk (CONTAINMENT.md, "The guest's disk"): a tmpfs of
+ * $SBX_CELL_DISK_MIB MiB (ENOSPC past it), or with 0 a bind of the host
+ * tree <work>/<id> (durable mode: files must outlive the mock), mounted here
+ * in the cell's private mount namespace (the host's /tmp is untouched). It
+ * holds u and w (the root overlay's upper and work dirs), workspace and tmp,
+ * and nothing else is writable in the cell. SKEL, a small tmpfs, is the
+ * overlay's lower layer (mount points, a fresh /etc); NEWROOT is the merged
+ * root the cell pivots into. */
+#define DISK "/tmp"
+#define SKEL DISK "/s"
+#define NEWROOT DISK "/m"
+/* fork: what the mock copied from the source's disk, copied in first */
+#define SEED "/proc/self/fd/4/../seed"
 
 static int fail(char *err, size_t cap, const char *what, const char *path)
 {
@@ -67,9 +77,11 @@ static int bind(const char *src, const char *dst, bool ro, char *err, size_t cap
 	return 0;
 }
 
-/* Recreates host path src at NEWROOT/src: a symlink as the same symlink, a
- * directory or a regular file as a read-only bind. Missing: skipped. */
-static int mirror(const char *src, char *err, size_t cap)
+/* Recreates host path src in the root, in two steps: at SKEL/src before
+ * the overlay (a symlink as the same symlink, a directory or a regular file
+ * as an empty one: a mount point), then at NEWROOT/src a read-only bind of a
+ * directory or a regular file. Missing: skipped. */
+static int mirror(const char *src, bool skel, char *err, size_t cap)
 {
 	char dst[PATH_MAX], link[PATH_MAX];
 	struct stat st;
@@ -78,7 +90,11 @@ static int mirror(const char *src, char *err, size_t cap)
 
 	if (lstat(src, &st) != 0)
 		return errno == ENOENT ? 0 : fail(err, cap, "stat", src);
-	snprintf(dst, sizeof(dst), NEWROOT "%s", src);
+	if (!S_ISLNK(st.st_mode) && !S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
+		return 0;
+	snprintf(dst, sizeof(dst), "%s%s", skel ? SKEL : NEWROOT, src);
+	if (!skel)
+		return S_ISLNK(st.st_mode) ? 0 : bind(src, dst, true, err, cap);
 	if (S_ISLNK(st.st_mode)) {
 		n = readlink(src, link, sizeof(link) - 1);
 		if (n < 0)
@@ -86,18 +102,13 @@ static int mirror(const char *src, char *err, size_t cap)
 		link[n] = '\0';
 		return symlink(link, dst) == 0 ? 0 : fail(err, cap, "symlink", dst);
 	}
-	if (S_ISDIR(st.st_mode)) {
-		if (mkdir(dst, 0755) != 0)
-			return fail(err, cap, "mkdir", dst);
-	} else if (S_ISREG(st.st_mode)) {
-		fd = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-		if (fd < 0)
-			return fail(err, cap, "create", dst);
-		close(fd);
-	} else {
-		return 0;
-	}
-	return bind(src, dst, true, err, cap);
+	if (S_ISDIR(st.st_mode))
+		return mkdir(dst, 0755) == 0 ? 0 : fail(err, cap, "mkdir", dst);
+	fd = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return fail(err, cap, "create", dst);
+	close(fd);
+	return 0;
 }
 
 static int write_file(const char *rel, const char *text, char *err, size_t cap)
@@ -106,7 +117,7 @@ static int write_file(const char *rel, const char *text, char *err, size_t cap)
 	size_t len = strlen(text);
 	int fd;
 
-	snprintf(path, sizeof(path), NEWROOT "%s", rel);
+	snprintf(path, sizeof(path), SKEL "%s", rel);
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return fail(err, cap, "create", path);
@@ -118,16 +129,37 @@ static int write_file(const char *rel, const char *text, char *err, size_t cap)
 	return 0;
 }
 
+/* /etc/os-release: the host's text (the system directories are the
+ * host's), a Debian-like default when it has none. */
+static int write_os_release(char *err, size_t cap)
+{
+	char text[4096];
+	ssize_t n = -1;
+	int fd = open("/etc/os-release", O_RDONLY | O_CLOEXEC);
+
+	if (fd >= 0) {
+		n = read(fd, text, sizeof(text) - 1);
+		close(fd);
+	}
+	if (n <= 0)
+		snprintf(text, sizeof(text), "PRETTY_NAME=\"Debian GNU/Linux\"\nNAME=\"Debian "
+					     "GNU/Linux\"\nID=debian\n");
+	else
+		text[n] = '\0';
+	return write_file("/etc/os-release", text, err, cap);
+}
+
+static const char *const etc_binds[] = {"/etc/alternatives", "/etc/ssl", "/etc/ld.so.cache",
+					"/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime"};
+
 /* /etc: fresh accounts and name files (the host's users are nobody's
- * business here), plus read-only binds of what programs need to run. */
+ * business here), plus the mount points of what programs need to run. */
 static int build_etc(const char *hostname, char *err, size_t cap)
 {
-	static const char *const binds[] = {"/etc/alternatives", "/etc/ssl", "/etc/ld.so.cache",
-					    "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime"};
 	char hosts[256], name[128];
 
-	if (mkdir(NEWROOT "/etc", 0755) != 0)
-		return fail(err, cap, "mkdir", NEWROOT "/etc");
+	if (mkdir(SKEL "/etc", 0755) != 0)
+		return fail(err, cap, "mkdir", SKEL "/etc");
 	snprintf(hosts, sizeof(hosts), "127.0.0.1\tlocalhost %s\n::1\tlocalhost\n", hostname);
 	snprintf(name, sizeof(name), "%s\n", hostname);
 	if (write_file("/etc/passwd",
@@ -142,10 +174,11 @@ static int build_etc(const char *hostname, char *err, size_t cap)
 	    /* the simulated internet's resolver (mock-api/INTERNET.md); with
 	     * egress stored only, nothing answers there and lookups fail fast */
 	    write_file("/etc/resolv.conf", "nameserver 169.254.169.253\noptions timeout:1 attempts:1\n",
-		       err, cap) != 0)
+		       err, cap) != 0 ||
+	    write_os_release(err, cap) != 0)
 		return -1;
-	for (size_t i = 0; i < sizeof(binds) / sizeof(binds[0]); i++) {
-		if (mirror(binds[i], err, cap) != 0)
+	for (size_t i = 0; i < sizeof(etc_binds) / sizeof(etc_binds[0]); i++) {
+		if (mirror(etc_binds[i], true, err, cap) != 0)
 			return -1;
 	}
 	return 0;
@@ -162,8 +195,7 @@ static int build_dev(char *err, size_t cap)
 	char src[64], dst[PATH_MAX];
 	int fd;
 
-	if (mkdir(NEWROOT "/dev", 0755) != 0 ||
-	    mount("tmpfs", NEWROOT "/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k") != 0)
+	if (mount("tmpfs", NEWROOT "/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k") != 0)
 		return fail(err, cap, "mount tmpfs on", NEWROOT "/dev");
 	for (size_t i = 0; i < sizeof(nodes) / sizeof(nodes[0]); i++) {
 		snprintf(src, sizeof(src), "/dev/%s", nodes[i]);
@@ -192,41 +224,75 @@ static int build_dev(char *err, size_t cap)
 	return 0;
 }
 
-/* The system directories, read-only (merged-/usr symlinks stay symlinks),
- * and the sandbox's own writable directories. */
-static int build_tree(char *err, size_t cap)
-{
-	static const char *const sys[] = {"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"};
-	static const char *const dirs[] = {NEWROOT "/workspace", NEWROOT "/tmp", NEWROOT "/proc",
-					   NEWROOT "/root"};
+static const char *const sys_dirs[] = {"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"};
 
-	for (size_t i = 0; i < sizeof(sys) / sizeof(sys[0]); i++) {
-		if (mirror(sys[i], err, cap) != 0)
+/* The overlay's lower layer: the directories of a Debian-like root (mount
+ * points among them), the system directories' mount points (merged-/usr
+ * symlinks stay symlinks) and /etc. */
+static int build_skel(const char *hostname, char *err, size_t cap)
+{
+	static const struct {
+		const char *path;
+		mode_t mode;
+	} dirs[] = {{"/workspace", 0755}, {"/tmp", 01777}, {"/proc", 0555}, {"/dev", 0755},
+		    {"/root", 0700},      {"/home", 0755},  {"/mnt", 0755},  {"/opt", 0755},
+		    {"/srv", 0755},       {"/run", 0755},   {"/var", 0755},  {"/var/log", 0755},
+		    {"/var/lib", 0755},   {"/var/tmp", 01777}};
+	char path[PATH_MAX];
+
+	if ((mkdir(SKEL, 0755) != 0 && errno != EEXIST) ||
+	    mount("tmpfs", SKEL, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m") != 0)
+		return fail(err, cap, "mount tmpfs on", SKEL);
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		snprintf(path, sizeof(path), SKEL "%s", dirs[i].path);
+		if (mkdir(path, 0755) != 0 || chmod(path, dirs[i].mode) != 0)
+			return fail(err, cap, "mkdir", path);
+	}
+	for (size_t i = 0; i < sizeof(sys_dirs) / sizeof(sys_dirs[0]); i++) {
+		if (mirror(sys_dirs[i], true, err, cap) != 0)
 			return -1;
 	}
-	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
-		if (mkdir(dirs[i], i == 3 ? 0700 : 0755) != 0)
-			return fail(err, cap, "mkdir", dirs[i]);
+	if (build_etc(hostname, err, cap) != 0)
+		return -1;
+	/* the lower layer must not change under the overlay */
+	return set_attr(SKEL, CELL_ATTR_RDONLY, 0) == 0 ? 0 : fail(err, cap, "make read-only", SKEL);
+}
+
+/* The merged root: the overlay, then the read-only system binds, the
+ * sandbox's workspace and tmp (on the disk), its own /proc and /dev. */
+static int build_tree(char *err, size_t cap)
+{
+	const char *opts = "lowerdir=" SKEL ",upperdir=" DISK "/u,workdir=" DISK "/w,userxattr";
+
+	if (mount("overlay", NEWROOT, "overlay", MS_NOSUID | MS_NODEV, opts) != 0)
+		return fail(err, cap, "mount overlay on", NEWROOT);
+	for (size_t i = 0; i < sizeof(sys_dirs) / sizeof(sys_dirs[0]); i++) {
+		if (mirror(sys_dirs[i], false, err, cap) != 0)
+			return -1;
 	}
-	if (bind("/proc/self/fd/4", NEWROOT "/workspace", false, err, cap) != 0 ||
-	    bind("/proc/self/fd/5", NEWROOT "/tmp", false, err, cap) != 0)
+	for (size_t i = 0; i < sizeof(etc_binds) / sizeof(etc_binds[0]); i++) {
+		if (mirror(etc_binds[i], false, err, cap) != 0)
+			return -1;
+	}
+	if (bind(DISK "/workspace", NEWROOT "/workspace", false, err, cap) != 0 ||
+	    bind(DISK "/tmp", NEWROOT "/tmp", false, err, cap) != 0)
 		return -1;
 	/* a proc of this PID namespace: the guest sees its own processes only */
 	if (mount("proc", NEWROOT "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) != 0)
 		return fail(err, cap, "mount proc on", NEWROOT "/proc");
-	return 0;
+	return build_dev(err, cap);
 }
 
 int cell_root_build(const char *hostname, char *err, size_t cap)
 {
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
 		return fail(err, cap, "make private", "/");
-	if (mount("tmpfs", NEWROOT, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m") != 0)
-		return fail(err, cap, "mount tmpfs on", NEWROOT);
-	if (build_tree(err, cap) != 0 || build_etc(hostname, err, cap) != 0 || build_dev(err, cap) != 0)
+	if (cell_disk_mount(DISK, SEED, err, cap) != 0 || build_skel(hostname, err, cap) != 0 ||
+	    build_tree(err, cap) != 0)
 		return -1;
 	/* pivot_root(".", "."): the old root ends up under the new one and is
-	 * detached at once; no directory for it is needed */
+	 * detached at once; no directory for it is needed. The disk goes with
+	 * it: the guest reaches it through the overlay and the two binds only */
 	if (chdir(NEWROOT) != 0)
 		return fail(err, cap, "chdir", NEWROOT);
 	if (syscall(SYS_pivot_root, ".", ".") != 0)
@@ -235,9 +301,9 @@ int cell_root_build(const char *hostname, char *err, size_t cap)
 		return fail(err, cap, "detach", "the old root");
 	if (chdir("/") != 0)
 		return fail(err, cap, "chdir", "/");
-	/* the root and /dev tmpfs: nothing to write there once built */
-	if (set_attr("/", CELL_ATTR_RDONLY, 0) != 0 || set_attr("/dev", CELL_ATTR_RDONLY, 0) != 0)
-		return fail(err, cap, "make read-only", "/ and /dev");
+	/* the /dev tmpfs: nothing to write there once built */
+	if (set_attr("/dev", CELL_ATTR_RDONLY, 0) != 0)
+		return fail(err, cap, "make read-only", "/dev");
 	if (sethostname(hostname, strlen(hostname)) != 0)
 		return fail(err, cap, "sethostname", hostname);
 	return 0;

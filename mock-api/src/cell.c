@@ -122,6 +122,7 @@ typedef struct cell_child {
 	char *argv[4];
 	char *envp[2];
 	char port[8];
+	char disk[40];
 } cell_child;
 
 static _Noreturn void child_fail(const cell_child *cc)
@@ -340,7 +341,9 @@ static int child_prepare(cell_child *cc, const mock_cell_conf *conf, const char 
 	cc->argv[1] = (char *)(uintptr_t)conf->id;
 	cc->argv[2] = cc->port;
 	cc->argv[3] = NULL;
-	cc->envp[0] = NULL;
+	snprintf(cc->disk, sizeof(cc->disk), CELL_DISK_ENV "=%u", conf->disk_mib);
+	cc->envp[0] = cc->disk;
+	cc->envp[1] = NULL;
 	cc->devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
 	cc->exe = open(path, O_PATH | O_CLOEXEC);
 	if (cc->devnull < 0 || cc->exe < 0) {

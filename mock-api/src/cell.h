@@ -33,6 +33,7 @@ typedef struct mock_cell_conf {
 	const char *id;          /* the sandbox id: the cell's hostname */
 	const char *ws, *tmp;    /* host directories bound on /workspace, /tmp */
 	uint16_t self_port;      /* the self-signal listener's port inside */
+	unsigned disk_mib;       /* the disk's size (0: the host tree, unbounded) */
 	mock_cell_place_fn place; /* may be NULL */
 	void *place_arg;
 } mock_cell_conf;

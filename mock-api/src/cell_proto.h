@@ -15,6 +15,12 @@
 #include <stdint.h>
 
 #define CELL_CTL_FD 3
+/* in the cell, close-on-exec: a handle of the sandbox's disk (the mock
+ * copies a fork's files through /proc/<cell pid>/fd/100) */
+#define CELL_DISK_FD 100
+/* the environment variable that carries the disk's size in MiB to
+ * sbx-cell (0: the host tree itself, unbounded: durable mode) */
+#define CELL_DISK_ENV "SBX_CELL_DISK_MIB"
 #define CELL_MSG_MAX 65536      /* one request: header + strings */
 #define CELL_MAX_ARGS 1024
 #define CELL_MAX_ENV 1024

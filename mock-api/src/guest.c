@@ -9,6 +9,7 @@
  * the model. */
 #define _GNU_SOURCE
 #include "guest_internal.h"
+#include "cell_proto.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -21,6 +22,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -46,6 +48,8 @@ int mock_guest_mode_detect(const char *requested, mock_guest_mode *out, sbx_err 
 	*out = GUEST_CONTAINED;
 	return 0;
 }
+
+static void remove_tree_at(int parent, const char *name);
 
 static int mkdir_p(const char *path, sbx_err *err)
 {
@@ -106,8 +110,10 @@ static int start_cell(mock_guest *g, const char *id, const mock_guest_opts *o, s
 {
 	mock_cell_conf conf = {.id = id, .ws = g->ws, .tmp = g->tmp};
 
-	if (o != NULL)
+	if (o != NULL) {
 		conf.self_port = o->self_port;
+		conf.disk_mib = o->disk_mib;
+	}
 	if (o != NULL && o->cgroups != NULL) {
 		g->cg = mock_cgroup_create(o->cgroups, id, o->mem_bytes, o->pids_max, err);
 		if (g->cg == NULL)
@@ -117,7 +123,8 @@ static int start_cell(mock_guest *g, const char *id, const mock_guest_opts *o, s
 	}
 	g->owner = mock_cell_owner();
 	if (g->owner != (uid_t)-1 &&
-	    (chown(g->ws, g->owner, g->owner) != 0 || chown(g->tmp, g->owner, g->owner) != 0)) {
+	    (chown(g->fs, g->owner, g->owner) != 0 || chown(g->ws, g->owner, g->owner) != 0 ||
+	     chown(g->tmp, g->owner, g->owner) != 0)) {
 		sbx_err_set(err, "chown the sandbox tree to %u: %s", (unsigned)g->owner, strerror(errno));
 		return -1;
 	}
@@ -129,6 +136,8 @@ mock_guest *mock_guest_new(const char *work_dir, const char *id, mock_guest_mode
 			   const mock_guest_opts *opts, sbx_err *err)
 {
 	mock_guest *g = calloc(1, sizeof(*g));
+	char seed[PATH_MAX];
+	struct statfs sf;
 
 	if (g == NULL) {
 		sbx_err_set(err, "out of memory");
@@ -139,15 +148,19 @@ mock_guest *mock_guest_new(const char *work_dir, const char *id, mock_guest_mode
 	g->owner = (uid_t)-1;
 	if ((size_t)snprintf(g->fs, sizeof(g->fs), "%s/%s", work_dir, id) >= sizeof(g->fs) ||
 	    (size_t)snprintf(g->ws, sizeof(g->ws), "%s/workspace", g->fs) >= sizeof(g->ws) ||
-	    (size_t)snprintf(g->tmp, sizeof(g->tmp), "%s/tmp", g->fs) >= sizeof(g->tmp)) {
+	    (size_t)snprintf(g->tmp, sizeof(g->tmp), "%s/tmp", g->fs) >= sizeof(g->tmp) ||
+	    (size_t)snprintf(seed, sizeof(seed), "%s/seed", g->fs) >= sizeof(seed)) {
 		sbx_err_set(err, "work dir path too long");
 		goto out_free;
 	}
 	if (make_tree(g, err) != 0)
 		goto out_free;
+	if (statfs(g->fs, &sf) == 0)
+		g->work_fs = (long)sf.f_type;
 	chmod(g->tmp, 01777);
 	if (mode == GUEST_CONTAINED && start_cell(g, id, opts, err) != 0)
 		goto out_remove_cg;
+	remove_tree_at(AT_FDCWD, seed); /* a fork's: in the cell's disk now */
 	return g;
 
 out_remove_cg:
@@ -195,8 +208,29 @@ int mock_guest_copy(mock_guest *dst, const mock_guest *src, sbx_err *err)
 	char from[PATH_MAX + 4];
 	char *argv[] = {"/bin/cp", "-a", from, dst->fs, NULL};
 
+	if (src->cell != NULL)
+		return 0; /* contained: seeded before its cell started */
 	snprintf(from, sizeof(from), "%s/.", src->fs);
 	return run_cmd(argv, err);
+}
+
+int mock_guest_seed(const char *work_dir, const char *id, const mock_guest *src, sbx_err *err)
+{
+	char disk[3][64], seed[PATH_MAX];
+	char *argv[] = {"/bin/cp", "-a", disk[0], disk[1], disk[2], seed, NULL};
+	static const char *const names[] = {"u", "workspace", "tmp"};
+	pid_t pid = mock_cell_pid(src->cell);
+
+	if (src->cell == NULL)
+		return 0;
+	/* the source is paused (frozen): its disk holds still while copied */
+	for (size_t i = 0; i < 3; i++)
+		snprintf(disk[i], sizeof(disk[i]), "/proc/%d/fd/%d/%s", (int)pid, CELL_DISK_FD, names[i]);
+	if ((size_t)snprintf(seed, sizeof(seed), "%s/%s/seed", work_dir, id) >= sizeof(seed)) {
+		sbx_err_set(err, "work dir path too long");
+		return -1;
+	}
+	return mkdir_p(seed, err) != 0 || run_cmd(argv, err) != 0 ? -1 : 0;
 }
 
 /* ---- process groups ---- */
@@ -423,4 +457,74 @@ void mock_guest_free(mock_guest *g, bool remove_tree)
 	free(g->pgids);
 	pthread_mutex_destroy(&g->lock);
 	free(g);
+}
+
+/* ---- the disk's size ---- */
+
+#ifndef SYS_fspick
+#define SYS_fspick 433
+#endif
+#ifndef SYS_fsconfig
+#define SYS_fsconfig 431
+#endif
+#define GUEST_FSPICK_CLOEXEC 0x1
+#define GUEST_FSPICK_EMPTY_PATH 0x8
+#define GUEST_FSCONFIG_SET_STRING 1
+#define GUEST_FSCONFIG_CMD_RECONFIGURE 7
+
+/* In a fresh child of the mock: enters the cell's user and mount
+ * namespaces (root inside may reconfigure the tmpfs, which belongs to its
+ * user namespace) and sets the disk's size. System calls only. */
+static _Noreturn void resize_child(int userns, int mntns, int disk, const char *size)
+{
+	int fc;
+
+	if (setns(userns, CLONE_NEWUSER) != 0 || setns(mntns, CLONE_NEWNS) != 0)
+		_exit(10);
+	fc = (int)syscall(SYS_fspick, disk, "", GUEST_FSPICK_CLOEXEC | GUEST_FSPICK_EMPTY_PATH);
+	if (fc < 0)
+		_exit(11);
+	if (syscall(SYS_fsconfig, fc, GUEST_FSCONFIG_SET_STRING, "size", size, 0) != 0 ||
+	    syscall(SYS_fsconfig, fc, GUEST_FSCONFIG_CMD_RECONFIGURE, NULL, NULL, 0) != 0)
+		_exit(12);
+	_exit(0);
+}
+
+int mock_guest_resize(mock_guest *g, unsigned mib, sbx_err *err)
+{
+	char names[3][16] = {"ns/user", "ns/mnt", ""};
+	char path[64], size[32];
+	int fds[3] = {-1, -1, -1}, st = 0, rc = -1;
+	pid_t pid;
+
+	if (g == NULL || g->cell == NULL || mib == 0)
+		return 0;
+	snprintf(names[2], sizeof(names[2]), "fd/%d", CELL_DISK_FD);
+	pthread_mutex_lock(&g->lock);
+	for (size_t i = 0; i < 3 && !g->reaped; i++) {
+		snprintf(path, sizeof(path), "/proc/%d/%s", (int)mock_cell_pid(g->cell), names[i]);
+		fds[i] = open(path, (i == 2 ? O_PATH | O_DIRECTORY : O_RDONLY) | O_CLOEXEC);
+	}
+	pthread_mutex_unlock(&g->lock);
+	if (fds[0] < 0 || fds[1] < 0 || fds[2] < 0) {
+		sbx_err_set(err, "the sandbox's disk: %s", strerror(errno));
+		goto out;
+	}
+	snprintf(size, sizeof(size), "%um", mib);
+	pid = fork();
+	if (pid == 0)
+		resize_child(fds[0], fds[1], fds[2], size);
+	while (pid > 0 && waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	if (pid < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		sbx_err_set(err, "growing the sandbox's disk to %u MiB failed (step %d)", mib,
+			    pid < 0 ? -1 : WEXITSTATUS(st));
+	else
+		rc = 0;
+out:
+	for (size_t i = 0; i < 3; i++) {
+		if (fds[i] >= 0)
+			close(fds[i]);
+	}
+	return rc;
 }

@@ -49,6 +49,8 @@ typedef struct mock_guest_opts {
 	struct mock_cgroups *cgroups; /* NULL: no limits, pause by SIGSTOP */
 	uint64_t mem_bytes;  /* the cgroup's memory limit (0: none) */
 	uint64_t pids_max;   /* its pids limit (0: none) */
+	unsigned disk_mib;   /* contained: its disk, a tmpfs (0: the host tree,
+			      * unbounded: durable mode) */
 } mock_guest_opts;
 
 /* Makes the tree and, contained, starts the cell (opts may be NULL). */
@@ -76,7 +78,18 @@ int mock_guest_usage_read(mock_guest *g, mock_guest_usage *u, sbx_err *err);
 /* Contained: a fresh unconnected TCP socket of the guest's network
  * namespace (ingress). Plain mode or a killed guest: -1 with err set. */
 int mock_guest_socket(mock_guest *g, sbx_err *err);
-/* Copies src's files into dst (fork). */
+/* Contained fork, before the new guest exists: copies src's disk (its
+ * root's changes, workspace, tmp) into <work_dir>/<id>/seed, which the new
+ * cell copies into its own disk and mock_guest_new then removes. No-op in
+ * plain mode. */
+int mock_guest_seed(const char *work_dir, const char *id, const mock_guest *src, sbx_err *err);
+/* Contained, with a disk of its own (not durable mode's host tree): grows
+ * the guest's disk to mib MiB (the tmpfs's size, changed in place; its
+ * files stay). 0 when done or nothing to do (plain mode, g NULL, mib 0),
+ * else -1 with err set. */
+int mock_guest_resize(mock_guest *g, unsigned mib, sbx_err *err);
+/* Copies src's files into dst (fork; plain mode: contained, see
+ * mock_guest_seed). */
 int mock_guest_copy(mock_guest *dst, const mock_guest *src, sbx_err *err);
 /* Plain mode: copies up to cap of the live process groups the guest
  * started (contained: 0, its groups are in the cell's PID namespace). */

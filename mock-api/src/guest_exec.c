@@ -152,7 +152,7 @@ static int plan_env(const mock_guest *g, const mock_exec_spec *s, child_plan *cp
 		return -1;
 	if (env_add(cp->envp, &n, "PATH=" GUEST_PATH) != 0 || env_add(cp->envp, &n, "LANG=C.UTF-8") != 0)
 		return -1;
-	snprintf(kv, sizeof(kv), "HOME=%s", plain ? g->ws : "/workspace");
+	snprintf(kv, sizeof(kv), "HOME=%s", plain ? g->ws : "/root");
 	if (env_add(cp->envp, &n, kv) != 0)
 		return -1;
 	snprintf(kv, sizeof(kv), "TMPDIR=%s", plain ? g->tmp : "/tmp");

@@ -1,5 +1,7 @@
-/* guest_files: the files API's way into a guest tree — a guest absolute
- * path resolved one component at a time under <work>/<id>; see guest.h.
+/* guest_files: the files API's way into a guest's filesystem — a guest
+ * absolute path resolved one component at a time from the guest's root
+ * (contained: the cell's root, /proc/<cell pid>/root, the one filesystem
+ * exec sees; plain: the tree <work>/<id>); see guest.h.
  *
  * The tree is written by untrusted guest code, so every step is checked:
  * must never follow a symlink (every component is opened O_NOFOLLOW), never
@@ -8,9 +10,14 @@
  * link — a hard link a guest planted to a host file (or to another
  * sandbox's) would otherwise let the API read or overwrite it. Sockets,
  * FIFOs and devices are refused before they are opened; a file is
- * truncated only after it passed the checks. What it creates for a
- * contained guest belongs to root inside the cell (mock_guest.owner), never
- * to the mock's own user. */
+ * truncated only after it passed the checks. Contained, every directory
+ * and the file must be on the guest's own filesystems (its overlay root, a
+ * tmpfs, or the work dir's filesystem in durable mode): its /proc (through
+ * which the mock would reach PID 1's memory or the host's sysctls) is
+ * refused. As root the walk runs with root inside's fsuid (the cell's
+ * filesystems take no unmapped owner; and the mock gets no more access than
+ * root inside has), so what it creates belongs to root inside, never to the
+ * mock's own user. */
 #define _GNU_SOURCE
 #include "guest_internal.h"
 
@@ -19,7 +26,27 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+
+#define FS_OVERLAY 0x794c7630L
+#define FS_TMPFS 0x01021994L
+
+/* Contained: whether fd is on one of the guest's own filesystems (the root
+ * overlay, a tmpfs of the cell, or, durable, the work dir's filesystem whose
+ * f_type is work_fs); never its proc, devpts or anything else. */
+static bool guest_fs(const mock_guest *g, int fd)
+{
+	struct statfs sf;
+
+	if (g->cell == NULL)
+		return true;
+	if (fstatfs(fd, &sf) != 0)
+		return false;
+	return (long)sf.f_type == FS_OVERLAY || (long)sf.f_type == FS_TMPFS ||
+	       (long)sf.f_type == g->work_fs;
+}
 
 /* The next component of a guest path: copied into comp, *p moved past it
  * and the slashes after it. 1 with a component, 0 at the end of the path,
@@ -47,9 +74,10 @@ static int next_component(const char **p, char comp[NAME_MAX + 1], sbx_err *err)
 
 /* The directory comp inside dirfd (made first when write), never through a
  * symlink: its fd, or -1 with *status and err set. */
-static int descend(int dirfd, const char *comp, const char *path, bool write, uid_t owner,
+static int descend(const mock_guest *g, int dirfd, const char *comp, const char *path, bool write,
 		   int *status, sbx_err *err)
 {
+	uid_t owner = g->owner;
 	struct stat st;
 	int fd;
 
@@ -71,6 +99,12 @@ static int descend(int dirfd, const char *comp, const char *path, bool write, ui
 		}
 		return -1;
 	}
+	if (!guest_fs(g, fd)) {
+		sbx_err_set(err, "%s: the files API reads and writes the guest's files only, not /proc "
+			    "or /dev", path);
+		close(fd);
+		return -1;
+	}
 	/* O_DIRECTORY already refused the rest: said again, as a checklist */
 	if (fstat(fd, &st) != 0 || !S_ISDIR(st.st_mode)) {
 		sbx_err_set(err, "%s: a path component is not a directory", path);
@@ -80,10 +114,36 @@ static int descend(int dirfd, const char *comp, const char *path, bool write, ui
 	return fd;
 }
 
+/* The guest's root: the cell's (never a reaped cell's: its pid may be
+ * another process's by now), or the tree in plain mode. */
+static int open_root(mock_guest *g)
+{
+	char path[64];
+	int fd;
+
+	if (g->cell == NULL)
+		return open(g->fs, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	pthread_mutex_lock(&g->lock);
+	if (g->reaped) {
+		pthread_mutex_unlock(&g->lock);
+		errno = ESRCH;
+		return -1;
+	}
+	snprintf(path, sizeof(path), "/proc/%d/root", (int)mock_cell_pid(g->cell));
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	pthread_mutex_unlock(&g->lock);
+	if (fd >= 0 && !guest_fs(g, fd)) {
+		close(fd);
+		errno = EXDEV;
+		return -1;
+	}
+	return fd;
+}
+
 /* Walks from the tree's root to the directory that holds the path's last
  * component: its fd, with that component in leaf; or -1 with *status and
  * err set. */
-static int open_parent(const mock_guest *g, const char *path, bool write, char leaf[NAME_MAX + 1],
+static int open_parent(mock_guest *g, const char *path, bool write, char leaf[NAME_MAX + 1],
 		       int *status, sbx_err *err)
 {
 	char comp[NAME_MAX + 1];
@@ -91,7 +151,7 @@ static int open_parent(const mock_guest *g, const char *path, bool write, char l
 	bool have_leaf = false;
 	int dirfd, fd, more;
 
-	dirfd = open(g->fs, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	dirfd = open_root(g);
 	if (dirfd < 0) {
 		*status = 500;
 		sbx_err_set(err, "sandbox tree is gone: %s", strerror(errno));
@@ -112,7 +172,7 @@ static int open_parent(const mock_guest *g, const char *path, bool write, char l
 			have_leaf = true;
 			break;
 		}
-		fd = descend(dirfd, comp, path, write, g->owner, status, err);
+		fd = descend(g, dirfd, comp, path, write, status, err);
 		if (fd < 0)
 			goto out_close;
 		close(dirfd);
@@ -196,9 +256,10 @@ static int check_before_open(int dirfd, const char *leaf, const char *path, bool
  * with one link: its fd (blocking), or -1 with *status and err set. The
  * open file is checked again (something else may have been swapped in
  * since check_before_open), and a write truncates only then. */
-static int open_leaf(int dirfd, const char *leaf, const char *path, bool write, uid_t owner,
-		     int *status, sbx_err *err)
+static int open_leaf(const mock_guest *g, int dirfd, const char *leaf, const char *path,
+		     bool write, int *status, sbx_err *err)
 {
+	uid_t owner = g->owner;
 	int flags = (write ? O_WRONLY | O_CREAT : O_RDONLY) | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY |
 		    O_CLOEXEC;
 	struct stat stt;
@@ -230,6 +291,12 @@ static int open_leaf(int dirfd, const char *leaf, const char *path, bool write, 
 	}
 	if (check_leaf(&stt, path, status, err) != 0)
 		goto out_close;
+	if (!guest_fs(g, fd)) {
+		*status = 400;
+		sbx_err_set(err, "%s: the files API reads and writes the guest's files only, not /proc "
+			    "or /dev", path);
+		goto out_close;
+	}
 	if (write && ftruncate(fd, 0) != 0) {
 		*status = 500;
 		sbx_err_set(err, "truncate %s: %s", path, strerror(errno));
@@ -264,10 +331,18 @@ int mock_guest_open(mock_guest *g, const char *path, bool write, int *status, sb
 		sbx_err_set(err, "path is too long");
 		return -1;
 	}
+	/* as root: root inside's fsuid for the walk (this thread only) */
+	if (g->cell != NULL && g->owner != (uid_t)-1) {
+		syscall(SYS_setfsgid, g->owner);
+		syscall(SYS_setfsuid, g->owner);
+	}
 	dirfd = open_parent(g, path, write, leaf, status, err);
-	if (dirfd < 0)
-		return -1;
-	fd = open_leaf(dirfd, leaf, path, write, g->owner, status, err);
-	close(dirfd);
+	fd = dirfd < 0 ? -1 : open_leaf(g, dirfd, leaf, path, write, status, err);
+	if (dirfd >= 0)
+		close(dirfd);
+	if (g->cell != NULL && g->owner != (uid_t)-1) {
+		syscall(SYS_setfsuid, 0);
+		syscall(SYS_setfsgid, 0);
+	}
 	return fd;
 }

@@ -25,6 +25,7 @@ struct mock_guest {
 	char fs[PATH_MAX];     /* <work>/<id> */
 	char ws[PATH_MAX];     /* fs/workspace */
 	char tmp[PATH_MAX];    /* fs/tmp */
+	long work_fs;          /* statfs f_type of fs (guest_files.c) */
 	pid_t *pgids;          /* under lock: process groups started, maybe dead */
 	size_t npg, cappg;
 	bool dead;             /* under lock: killed, no new exec */

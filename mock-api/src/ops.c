@@ -195,7 +195,9 @@ cJSON *mock_op_fork(mock_op *op, const mock_fork_req *q)
 	pthread_mutex_unlock(&mock->model->lock);
 	if (sb == NULL)
 		return NULL;
-	g = mock_guest_start(mock, sb, &gerr);
+	g = src->guest != NULL && mock_guest_seed(mock->work_dir, sb->id, src->guest, &gerr) != 0
+		    ? NULL
+		    : mock_guest_start(mock, sb, &gerr);
 	if (g != NULL && src->guest != NULL && mock_guest_copy(g, src->guest, &gerr) != 0) {
 		mock_guest_free(g, true);
 		g = NULL;
@@ -416,6 +418,7 @@ cJSON *mock_op_resize(mock_op *op, unsigned disk_mib)
 	mock_model *m = op->mock->model;
 	mock_sandbox *sb;
 	cJSON *d = NULL;
+	sbx_err gerr = {{0}};
 
 	pthread_mutex_lock(&m->lock);
 	sb = find_sandbox(op);
@@ -424,6 +427,12 @@ cJSON *mock_op_resize(mock_op *op, unsigned disk_mib)
 		sb = NULL;
 	} else if (sb != NULL && mock_status_terminal(sb->status)) {
 		mock_err_set(&op->err, 409, "INVALID_STATE", "status", "sandbox is destroyed");
+		sb = NULL;
+	}
+	/* the guest's disk grows first: a disk that cannot grow is no resize */
+	if (sb != NULL &&
+	    mock_guest_resize(sb->guest, mock_guest_disk_mib(op->mock, disk_mib), &gerr) != 0) {
+		mock_err_set(&op->err, 500, "", "error", "resize failed: %s", gerr.msg);
 		sb = NULL;
 	}
 	if (sb != NULL) {
@@ -517,12 +526,26 @@ void mock_on_state_change(mock_sandbox *sb, mock_status from, void *arg)
 		mock_destroy_guest(arg, sb);
 }
 
+unsigned mock_guest_disk_mib(sbx_mock *mock, unsigned disk_mib)
+{
+	unsigned cap = atomic_load(&mock->disk_max_mib);
+
+	/* durable: the files must outlive the mock, so they stay on the host's
+	 * disk, unbounded (README) */
+	if (mock->state != NULL)
+		return 0;
+	return cap != 0 && cap < disk_mib ? cap : disk_mib;
+}
+
 mock_guest *mock_guest_start(sbx_mock *mock, const mock_sandbox *sb, sbx_err *err)
 {
 	mock_guest_opts o = {.self_port = mock_self_guest_port(mock),
 			     .cgroups = mock->cgroups,
 			     .mem_bytes = (uint64_t)sb->mem_mib * 1024 * 1024,
-			     .pids_max = MOCK_GUEST_PIDS_MAX};
+			     .pids_max = MOCK_GUEST_PIDS_MAX,
+			     /* durable: the files must outlive the mock, so they
+			      * stay on the host's disk (unbounded; README) */
+			     .disk_mib = mock_guest_disk_mib(mock, sb->disk_mib)};
 	mock_guest *g = mock_guest_new(mock->work_dir, sb->id, mock->gmode, &o, err);
 	int fd = mock_guest_take_self_fd(g);
 

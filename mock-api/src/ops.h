@@ -210,6 +210,10 @@ void mock_op_reap_guests(sbx_mock *mock);
  * the shape's memory and MOCK_GUEST_PIDS_MAX processes); NULL + err. */
 #define MOCK_GUEST_PIDS_MAX 512
 mock_guest *mock_guest_start(sbx_mock *mock, const mock_sandbox *sb, sbx_err *err);
+/* The size of a guest disk for a sandbox of disk_mib: disk_mib, or the
+ * guest_disk_max_mib setting when that is smaller; 0 (the host tree,
+ * unbounded) with --state-dir. */
+unsigned mock_guest_disk_mib(sbx_mock *mock, unsigned disk_mib);
 /* Frees every guest (live and destroyed sandboxes), removing their trees
  * when remove (the queued ones of destroyed sandboxes always). At stop
  * only. */

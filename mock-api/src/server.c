@@ -383,6 +383,7 @@ static int copy_config(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *err)
 	if (cfg->scenario_dir != NULL)
 		snprintf(mock->scenario_dir, sizeof(mock->scenario_dir), "%s", cfg->scenario_dir);
 	atomic_store(&mock->hb_ms, 5000);
+	atomic_store(&mock->disk_max_mib, 0);
 	if (cfg->admin_token != NULL) {
 		snprintf(mock->admin_token, sizeof(mock->admin_token), "%s", cfg->admin_token);
 	} else if (sbx_random_hex(mock->admin_token, 48) != 0) {

@@ -74,6 +74,8 @@ struct sbx_mock {
 	int64_t exec_timeout_ms;
 	atomic_int hb_ms;
 	atomic_size_t exec_out_held; /* buffered exec output held, bytes (api_exec.c) */
+	atomic_uint disk_max_mib;    /* setting guest_disk_max_mib: 0, or a cap
+				      * on every new or resized guest disk */
 	bool quiet;
 	bool virtual_delays;         /* sbx_mock_config.virtual_delays (fault_apply.c) */
 	char scenario_dir[PATH_MAX]; /* --scenario-dir, "" when not given */

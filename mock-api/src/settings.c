@@ -67,7 +67,7 @@ int mock_settings_from_config(const sbx_mock_config *cfg, mock_settings *set, sb
 /* The keys a PUT may change; every other key of the view is read-only. */
 static const char *const settable[] = {
 	"sandbox_cap", "cap_status", "cap_code", "credit", "host_rule_mode", "accept_any_key",
-	"timing", "max_egress_rules", "region", "ready", "exec_heartbeat_ms",
+	"timing", "max_egress_rules", "region", "ready", "exec_heartbeat_ms", "guest_disk_max_mib",
 };
 
 /* What the view reports about the mock itself, fixed at start (guest mode,
@@ -173,6 +173,7 @@ cJSON *mock_settings_view(sbx_mock *mock)
 	cJSON_AddStringToObject(o, "region", s->region);
 	cJSON_AddBoolToObject(o, "ready", s->ready);
 	cJSON_AddNumberToObject(o, "exec_heartbeat_ms", atomic_load(&mock->hb_ms));
+	cJSON_AddNumberToObject(o, "guest_disk_max_mib", atomic_load(&mock->disk_max_mib));
 	add_read_only(mock, o);
 	return o;
 }
@@ -239,12 +240,18 @@ static bool duplicate_key(const cJSON *b, sbx_err *err)
 	return false;
 }
 
-static int settings_parse(const cJSON *b, mock_settings *out, int *hb_out, sbx_err *err)
+/* The settings kept outside the model (atomics of the mock). */
+typedef struct mock_atomic_set {
+	int hb_ms;
+	unsigned disk_max_mib;
+} mock_atomic_set;
+
+static int settings_parse(const cJSON *b, mock_settings *out, mock_atomic_set *at, sbx_err *err)
 {
 	mock_settings s = *out;
+	mock_atomic_set a = *at;
 	double v = 0;
 	char mode[16] = "";
-	int hb = *hb_out;
 	const cJSON *timing = cJSON_GetObjectItemCaseSensitive(b, "timing");
 
 	if (!cJSON_IsObject(b)) {
@@ -269,7 +276,11 @@ static int settings_parse(const cJSON *b, mock_settings *out, int *hb_out, sbx_e
 	if (num_setting(b, "exec_heartbeat_ms", 10, 600000, &v, err) < 0)
 		return -1;
 	if (cJSON_GetObjectItemCaseSensitive(b, "exec_heartbeat_ms") != NULL)
-		hb = (int)v;
+		a.hb_ms = (int)v;
+	if (num_setting(b, "guest_disk_max_mib", 0, 16 * 1024 * 1024, &v, err) < 0)
+		return -1;
+	if (cJSON_GetObjectItemCaseSensitive(b, "guest_disk_max_mib") != NULL)
+		a.disk_max_mib = (unsigned)v;
 	if (str_setting(b, "cap_code", s.cap_code, sizeof(s.cap_code), err) < 0 ||
 	    str_setting(b, "region", s.region, sizeof(s.region), err) < 0 ||
 	    bool_setting(b, "credit", &s.credit, err) < 0 ||
@@ -301,17 +312,17 @@ static int settings_parse(const cJSON *b, mock_settings *out, int *hb_out, sbx_e
 			return -1;
 	}
 	*out = s;
-	*hb_out = hb;
+	*at = a;
 	return 0;
 }
 
 int mock_settings_check(const sbx_mock *mock, const cJSON *b, sbx_err *err)
 {
 	mock_settings s;
-	int hb = 0;
+	mock_atomic_set a = {0, 0};
 
 	memset(&s, 0, sizeof(s));
-	if (settings_parse(b, &s, &hb, err) != 0)
+	if (settings_parse(b, &s, &a, err) != 0)
 		return -1;
 	return keys_check(mock, b, err);
 }
@@ -319,11 +330,12 @@ int mock_settings_check(const sbx_mock *mock, const cJSON *b, sbx_err *err)
 int mock_settings_apply(sbx_mock *mock, const cJSON *b, sbx_err *err)
 {
 	mock_settings s = mock->model->set;
-	int hb = atomic_load(&mock->hb_ms);
+	mock_atomic_set a = {atomic_load(&mock->hb_ms), atomic_load(&mock->disk_max_mib)};
 
-	if (settings_parse(b, &s, &hb, err) != 0 || keys_check(mock, b, err) != 0)
+	if (settings_parse(b, &s, &a, err) != 0 || keys_check(mock, b, err) != 0)
 		return -1;
 	mock->model->set = s;
-	atomic_store(&mock->hb_ms, hb);
+	atomic_store(&mock->hb_ms, a.hb_ms);
+	atomic_store(&mock->disk_max_mib, a.disk_max_mib);
 	return 0;
 }

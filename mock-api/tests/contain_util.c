@@ -498,3 +498,22 @@ long cx_lines(const char *path)
 	fclose(fp);
 	return n;
 }
+
+long cx_guest_lines(const char *key, const char *id, const char *path)
+{
+	char route[512];
+	const char *b;
+	th_resp r;
+	long n = 0;
+
+	snprintf(route, sizeof(route), "/v1/sandboxes/%s/files?path=%s", id, path);
+	th_json(U, key, "GET", route, NULL, &r);
+	if (r.status != 200) {
+		th_resp_free(&r);
+		return -1;
+	}
+	for (b = sbx_strbuf_str(&r.body); *b != '\0'; b++)
+		n += *b == '\n';
+	th_resp_free(&r);
+	return n;
+}

@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "contain_round2.h"
+#include "contain_fs.h"
 #include "contain_util.h"
 
 #ifndef CONTAIN_SRC_DIR
@@ -565,8 +566,9 @@ static void files_api_refuses_fifo_symlink_and_nul(void **state)
 	th_resp_free(&r);
 }
 
-/* The system directories and /etc are read-only, /proc/sys is not the
- * host's to write, and /sys is not there. */
+/* The system directories (the host's, bound read-only) are read-only,
+ * /proc/sys is not the host's to write, and /sys is not there. /, /etc and
+ * /root are the guest's own, writable (contain_fs.c). */
 static void cannot_write_system_dirs(void **state)
 {
 	char id[64];
@@ -577,7 +579,7 @@ static void cannot_write_system_dirs(void **state)
 	sh_ok("ka", id,
 	      /* access(W_OK) only: nothing is written, even where the probe
 	       * would succeed (plain mode on the host) */
-	      "for f in /usr /usr/bin /usr/lib /bin /sbin /lib /etc /etc/passwd /etc/hosts / "
+	      "for f in /usr /usr/bin /usr/lib /bin /sbin /lib /etc/ssl /etc/ld.so.cache "
 	      "  /proc/sys/kernel/hostname /proc/sys/kernel/core_pattern /proc/sysrq-trigger; do "
 	      "  [ -w \"$f\" ] && echo \"WRITABLE $f\"; done; "
 	      "[ -e /sys/kernel ] && echo HOST-SYS; "
@@ -1084,13 +1086,13 @@ static void memory_over_shape_exits_137(void **state)
 /* The ticker's line count once it exceeds above (it ticks every 20 ms when
  * running), or the last count at CX_START_MS: a loaded machine may take a
  * while to schedule it, a stopped one never gets there. */
-static long wait_ticks_above(const char *ticks, long above)
+static long wait_ticks_above(const char *id, const char *ticks, long above)
 {
-	long n = cx_lines(ticks);
+	long n = cx_guest_lines("ka", id, ticks);
 
 	for (int waited = 0; n <= above && waited < CX_START_MS; waited += 20) {
 		sleep_ms(20);
-		n = cx_lines(ticks);
+		n = cx_guest_lines("ka", id, ticks);
 	}
 	return n;
 }
@@ -1110,8 +1112,9 @@ static void pause_freezes_background(void **state)
 	      "</dev/null >/dev/null 2>&1 &",
 	      &x);
 	cx_free(&x);
-	snprintf(ticks, sizeof(ticks), "%s/%s/workspace/ticks", g_work, id);
-	c0 = wait_ticks_above(ticks, 0);
+	/* the guest's /workspace is on its own disk: read through the API */
+	snprintf(ticks, sizeof(ticks), "/workspace/ticks");
+	c0 = wait_ticks_above(id, ticks, 0);
 	if (c0 <= 0)
 		fail_msg("the ticker does not tick (%s: %ld)", ticks, c0);
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s/pause", id);
@@ -1121,9 +1124,9 @@ static void pause_freezes_background(void **state)
 	th_resp_free(&r);
 	assert_true(cx_wait_status("ka", id, "paused", CX_START_MS));
 	sleep_ms(100); /* a write in flight lands */
-	c1 = cx_lines(ticks);
+	c1 = cx_guest_lines("ka", id, ticks);
 	sleep_ms(700);
-	c2 = cx_lines(ticks);
+	c2 = cx_guest_lines("ka", id, ticks);
 	print_message("ticks: %ld before pause, %ld and %ld while paused\n", c0, c1, c2);
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s/resume", id);
 	th_json(U, "ka", "POST", path, NULL, &r);
@@ -1134,7 +1137,7 @@ static void pause_freezes_background(void **state)
 		fail_msg("a paused sandbox's background process kept running: %ld -> %ld ticks", c1,
 			 c2);
 	assert_true(cx_wait_status("ka", id, "running", CX_START_MS));
-	c3 = wait_ticks_above(ticks, c2);
+	c3 = wait_ticks_above(id, ticks, c2);
 	print_message("ticks: %ld after resume\n", c3);
 	if (c3 <= c2)
 		fail_msg("the background process did not resume: %ld -> %ld ticks", c2, c3);
@@ -1469,6 +1472,11 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup(no_guest_survives_mock_kill, setup),
 		cmocka_unit_test_setup(next_mock_sweeps_killed_mocks_groups, setup),
 		cmocka_unit_test_setup(nothing_left_behind, setup),
+		cmocka_unit_test_setup(contain_fs_one_filesystem, setup),
+		cmocka_unit_test_setup(contain_fs_root_is_private, setup),
+		cmocka_unit_test_setup(contain_fs_host_never_writable, setup),
+		cmocka_unit_test_setup(contain_fs_fork_copies_root, setup),
+		cmocka_unit_test_setup(contain_fs_disk_bounded, setup),
 	};
 
 	if (argc < 2) {

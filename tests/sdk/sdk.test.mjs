@@ -470,6 +470,34 @@ test("self-signal helpers from inside a guest", async () => {
   await sb.destroy();
 });
 
+// Issue 25 items 1-2: the guest's one filesystem, as the SDK's examples use
+// it (mock-api/CONTAINMENT.md "The guest's disk").
+test("one writable filesystem: upload anywhere, exec reads it, exec writes the root, the API reads it back", async () => {
+  const box = client("sdk-fs");
+  const sb = await box.createSandbox({ shape: "s-1vcpu-1gb", name: "sdk-fs" });
+  await sb.files.upload("/root/seed.txt", new TextEncoder().encode("seed\n"));
+  await sb.files.upload("/srv/index.html", new TextEncoder().encode("<h1>hi</h1>\n"));
+  const cat = await sb.runCommand("cat", ["/root/seed.txt", "/srv/index.html"]);
+  assert.equal(cat.result.stdout, "seed\n<h1>hi</h1>\n");
+  const w = await sb.sh(
+    "mkdir -p /srv/app /opt/tool /var/log/app && echo made > /srv/app/x && echo r > /root/notes && " +
+      "echo log >> /var/log/app/a.log && echo $HOME",
+  );
+  assert.equal(w.result.exit_code, 0, w.result.stderr);
+  assert.equal(w.result.stdout, "/root\n");
+  const dec = new TextDecoder();
+  assert.equal(dec.decode(await sb.files.download("/srv/app/x")), "made\n");
+  assert.equal(dec.decode(await sb.files.download("/root/notes")), "r\n");
+  assert.match(dec.decode(await sb.files.download("/etc/os-release")), /^ID=/m);
+  // another sandbox never sees it; the host's system files stay read-only
+  const other = await box.createSandbox({ shape: "s-1vcpu-1gb", name: "sdk-fs-other" });
+  await assert.rejects(other.files.download("/root/notes"), CreateosSandboxNotFoundError);
+  const seen = await other.sh("test -e /root/notes -o -e /srv/app/x && echo SEES; echo x > /usr/bin/sdk-probe || echo RO");
+  assert.equal(seen.result.stdout, "RO\n");
+  await other.destroy();
+  await sb.destroy();
+});
+
 test("fidelity: every SDK method called, every answer matches its declared type", () => {
   const r = F.report();
   console.log(
