@@ -305,9 +305,18 @@ int mock_durable_start(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *err)
 		mock_sandbox *sb = m->sbx[i];
 		sbx_err gerr = {{0}};
 
+		mock_guest *g;
+
 		if (mock_status_terminal(sb->status))
 			continue;
-		sb->guest = mock_guest_start(mock, sb, &gerr);
+		/* outside the lock: wiring a guest's egress takes it
+		 * (mock_egress_wire), and a restart with enforced egress
+		 * deadlocked here; no request is served before this returns,
+		 * so nothing else changes the sandboxes meanwhile */
+		pthread_mutex_unlock(&m->lock);
+		g = mock_guest_start(mock, sb, &gerr);
+		pthread_mutex_lock(&m->lock);
+		sb->guest = g;
 		if (sb->guest == NULL) {
 			if (!cfg->quiet)
 				fprintf(stderr, "sbx-mock: warning: sandbox %s: %s; marked error\n", sb->id,
