@@ -24,6 +24,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -1153,6 +1154,19 @@ typedef struct bin_mock {
 	char errlog[600];
 } bin_mock;
 
+/* Set: bin_start passes --state-dir with it instead of --work-dir (guest
+ * trees then live in it, and a restart on it restores them). */
+static const char *g_bin_state_dir;
+
+/* A line of the mock's stdout, or false when none comes within CX_START_MS
+ * (a mock that hangs before it listens fails the test, not the run). */
+static bool bin_line(FILE *out, char *line, size_t cap)
+{
+	struct pollfd pf = {.fd = fileno(out), .events = POLLIN};
+
+	return poll(&pf, 1, CX_START_MS) == 1 && fgets(line, (int)cap, out) != NULL;
+}
+
 static bool bin_start(bin_mock *m)
 {
 	const char *tmp = getenv("TMPDIR");
@@ -1177,8 +1191,8 @@ static bool bin_start(bin_mock *m)
 		argv[n++] = "tok";
 		argv[n++] = "--self-listen";
 		argv[n++] = "127.0.0.1:0";
-		argv[n++] = "--work-dir";
-		argv[n++] = m->work;
+		argv[n++] = g_bin_state_dir != NULL ? "--state-dir" : "--work-dir";
+		argv[n++] = g_bin_state_dir != NULL ? (char *)g_bin_state_dir : m->work;
 		if (g_mode != NULL) {
 			argv[n++] = "--guest-mode";
 			argv[n++] = (char *)g_mode;
@@ -1194,7 +1208,7 @@ static bool bin_start(bin_mock *m)
 	}
 	close(o[1]);
 	m->out = fdopen(o[0], "r");
-	for (int i = 0; i < 20 && fgets(line, sizeof(line), m->out) != NULL; i++)
+	for (int i = 0; i < 20 && bin_line(m->out, line, sizeof(line)); i++)
 		if (strncmp(line, "sbx-mock listening on ", 22) == 0) {
 			snprintf(m->url, sizeof(m->url), "%.*s", (int)strcspn(line + 22, "\n"),
 				 line + 22);
@@ -1383,6 +1397,56 @@ static void next_mock_sweeps_killed_mocks_groups(void **state)
 		fail_msg("run directory %s: %s (an owner file left behind?)", run, strerror(errno));
 }
 
+/* A restart on the same --state-dir after kill -9 restores a contained
+ * sandbox and serves: restoring its guest once deadlocked on the model lock
+ * when egress was enforced (the guest's egress wiring takes it), so the
+ * restarted mock never listened. */
+static void durable_restart_restores_contained_guest(void **state)
+{
+	bin_mock a, b;
+	char dir[600], id[64], path[160], buf[4096];
+	pid_t kids[64];
+	size_t nk;
+	th_resp r;
+
+	(void)state;
+	snprintf(dir, sizeof(dir), "%s.state-XXXXXX", g_work);
+	assert_non_null(mkdtemp(dir));
+	g_bin_state_dir = dir;
+	if (!bin_start(&a)) {
+		g_bin_state_dir = NULL;
+		bin_cleanup(&a, NULL);
+		fail_msg("sbx-mock --state-dir did not start (see its stderr)");
+	}
+	bin_create(&a, id, sizeof(id));
+	nk = cx_children(a.pid, kids, 64);
+	kill(a.pid, SIGKILL);
+	bin_wait(a.pid, 5000);
+	for (size_t i = 0; i < nk; i++)
+		for (int w = 0; w < 1500 && cx_state(kids[i]) != 0; w++)
+			sleep_ms(20);
+	if (!bin_start(&b)) {
+		g_bin_state_dir = NULL;
+		bin_cleanup(&b, NULL);
+		bin_cleanup(&a, NULL);
+		cx_rmtree(dir);
+		fail_msg("the restarted mock did not listen within %d ms", CX_START_MS);
+	}
+	g_bin_state_dir = NULL;
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s", id);
+	th_json(b.url, "k", "GET", path, NULL, &r);
+	snprintf(buf, sizeof(buf), "%s", sbx_strbuf_str(&r.body));
+	th_resp_free(&r);
+	print_message("restored: %s\n", buf);
+	kill(b.pid, SIGTERM);
+	bin_wait(b.pid, 15000);
+	bin_cleanup(&b, NULL);
+	bin_cleanup(&a, NULL);
+	cx_rmtree(dir);
+	if (strstr(buf, id) == NULL)
+		fail_msg("the sandbox %s did not come back: %s", id, buf);
+}
+
 static void nothing_left_behind(void **state)
 {
 	bin_mock m;
@@ -1471,6 +1535,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(exec_output_amplification_bounded, setup, round2_teardown),
 		cmocka_unit_test_setup(no_guest_survives_mock_kill, setup),
 		cmocka_unit_test_setup(next_mock_sweeps_killed_mocks_groups, setup),
+		cmocka_unit_test_setup(durable_restart_restores_contained_guest, setup),
 		cmocka_unit_test_setup(nothing_left_behind, setup),
 		cmocka_unit_test_setup(contain_fs_one_filesystem, setup),
 		cmocka_unit_test_setup(contain_fs_root_is_private, setup),
