@@ -258,6 +258,23 @@ static int build_skel(const char *hostname, char *err, size_t cap)
 	return set_attr(SKEL, CELL_ATTR_RDONLY, 0) == 0 ? 0 : fail(err, cap, "make read-only", SKEL);
 }
 
+/* What the guest's /proc would tell of the host and no program in a
+ * sandbox needs (issue 27): the host kernel's command line and the host's
+ * boot id read empty (/dev/null bound over them, as container runtimes
+ * mask /proc paths). The rest that stays visible is listed in
+ * CONTAINMENT.md ("What a guest still sees of the host"). */
+static int mask_host_facts(char *err, size_t cap)
+{
+	static const char *const masked[] = {NEWROOT "/proc/cmdline",
+					     NEWROOT "/proc/sys/kernel/random/boot_id"};
+
+	for (size_t i = 0; i < sizeof(masked) / sizeof(masked[0]); i++) {
+		if (mount("/dev/null", masked[i], NULL, MS_BIND, NULL) != 0)
+			return fail(err, cap, "mask", masked[i]);
+	}
+	return 0;
+}
+
 /* The merged root: the overlay, then the read-only system binds, the
  * sandbox's workspace and tmp (on the disk), its own /proc and /dev. */
 static int build_tree(char *err, size_t cap)
@@ -280,6 +297,8 @@ static int build_tree(char *err, size_t cap)
 	/* a proc of this PID namespace: the guest sees its own processes only */
 	if (mount("proc", NEWROOT "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) != 0)
 		return fail(err, cap, "mount proc on", NEWROOT "/proc");
+	if (mask_host_facts(err, cap) != 0)
+		return -1;
 	return build_dev(err, cap);
 }
 

@@ -369,6 +369,33 @@ static void cannot_see_host_homes_or_checkout(void **state)
 	cx_free(&x);
 }
 
+/* The host's kernel command line and boot id are none of a guest's
+ * business (issue 27): both read empty in a guest. */
+static void host_facts_masked(void **state)
+{
+	char id[64], host_boot[64] = "";
+	FILE *fp = fopen("/proc/sys/kernel/random/boot_id", "r");
+	cx_res x;
+
+	(void)state;
+	if (fp != NULL) {
+		if (fgets(host_boot, sizeof(host_boot), fp) == NULL)
+			host_boot[0] = '\0';
+		fclose(fp);
+	}
+	host_boot[strcspn(host_boot, "\n")] = '\0';
+	mk("ka", NULL, id, sizeof(id));
+	sh_ok("ka", id,
+	      "echo \"cmdline[$(cat /proc/cmdline)] boot[$(cat /proc/sys/kernel/random/boot_id)]\"",
+	      &x);
+	print_message("guest: %s", x.out);
+	if (strcmp(x.out, "cmdline[] boot[]\n") != 0)
+		fail_msg("the guest reads the host's kernel command line or boot id: %s", x.out);
+	if (host_boot[0] != '\0' && strstr(x.out, host_boot) != NULL)
+		fail_msg("the guest sees the host's boot id %s", host_boot);
+	cx_free(&x);
+}
+
 static void proc_1_root_is_own_root(void **state)
 {
 	char id[64], script[10240];
@@ -1513,6 +1540,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup(cannot_read_etc_shadow, setup),
 		cmocka_unit_test_setup(cannot_see_host_homes_or_checkout, setup),
 		cmocka_unit_test_setup(proc_1_root_is_own_root, setup),
+		cmocka_unit_test_setup(host_facts_masked, setup),
 		cmocka_unit_test_setup(network_off_cannot_nsenter_host_net, setup),
 		cmocka_unit_test_setup(cannot_see_or_signal_other_sandbox_processes, setup),
 		cmocka_unit_test_setup(cannot_read_other_sandbox_files, setup),
