@@ -1403,7 +1403,12 @@ static void next_mock_sweeps_killed_mocks_groups(void **state)
 	print_message("kill -9 left %s\n", found);
 	assert_true(bin_start(&next));
 	snprintf(nextcg, sizeof(nextcg), "sbx-mock-%d", (int)next.pid);
+	/* the cgroups line comes on stderr after the listening line on stdout */
 	bin_stderr(&next, err, sizeof(err));
+	for (int waited = 0; strstr(err, "cgroups:") == NULL && waited < CX_START_MS; waited += 20) {
+		sleep_ms(20);
+		bin_stderr(&next, err, sizeof(err));
+	}
 	print_message("the next mock says: %s", err);
 	if (cx_cgroup_find(cg, found, sizeof(found)))
 		fail_msg("the next mock left the dead mock's group %s", found);
