@@ -33,6 +33,7 @@ static const char *const OPTION_NAMES[] = {
 	"--backend-cmd", "--python-backend", "--host-cmd", "--profile", "--filter", "--list", "--shard",
 	"--mock-url", "--admin-token", "--api-url", "--seed", "--timeout-scale", "--jobs", "--tap", "--junit",
 	"--json", "--html", "--fixtures", "--python", "--python-component", "--max-timeouts", "--fuzz-case", "--help",
+	"--summary-md", "--github-annotations",
 	"-- 'j'", "-- 'h'", NULL,
 };
 
