@@ -377,6 +377,28 @@ static bool build_request(const ing_req *q, sbx_strbuf *out)
 				 q->upgrade ? "" : "Connection: close\r\n", q->id, q->port);
 }
 
+/* Every line of the head ends with CRLF, no CR, LF or NUL stands alone,
+ * and the only empty line is the last: a guest's server that took
+ * "\r\r\n", a bare LF or an inner empty line for the end of the head would
+ * read the proxy's own headers as a body (found by the mock_ingress
+ * fuzzer). */
+static bool lines_well_formed(const char *h, size_t n)
+{
+	const char *blank = memmem(h, n, "\r\n\r\n", 4);
+
+	if (blank == NULL || blank + 4 != h + n)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		if (h[i] == '\0')
+			return false;
+		if (h[i] == '\r' && (i + 1 >= n || h[i + 1] != '\n'))
+			return false;
+		if (h[i] == '\n' && (i == 0 || h[i - 1] != '\r'))
+			return false;
+	}
+	return true;
+}
+
 bool mock_ingress_rewrite_head(char *head, size_t head_len, sbx_strbuf *out, char *id, size_t idcap,
 			       unsigned *port, int *status, const char **msg)
 {
@@ -386,6 +408,11 @@ bool mock_ingress_rewrite_head(char *head, size_t head_len, sbx_strbuf *out, cha
 	if (head_len < 4 || memcmp(head + head_len - 4, "\r\n\r\n", 4) != 0) {
 		*status = 400;
 		*msg = "a request head ends with an empty line";
+		return false;
+	}
+	if (!lines_well_formed(head, head_len)) {
+		*status = 400;
+		*msg = "a bare CR, a bare LF or a NUL in the request head (RFC 9112 2.2)";
 		return false;
 	}
 	head[head_len - 2] = '\0'; /* as conn_main: ends the last header line's CRLF */
