@@ -301,14 +301,17 @@ static int settings_parse(const cJSON *b, mock_settings *out, mock_atomic_set *a
 	}
 	if (timing != NULL) {
 		char buf[32];
+		const char *text = buf;
 
+		/* a string is parsed whole: a copy cut to the buffer would turn
+		 * "0000...0<junk>" into an accepted 0 */
 		if (cJSON_IsNumber(timing))
 			snprintf(buf, sizeof(buf), "%g", timing->valuedouble);
 		else if (cJSON_IsString(timing))
-			snprintf(buf, sizeof(buf), "%s", timing->valuestring);
+			text = timing->valuestring;
 		else
 			buf[0] = '\0';
-		if (sbx_mock_parse_timing(buf, &s.timing_scale, err) != 0)
+		if (sbx_mock_parse_timing(text, &s.timing_scale, err) != 0)
 			return -1;
 	}
 	*out = s;

@@ -445,6 +445,9 @@ static void non_finite_settings_and_half_scenarios_are_refused(void **state)
 	expect_admin(r.url, "PUT", "/_mock/settings", "{\"timing\":\"nan\"}", 400);
 	expect_admin(r.url, "PUT", "/_mock/settings", "{\"timing\":\"-nan\"}", 400);
 	expect_admin(r.url, "POST", "/_mock/scenario", "{\"settings\":{\"timing\":\"nan\"}}", 400);
+	/* a long timing is read whole, not cut to a valid prefix (fuzz finding) */
+	expect_admin(r.url, "PUT", "/_mock/settings",
+		     "{\"timing\":\"000000000000000000000000000000000000000000000000x\"}", 400);
 	/* valid settings, then a bad rule: neither is applied */
 	expect_admin(r.url, "POST", "/_mock/scenario",
 		     "{\"settings\":{\"sandbox_cap\":7},\"rules\":[{\"name\":\"fleet-full\","
