@@ -16,12 +16,16 @@
 
 #include <errno.h>
 #include <sched.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <seccomp.h>
 
 static const char *const denied[] = {
@@ -48,25 +52,75 @@ static const char *const denied[] = {
 static const unsigned long clone_new[] = {CLONE_NEWNS,  CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWUSER,
 					  CLONE_NEWPID, CLONE_NEWNET, CLONE_NEWCGROUP};
 
-/* ENOSYS for each number below NR_SCAN that this libseccomp cannot name:
- * calls added to the kernel after it (and gaps in the table, which the
- * kernel answers ENOSYS anyway). */
-static int deny_unnamed(scmp_filter_ctx ctx, char *err, size_t cap)
+/* The numbers below NR_SCAN that this libseccomp cannot name (calls added
+ * to the kernel after it, and gaps in the table, which the kernel answers
+ * ENOSYS anyway), as runs [lo, hi): a handful of runs, not hundreds of
+ * rules. One rule per number made libseccomp take ~6 ms to build each
+ * cell's filter and gave a 900-instruction program. */
+#define RUNS_MAX 64
+typedef struct nr_run {
+	uint32_t lo, hi;
+} nr_run;
+
+static int unnamed_runs(nr_run *runs, size_t *n, char *err, size_t cap)
 {
-	for (int nr = 0; nr < NR_SCAN; nr++) {
-		char *name = seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, nr);
-		int rc;
+	*n = 0;
+	for (uint32_t nr = 0; nr < NR_SCAN; nr++) {
+		char *name = seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, (int)nr);
 
 		if (name != NULL) {
 			free(name);
 			continue;
 		}
-		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), nr, 0);
-		if (rc != 0) {
-			snprintf(err, cap, "seccomp rule for system call %d: %s", nr, strerror(-rc));
+		if (*n > 0 && runs[*n - 1].hi == nr) {
+			runs[*n - 1].hi = nr + 1;
+			continue;
+		}
+		if (*n == RUNS_MAX) {
+			snprintf(err, cap, "seccomp: more than %d runs of unnamed system calls", RUNS_MAX);
 			return -1;
 		}
+		runs[(*n)++] = (nr_run){nr, nr + 1};
 	}
+	return 0;
+}
+
+#define STMT(code, k) ((struct sock_filter)BPF_STMT((code), (k)))
+#define JUMP(code, k, jt, jf) ((struct sock_filter)BPF_JUMP((code), (k), (jt), (jf)))
+
+/* Prepends to libseccomp's program: for the native architecture, a number
+ * in one of the runs returns ENOSYS; anything else falls through to the
+ * first instruction of libseccomp's program (BPF jumps are relative, so
+ * the program still runs as exported). */
+static int prepend_unnamed(struct sock_fprog *prog, char *err, size_t cap)
+{
+	nr_run runs[RUNS_MAX];
+	size_t n, k = 0, len;
+	struct sock_filter *f;
+
+	if (unnamed_runs(runs, &n, err, cap) != 0)
+		return -1;
+	len = 5 + 2 * n + prog->len;
+	f = calloc(len, sizeof(*f));
+	if (f == NULL || len > BPF_MAXINSNS) {
+		free(f);
+		snprintf(err, cap, "seccomp: the program does not fit (%zu instructions)", len);
+		return -1;
+	}
+	f[k++] = STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch));
+	f[k++] = JUMP(BPF_JMP | BPF_JEQ | BPF_K, seccomp_arch_native(), 0, (uint8_t)(3 + 2 * n));
+	f[k++] = STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr));
+	for (size_t i = 0; i < n; i++) {
+		/* below lo: skip this run's upper check; at or over hi: next run */
+		f[k++] = JUMP(BPF_JMP | BPF_JGE | BPF_K, runs[i].lo, 0, 1);
+		f[k++] = JUMP(BPF_JMP | BPF_JGE | BPF_K, runs[i].hi, 0, (uint8_t)(2 * (n - i) - 1));
+	}
+	f[k++] = STMT(BPF_JMP | BPF_JA | BPF_K, 1);
+	f[k++] = STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (ENOSYS & SECCOMP_RET_DATA));
+	memcpy(f + k, prog->filter, prog->len * sizeof(*f));
+	free(prog->filter);
+	prog->filter = f;
+	prog->len = (unsigned short)len;
 	return 0;
 }
 
@@ -97,7 +151,7 @@ static int add_rules(scmp_filter_ctx ctx, char *err, size_t cap)
 		snprintf(err, cap, "seccomp rule for clone3: %s", strerror(-rc));
 		return -1;
 	}
-	return deny_unnamed(ctx, err, cap);
+	return 0;
 }
 
 /* The filter as BPF: libseccomp 2.5 exports to a file descriptor only. */
@@ -141,13 +195,18 @@ int cell_seccomp_build(struct sock_fprog *prog, char *err, size_t cap)
 		return -1;
 	}
 	/* PID 1 sets no_new_privs itself, before the load; a binary tree of
-	 * the few hundred rules, not a list walked at every system call */
+	 * the rules, not a list walked at every system call */
 	if (seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0) != 0 ||
 	    seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2) != 0)
 		goto out_release;
 	if (add_rules(ctx, err, cap) != 0)
 		goto out_release;
 	rc = export_prog(ctx, prog, err, cap);
+	if (rc == 0 && prepend_unnamed(prog, err, cap) != 0) {
+		free(prog->filter);
+		prog->filter = NULL;
+		rc = -1;
+	}
 out_release:
 	if (rc != 0 && err[0] == '\0')
 		snprintf(err, cap, "seccomp: cannot configure the filter");
