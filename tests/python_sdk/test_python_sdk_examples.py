@@ -450,8 +450,10 @@ class Mock:
              "--quiet"], stdout=subprocess.PIPE, stderr=self.err, text=True)
         self.url = self.token = self.mode = self.ingress = None
         lines = queue.Queue()
-        threading.Thread(target=lambda: [lines.put(l) for l in self.proc.stdout] + [lines.put(None)],
-                         daemon=True).start()
+        self.reader = threading.Thread(
+            target=lambda: [lines.put(l) for l in self.proc.stdout] + [lines.put(None)],
+            daemon=True)
+        self.reader.start()
         deadline = time.monotonic() + 60
         while self.ingress is None and time.monotonic() < deadline:
             try:
@@ -487,6 +489,7 @@ class Mock:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.rc = self.proc.wait()
+        self.reader.join(timeout=10)  # EOF once the mock is gone
         self.proc.stdout.close()
         self.err.seek(0)
         err = self.err.read().decode(errors="replace")
@@ -872,6 +875,33 @@ class CustomTemplate(Example):
             if sid is not None:
                 self.destroy(sid)
             self.sdk("DELETE", "/v1/templates/" + tid)
+
+
+class Decoder(unittest.TestCase):
+    """The checks above catch what the SDK's from_dict would choke on (or
+    hand its user mistyped): a missing required field, a value outside an
+    enum, a datetime fromisoformat (or Python 3.10's) refuses, a wrong type,
+    null in a non-optional field."""
+
+    def test_decoder_finds_what_the_sdk_refuses(self):
+        good = {"id": "sb-1", "status": "running", "created_at": "2026-01-02T03:04:05.678Z",
+                "vcpu": 1, "ingress_enabled": False, "ip": None, "envs": ["A"]}
+        self.assertEqual(model_errors(SANDBOX, good), [])
+        for change, why in (({"status": None}, "null"), ({"status": "stopped"}, "member"),
+                            ({"created_at": "2026-01-02T03:04:05.678912345Z"}, "datetime"),
+                            ({"created_at": "2026-01-02T03:04:05.6Z"}, "3.10"),
+                            ({"created_at": "yesterday"}, "fromisoformat"),
+                            ({"vcpu": True}, "type int"), ({"vcpu": "1"}, "type int"),
+                            ({"ingress_enabled": 1}, "type bool"),
+                            ({"envs": {"A": "b"}}, "not a list"), ({"envs": [1]}, "type str")):
+            errors = model_errors(SANDBOX, dict(good, **change))
+            self.assertEqual(len(errors), 1, (change, errors))
+            self.assertIn(why, errors[0], (change, errors))
+        errors = model_errors(SANDBOX, {k: v for k, v in good.items() if k != "id"})
+        self.assertEqual(errors, ["Sandbox.id: missing, and the SDK's Sandbox requires it "
+                                  "(no default)"])
+        member = {"members": [{"sandbox_id": 7}]}
+        self.assertIn("Network.members[0].sandbox_id", model_errors(NETWORK, member)[0])
 
 
 class Desktop(unittest.TestCase):
