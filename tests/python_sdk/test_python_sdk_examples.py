@@ -43,9 +43,17 @@ no Dockerfile, so the template's guest has no Docker daemon, asserted as
 that difference). Not covered: desktop (computer use, `/computer/...`): not
 modelled by the mock, not in the control-plane spec.
 
+Where this differs from an example, on purpose: command_streaming's
+program pauses 0.4 s between lines (the example 1 s); wait_for_port's loop
+is given 30 s (the example 10 s) and a process wait that ends at the
+example's 5 s timeout is asked once more, longer (a loaded CI machine);
+execution_server's own HTTP front end is not run (only its calls to the
+service matter here).
+
 Each test starts its own sbx-mock on 127.0.0.1 port 0 (the port read back
 from its "listening" line) and stops it; nothing leaves loopback (guests
-have loopback only: `--egress stored`). Contained guests need user
+have loopback only: `--egress stored`; no proxy from the environment is
+used). Contained guests need user
 namespaces: where the mock cannot contain, the whole file is skipped
 (exit 77) with the mock's reason.
 
@@ -73,6 +81,9 @@ SKIP = 77
 KEY = "python-sdk-examples"
 MOCK_BIN = None  # set by main()
 CANNOT_CONTAIN = "guest containment needs user namespaces"
+# Every request goes straight to the loopback address it names, whatever
+# http_proxy and the like say.
+OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 # ---------------------------------------------------------------------------
 # The SDK's enums (their values), as models.py declares them.
@@ -268,7 +279,7 @@ class Example(unittest.TestCase):
             headers["Content-Type"] = content_type
         req = urllib.request.Request(url, data=data, method=method, headers=headers)
         try:
-            resp = urllib.request.urlopen(req, timeout=timeout)
+            resp = OPENER.open(req, timeout=timeout)
         except urllib.error.HTTPError as e:
             return e.code, e.headers, e.read()
         if stream:
@@ -426,10 +437,17 @@ class Example(unittest.TestCase):
             self.assertIn(event.get("stream"), PROCESS_STREAM, event)
 
     def process_wait(self, sid, pid, scope, wait_timeout):
-        params = {"scope": scope, "timeout_ms": int(wait_timeout * 1000)}
-        data = self.sdk("GET", self.procs(sid, "/%s/wait" % pid), params=params,
-                        timeout=wait_timeout + 30)
-        return self.decode(PROCESS, data, "process wait")
+        """processes.wait with the example's scope and timeout; a wait that
+        ends at its timeout (a loaded machine) is asked once more, longer,
+        before the caller's checks."""
+        for seconds in (wait_timeout, 60):
+            params = {"scope": scope, "timeout_ms": int(seconds * 1000)}
+            data = self.sdk("GET", self.procs(sid, "/%s/wait" % pid), params=params,
+                            timeout=seconds + 30)
+            view = self.decode(PROCESS, data, "process wait")
+            if view["tree_exited" if scope == "tree" else "leader_exited"]:
+                break
+        return view
 
     def process_input(self, sid, pid, text):
         data = self.sdk("POST", self.procs(sid, "/%s/input" % pid),
@@ -632,14 +650,15 @@ class IngressPreview(Example):
                                          args=["-m", "http.server", "8080", "--bind", "0.0.0.0"],
                                          cwd="/srv")
             self.assertEqual((server["kind"], server["cwd"]), ("process", "/srv"), server)
-            # wait_for_port(8080, timeout=10)
-            script = ("timeout 10 bash -c 'until (echo > /dev/tcp/127.0.0.1/8080) "
+            # wait_for_port(8080): its bash loop; the example gives it 10 s,
+            # 30 here for a loaded CI machine
+            script = ("timeout 30 bash -c 'until (echo > /dev/tcp/127.0.0.1/8080) "
                       "2>/dev/null; do sleep 0.25; done'")
-            ready = self.run_command(sid, "bash", ["-c", script], timeout=15)
+            ready = self.run_command(sid, "bash", ["-c", script], timeout=35)
             self.assertEqual(ready["exit_code"], 0, "port 8080 did not become ready: %r" % ready)
             url = sb["ingress_url_template"].replace("<port>", "8080")
             self.assertTrue(url.startswith("http://127.0.0.1:"), "off loopback: " + url)
-            with urllib.request.urlopen(url, timeout=30) as resp:
+            with OPENER.open(url, timeout=30) as resp:
                 self.assertEqual(resp.status, 200)
                 self.assertEqual(resp.read(), self.PAGE)
         finally:
