@@ -23,6 +23,10 @@
 #define GRACE_MAX_MS	 600000 /* a DELETE holds a worker thread that long at most */
 #define PTY_DEFAULT_ROWS 24
 #define PTY_DEFAULT_COLS 80
+/* A PTY created with no cmd: the guest root's login shell (cell/root.c's
+ * /etc/passwd), what both vendor SDKs' examples ask for as "an interactive
+ * PTY shell" (README, "Managed processes") */
+#define PTY_DEFAULT_SHELL "/bin/sh"
 
 bool api_procs_id(mreq *r, mresp *out, char *buf, size_t cap)
 {
@@ -88,9 +92,12 @@ static bool parse_create(const cJSON *b, create_args *a, mresp *out)
 	    !api_get_kind(b, "env", false, &env, out) ||
 	    !api_get_kind(b, "pty", false, &pty, out) || !parse_args(b, a, out))
 		return false;
+	if ((a->q.exec.cmd == NULL || a->q.exec.cmd[0] == '\0') && pty != NULL)
+		a->q.exec.cmd = PTY_DEFAULT_SHELL;
 	if (a->q.exec.cmd == NULL || a->q.exec.cmd[0] == '\0') {
 		resp_fail(out, 400, "cmd", "INVALID_REQUEST",
-			  "cmd is required (an executable, not a shell line)");
+			  "cmd is required for a pipe process (an executable, not a shell line; "
+			  "a PTY without one runs the shell " PTY_DEFAULT_SHELL ")");
 		return false;
 	}
 	if (a->q.exec.cwd != NULL && a->q.exec.cwd[0] != '\0' && a->q.exec.cwd[0] != '/') {

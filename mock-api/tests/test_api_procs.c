@@ -301,6 +301,34 @@ static void pty_resize_shows_in_stty_size(void **state)
 	proc_expect(sb, pid, "POST", "/stdin/close", NULL, 409);
 }
 
+/* A PTY created with no cmd, as both vendor SDKs' managed-process examples
+ * create "an interactive PTY shell", runs the guest root's shell
+ * (/bin/sh) in cwd (a pipe process still needs one: errors_and_bounds). */
+static void pty_without_cmd_is_a_shell(void **state)
+{
+	char sb[64], pid[32];
+	events all;
+	th_resp r;
+
+	(void)state;
+	create("k1", "{\"shape\":\"s-1vcpu-1gb\"}", sb, sizeof(sb));
+	proc_create(sb, "{\"cwd\":\"/tmp\",\"pty\":{\"rows\":24,\"cols\":80}}", pid, sizeof(pid));
+	/* echo shell-$((40+2)); pwd; exit: "shell-42" is the shell's, not the echo's */
+	proc_expect(sb, pid, "POST", "/input",
+		    "{\"data_base64\":\"ZWNobyBzaGVsbC0kKCg0MCsyKSk7IHB3ZDsgZXhpdAo=\"}", 200);
+	proc_wait(sb, pid, "tree", DEADLINE_S * 1000, &r);
+	assert_true(data_bool(&r, "tree_exited"));
+	assert_int_equal(data_item(&r, "exit_code")->valueint, 0);
+	assert_string_equal(th_data_str(&r, "kind"), "pty");
+	assert_string_equal(th_data_str(&r, "cmd"), "/bin/sh");
+	th_resp_free(&r);
+	proc_connect(sb, pid, 0, 0, &all);
+	assert_non_null(strstr(sbx_strbuf_str(&all.text), "shell-42"));
+	assert_non_null(strstr(sbx_strbuf_str(&all.text), "/tmp"));
+	assert_true(all.exited);
+	sbx_strbuf_free(&all.text);
+}
+
 /* The PTY is the shell's controlling terminal: a resize sends SIGWINCH to
  * its foreground group, which the shell's trap reports. */
 static void pty_resize_sends_sigwinch(void **state)
@@ -496,6 +524,10 @@ static void errors_and_bounds(void **state)
 	th_json(U, "k1", "POST", path, "{\"cmd\":\"sh\",\"cwd\":\"relative\"}", &r);
 	expect_status(&r, 400, "relative cwd");
 	th_resp_free(&r);
+	th_json(U, "k1", "POST", path, "{\"cwd\":\"/tmp\"}", &r);
+	expect_status(&r, 400, "a pipe process without cmd (a PTY's is the shell)");
+	assert_non_null(fail_field(&r, "cmd"));
+	th_resp_free(&r);
 	th_json(U, "k2", "GET", path, NULL, &r);
 	expect_status(&r, 404, "another tenant's sandbox");
 	th_resp_free(&r);
@@ -661,6 +693,7 @@ int main(void)
 		cmocka_unit_test_setup(connect_survives_disconnect_input_and_stdin_close, mf_reset),
 		cmocka_unit_test_setup(pty_resize_shows_in_stty_size, mf_reset),
 		cmocka_unit_test_setup(pty_resize_sends_sigwinch, mf_reset),
+		cmocka_unit_test_setup(pty_without_cmd_is_a_shell, mf_reset),
 		cmocka_unit_test_setup(tree_terminated_with_grace, mf_reset),
 		cmocka_unit_test_setup(wait_scopes_leader_and_tree, mf_reset),
 		cmocka_unit_test_setup(pause_freezes_a_process, mf_reset),
