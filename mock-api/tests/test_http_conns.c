@@ -1,11 +1,14 @@
 /* Integration over loopback: connection exhaustion (issue 16). A mock with
- * a small connection limit (20) and idle timeout (2 s) gets limit + 100 idle
+ * a small connection limit (20) and idle timeout (10 s) gets limit + 100 idle
  * connections:
  *   - past the limit a new connection is closed at once, it does not wait
  *     in the listen backlog (libmicrohttpd at its own limit stops
  *     accepting, and every new client hung until an idle one closed);
  *   - the idle connections are closed by the mock after the idle timeout;
- *   - service for new clients resumes within that timeout. */
+ *   - service for new clients resumes after that timeout.
+ * "At once" is "within half the idle timeout" (the only other reason the
+ * mock closes them), not a fixed second: ASan on a loaded CI machine is
+ * slow to accept 120 connections, and speed is the benchmarks' job. */
 #define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
@@ -27,7 +30,8 @@
 
 #define LIMIT 20
 #define EXTRA 100
-#define IDLE_S 2
+#define IDLE_S 10
+#define AT_ONCE_MS (IDLE_S * 1000 / 2)
 
 static int64_t now_ms(void)
 {
@@ -85,16 +89,19 @@ static void exhaustion_refuses_fast_and_recovers(void **state)
 	for (int i = 0; i < LIMIT + EXTRA; i++)
 		fds[i] = connect_mock();
 	/* the mock accepts them all; past the limit it closes them at once */
-	usleep(500 * 1000);
-	closed = count_closed(fds, LIMIT + EXTRA);
+	t0 = now_ms();
+	while ((closed = count_closed(fds, LIMIT + EXTRA)) < EXTRA - 16 &&
+	       now_ms() - t0 < AT_ONCE_MS)
+		usleep(50 * 1000);
 	if (closed < EXTRA - 16)
-		fail_msg("%d of %d connections past the limit of %d were closed at once", closed,
-			 EXTRA, LIMIT);
-	/* a new client is not left waiting: closed at once, not in 1 s */
+		fail_msg("%d of %d connections past the limit of %d were closed within %d ms",
+			 closed, EXTRA, LIMIT, AT_ONCE_MS);
+	/* a new client is not left waiting for an idle one to time out */
 	fd = connect_mock();
 	t0 = now_ms();
-	if (!closed_within(fd, 1000))
-		fail_msg("a new connection past the limit was neither answered nor closed in 1 s");
+	if (!closed_within(fd, AT_ONCE_MS))
+		fail_msg("a new connection past the limit was neither answered nor closed in %d ms",
+			 AT_ONCE_MS);
 	close(fd);
 	/* service resumes within the idle timeout: the idle ones are closed */
 	rq.method = "GET";
@@ -106,9 +113,9 @@ static void exhaustion_refuses_fast_and_recovers(void **state)
 		if (r.status == 200)
 			break;
 		th_resp_free(&r);
-		if (now_ms() - t0 > (IDLE_S + 3) * 1000)
+		if (now_ms() - t0 > (IDLE_S + 30) * 1000)
 			fail_msg("no service %d s after the limit was reached (idle timeout %d s)",
-				 IDLE_S + 3, IDLE_S);
+				 IDLE_S + 30, IDLE_S);
 		usleep(200 * 1000);
 	}
 	th_resp_free(&r);

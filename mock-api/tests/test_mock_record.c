@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sys/socket.h>
 
@@ -245,7 +246,12 @@ static void stop_interrupts_a_hanging_upstream(void **state)
 	rec = start(upstream, file, NULL);
 	h.url = sbx_mock_url(rec);
 	assert_int_equal(pthread_create(&th, NULL, hang_call_main, &h), 0);
-	usleep(400000); /* the proxy request is on its way upstream */
+	{
+		/* the proxy request has reached the upstream (which never accepts) */
+		struct pollfd pl = {.fd = lfd, .events = POLLIN};
+
+		assert_int_equal(poll(&pl, 1, 30000), 1);
+	}
 	t0 = sbx_mono_us();
 	sbx_mock_stop(rec);
 	if (sbx_mono_us() - t0 > 3000000)
