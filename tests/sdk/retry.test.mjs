@@ -43,7 +43,7 @@ before(async () => {
   });
   const lines = createInterface({ input: proc.stdout });
   baseUrl = await new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error("sbx-mock did not print its URL")), 10_000);
+    const timer = setTimeout(() => reject(new Error("sbx-mock did not print its URL")), 30_000);
     proc.once("exit", (code) => reject(new Error(`sbx-mock exited early (${code})`)));
     lines.on("line", (line) => {
       const m = /^sbx-mock listening on (http:\/\/\S+)$/.exec(line);

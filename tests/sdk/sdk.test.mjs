@@ -53,7 +53,7 @@ before(async () => {
   });
   const lines = createInterface({ input: proc.stdout });
   baseUrl = await new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error("sbx-mock did not print its URL")), 10_000);
+    const timer = setTimeout(() => reject(new Error("sbx-mock did not print its URL")), 30_000);
     proc.once("exit", (code) => reject(new Error(`sbx-mock exited early (${code})`)));
     lines.on("line", (line) => {
       const m = /^sbx-mock listening on (http:\/\/\S+)$/.exec(line);
@@ -284,7 +284,7 @@ test("sandbox helpers: sh, resize, ingress, auto-pause, ssh keys, bandwidth, por
   await sb.sh(
     "python3 -c 'import socket,time;s=socket.socket();s.bind((\"127.0.0.1\",8081));s.listen();time.sleep(60)' >/dev/null 2>&1 &",
   );
-  await sb.waitForPortReady(8081, { timeoutMs: 10_000, intervalMs: 100 });
+  await sb.waitForPortReady(8081, { timeoutMs: 30_000, intervalMs: 100 }); // python3 starting on a loaded CI machine
   await sb.destroy();
 });
 
