@@ -1,5 +1,6 @@
 /* admin: the /_mock/ admin API (ADMIN.md) — reset, state, settings, clock,
- * egress oracle, fault rules, scenarios and the journal. Protected by the
+ * egress oracle, fault rules, scenarios, the journal and the warm pool's
+ * counters. Protected by the
  * admin token; never journaled and never subject to fault rules. The
  * handlers parse and render: the model work is ops_admin.c's (which
  * validates and applies settings through settings.c), finding and applying
@@ -10,6 +11,7 @@
 #include "ops.h"
 #include "server.h"
 
+#include "cell_pool.h"
 #include "scenario.h"
 
 #include <errno.h>
@@ -406,6 +408,32 @@ static void a_journal_clear(mreq *r, mresp *out)
 	ok_empty(out);
 }
 
+/* ---- the warm pool ---- */
+
+/* GET /_mock/pool: the warm pool's counters (issue 24), or why it is off. */
+static void a_pool(mreq *r, mresp *out)
+{
+	cJSON *d = cJSON_CreateObject();
+	mock_pool_stats st;
+
+	cJSON_AddBoolToObject(d, "enabled", r->mock->pool != NULL);
+	cJSON_AddStringToObject(d, "note", r->mock->pool_note);
+	memset(&st, 0, sizeof(st));
+	if (r->mock->pool != NULL)
+		mock_pool_stats_get(r->mock->pool, &st);
+	cJSON_AddNumberToObject(d, "size", st.size);
+	cJSON_AddNumberToObject(d, "idle", st.idle);
+	cJSON_AddNumberToObject(d, "building", st.building);
+	cJSON_AddNumberToObject(d, "retiring", st.retiring);
+	cJSON_AddNumberToObject(d, "built", (double)st.built);
+	cJSON_AddNumberToObject(d, "handed_out", (double)st.handed_out);
+	cJSON_AddNumberToObject(d, "misses", (double)st.misses);
+	cJSON_AddNumberToObject(d, "build_failures", (double)st.build_failures);
+	cJSON_AddNumberToObject(d, "retired", (double)st.retired);
+	cJSON_AddStringToObject(d, "last_error", st.last_error);
+	resp_success(out, 200, d);
+}
+
 /* ---- dispatch ---- */
 
 static void a_reset(mreq *r, mresp *out)
@@ -444,6 +472,7 @@ ADMIN_ROUTE(a_scenario)
 ADMIN_ROUTE(a_journal)
 ADMIN_ROUTE(a_journal_count)
 ADMIN_ROUTE(a_journal_clear)
+ADMIN_ROUTE(a_pool)
 
 /* Admin requests are never durable; the non-GET ones block (as every
  * mutation does). */
@@ -465,6 +494,7 @@ const mock_route mock_admin_routes[] = {
 	{"GET", "/_mock/journal", 0, a_journal_route},
 	{"DELETE", "/_mock/journal", ROUTE_BLOCKS, a_journal_clear_route},
 	{"GET", "/_mock/journal/count", 0, a_journal_count_route},
+	{"GET", "/_mock/pool", 0, a_pool_route},
 };
 const size_t mock_admin_nroutes = sizeof(mock_admin_routes) / sizeof(mock_admin_routes[0]);
 

@@ -119,7 +119,7 @@ typedef struct cell_child {
 	int err_w;        /* an errno when something before execve failed */
 	int ctl, devnull, exe;
 	const char *ws, *tmp;
-	char *argv[4];
+	char *argv[5];
 	char *envp[2];
 	char port[8];
 	char disk[40];
@@ -340,7 +340,8 @@ static int child_prepare(cell_child *cc, const mock_cell_conf *conf, const char 
 	cc->argv[0] = (char *)(uintptr_t)path;
 	cc->argv[1] = (char *)(uintptr_t)conf->id;
 	cc->argv[2] = cc->port;
-	cc->argv[3] = NULL;
+	cc->argv[3] = conf->pooled ? "pooled" : NULL;
+	cc->argv[4] = NULL;
 	snprintf(cc->disk, sizeof(cc->disk), CELL_DISK_ENV "=%u", conf->disk_mib);
 	cc->envp[0] = cc->disk;
 	cc->envp[1] = NULL;
@@ -493,6 +494,41 @@ int mock_cell_signal(mock_cell *c, pid_t pgid, int sig)
 	struct cell_signal_req s = {.op = CELL_OP_SIGNAL, .pgid = pgid, .sig = sig};
 
 	return c == NULL ? -1 : send_msg(c, &s, sizeof(s), NULL, 0);
+}
+
+int mock_cell_bind(mock_cell *c, const char *id, unsigned disk_mib, sbx_err *err)
+{
+	struct cell_bind_req q = {.op = CELL_OP_BIND, .disk_mib = disk_mib};
+	struct cell_bind_ans a = {.err = EPROTO};
+	struct pollfd pf = {.fd = c->ctl, .events = POLLIN};
+	size_t len = strlen(id);
+	ssize_t r = -1;
+	int pr;
+
+	if (len == 0 || len > CELL_NAME_MAX || disk_mib == 0) {
+		sbx_err_set(err, "cell: cannot bind \"%s\" with a disk of %u MiB", id, disk_mib);
+		return -1;
+	}
+	memcpy(q.name, id, len + 1);
+	if (send_msg(c, &q, sizeof(q), NULL, 0) != 0) {
+		sbx_err_set(err, "cell: bind: the pooled cell is gone: %s", strerror(errno));
+		return -1;
+	}
+	/* bounded: a cell that stopped answering must not hold a create */
+	do {
+		pr = poll(&pf, 1, CELL_READY_MS);
+	} while (pr < 0 && errno == EINTR);
+	if (pr == 1)
+		r = recv(c->ctl, &a, sizeof(a), MSG_DONTWAIT);
+	a.msg[sizeof(a.msg) - 1] = '\0';
+	if (r == (ssize_t)sizeof(a) && a.err == 0)
+		return 0;
+	if (r == (ssize_t)sizeof(a))
+		sbx_err_set(err, "sandbox environment: %s", a.msg);
+	else
+		sbx_err_set(err, "cell: the pooled cell did not answer its bind within %d ms",
+			    CELL_READY_MS);
+	return -1;
 }
 
 /* The cell's answer to SOCKET on sp (poll-bounded: a cell that stopped

@@ -58,6 +58,27 @@ struct cell_socket_ans {
 	int32_t err;            /* 0, or the errno of socket() in the cell */
 };
 
+/* BIND (issue 24, the warm pool): a pooled cell (sbx-cell started with
+ * the extra argument "pooled") builds everything before READY but its
+ * sandbox's own part, and takes this as its first request, on fd 3, before
+ * it serves anything: it becomes the sandbox named `name` (hostname,
+ * /etc/hostname and /etc/hosts), its disk is set to `disk_mib` MiB (size and
+ * inodes, as a fresh cell's), and only then PID 1 loads the seccomp filter
+ * and answers one struct cell_bind_ans on fd 3. A failed BIND (err != 0) is
+ * the cell's last word: it exits. Any other first request, or an EXEC before
+ * BIND, ends the cell too: no guest code ever runs before the filter. */
+#define CELL_OP_BIND 17u
+#define CELL_NAME_MAX 64
+struct cell_bind_req {
+	uint32_t op;            /* CELL_OP_BIND */
+	uint32_t disk_mib;      /* > 0 */
+	char name[CELL_NAME_MAX + 1]; /* NUL-terminated, [A-Za-z0-9._-]{1,64} */
+};
+struct cell_bind_ans {
+	int32_t err;            /* 0, or an errno of the step that failed */
+	char msg[CELL_ERR_MAX]; /* what failed, NUL-terminated */
+};
+
 /* EXEC: followed in the same message by `len` bytes of NUL-terminated
  * strings: cwd, cmd (a path, or a name searched in PATH inside the cell),
  * argc args, envc "K=V" entries. SCM_RIGHTS: exactly 4 fds in this order:

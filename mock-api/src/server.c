@@ -7,6 +7,7 @@
  * the workers before it stops the daemons; it never waits on a client. */
 #define _GNU_SOURCE
 #include "cell.h"
+#include "cell_pool.h"
 #include "cgroup.h"
 #include "cgroup_owner.h"
 #include "server.h"
@@ -50,6 +51,7 @@ void sbx_mock_config_init(sbx_mock_config *cfg)
 	cfg->journal_size = 65536;
 	cfg->guest_mode = "contained";
 	cfg->exec_timeout_ms = 600000;
+	cfg->warm_pool = MOCK_POOL_DEFAULT;
 }
 
 static int make_work_dir(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *err)
@@ -511,6 +513,43 @@ static int start_state(sbx_mock *mock, const sbx_mock_config *cfg, const mock_se
 	return 0;
 }
 
+/* The warm pool (cell_pool.h): contained, neither durable (a disk there
+ * is the sandbox's own host tree) nor record/replay (no guests), and not
+ * asked off. Its cells are built like a create's, with a small memory
+ * limit until one is handed out. */
+static int start_pool(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *err)
+{
+	mock_pool_conf pc = {.size = cfg->warm_pool, .work_dir = mock->work_dir, .quiet = cfg->quiet};
+	const char *why = NULL;
+
+	if (cfg->warm_pool > MOCK_POOL_MAX) {
+		sbx_err_set(err, "--warm-pool %u: at most %d", cfg->warm_pool, MOCK_POOL_MAX);
+		return -1;
+	}
+	if (cfg->warm_pool == 0)
+		why = "off (--warm-pool 0)";
+	else if (mock->gmode != GUEST_CONTAINED)
+		why = "off: plain guests have no cells";
+	else if (mock->state != NULL)
+		why = "off: with --state-dir a guest's disk is its own host tree";
+	else if (mock->rec != NULL)
+		why = "off: record and replay run no guests";
+	if (why != NULL) {
+		snprintf(mock->pool_note, sizeof(mock->pool_note), "%s", why);
+		return 0;
+	}
+	pc.opts.self_port = mock_self_guest_port(mock);
+	pc.opts.cgroups = mock->cgroups;
+	pc.opts.mem_bytes = MOCK_POOL_IDLE_MEM_BYTES;
+	pc.opts.pids_max = MOCK_GUEST_PIDS_MAX;
+	pc.opts.disk_mib = MOCK_POOL_IDLE_DISK_MIB;
+	mock->pool = mock_pool_start(&pc, err);
+	if (mock->pool == NULL)
+		return -1;
+	snprintf(mock->pool_note, sizeof(mock->pool_note), "on: %u cells", cfg->warm_pool);
+	return 0;
+}
+
 /* The preview-URL proxy (ingress.h): cfg->ingress_listen, NULL =
  * 127.0.0.1:0, "off" = none. */
 static int start_ingress(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *err)
@@ -557,7 +596,8 @@ sbx_mock *sbx_mock_start(const sbx_mock_config *cfg, sbx_err *err)
 	 * it, since its host listener serves at once */
 	if (mock->gmode != GUEST_PLAIN && start_self_daemon(mock, cfg, err) != 0)
 		goto out_stop;
-	if (start_state(mock, cfg, &set, err) != 0 || start_ingress(mock, cfg, err) != 0)
+	if (start_state(mock, cfg, &set, err) != 0 || start_pool(mock, cfg, err) != 0 ||
+	    start_ingress(mock, cfg, err) != 0)
 		goto out_stop;
 	if (start_daemon(mock, cfg, err) != 0)
 		goto out_stop;
@@ -647,6 +687,11 @@ void sbx_mock_stop(sbx_mock *mock)
 		MHD_stop_daemon(mock->daemon);
 	if (mock->self_daemon != NULL)
 		MHD_stop_daemon(mock->self_daemon);
+	/* no request runs now (a GET's tick may destroy a sandbox): none
+	 * takes or retires a pooled guest; what the pool holds goes, and the
+	 * guests freed below are freed here */
+	mock_pool_stop(mock->pool);
+	mock->pool = NULL;
 	if (mock->model != NULL) {
 		mock_free_guests(mock, mock->state == NULL); /* durable: trees survive */
 		mock_model_free(mock->model);
