@@ -32,9 +32,13 @@ int cell_root_build(const char *hostname, char *err, size_t cap);
  * (the mock's way to it for a fork). 0, or -1 with a message in err. */
 int cell_disk_mount(const char *dir, const char *seed, char *err, size_t cap);
 
-/* The seccomp program of the cell: built once at start, loaded into PID 1
- * itself before READY, so every process of the cell runs under it. */
+/* The seccomp program of the cell: the mock's copy (CELL_BPF_FD) or built
+ * at start, loaded into PID 1 itself before READY, so every process of
+ * the cell runs under it. */
 int cell_seccomp_build(struct sock_fprog *prog, char *err, size_t cap);
+/* `sbx-cell --seccomp-bpf`: builds the program and writes it to fd (the
+ * mock's copy for every cell). 0, or -1. */
+int cell_seccomp_export(int fd);
 
 /* In an exec child before execve: keep only the guests' small set of
  * capabilities (caps.c), in the bounding set too. 0, or -1 with errno. */

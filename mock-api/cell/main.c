@@ -3,7 +3,8 @@
  * with fd 3 = its control socket, fds 4/5 = the sandbox's workspace and
  * tmp; argv: <sandbox id> <self-signal port> [pooled] (pooled: a warm
  * pool's cell, built under a placeholder name and handed its sandbox by
- * BIND before it serves; cell_proto.h).
+ * BIND before it serves; cell_proto.h). `sbx-cell --seccomp-bpf` only
+ * writes the cell's seccomp program to stdout (the mock's copy, CELL_BPF_FD).
  *
  * Builds the sandbox's root, brings lo up, opens the self-signal listener
  * and answers READY (with that socket) or FAIL (with what failed), then
@@ -187,6 +188,9 @@ int main(int argc, char **argv)
 	int lfd;
 
 	bool pooled = argc == 4 && strcmp(argv[3], "pooled") == 0;
+
+	if (argc == 2 && strcmp(argv[1], "--seccomp-bpf") == 0)
+		return cell_seccomp_export(1) == 0 ? 0 : 1;
 
 	if (argc != 3 && !pooled) {
 		fprintf(stderr, "usage: sbx-cell SANDBOX-ID SELF-PORT [pooled] (started by sbx-mock only)\n");

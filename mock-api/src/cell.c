@@ -19,11 +19,14 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -59,6 +62,10 @@
 #define CELL_READY_MS 5000
 #define CELL_NS_FLAGS \
 	(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS)
+
+struct mock_cell_filter {
+	int fd; /* sealed memfd: the program, whole */
+};
 
 struct mock_cell {
 	pid_t pid;        /* in the mock's PID namespace */
@@ -118,9 +125,10 @@ typedef struct cell_child {
 	int sync_r;       /* one byte: the id maps are written, go */
 	int err_w;        /* an errno when something before execve failed */
 	int ctl, devnull, exe;
+	int bpf;          /* the filter's memfd, or -1 */
 	const char *ws, *tmp;
 	char *argv[5];
-	char *envp[2];
+	char *envp[3];
 	char port[8];
 	char disk[40];
 } cell_child;
@@ -141,7 +149,7 @@ static int cell_child_main(void *arg)
 	struct sigaction dfl = {.sa_handler = SIG_DFL};
 	sigset_t none;
 	char go = 0;
-	int hi[4], ws, tmp;
+	int hi[5] = {-1, -1, -1, -1, -1}, ws, tmp;
 
 	if (read(cc->sync_r, &go, 1) != 1)
 		_exit(127); /* the mock gave up on this start */
@@ -157,12 +165,16 @@ static int cell_child_main(void *arg)
 	hi[1] = fcntl(tmp, F_DUPFD_CLOEXEC, 10);
 	hi[2] = fcntl(cc->ctl, F_DUPFD_CLOEXEC, 10);
 	hi[3] = fcntl(cc->devnull, F_DUPFD_CLOEXEC, 10);
-	if (hi[0] < 0 || hi[1] < 0 || hi[2] < 0 || hi[3] < 0 || dup2(hi[3], 0) < 0 ||
-	    dup2(hi[3], 1) < 0 || dup2(hi[3], 2) < 0 || dup2(hi[2], CELL_CTL_FD) < 0 ||
-	    dup2(hi[0], 4) < 0 || dup2(hi[1], 5) < 0)
+	if (cc->bpf >= 0)
+		hi[4] = fcntl(cc->bpf, F_DUPFD_CLOEXEC, 10);
+	if (hi[0] < 0 || hi[1] < 0 || hi[2] < 0 || hi[3] < 0 || (cc->bpf >= 0 && hi[4] < 0) ||
+	    dup2(hi[3], 0) < 0 || dup2(hi[3], 1) < 0 || dup2(hi[3], 2) < 0 ||
+	    dup2(hi[2], CELL_CTL_FD) < 0 || dup2(hi[0], 4) < 0 || dup2(hi[1], 5) < 0 ||
+	    (cc->bpf >= 0 && dup2(hi[4], CELL_BPF_FD) < 0))
 		child_fail(cc);
 	/* nothing else of the mock's crosses into the cell */
-	syscall(SYS_close_range, 6U, ~0U, CLOSE_RANGE_CLOEXEC);
+	syscall(SYS_close_range, cc->bpf >= 0 ? (unsigned)CELL_BPF_FD + 1 : (unsigned)CELL_BPF_FD, ~0U,
+		CLOSE_RANGE_CLOEXEC);
 	/* root of the new user namespace: raw calls, this task only */
 	if (syscall(SYS_setresgid, 0, 0, 0) != 0)
 		child_fail(cc);
@@ -344,7 +356,9 @@ static int child_prepare(cell_child *cc, const mock_cell_conf *conf, const char 
 	cc->argv[4] = NULL;
 	snprintf(cc->disk, sizeof(cc->disk), CELL_DISK_ENV "=%u", conf->disk_mib);
 	cc->envp[0] = cc->disk;
-	cc->envp[1] = NULL;
+	cc->bpf = conf->filter != NULL ? conf->filter->fd : -1;
+	cc->envp[1] = cc->bpf >= 0 ? CELL_BPF_ENV "=1" : NULL;
+	cc->envp[2] = NULL;
 	cc->devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
 	cc->exe = open(path, O_PATH | O_CLOEXEC);
 	if (cc->devnull < 0 || cc->exe < 0) {
@@ -358,7 +372,7 @@ static int child_prepare(cell_child *cc, const mock_cell_conf *conf, const char 
 mock_cell *mock_cell_start(const mock_cell_conf *conf, sbx_err *err)
 {
 	mock_cell *c = calloc(1, sizeof(*c));
-	cell_child cc = {.sync_r = -1, .err_w = -1, .ctl = -1, .devnull = -1, .exe = -1};
+	cell_child cc = {.sync_r = -1, .err_w = -1, .ctl = -1, .devnull = -1, .exe = -1, .bpf = -1};
 	int ctl[2] = {-1, -1}, sync[2] = {-1, -1}, ep[2] = {-1, -1};
 
 	if (c == NULL) {
@@ -640,6 +654,51 @@ int mock_cell_take_self_fd(mock_cell *c)
 	if (c != NULL)
 		c->self_fd = -1;
 	return fd;
+}
+
+/* ---- the seccomp program, once ---- */
+
+mock_cell_filter *mock_cell_filter_new(void)
+{
+	const char *path = cell_path();
+	char *argv[] = {(char *)(uintptr_t)path, "--seccomp-bpf", NULL};
+	char *envp[] = {NULL};
+	int fd = memfd_create("sbx-cell-seccomp", MFD_CLOEXEC | MFD_ALLOW_SEALING), st = 0;
+	posix_spawn_file_actions_t fa;
+	struct stat sb;
+	mock_cell_filter *f = NULL;
+	pid_t pid = -1;
+
+	if (fd < 0)
+		return NULL;
+	posix_spawn_file_actions_init(&fa);
+	if (posix_spawn_file_actions_adddup2(&fa, fd, 1) != 0 ||
+	    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0) != 0 ||
+	    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0) != 0 ||
+	    posix_spawn(&pid, path, &fa, NULL, argv, envp) != 0)
+		pid = -1;
+	posix_spawn_file_actions_destroy(&fa);
+	while (pid > 0 && waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	/* a whole program, then never changed again: every cell reads it */
+	if (pid > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0 && fstat(fd, &sb) == 0 && sb.st_size > 0 &&
+	    sb.st_size % 8 == 0 &&
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) == 0)
+		f = malloc(sizeof(*f));
+	if (f == NULL) {
+		close(fd);
+		return NULL;
+	}
+	f->fd = fd;
+	return f;
+}
+
+void mock_cell_filter_free(mock_cell_filter *f)
+{
+	if (f == NULL)
+		return;
+	close(f->fd);
+	free(f);
 }
 
 /* ---- probe ---- */

@@ -24,6 +24,14 @@
 
 typedef struct mock_cell mock_cell;
 
+/* The cells' seccomp program, compiled once (`sbx-cell --seccomp-bpf`) into
+ * a sealed memfd each cell reads instead of compiling its own. NULL when
+ * it cannot be had (cells then compile theirs: the same filter, slower).
+ * Read-only once made: any number of cell starts may use one at once. */
+typedef struct mock_cell_filter mock_cell_filter;
+mock_cell_filter *mock_cell_filter_new(void);
+void mock_cell_filter_free(mock_cell_filter *f);
+
 /* Called with the cell's host pid after the clone, before it runs
  * anything of its own (the place to put it in a cgroup). 0, or -1 with err
  * set: the start then fails. */
@@ -37,6 +45,7 @@ typedef struct mock_cell_conf {
 	/* a warm pool's cell (issue 24): id is a placeholder, and the cell
 	 * serves nothing before mock_cell_bind makes it a sandbox's */
 	bool pooled;
+	const mock_cell_filter *filter; /* may be NULL */
 	mock_cell_place_fn place; /* may be NULL */
 	void *place_arg;
 } mock_cell_conf;

@@ -114,6 +114,7 @@ static int start_cell(mock_guest *g, const char *id, const mock_guest_opts *o, s
 		conf.self_port = o->self_port;
 		conf.disk_mib = o->disk_mib;
 		conf.pooled = o->pooled;
+		conf.filter = o->filter;
 	}
 	if (o != NULL && o->cgroups != NULL) {
 		g->cg = mock_cgroup_create(o->cgroups, id, o->mem_bytes, o->pids_max, err);

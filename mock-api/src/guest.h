@@ -42,6 +42,7 @@ const char *mock_guest_mode_name(mock_guest_mode mode);
 typedef struct mock_guest mock_guest;
 
 struct mock_cgroups;
+struct mock_cell_filter;
 
 /* What a contained guest's cell needs from the mock besides its tree. */
 typedef struct mock_guest_opts {
@@ -53,6 +54,9 @@ typedef struct mock_guest_opts {
 			      * unbounded: durable mode) */
 	bool pooled;         /* contained: a warm pool's guest (cell_pool.h), id a
 			      * placeholder until mock_guest_bind */
+	/* contained: the cells' seccomp program, compiled once (cell.h); NULL:
+	 * each cell compiles its own */
+	const struct mock_cell_filter *filter;
 } mock_guest_opts;
 
 /* Makes the tree and, contained, starts the cell (opts may be NULL). */
