@@ -18,6 +18,11 @@
 
 #define POOL_BACKOFF_MIN_MS 100
 #define POOL_BACKOFF_MAX_MS 10000
+/* How long a refill waits for the hand-outs in flight to finish: a new
+ * cell's network namespace takes the locks a hand-out's link needs, so
+ * building while a create binds makes that create slower; bounded, so
+ * that a steady stream of creates does not starve the pool. */
+#define POOL_YIELD_MS 25
 
 struct mock_pool {
 	unsigned size;
@@ -28,7 +33,7 @@ struct mock_pool {
 	pthread_cond_t refill_cv;   /* a guest was taken, or stop */
 	pthread_cond_t retire_cv;   /* a guest was retired, or stop */
 	mock_guest *idle[MOCK_POOL_MAX];
-	unsigned nidle, building;
+	unsigned nidle, building, binding; /* binding: taken, not yet settled */
 	mock_guest *dying[MOCK_POOL_RETIRE_MAX];
 	unsigned ndying, tearing;   /* queued; being freed by the thread */
 	bool stopping;
@@ -99,6 +104,15 @@ static void *refill_main(void *arg)
 		if (p->nidle + p->building >= p->size) {
 			pthread_cond_wait(&p->refill_cv, &p->lock);
 			continue;
+		}
+		if (p->binding > 0) {
+			struct timespec until = deadline_in(POOL_YIELD_MS);
+
+			while (!p->stopping && p->binding > 0 &&
+			       pthread_cond_timedwait(&p->refill_cv, &p->lock, &until) != ETIMEDOUT)
+				;
+			if (p->stopping)
+				break;
 		}
 		if (p->backoff_ms > 0) {
 			struct timespec until = deadline_in(p->backoff_ms);
@@ -196,12 +210,22 @@ mock_guest *mock_pool_take(mock_pool *p)
 		memmove(&p->idle[0], &p->idle[1], (p->nidle - 1) * sizeof(p->idle[0]));
 		p->nidle--;
 		p->handed_out++;
+		p->binding++;
 		pthread_cond_signal(&p->refill_cv);
 	} else {
 		p->misses++;
 	}
 	pthread_mutex_unlock(&p->lock);
 	return g;
+}
+
+void mock_pool_settled(mock_pool *p)
+{
+	pthread_mutex_lock(&p->lock);
+	if (p->binding > 0)
+		p->binding--;
+	pthread_cond_signal(&p->refill_cv);
+	pthread_mutex_unlock(&p->lock);
 }
 
 bool mock_pool_retire(mock_pool *p, mock_guest *g)

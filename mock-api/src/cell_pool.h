@@ -55,6 +55,9 @@ mock_pool *mock_pool_start(const mock_pool_conf *conf, sbx_err *err);
  * when none is ready (a miss: the caller builds a fresh one). Never
  * waits for a build. */
 mock_guest *mock_pool_take(mock_pool *p);
+/* After a take that returned a guest: its hand-out (bind, links) is over,
+ * whatever came of it; the refill, which waits for that, goes on. */
+void mock_pool_settled(mock_pool *p);
 /* Hands a dead or unwanted guest to the teardown thread (mock_guest_free
  * with its tree). false: the queue is full or the pool stops; the caller
  * frees it itself. */

@@ -582,6 +582,7 @@ static mock_guest *guest_from_pool(sbx_mock *mock, const mock_sandbox *sb, const
 				"building a fresh one\n", sb->id, berr.msg);
 	if (!mock_pool_retire(mock->pool, g))
 		mock_guest_free(g, true);
+	mock_pool_settled(mock->pool);
 	return NULL;
 }
 
@@ -615,10 +616,14 @@ mock_guest *mock_guest_start_create(sbx_mock *mock, const mock_sandbox *sb, sbx_
 {
 	mock_guest_opts o = guest_opts(mock, sb);
 	mock_guest *g = guest_from_pool(mock, sb, &o);
+	bool pooled = g != NULL;
 
 	if (g == NULL)
 		g = mock_guest_new(mock->work_dir, sb->id, mock->gmode, &o, err);
-	return guest_attach(mock, sb, g, err);
+	g = guest_attach(mock, sb, g, err);
+	if (pooled)
+		mock_pool_settled(mock->pool);
+	return g;
 }
 
 /* Kills the guest's processes (the tree goes when the guest is freed). */
