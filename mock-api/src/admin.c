@@ -11,7 +11,6 @@
 #include "ops.h"
 #include "server.h"
 
-#include "cell_pool.h"
 #include "scenario.h"
 
 #include <errno.h>
@@ -413,25 +412,7 @@ static void a_journal_clear(mreq *r, mresp *out)
 /* GET /_mock/pool: the warm pool's counters (issue 24), or why it is off. */
 static void a_pool(mreq *r, mresp *out)
 {
-	cJSON *d = cJSON_CreateObject();
-	mock_pool_stats st;
-
-	cJSON_AddBoolToObject(d, "enabled", r->mock->pool != NULL);
-	cJSON_AddStringToObject(d, "note", r->mock->pool_note);
-	memset(&st, 0, sizeof(st));
-	if (r->mock->pool != NULL)
-		mock_pool_stats_get(r->mock->pool, &st);
-	cJSON_AddNumberToObject(d, "size", st.size);
-	cJSON_AddNumberToObject(d, "idle", st.idle);
-	cJSON_AddNumberToObject(d, "building", st.building);
-	cJSON_AddNumberToObject(d, "retiring", st.retiring);
-	cJSON_AddNumberToObject(d, "built", (double)st.built);
-	cJSON_AddNumberToObject(d, "handed_out", (double)st.handed_out);
-	cJSON_AddNumberToObject(d, "misses", (double)st.misses);
-	cJSON_AddNumberToObject(d, "build_failures", (double)st.build_failures);
-	cJSON_AddNumberToObject(d, "retired", (double)st.retired);
-	cJSON_AddStringToObject(d, "last_error", st.last_error);
-	resp_success(out, 200, d);
+	resp_success(out, 200, mock_op_pool_view(r->mock));
 }
 
 /* ---- dispatch ---- */

@@ -188,6 +188,9 @@ int64_t mock_op_now(sbx_mock *mock);
 void mock_op_host_dies(sbx_mock *mock, const char *host_id);
 /* cp_restart: readyz answers 503 for not_ready_ms on the virtual clock. */
 void mock_op_cp_restart(sbx_mock *mock, int64_t not_ready_ms);
+/* GET /_mock/pool: the warm pool's size and counters (cell_pool.h), or
+ * {enabled: false, note: why}. */
+cJSON *mock_op_pool_view(sbx_mock *mock);
 /* Kills every guest's processes (the mock is stopping). */
 void mock_op_kill_guests(sbx_mock *mock);
 
