@@ -59,7 +59,7 @@ bool cell_name_ok(const char *name)
  * ours, since that copies it up into the disk. */
 static int rewrite_if(const char *path, const char *was, const char *now, char *err, size_t cap)
 {
-	char cur[512];
+	char cur[512] = "";
 	size_t len = strlen(now);
 	struct stat st;
 	ssize_t n = -1;
