@@ -20,17 +20,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#ifndef SYS_fspick
-#define SYS_fspick 433
-#endif
-#ifndef SYS_fsconfig
-#define SYS_fsconfig 431
-#endif
-#define BIND_FSPICK_CLOEXEC 0x1
-#define BIND_FSPICK_EMPTY_PATH 0x8
-#define BIND_FSCONFIG_SET_STRING 1
-#define BIND_FSCONFIG_CMD_RECONFIGURE 7
-
 void cell_name_texts(const char *name, char *hostname, size_t hcap, char *hosts, size_t cap)
 {
 	snprintf(hostname, hcap, "%s\n", name);
@@ -103,15 +92,15 @@ int cell_name_files(const char *old, const char *name, char *err, size_t cap)
 static int disk_set(unsigned mib, char *err, size_t cap)
 {
 	char size[32], inodes[32];
-	int fc = (int)syscall(SYS_fspick, CELL_DISK_FD, "", BIND_FSPICK_CLOEXEC | BIND_FSPICK_EMPTY_PATH);
+	int fc = (int)syscall(CELL_SYS_FSPICK, CELL_DISK_FD, "", CELL_FSPICK_CLOEXEC | CELL_FSPICK_EMPTY_PATH);
 	int rc = -1;
 
 	snprintf(size, sizeof(size), "%um", mib);
 	snprintf(inodes, sizeof(inodes), "%lu", (unsigned long)mib * 256UL);
 	if (fc >= 0 &&
-	    syscall(SYS_fsconfig, fc, BIND_FSCONFIG_SET_STRING, "size", size, 0) == 0 &&
-	    syscall(SYS_fsconfig, fc, BIND_FSCONFIG_SET_STRING, "nr_inodes", inodes, 0) == 0 &&
-	    syscall(SYS_fsconfig, fc, BIND_FSCONFIG_CMD_RECONFIGURE, NULL, NULL, 0) == 0)
+	    syscall(CELL_SYS_FSCONFIG, fc, CELL_FSCONFIG_SET_STRING, "size", size, 0) == 0 &&
+	    syscall(CELL_SYS_FSCONFIG, fc, CELL_FSCONFIG_SET_STRING, "nr_inodes", inodes, 0) == 0 &&
+	    syscall(CELL_SYS_FSCONFIG, fc, CELL_FSCONFIG_CMD_RECONFIGURE, NULL, NULL, 0) == 0)
 		rc = 0;
 	else
 		snprintf(err, cap, "set the disk to %u MiB: %s", mib, strerror(errno));

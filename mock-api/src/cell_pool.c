@@ -6,6 +6,8 @@
 #define _GNU_SOURCE
 #include "cell_pool.h"
 
+#include "sbx/sys.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
@@ -47,20 +49,6 @@ struct mock_pool {
 /* Placeholder names, unique in this process (two embedded mocks may share
  * a work dir's parent) and never a sandbox id (those start "sb-"). */
 static atomic_uint_fast64_t g_pool_seq;
-
-static struct timespec deadline_in(int64_t ms)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += (time_t)(ms / 1000);
-	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
-	return ts;
-}
 
 /* One pooled guest, built outside the lock. */
 static mock_guest *build_one(mock_pool *p, sbx_err *err)
@@ -106,7 +94,7 @@ static void *refill_main(void *arg)
 			continue;
 		}
 		if (p->binding > 0) {
-			struct timespec until = deadline_in(POOL_YIELD_MS);
+			struct timespec until = sbx_mono_deadline(POOL_YIELD_MS);
 
 			while (!p->stopping && p->binding > 0 &&
 			       pthread_cond_timedwait(&p->refill_cv, &p->lock, &until) != ETIMEDOUT)
@@ -115,7 +103,7 @@ static void *refill_main(void *arg)
 				break;
 		}
 		if (p->backoff_ms > 0) {
-			struct timespec until = deadline_in(p->backoff_ms);
+			struct timespec until = sbx_mono_deadline(p->backoff_ms);
 			int64_t was = p->backoff_ms;
 
 			while (!p->stopping && p->backoff_ms == was &&

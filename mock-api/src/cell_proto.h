@@ -28,6 +28,16 @@
  * it a cell compiles the same program itself */
 #define CELL_BPF_FD 6
 #define CELL_BPF_ENV "SBX_CELL_BPF"
+/* Setting a disk's size (the mock's resize, a pooled cell's BIND): the new
+ * mount API by number, as glibc < 2.36 has no wrappers and <linux/mount.h>
+ * clashes with <sys/mount.h>; system calls added since 5.1 have one number
+ * on every architecture. */
+#define CELL_SYS_FSPICK 433
+#define CELL_SYS_FSCONFIG 431
+#define CELL_FSPICK_CLOEXEC 0x1
+#define CELL_FSPICK_EMPTY_PATH 0x8
+#define CELL_FSCONFIG_SET_STRING 1
+#define CELL_FSCONFIG_CMD_RECONFIGURE 7
 #define CELL_MSG_MAX 65536      /* one request: header + strings */
 #define CELL_MAX_ARGS 1024
 #define CELL_MAX_ENV 1024

@@ -553,17 +553,6 @@ void mock_guest_free(mock_guest *g, bool remove_tree)
 
 /* ---- the disk's size ---- */
 
-#ifndef SYS_fspick
-#define SYS_fspick 433
-#endif
-#ifndef SYS_fsconfig
-#define SYS_fsconfig 431
-#endif
-#define GUEST_FSPICK_CLOEXEC 0x1
-#define GUEST_FSPICK_EMPTY_PATH 0x8
-#define GUEST_FSCONFIG_SET_STRING 1
-#define GUEST_FSCONFIG_CMD_RECONFIGURE 7
-
 /* In a fresh child of the mock: enters the cell's user and mount
  * namespaces (root inside may reconfigure the tmpfs, which belongs to its
  * user namespace) and sets the disk's size. System calls only. */
@@ -573,11 +562,11 @@ static _Noreturn void resize_child(int userns, int mntns, int disk, const char *
 
 	if (setns(userns, CLONE_NEWUSER) != 0 || setns(mntns, CLONE_NEWNS) != 0)
 		_exit(10);
-	fc = (int)syscall(SYS_fspick, disk, "", GUEST_FSPICK_CLOEXEC | GUEST_FSPICK_EMPTY_PATH);
+	fc = (int)syscall(CELL_SYS_FSPICK, disk, "", CELL_FSPICK_CLOEXEC | CELL_FSPICK_EMPTY_PATH);
 	if (fc < 0)
 		_exit(11);
-	if (syscall(SYS_fsconfig, fc, GUEST_FSCONFIG_SET_STRING, "size", size, 0) != 0 ||
-	    syscall(SYS_fsconfig, fc, GUEST_FSCONFIG_CMD_RECONFIGURE, NULL, NULL, 0) != 0)
+	if (syscall(CELL_SYS_FSCONFIG, fc, CELL_FSCONFIG_SET_STRING, "size", size, 0) != 0 ||
+	    syscall(CELL_SYS_FSCONFIG, fc, CELL_FSCONFIG_CMD_RECONFIGURE, NULL, NULL, 0) != 0)
 		_exit(12);
 	_exit(0);
 }
