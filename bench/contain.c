@@ -1,16 +1,27 @@
-/* bench-contain: what containment costs (issue 13). Starts an embedded mock
- * (sbx/mock.h, 127.0.0.1 port 0) and measures, over keep-alive HTTP:
- *   - create of a sandbox: p50/p90 (POST /v1/sandboxes until 200);
+/* bench-contain: what containment costs (issue 13), and what the warm pool
+ * of cells (issue 24) takes off it. Runs the same measures twice in one
+ * process, on an embedded mock (sbx/mock.h, 127.0.0.1 port 0) with the pool
+ * off (--warm-pool 0) and then on (-P cells), over keep-alive HTTP:
+ *   - create of a sandbox: p50/p90 (POST /v1/sandboxes until 200); with the
+ *     pool on, each create waits until the pool is full again (a warm
+ *     pool: what a create meets when creates come slower than the pool
+ *     refills), and again back to back (the pool drained: the refill rate
+ *     decides);
+ *   - delete: p50/p90 (the answer; with the pool on the cell is torn down
+ *     after it);
  *   - exec(`true`) on a running sandbox: p50/p90, and the same command run
  *     directly on the host (posix_spawn + waitpid): the overhead is the
- *     difference of the p50s;
- *   - create -> exec(`true`) -> delete cycles/s with T threads;
+ *     difference of the p50s; and the bare process the issue-24 ratios are
+ *     against: fork + exec of /usr/bin/true + wait, by this process;
  *   - pause and resume: p50/p90 from the POST until GET says paused
- *     (resp. running), on a sandbox with a background process.
- * Prints a table with the issue's targets. A benchmark, never a test: it
- * asserts nothing about speed (exit 1 only when calls failed).
+ *     (resp. running), on a sandbox with a background process;
+ *   - create -> exec(`true`) -> delete cycles/s with T threads back to back.
+ * Prints one table with both columns and the ratios of each. A benchmark,
+ * never a test: it asserts nothing about speed (exit 1 only when calls
+ * failed).
  *
  * usage: bench-contain [-n N=200] [-s cycle-seconds=5] [-t threads=2]
+ *                      [-P pool-cells=2, 0: the pool-off run only]
  *                      [-m guest-mode] [-w work-dir] */
 #define _GNU_SOURCE
 #include <getopt.h>
@@ -33,7 +44,40 @@
 
 extern char **environ;
 
+#define MAX_N 100000
+
+typedef struct pt {
+	double p50, p90;
+} pt;
+
+/* One run's figures (pool off or on). */
+typedef struct run {
+	unsigned pool;
+	char mode[512];
+	pt create, burst, del, exec, host, bare, pause, resume, cycle;
+	double cycles_per_s, cycle_ms;
+	double handed_out, misses;   /* pool counters over the T clients' cycles */
+	double handed1, misses1;     /* and over the one client's */
+} run;
+
+typedef struct opts {
+	long n, threads;
+	double seconds;
+	const char *guest_mode, *work_dir;
+} opts;
+
 static const char *g_url;
+static long g_threads;
+static double g_lat[MAX_N], g_res[MAX_N], g_bare[2 * MAX_N];
+static long g_nbare;
+
+static pt pct(double *v, long n)
+{
+	pt p = {bench_pct(v, (size_t)n, 50), bench_pct(v, (size_t)n, 90)};
+
+	return p;
+}
+
 static int exec_true(sbx_http_client *c, sbx_http_resp *out, const char *id)
 {
 	char path[128];
@@ -73,7 +117,183 @@ static int transition(sbx_http_client *c, sbx_http_resp *out, const char *id, co
 	return -1;
 }
 
-/* ---- cycles ---- */
+/* ---- the admin side: what the mock says, the pool's counters ---- */
+
+static cJSON *admin_get(sbx_http_client *a, const char *path, sbx_http_resp *out)
+{
+	cJSON *j;
+
+	if (bench_call(a, "GET", path, NULL, out) != 200)
+		return NULL;
+	j = cJSON_Parse(sbx_strbuf_str(&out->body));
+	return j;
+}
+
+static double pool_num(sbx_http_client *a, const char *key, sbx_http_resp *out)
+{
+	cJSON *j = admin_get(a, "/_mock/pool", out);
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "data"), key);
+	double d = cJSON_IsNumber(v) ? v->valuedouble : -1;
+
+	cJSON_Delete(j);
+	return d;
+}
+
+/* Waits (10 s at most) until the pool holds `size` idle cells and nothing
+ * is being torn down: the state a create meets on a host that is not
+ * creating faster than the pool refills. */
+static void pool_wait_full(sbx_http_client *a, unsigned size, sbx_http_resp *out)
+{
+	double end = bench_now_ms() + 10000;
+
+	while (size > 0 && bench_now_ms() < end) {
+		if (pool_num(a, "idle", out) >= size && pool_num(a, "retiring", out) == 0)
+			return;
+		usleep(500);
+	}
+}
+
+static void describe(sbx_mock *mock, sbx_http_client *a, run *r, sbx_http_resp *out)
+{
+	cJSON *j = admin_get(a, "/_mock/settings", out);
+	const cJSON *cg = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "data"), "cgroups");
+	char *cgs = cg != NULL ? cJSON_PrintUnformatted(cg) : NULL;
+	cJSON *p = admin_get(a, "/_mock/pool", out);
+	const cJSON *note = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(p, "data"), "note");
+
+	snprintf(r->mode, sizeof(r->mode), "guest mode %s, cgroups %s, warm pool %s", sbx_mock_guest_mode(mock),
+		 cgs != NULL ? cgs : "(not reported)", cJSON_IsString(note) ? note->valuestring : "?");
+	free(cgs);
+	cJSON_Delete(j);
+	cJSON_Delete(p);
+}
+
+/* ---- measures ---- */
+
+/* create then delete, n times; warm: the pool refilled before each create. */
+static void creates(sbx_http_client *c, sbx_http_client *a, const opts *o, run *r, bool warm,
+		    sbx_http_resp *out)
+{
+	char id[64];
+	long i;
+
+	for (i = 0; i < o->n; i++) {
+		double t0;
+
+		if (warm)
+			pool_wait_full(a, r->pool, out);
+		t0 = bench_now_ms();
+		if (bench_create(c, out, id, sizeof(id)) != 0)
+			break;
+		g_lat[i] = bench_now_ms() - t0;
+		t0 = bench_now_ms();
+		bench_destroy(c, out, id);
+		g_res[i] = bench_now_ms() - t0;
+	}
+	if (warm || r->pool == 0) {
+		r->create = pct(g_lat, i);
+		r->del = pct(g_res, i);
+	} else {
+		r->burst = pct(g_lat, i);
+	}
+}
+
+/* The bare process the issue-24 ratios compare with: fork (not
+ * posix_spawn's vfork) + exec of /usr/bin/true + wait, by this process,
+ * which holds the mock (as a test or a program embedding it would). n
+ * samples more into g_bare: taken twice per run, after the execs and after
+ * the cycles, so that a stretch of load on a shared machine weighs on it
+ * as on the measures it divides. */
+static void bare(long n)
+{
+	for (long i = 0; i < n && g_nbare < 2 * MAX_N; i++) {
+		double t0 = bench_now_ms();
+		pid_t pid = fork();
+		int st;
+
+		if (pid == 0) {
+			execl("/usr/bin/true", "true", (char *)NULL);
+			_exit(127);
+		}
+		if (pid > 0)
+			waitpid(pid, &st, 0);
+		g_bare[g_nbare++] = bench_now_ms() - t0;
+	}
+}
+
+/* exec(true) on one sandbox; true on the host, spawned and bare. */
+static void execs(sbx_http_client *c, const char *id, const opts *o, run *r, sbx_http_resp *out)
+{
+	exec_true(c, out, id); /* warm */
+	for (long i = 0; i < o->n; i++) {
+		double t0 = bench_now_ms();
+
+		exec_true(c, out, id);
+		g_lat[i] = bench_now_ms() - t0;
+	}
+	r->exec = pct(g_lat, o->n);
+	for (long i = 0; i < o->n; i++) {
+		char *args[] = {"true", NULL};
+		double t0 = bench_now_ms();
+		pid_t pid;
+		int st;
+
+		if (posix_spawn(&pid, "/usr/bin/true", NULL, NULL, args, environ) == 0)
+			waitpid(pid, &st, 0);
+		g_lat[i] = bench_now_ms() - t0;
+	}
+	r->host = pct(g_lat, o->n);
+	bare(o->n);
+}
+
+/* pause / resume, with a background process to freeze */
+static void pauses(sbx_http_client *c, const char *id, const opts *o, run *r, sbx_http_resp *out)
+{
+	char path[128];
+	long m = o->n > 100 ? 100 : o->n, i;
+
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/exec", id);
+	bench_call(c, "POST", path, "{\"cmd\":\"sh\",\"args\":[\"-c\",\"sleep 1000 >/dev/null 2>&1 &\"]}", out);
+	for (i = 0; i < m; i++) {
+		double t0 = bench_now_ms();
+
+		if (transition(c, out, id, "pause", "paused") != 0)
+			break;
+		g_lat[i] = bench_now_ms() - t0;
+		t0 = bench_now_ms();
+		if (transition(c, out, id, "resume", "running") != 0)
+			break;
+		g_res[i] = bench_now_ms() - t0;
+	}
+	r->pause = pct(g_lat, i);
+	r->resume = pct(g_res, i);
+}
+
+/* create -> exec(true) -> delete by one client, each cycle timed: the
+ * cycle's latency, nothing else of this process running beside it. */
+static void cycles_timed(sbx_http_client *c, sbx_http_client *a, const opts *o, run *r,
+			 sbx_http_resp *out)
+{
+	char id[64];
+	long i;
+	double h0, m0;
+
+	pool_wait_full(a, r->pool, out);
+	h0 = pool_num(a, "handed_out", out);
+	m0 = pool_num(a, "misses", out);
+	for (i = 0; i < o->n; i++) {
+		double t0 = bench_now_ms();
+
+		if (bench_create(c, out, id, sizeof(id)) != 0)
+			break;
+		exec_true(c, out, id);
+		bench_destroy(c, out, id);
+		g_lat[i] = bench_now_ms() - t0;
+	}
+	r->cycle = pct(g_lat, i);
+	r->handed1 = pool_num(a, "handed_out", out) - h0;
+	r->misses1 = pool_num(a, "misses", out) - m0;
+}
 
 typedef struct worker {
 	double seconds;
@@ -106,217 +326,202 @@ static void *cycle_worker(void *arg)
 	return NULL;
 }
 
-static void row(const char *what, double p50, double p90, const char *target)
+static void cycles(sbx_http_client *a, const opts *o, run *r, sbx_http_resp *out)
 {
-	printf("| %-34s | %9.2f | %9.2f | %-22s |\n", what, p50, p90, target);
+	static worker w[64];
+	size_t total = 0;
+	double h0 = 0, m0 = 0;
+
+	if (r->pool > 0) {
+		pool_wait_full(a, r->pool, out);
+		h0 = pool_num(a, "handed_out", out);
+		m0 = pool_num(a, "misses", out);
+	}
+	for (long i = 0; i < o->threads; i++) {
+		memset(&w[i], 0, sizeof(w[i]));
+		w[i].seconds = o->seconds;
+		snprintf(w[i].key, sizeof(w[i].key), "bench%ld", i);
+		pthread_create(&w[i].tid, NULL, cycle_worker, &w[i]);
+	}
+	for (long i = 0; i < o->threads; i++) {
+		pthread_join(w[i].tid, NULL);
+		total += w[i].cycles;
+	}
+	r->cycles_per_s = (double)total / o->seconds;
+	/* one cycle's time as a thread sees it */
+	r->cycle_ms = total > 0 ? (double)o->threads * o->seconds * 1000.0 / (double)total : 0;
+	if (r->pool > 0) {
+		r->handed_out = pool_num(a, "handed_out", out) - h0;
+		r->misses = pool_num(a, "misses", out) - m0;
+	}
 }
 
-int main(int argc, char **argv)
+/* One run: a mock with the pool at r->pool, every measure. 0, or -1. */
+static int measure(const opts *o, run *r)
 {
 	sbx_mock_config cfg;
 	sbx_mock *mock;
 	sbx_err err = {{0}};
-	sbx_http_client *c;
+	sbx_http_opts ao = {.headers = {"X-Mock-Admin-Token: bench"}};
+	sbx_http_client *c, *a;
 	sbx_http_resp out = {0};
-	char hdr[64], id[64], path[128], mode[256] = "";
-	const char *guest_mode = NULL, *work_dir = NULL;
-	long n = 200, threads = 2;
-	static double lat[100000], res[100000];
-	static worker w[64];
-	double seconds = 5, delete50, delete90, create50, create90, exec50, exec90, host50, host90,
-	       bare50, bare90, p50, p90;
-	size_t cycles = 0;
-	int opt;
+	char hdr[64], id[64];
 
-	while ((opt = getopt(argc, argv, "n:s:t:m:w:h")) != -1) {
-		switch (opt) {
-		case 'n':
-			n = strtol(optarg, NULL, 10);
-			break;
-		case 's':
-			seconds = strtod(optarg, NULL);
-			break;
-		case 't':
-			threads = strtol(optarg, NULL, 10);
-			break;
-		case 'm':
-			guest_mode = optarg;
-			break;
-		case 'w':
-			work_dir = optarg;
-			break;
-		default:
-			fprintf(stderr, "usage: bench-contain [-n N=200] [-s cycle-seconds=5] [-t "
-					"threads=2] "
-					"[-m guest-mode] [-w work-dir]\n");
-			return 2;
-		}
-	}
-	if (n < 10 || n > 100000 || seconds <= 0 || threads < 1 || threads > 64)
-		return 2;
-	bench_set_name("bench-contain");
-	if (sbx_http_global_init() != 0)
-		return 2;
 	sbx_mock_config_init(&cfg);
 	cfg.quiet = true;
 	cfg.no_journal = true;
 	cfg.sandbox_cap = 100000;
 	cfg.admin_token = "bench";
-	cfg.work_dir = work_dir;
-	if (guest_mode != NULL)
-		cfg.guest_mode = guest_mode;
+	cfg.work_dir = o->work_dir;
+	cfg.warm_pool = r->pool;
+	if (o->guest_mode != NULL)
+		cfg.guest_mode = o->guest_mode;
 	mock = sbx_mock_start(&cfg, &err);
 	if (mock == NULL) {
 		fprintf(stderr, "bench-contain: mock start: %s\n", err.msg);
-		return 2;
+		return -1;
 	}
 	g_url = sbx_mock_url(mock);
+	ao.base_url = g_url;
+	g_nbare = 0;
 	c = bench_client(g_url, hdr, sizeof(hdr), "bench");
-	if (c == NULL)
-		return 2;
-	{
-		/* what the mock says about itself */
-		sbx_http_opts o = {.base_url = g_url, .headers = {"X-Mock-Admin-Token: bench"}};
-		sbx_http_client *a = sbx_http_client_new(&o, NULL);
-
-		if (a != NULL && bench_call(a, "GET", "/_mock/settings", NULL, &out) == 200) {
-			cJSON *j = cJSON_Parse(sbx_strbuf_str(&out.body));
-			const cJSON *d = cJSON_GetObjectItemCaseSensitive(j, "data");
-			const cJSON *cg = cJSON_GetObjectItemCaseSensitive(d, "cgroups");
-			char *cgs = cg != NULL ? cJSON_PrintUnformatted(cg) : NULL;
-
-			snprintf(mode, sizeof(mode), "guest mode %s, cgroups %s",
-				 sbx_mock_guest_mode(mock), cgs != NULL ? cgs : "(not reported)");
-			free(cgs);
-			cJSON_Delete(j);
+	a = sbx_http_client_new(&ao, NULL);
+	if (c != NULL && a != NULL) {
+		describe(mock, a, r, &out);
+		creates(c, a, o, r, r->pool > 0, &out);
+		if (r->pool > 0)
+			creates(c, a, o, r, false, &out);
+		if (bench_create(c, &out, id, sizeof(id)) == 0) {
+			execs(c, id, o, r, &out);
+			pauses(c, id, o, r, &out);
+			bench_destroy(c, &out, id);
 		}
-		sbx_http_client_free(a);
+		cycles_timed(c, a, o, r, &out);
+		cycles(a, o, r, &out);
+		bare(o->n);
+		r->bare = pct(g_bare, g_nbare);
 	}
-
-	/* create, and delete (where a cycle's other half goes) */
-	for (long i = 0; i < n; i++) {
-		double t0 = bench_now_ms();
-
-		if (bench_create(c, &out, id, sizeof(id)) != 0)
-			break;
-		lat[i] = bench_now_ms() - t0;
-		t0 = bench_now_ms();
-		bench_destroy(c, &out, id);
-		res[i] = bench_now_ms() - t0;
-	}
-	create50 = bench_pct(lat, (size_t)n, 50);
-	create90 = bench_pct(lat, (size_t)n, 90);
-	delete50 = bench_pct(res, (size_t)n, 50);
-	delete90 = bench_pct(res, (size_t)n, 90);
-
-	/* exec(true) on one running sandbox, and /usr/bin/true on the host */
-	if (bench_create(c, &out, id, sizeof(id)) != 0)
-		return 1;
-	exec_true(c, &out, id); /* warm */
-	for (long i = 0; i < n; i++) {
-		double t0 = bench_now_ms();
-
-		exec_true(c, &out, id);
-		lat[i] = bench_now_ms() - t0;
-	}
-	exec50 = bench_pct(lat, (size_t)n, 50);
-	exec90 = bench_pct(lat, (size_t)n, 90);
-	for (long i = 0; i < n; i++) {
-		char *args[] = {"true", NULL};
-		double t0 = bench_now_ms();
-		pid_t pid;
-		int st;
-
-		if (posix_spawn(&pid, "/usr/bin/true", NULL, NULL, args, environ) == 0)
-			waitpid(pid, &st, 0);
-		lat[i] = bench_now_ms() - t0;
-	}
-	host50 = bench_pct(lat, (size_t)n, 50);
-	host90 = bench_pct(lat, (size_t)n, 90);
-	/* the bare process the issue-24 ratios compare with: fork (not
-	 * posix_spawn's vfork) + exec + wait */
-	for (long i = 0; i < n; i++) {
-		double t0 = bench_now_ms();
-		pid_t pid = fork();
-		int st;
-
-		if (pid == 0) {
-			execl("/usr/bin/true", "true", (char *)NULL);
-			_exit(127);
-		}
-		if (pid > 0)
-			waitpid(pid, &st, 0);
-		lat[i] = bench_now_ms() - t0;
-	}
-	bare50 = bench_pct(lat, (size_t)n, 50);
-	bare90 = bench_pct(lat, (size_t)n, 90);
-
-	printf("bench-contain: %s; n=%ld\n\n", mode, n);
-	printf("| %-34s | %9s | %9s | %-22s |\n", "measure", "p50 ms", "p90 ms",
-	       "target (issue 13)");
-	printf("|%s|%s|%s|%s|\n", "------------------------------------", "-----------",
-	       "-----------", "------------------------");
-	row("create", create50, create90, "p50 <= 10 ms");
-	row("delete", delete50, delete90, "");
-	row("exec(true) through the API", exec50, exec90, "");
-	row("/usr/bin/true on the host", host50, host90, "");
-	row("fork+exec(true) on the host (bare)", bare50, bare90, "");
-	row("exec overhead (API - host)", exec50 - host50, exec90 - host90, "p50 <= 2 ms");
-	fflush(stdout);
-
-	/* pause / resume, with a background process to freeze */
-	snprintf(path, sizeof(path), "/v1/sandboxes/%s/exec", id);
-	bench_call(c, "POST", path, "{\"cmd\":\"sh\",\"args\":[\"-c\",\"sleep 1000 >/dev/null 2>&1 &\"]}",
-	     &out);
-	{
-		long m = n > 100 ? 100 : n;
-
-		for (long i = 0; i < m; i++) {
-			double t0 = bench_now_ms();
-
-			if (transition(c, &out, id, "pause", "paused") != 0)
-				break;
-			lat[i] = bench_now_ms() - t0;
-			t0 = bench_now_ms();
-			if (transition(c, &out, id, "resume", "running") != 0)
-				break;
-			res[i] = bench_now_ms() - t0;
-		}
-		p50 = bench_pct(lat, (size_t)m, 50);
-		p90 = bench_pct(lat, (size_t)m, 90);
-		row("pause (POST until paused)", p50, p90, "p50 <= 10 ms");
-		p50 = bench_pct(res, (size_t)m, 50);
-		p90 = bench_pct(res, (size_t)m, 90);
-		row("resume (POST until running)", p50, p90, "p50 <= 10 ms");
-	}
-	bench_destroy(c, &out, id);
-	fflush(stdout);
-
-	/* cycles */
-	for (long i = 0; i < threads; i++) {
-		w[i].seconds = seconds;
-		snprintf(w[i].key, sizeof(w[i].key), "bench%ld", i);
-		pthread_create(&w[i].tid, NULL, cycle_worker, &w[i]);
-	}
-	for (long i = 0; i < threads; i++) {
-		pthread_join(w[i].tid, NULL);
-		cycles += w[i].cycles;
-	}
-	printf("| %-34s | %9.1f | %9s | %-22s |\n", "create->exec(true)->delete /s",
-	       (double)cycles / seconds, "-", ">= 300/s on 2 cores");
-	printf("\n(%ld threads x %.1f s; %zu failed calls)\n", threads, seconds, bench_failures());
-	if (cycles > 0 && bare50 > 0) {
-		/* one cycle's time as a thread sees it, against the bare process */
-		double cycle_ms = (double)threads * seconds * 1000.0 / (double)cycles;
-
-		printf("\nratios to the bare fork+exec p50 (%.2f ms), target (issue 24):\n", bare50);
-		printf("  create p50 / bare:           %5.2f  (<= 1)\n", create50 / bare50);
-		printf("  cycle (%.2f ms) / bare:      %5.2f  (<= 2)\n", cycle_ms, cycle_ms / bare50);
-	}
-
 	sbx_http_resp_free(&out);
+	sbx_http_client_free(a);
 	sbx_http_client_free(c);
 	sbx_mock_stop(mock);
+	return c != NULL && a != NULL ? 0 : -1;
+}
+
+/* ---- report ---- */
+
+static void row(const char *what, pt off, const pt *on, const char *target)
+{
+	char b[32] = "-", d[32] = "-";
+
+	if (on != NULL) {
+		snprintf(b, sizeof(b), "%.2f", on->p50);
+		snprintf(d, sizeof(d), "%.2f", on->p90);
+	}
+	printf("| %-38s | %8.2f | %8.2f | %8s | %8s | %-16s |\n", what, off.p50, off.p90, b, d, target);
+}
+
+static void ratios(const run *r, const char *label)
+{
+	double b = r->bare.p50;
+
+	if (b <= 0 || r->cycle_ms <= 0 || r->cycles_per_s <= 0)
+		return;
+	printf("\n%s: over the bare fork+exec p50 (%.2f ms); target (issue 24, pool on):\n", label, b);
+	printf("  create p50 (%.2f ms)                                %5.2f  (<= 1)\n", r->create.p50,
+	       r->create.p50 / b);
+	if (r->pool > 0)
+		printf("  create p50, back to back (%.2f ms)                  %5.2f\n", r->burst.p50,
+		       r->burst.p50 / b);
+	printf("  cycle p50, one client (%.2f ms)                     %5.2f  (<= 2)\n", r->cycle.p50,
+	       r->cycle.p50 / b);
+	printf("  cycle, %ld clients, as each sees it (%.2f ms)       %5.2f\n", g_threads, r->cycle_ms,
+	       r->cycle_ms / b);
+	printf("  cycle, %ld clients, 1/throughput (%.2f ms)          %5.2f\n", g_threads,
+	       1000.0 / r->cycles_per_s, 1000.0 / r->cycles_per_s / b);
+	if (r->pool > 0)
+		printf("  creates served by the pool: one client's cycles %.0f of %.0f, %ld clients' %.0f of %.0f\n",
+		       r->handed1, r->handed1 + r->misses1, g_threads, r->handed_out, r->handed_out + r->misses);
+}
+
+static void report(const opts *o, const run *off, const run *on)
+{
+	const pt *x = on != NULL ? &on->create : NULL;
+
+	printf("bench-contain: n=%ld\n  pool off: %s\n", o->n, off->mode);
+	if (on != NULL)
+		printf("  pool on:  %s\n", on->mode);
+	printf("\n| %-38s | %8s | %8s | %8s | %8s | %-16s |\n", "measure (ms)", "off p50", "off p90",
+	       "on p50", "on p90", "target");
+	printf("|%s|%s|%s|%s|%s|%s|\n", "----------------------------------------", "----------",
+	       "----------", "----------", "----------", "------------------");
+	row("create (pool on: pool full first)", off->create, x, "p50 <= 10 ms");
+	if (on != NULL)
+		row("create back to back (pool draining)", off->create, &on->burst, "");
+	row("delete (the answer)", off->del, on != NULL ? &on->del : NULL, "");
+	row("exec(true) through the API", off->exec, on != NULL ? &on->exec : NULL, "");
+	row("/usr/bin/true on the host", off->host, on != NULL ? &on->host : NULL, "");
+	row("fork+exec(true) on the host (bare)", off->bare, on != NULL ? &on->bare : NULL, "");
+	row("pause (POST until paused)", off->pause, on != NULL ? &on->pause : NULL, "p50 <= 10 ms");
+	row("resume (POST until running)", off->resume, on != NULL ? &on->resume : NULL, "p50 <= 10 ms");
+	row("create->exec(true)->delete, one client", off->cycle, on != NULL ? &on->cycle : NULL, "");
+	printf("| %-38s | %8.1f | %8s | %8s | %8s | %-16s |\n", "create->exec(true)->delete /s",
+	       off->cycles_per_s, "-", "", "-", ">= 300/s");
+	if (on != NULL)
+		printf("| %-38s | %8s | %8s | %8.1f | %8s | %-16s |\n", "create->exec(true)->delete /s (on)", "",
+		       "-", on->cycles_per_s, "-", "");
+	printf("\n(%ld threads x %.1f s per run; %zu failed calls)\n", o->threads, o->seconds,
+	       bench_failures());
+	ratios(off, "pool off");
+	if (on != NULL)
+		ratios(on, "pool on");
+}
+
+int main(int argc, char **argv)
+{
+	opts o = {.n = 200, .threads = 2, .seconds = 5};
+	static run off, on;
+	long pool = 2;
+	int opt;
+
+	while ((opt = getopt(argc, argv, "n:s:t:m:w:P:h")) != -1) {
+		switch (opt) {
+		case 'n':
+			o.n = strtol(optarg, NULL, 10);
+			break;
+		case 's':
+			o.seconds = strtod(optarg, NULL);
+			break;
+		case 't':
+			o.threads = strtol(optarg, NULL, 10);
+			break;
+		case 'P':
+			pool = strtol(optarg, NULL, 10);
+			break;
+		case 'm':
+			o.guest_mode = optarg;
+			break;
+		case 'w':
+			o.work_dir = optarg;
+			break;
+		default:
+			fprintf(stderr, "usage: bench-contain [-n N=200] [-s cycle-seconds=5] [-t threads=2] "
+					"[-P pool-cells=2, 0: pool off only] [-m guest-mode] [-w work-dir]\n");
+			return 2;
+		}
+	}
+	if (o.n < 10 || o.n > MAX_N || o.seconds <= 0 || o.threads < 1 || o.threads > 64 || pool < 0 ||
+	    pool > 64)
+		return 2;
+	bench_set_name("bench-contain");
+	g_threads = o.threads;
+	if (sbx_http_global_init() != 0)
+		return 2;
+	off.pool = 0;
+	on.pool = (unsigned)pool;
+	if (measure(&o, &off) != 0 || (pool > 0 && measure(&o, &on) != 0))
+		return 2;
+	report(&o, &off, pool > 0 ? &on : NULL);
 	sbx_http_global_cleanup();
 	return bench_failures() == 0 ? 0 : 1;
 }

@@ -18,8 +18,9 @@
  *   range (--cap 0-1000000, --cap-status 400-599, --max-egress-rules and
  *   --max-connections 1-1000000, --max-body 1024-2^30, --max-file-body
  *   1024-2^34, --exec-timeout-ms 0-86400000, --idle-timeout 1-86400,
- *   --journal-size 1-SBX_MOCK_JOURNAL_MAX) or its default; --timing a
- *   finite non-negative scale; enumerations among their words; the admin
+ *   --journal-size 1-SBX_MOCK_JOURNAL_MAX, --warm-pool 0-64) or its
+ *   default; --timing a finite non-negative scale; enumerations among
+ *   their words; the admin
  *   token, API keys, cap code and region non-empty without control bytes
  *   (the admin token also without spaces); at most 1024 keys; accept-any-
  *   key as documented (on unless keys are given or it is switched off);
@@ -272,6 +273,7 @@ static void within_limits(const mock_cli *c, const args *a)
 	check(range(x->max_connections, 0, 1, 1000000), "--max-connections out of range", NULL);
 	check(range(x->idle_timeout_s, 0, 1, 86400), "--idle-timeout out of range", NULL);
 	check(range(x->journal_size, d.journal_size, 1, SBX_MOCK_JOURNAL_MAX), "--journal-size out of range", NULL);
+	check(range(x->warm_pool, d.warm_pool, 0, MOCK_CLI_WARM_POOL_MAX), "--warm-pool out of range", NULL);
 	check(sbx_mock_parse_timing(x->timing, &scale, &err) == 0 && isfinite(scale) && scale >= 0,
 	      "--timing accepted but not a finite scale", x->timing);
 	check(x->host_rule_mode == SBX_HOST_RULES_OBSERVED || x->host_rule_mode == SBX_HOST_RULES_DOCUMENTED,

@@ -10,6 +10,7 @@
 #ifndef SBX_CELL_H
 #define SBX_CELL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <linux/filter.h>
 
@@ -31,13 +32,35 @@ int cell_root_build(const char *hostname, char *err, size_t cap);
  * (the mock's way to it for a fork). 0, or -1 with a message in err. */
 int cell_disk_mount(const char *dir, const char *seed, char *err, size_t cap);
 
-/* The seccomp program of the cell: built once at start, loaded into PID 1
- * itself before READY, so every process of the cell runs under it. */
+/* The seccomp program of the cell: the mock's copy (CELL_BPF_FD) or built
+ * at start, loaded into PID 1 itself before READY, so every process of
+ * the cell runs under it. */
 int cell_seccomp_build(struct sock_fprog *prog, char *err, size_t cap);
+/* `sbx-cell --seccomp-bpf`: builds the program and writes it to fd (the
+ * mock's copy for every cell). 0, or -1. */
+int cell_seccomp_export(int fd);
 
 /* In an exec child before execve: keep only the guests' small set of
  * capabilities (caps.c), in the bounding set too. 0, or -1 with errno. */
 int cell_caps_drop(void);
+
+/* bind.c: the sandbox's name and a pooled cell's BIND (cell_proto.h). */
+/* The name files' texts for name: /etc/hostname and /etc/hosts. */
+void cell_name_texts(const char *name, char *hostname, size_t hcap, char *hosts, size_t cap);
+/* Whether name is a sandbox name the cell takes ([A-Za-z0-9._-]{1,64}). */
+bool cell_name_ok(const char *name);
+/* In the cell's own root (after the pivot): /etc/hostname and /etc/hosts
+ * become name's where they hold exactly what they held for old (a file a
+ * guest changed stays as it is). 0, or -1 with err set. */
+int cell_name_files(const char *old, const char *name, char *err, size_t cap);
+/* Waits for the first request on ctl: 0 with a BIND in q, -1 at EOF or for
+ * anything else (the cell then exits). */
+int cell_bind_recv(int ctl, struct cell_bind_req *q);
+/* Becomes q's sandbox: hostname, name files (were old's), disk size. 0, or
+ * -1 with err set (errno kept). */
+int cell_bind_apply(const struct cell_bind_req *q, const char *old, char *err, size_t cap);
+/* The BIND's answer: code 0, or an errno with msg. */
+void cell_bind_answer(int ctl, int code, const char *msg);
 
 /* The EXEC/SIGNAL service: handles one request message from ctl (fds
  * received close-on-exec), and reaps children after SIGCHLD. */

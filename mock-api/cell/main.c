@@ -1,7 +1,10 @@
 /* sbx-cell: PID 1 of one sandbox (CONTAINMENT.md). Started by sbx-mock
  * (src/cell.c) in fresh user, mount, PID, network, IPC and UTS namespaces
  * with fd 3 = its control socket, fds 4/5 = the sandbox's workspace and
- * tmp; argv: <sandbox id> <self-signal port>.
+ * tmp; argv: <sandbox id> <self-signal port> [pooled] (pooled: a warm
+ * pool's cell, built under a placeholder name and handed its sandbox by
+ * BIND before it serves; cell_proto.h). `sbx-cell --seccomp-bpf` only
+ * writes the cell's seccomp program to stdout (the mock's copy, CELL_BPF_FD).
  *
  * Builds the sandbox's root, brings lo up, opens the self-signal listener
  * and answers READY (with that socket) or FAIL (with what failed), then
@@ -17,6 +20,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,8 +97,12 @@ static int lock_down(const struct sock_fprog *prog, char *err, size_t cap)
 	return 0;
 }
 
-/* Everything before READY. The listener's fd, or -1 with err set. */
-static int setup(const char *id, unsigned port, struct sock_fprog *prog, char *err, size_t cap)
+/* Everything before READY. The listener's fd, or -1 with err set. A
+ * pooled cell (issue 24) stops short of the filter: it loads it at BIND,
+ * after the steps only PID 1 may take (its disk's size needs fspick), and
+ * no request but BIND is served before (bind_pooled). */
+static int setup(const char *id, unsigned port, bool pooled, struct sock_fprog *prog, char *err,
+		 size_t cap)
 {
 	int lfd;
 
@@ -113,11 +121,34 @@ static int setup(const char *id, unsigned port, struct sock_fprog *prog, char *e
 	if (lo_up(err, cap) != 0)
 		return -1;
 	lfd = self_listener(port, err, cap);
-	if (lfd >= 0 && lock_down(prog, err, cap) != 0) {
+	if (pooled && lfd >= 0 && prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) {
+		snprintf(err, cap, "PID 1 not dumpable: %s", strerror(errno));
+		close(lfd);
+		return -1;
+	}
+	if (!pooled && lfd >= 0 && lock_down(prog, err, cap) != 0) {
 		close(lfd);
 		return -1;
 	}
 	return lfd;
+}
+
+/* A pooled cell's hand-out: the first request must be BIND (cell_proto.h);
+ * the cell becomes that sandbox, locks PID 1 down and answers. 0, or -1:
+ * the cell exits (the mock let it go, or the BIND failed). */
+static int bind_pooled(const char *placeholder, const struct sock_fprog *prog)
+{
+	struct cell_bind_req q;
+	char err[CELL_ERR_MAX] = "";
+	int rc;
+
+	if (cell_bind_recv(CELL_CTL_FD, &q) != 0)
+		return -1;
+	rc = cell_bind_apply(&q, placeholder, err, sizeof(err));
+	if (rc == 0)
+		rc = lock_down(prog, err, sizeof(err));
+	cell_bind_answer(CELL_CTL_FD, rc == 0 ? 0 : (errno != 0 ? errno : EIO), err);
+	return rc;
 }
 
 /* Serves until the mock closes fd 3. */
@@ -156,8 +187,13 @@ int main(int argc, char **argv)
 	unsigned long port;
 	int lfd;
 
-	if (argc != 3) {
-		fprintf(stderr, "usage: sbx-cell SANDBOX-ID SELF-PORT (started by sbx-mock only)\n");
+	bool pooled = argc == 4 && strcmp(argv[3], "pooled") == 0;
+
+	if (argc == 2 && strcmp(argv[1], "--seccomp-bpf") == 0)
+		return cell_seccomp_export(1) == 0 ? 0 : 1;
+
+	if (argc != 3 && !pooled) {
+		fprintf(stderr, "usage: sbx-cell SANDBOX-ID SELF-PORT [pooled] (started by sbx-mock only)\n");
 		return 2;
 	}
 	port = strtoul(argv[2], &end, 10);
@@ -166,13 +202,15 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	signal(SIGPIPE, SIG_IGN); /* a status pipe whose reader left */
-	lfd = setup(argv[1], (unsigned)port, &prog, err, sizeof(err));
+	lfd = setup(argv[1], (unsigned)port, pooled, &prog, err, sizeof(err));
 	if (lfd < 0) {
 		hello(CELL_FAIL, err, -1);
 		return 1;
 	}
-	free(prog.filter); /* the kernel has its own copy */
 	hello(CELL_READY, "", lfd);
 	close(lfd);
+	if (pooled && bind_pooled(argv[1], &prog) != 0)
+		return 1;
+	free(prog.filter); /* the kernel has its own copy */
 	return serve();
 }

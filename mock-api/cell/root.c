@@ -47,8 +47,10 @@ struct cell_mount_attr {
 #define DISK "/tmp"
 #define SKEL DISK "/s"
 #define NEWROOT DISK "/m"
-/* fork: what the mock copied from the source's disk, copied in first */
+/* fork: what the mock copied from the source's disk, copied in first, and
+ * the source's name, which the name files it carries were written for */
 #define SEED "/proc/self/fd/4/../seed"
+#define SEED_FROM "/proc/self/fd/4/../seed.from"
 
 static int fail(char *err, size_t cap, const char *what, const char *path)
 {
@@ -160,8 +162,7 @@ static int build_etc(const char *hostname, char *err, size_t cap)
 
 	if (mkdir(SKEL "/etc", 0755) != 0)
 		return fail(err, cap, "mkdir", SKEL "/etc");
-	snprintf(hosts, sizeof(hosts), "127.0.0.1\tlocalhost %s\n::1\tlocalhost\n", hostname);
-	snprintf(name, sizeof(name), "%s\n", hostname);
+	cell_name_texts(hostname, name, sizeof(name), hosts, sizeof(hosts));
 	if (write_file("/etc/passwd",
 		       "root:x:0:0:root:/root:/bin/sh\n"
 		       "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
@@ -302,8 +303,24 @@ static int build_tree(char *err, size_t cap)
 	return build_dev(err, cap);
 }
 
+/* The name a fork's source had (SEED_FROM, written by the mock), or "". */
+static void seed_from(char *name, size_t cap)
+{
+	int fd = open(SEED_FROM, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, name, cap - 1) : -1;
+
+	if (fd >= 0)
+		close(fd);
+	name[n > 0 ? n : 0] = '\0';
+	if (!cell_name_ok(name))
+		name[0] = '\0';
+}
+
 int cell_root_build(const char *hostname, char *err, size_t cap)
 {
+	char from[CELL_NAME_MAX + 2];
+
+	seed_from(from, sizeof(from));
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
 		return fail(err, cap, "make private", "/");
 	if (cell_disk_mount(DISK, SEED, err, cap) != 0 || build_skel(hostname, err, cap) != 0 ||
@@ -323,6 +340,10 @@ int cell_root_build(const char *hostname, char *err, size_t cap)
 	/* the /dev tmpfs: nothing to write there once built */
 	if (set_attr("/dev", CELL_ATTR_RDONLY, 0) != 0)
 		return fail(err, cap, "make read-only", "/dev");
+	/* a fork's root came with its source's name files: they name this
+	 * sandbox from here on, unless the source's guest made them its own */
+	if (from[0] != '\0' && cell_name_files(from, hostname, err, cap) != 0)
+		return -1;
 	if (sethostname(hostname, strlen(hostname)) != 0)
 		return fail(err, cap, "sethostname", hostname);
 	return 0;

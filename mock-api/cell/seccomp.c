@@ -7,8 +7,10 @@
  * ENOSYS for every number the table does not name: a system call newer
  * than our list is denied until someone reads what it does.
  *
- * Built once when the cell starts (libseccomp allocates) and exported as a
- * BPF program that PID 1 loads into itself before READY (it needs nothing
+ * Built once per mock (`sbx-cell --seccomp-bpf`, cell_seccomp_export) and
+ * handed to each cell (CELL_BPF_FD), or else built when the cell starts
+ * (libseccomp allocates), as a BPF program that PID 1 loads into itself
+ * before READY (it needs nothing
  * on the list after that: it forks, reaps, signals and reads sockets); the
  * exec children inherit it. */
 #define _GNU_SOURCE
@@ -22,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <linux/filter.h>
@@ -185,10 +188,49 @@ out_close:
 	return buf != NULL ? 0 : -1;
 }
 
+/* The program the mock handed over at CELL_BPF_FD (cell_proto.h), checked
+ * for a whole number of instructions within the kernel's bound. The fd is
+ * closed: nothing of the mock's reaches a guest. 0, 1 when there is none,
+ * -1 with err set. */
+static int prog_from_mock(struct sock_fprog *prog, char *err, size_t cap)
+{
+	const char *given = getenv(CELL_BPF_ENV);
+	struct stat st;
+	void *buf = NULL;
+	size_t len;
+
+	if (given == NULL || strcmp(given, "1") != 0)
+		return 1;
+	if (fstat(CELL_BPF_FD, &st) != 0 || st.st_size <= 0 ||
+	    st.st_size % (off_t)sizeof(struct sock_filter) != 0 ||
+	    st.st_size / (off_t)sizeof(struct sock_filter) > BPF_MAXINSNS) {
+		snprintf(err, cap, "seccomp: the program handed over is not one");
+		close(CELL_BPF_FD);
+		return -1;
+	}
+	len = (size_t)st.st_size;
+	buf = malloc(len);
+	if (buf == NULL || pread(CELL_BPF_FD, buf, len, 0) != (ssize_t)len) {
+		snprintf(err, cap, "seccomp: read the program handed over: %s", strerror(errno));
+		free(buf);
+		close(CELL_BPF_FD);
+		return -1;
+	}
+	close(CELL_BPF_FD);
+	prog->filter = buf;
+	prog->len = (unsigned short)(len / sizeof(struct sock_filter));
+	return 0;
+}
+
 int cell_seccomp_build(struct sock_fprog *prog, char *err, size_t cap)
 {
-	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
-	int rc = -1;
+	scmp_filter_ctx ctx;
+	int rc = prog_from_mock(prog, err, cap);
+
+	if (rc <= 0)
+		return rc;
+	ctx = seccomp_init(SCMP_ACT_ALLOW);
+	rc = -1;
 
 	if (ctx == NULL) {
 		snprintf(err, cap, "seccomp_init failed");
@@ -212,4 +254,31 @@ out_release:
 		snprintf(err, cap, "seccomp: cannot configure the filter");
 	seccomp_release(ctx);
 	return rc;
+}
+
+int cell_seccomp_export(int fd)
+{
+	struct sock_fprog prog = {0};
+	char err[CELL_ERR_MAX] = "";
+	size_t len, off = 0;
+
+	unsetenv(CELL_BPF_ENV); /* compiled here, never read back */
+	if (cell_seccomp_build(&prog, err, sizeof(err)) != 0) {
+		fprintf(stderr, "sbx-cell: %s\n", err);
+		return -1;
+	}
+	len = (size_t)prog.len * sizeof(struct sock_filter);
+	while (off < len) {
+		ssize_t w = write(fd, (const char *)prog.filter + off, len - off);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			free(prog.filter);
+			return -1;
+		}
+		off += (size_t)w;
+	}
+	free(prog.filter);
+	return 0;
 }

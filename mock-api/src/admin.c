@@ -1,5 +1,6 @@
 /* admin: the /_mock/ admin API (ADMIN.md) — reset, state, settings, clock,
- * egress oracle, fault rules, scenarios and the journal. Protected by the
+ * egress oracle, fault rules, scenarios, the journal and the warm pool's
+ * counters. Protected by the
  * admin token; never journaled and never subject to fault rules. The
  * handlers parse and render: the model work is ops_admin.c's (which
  * validates and applies settings through settings.c), finding and applying
@@ -406,6 +407,14 @@ static void a_journal_clear(mreq *r, mresp *out)
 	ok_empty(out);
 }
 
+/* ---- the warm pool ---- */
+
+/* GET /_mock/pool: the warm pool's counters (issue 24), or why it is off. */
+static void a_pool(mreq *r, mresp *out)
+{
+	resp_success(out, 200, mock_op_pool_view(r->mock));
+}
+
 /* ---- dispatch ---- */
 
 static void a_reset(mreq *r, mresp *out)
@@ -444,6 +453,7 @@ ADMIN_ROUTE(a_scenario)
 ADMIN_ROUTE(a_journal)
 ADMIN_ROUTE(a_journal_count)
 ADMIN_ROUTE(a_journal_clear)
+ADMIN_ROUTE(a_pool)
 
 /* Admin requests are never durable; the non-GET ones block (as every
  * mutation does). */
@@ -465,6 +475,7 @@ const mock_route mock_admin_routes[] = {
 	{"GET", "/_mock/journal", 0, a_journal_route},
 	{"DELETE", "/_mock/journal", ROUTE_BLOCKS, a_journal_clear_route},
 	{"GET", "/_mock/journal/count", 0, a_journal_count_route},
+	{"GET", "/_mock/pool", 0, a_pool_route},
 };
 const size_t mock_admin_nroutes = sizeof(mock_admin_routes) / sizeof(mock_admin_routes[0]);
 

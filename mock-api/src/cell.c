@@ -19,11 +19,14 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -59,6 +62,10 @@
 #define CELL_READY_MS 5000
 #define CELL_NS_FLAGS \
 	(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS)
+
+struct mock_cell_filter {
+	int fd; /* sealed memfd: the program, whole */
+};
 
 struct mock_cell {
 	pid_t pid;        /* in the mock's PID namespace */
@@ -118,9 +125,10 @@ typedef struct cell_child {
 	int sync_r;       /* one byte: the id maps are written, go */
 	int err_w;        /* an errno when something before execve failed */
 	int ctl, devnull, exe;
+	int bpf;          /* the filter's memfd, or -1 */
 	const char *ws, *tmp;
-	char *argv[4];
-	char *envp[2];
+	char *argv[5];
+	char *envp[3];
 	char port[8];
 	char disk[40];
 } cell_child;
@@ -141,7 +149,7 @@ static int cell_child_main(void *arg)
 	struct sigaction dfl = {.sa_handler = SIG_DFL};
 	sigset_t none;
 	char go = 0;
-	int hi[4], ws, tmp;
+	int hi[5] = {-1, -1, -1, -1, -1}, ws, tmp;
 
 	if (read(cc->sync_r, &go, 1) != 1)
 		_exit(127); /* the mock gave up on this start */
@@ -157,12 +165,16 @@ static int cell_child_main(void *arg)
 	hi[1] = fcntl(tmp, F_DUPFD_CLOEXEC, 10);
 	hi[2] = fcntl(cc->ctl, F_DUPFD_CLOEXEC, 10);
 	hi[3] = fcntl(cc->devnull, F_DUPFD_CLOEXEC, 10);
-	if (hi[0] < 0 || hi[1] < 0 || hi[2] < 0 || hi[3] < 0 || dup2(hi[3], 0) < 0 ||
-	    dup2(hi[3], 1) < 0 || dup2(hi[3], 2) < 0 || dup2(hi[2], CELL_CTL_FD) < 0 ||
-	    dup2(hi[0], 4) < 0 || dup2(hi[1], 5) < 0)
+	if (cc->bpf >= 0)
+		hi[4] = fcntl(cc->bpf, F_DUPFD_CLOEXEC, 10);
+	if (hi[0] < 0 || hi[1] < 0 || hi[2] < 0 || hi[3] < 0 || (cc->bpf >= 0 && hi[4] < 0) ||
+	    dup2(hi[3], 0) < 0 || dup2(hi[3], 1) < 0 || dup2(hi[3], 2) < 0 ||
+	    dup2(hi[2], CELL_CTL_FD) < 0 || dup2(hi[0], 4) < 0 || dup2(hi[1], 5) < 0 ||
+	    (cc->bpf >= 0 && dup2(hi[4], CELL_BPF_FD) < 0))
 		child_fail(cc);
 	/* nothing else of the mock's crosses into the cell */
-	syscall(SYS_close_range, 6U, ~0U, CLOSE_RANGE_CLOEXEC);
+	syscall(SYS_close_range, cc->bpf >= 0 ? (unsigned)CELL_BPF_FD + 1 : (unsigned)CELL_BPF_FD, ~0U,
+		CLOSE_RANGE_CLOEXEC);
 	/* root of the new user namespace: raw calls, this task only */
 	if (syscall(SYS_setresgid, 0, 0, 0) != 0)
 		child_fail(cc);
@@ -340,10 +352,13 @@ static int child_prepare(cell_child *cc, const mock_cell_conf *conf, const char 
 	cc->argv[0] = (char *)(uintptr_t)path;
 	cc->argv[1] = (char *)(uintptr_t)conf->id;
 	cc->argv[2] = cc->port;
-	cc->argv[3] = NULL;
+	cc->argv[3] = conf->pooled ? "pooled" : NULL;
+	cc->argv[4] = NULL;
 	snprintf(cc->disk, sizeof(cc->disk), CELL_DISK_ENV "=%u", conf->disk_mib);
 	cc->envp[0] = cc->disk;
-	cc->envp[1] = NULL;
+	cc->bpf = conf->filter != NULL ? conf->filter->fd : -1;
+	cc->envp[1] = cc->bpf >= 0 ? CELL_BPF_ENV "=1" : NULL;
+	cc->envp[2] = NULL;
 	cc->devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
 	cc->exe = open(path, O_PATH | O_CLOEXEC);
 	if (cc->devnull < 0 || cc->exe < 0) {
@@ -357,7 +372,7 @@ static int child_prepare(cell_child *cc, const mock_cell_conf *conf, const char 
 mock_cell *mock_cell_start(const mock_cell_conf *conf, sbx_err *err)
 {
 	mock_cell *c = calloc(1, sizeof(*c));
-	cell_child cc = {.sync_r = -1, .err_w = -1, .ctl = -1, .devnull = -1, .exe = -1};
+	cell_child cc = {.sync_r = -1, .err_w = -1, .ctl = -1, .devnull = -1, .exe = -1, .bpf = -1};
 	int ctl[2] = {-1, -1}, sync[2] = {-1, -1}, ep[2] = {-1, -1};
 
 	if (c == NULL) {
@@ -495,6 +510,41 @@ int mock_cell_signal(mock_cell *c, pid_t pgid, int sig)
 	return c == NULL ? -1 : send_msg(c, &s, sizeof(s), NULL, 0);
 }
 
+int mock_cell_bind(mock_cell *c, const char *id, unsigned disk_mib, sbx_err *err)
+{
+	struct cell_bind_req q = {.op = CELL_OP_BIND, .disk_mib = disk_mib};
+	struct cell_bind_ans a = {.err = EPROTO};
+	struct pollfd pf = {.fd = c->ctl, .events = POLLIN};
+	size_t len = strlen(id);
+	ssize_t r = -1;
+	int pr;
+
+	if (len == 0 || len > CELL_NAME_MAX || disk_mib == 0) {
+		sbx_err_set(err, "cell: cannot bind \"%s\" with a disk of %u MiB", id, disk_mib);
+		return -1;
+	}
+	memcpy(q.name, id, len + 1);
+	if (send_msg(c, &q, sizeof(q), NULL, 0) != 0) {
+		sbx_err_set(err, "cell: bind: the pooled cell is gone: %s", strerror(errno));
+		return -1;
+	}
+	/* bounded: a cell that stopped answering must not hold a create */
+	do {
+		pr = poll(&pf, 1, CELL_READY_MS);
+	} while (pr < 0 && errno == EINTR);
+	if (pr == 1)
+		r = recv(c->ctl, &a, sizeof(a), MSG_DONTWAIT);
+	a.msg[sizeof(a.msg) - 1] = '\0';
+	if (r == (ssize_t)sizeof(a) && a.err == 0)
+		return 0;
+	if (r == (ssize_t)sizeof(a))
+		sbx_err_set(err, "sandbox environment: %s", a.msg);
+	else
+		sbx_err_set(err, "cell: the pooled cell did not answer its bind within %d ms",
+			    CELL_READY_MS);
+	return -1;
+}
+
 /* The cell's answer to SOCKET on sp (poll-bounded: a cell that stopped
  * serving must not hold an ingress connection forever). */
 static int recv_socket(int sp, sbx_err *err)
@@ -604,6 +654,51 @@ int mock_cell_take_self_fd(mock_cell *c)
 	if (c != NULL)
 		c->self_fd = -1;
 	return fd;
+}
+
+/* ---- the seccomp program, once ---- */
+
+mock_cell_filter *mock_cell_filter_new(void)
+{
+	const char *path = cell_path();
+	char *argv[] = {(char *)(uintptr_t)path, "--seccomp-bpf", NULL};
+	char *envp[] = {NULL};
+	int fd = memfd_create("sbx-cell-seccomp", MFD_CLOEXEC | MFD_ALLOW_SEALING), st = 0;
+	posix_spawn_file_actions_t fa;
+	struct stat sb;
+	mock_cell_filter *f = NULL;
+	pid_t pid = -1;
+
+	if (fd < 0)
+		return NULL;
+	posix_spawn_file_actions_init(&fa);
+	if (posix_spawn_file_actions_adddup2(&fa, fd, 1) != 0 ||
+	    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0) != 0 ||
+	    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0) != 0 ||
+	    posix_spawn(&pid, path, &fa, NULL, argv, envp) != 0)
+		pid = -1;
+	posix_spawn_file_actions_destroy(&fa);
+	while (pid > 0 && waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	/* a whole program, then never changed again: every cell reads it */
+	if (pid > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0 && fstat(fd, &sb) == 0 && sb.st_size > 0 &&
+	    sb.st_size % 8 == 0 &&
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) == 0)
+		f = malloc(sizeof(*f));
+	if (f == NULL) {
+		close(fd);
+		return NULL;
+	}
+	f->fd = fd;
+	return f;
+}
+
+void mock_cell_filter_free(mock_cell_filter *f)
+{
+	if (f == NULL)
+		return;
+	close(f->fd);
+	free(f);
 }
 
 /* ---- probe ---- */

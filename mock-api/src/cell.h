@@ -24,6 +24,14 @@
 
 typedef struct mock_cell mock_cell;
 
+/* The cells' seccomp program, compiled once (`sbx-cell --seccomp-bpf`) into
+ * a sealed memfd each cell reads instead of compiling its own. NULL when
+ * it cannot be had (cells then compile theirs: the same filter, slower).
+ * Read-only once made: any number of cell starts may use one at once. */
+typedef struct mock_cell_filter mock_cell_filter;
+mock_cell_filter *mock_cell_filter_new(void);
+void mock_cell_filter_free(mock_cell_filter *f);
+
 /* Called with the cell's host pid after the clone, before it runs
  * anything of its own (the place to put it in a cgroup). 0, or -1 with err
  * set: the start then fails. */
@@ -34,6 +42,10 @@ typedef struct mock_cell_conf {
 	const char *ws, *tmp;    /* host directories bound on /workspace, /tmp */
 	uint16_t self_port;      /* the self-signal listener's port inside */
 	unsigned disk_mib;       /* the disk's size (0: the host tree, unbounded) */
+	/* a warm pool's cell (issue 24): id is a placeholder, and the cell
+	 * serves nothing before mock_cell_bind makes it a sandbox's */
+	bool pooled;
+	const mock_cell_filter *filter; /* may be NULL */
 	mock_cell_place_fn place; /* may be NULL */
 	void *place_arg;
 } mock_cell_conf;
@@ -52,6 +64,13 @@ uid_t mock_cell_owner(void);
 /* Starts the cell and waits (5 s at most) for READY. NULL + err: the
  * cell's own FAIL message, or what failed here. */
 mock_cell *mock_cell_start(const mock_cell_conf *conf, sbx_err *err);
+
+/* A pooled cell becomes sandbox id's (hostname, name files) with a disk of
+ * disk_mib MiB (> 0), and only then loads its seccomp filter; waits 5 s at
+ * most for the answer. Once per cell, before any other request, by the
+ * one thread that owns it. 0, or -1 with err set (the cell then exits:
+ * stop it). */
+int mock_cell_bind(mock_cell *c, const char *id, unsigned disk_mib, sbx_err *err);
 
 /* The self-signal listening socket the cell sent in READY (it lives in the
  * cell's network namespace). Owned by the cell until taken: take returns it

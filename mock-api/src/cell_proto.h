@@ -21,6 +21,23 @@
 /* the environment variable that carries the disk's size in MiB to
  * sbx-cell (0: the host tree itself, unbounded: durable mode) */
 #define CELL_DISK_ENV "SBX_CELL_DISK_MIB"
+/* the cell's seccomp program, compiled once per mock by `sbx-cell
+ * --seccomp-bpf` (which writes it to its stdout) into a sealed memfd that
+ * every cell gets read-only at this fd, with CELL_BPF_ENV=1 in its
+ * environment, instead of compiling its own (~15 ms of CPU each); without
+ * it a cell compiles the same program itself */
+#define CELL_BPF_FD 6
+#define CELL_BPF_ENV "SBX_CELL_BPF"
+/* Setting a disk's size (the mock's resize, a pooled cell's BIND): the new
+ * mount API by number, as glibc < 2.36 has no wrappers and <linux/mount.h>
+ * clashes with <sys/mount.h>; system calls added since 5.1 have one number
+ * on every architecture. */
+#define CELL_SYS_FSPICK 433
+#define CELL_SYS_FSCONFIG 431
+#define CELL_FSPICK_CLOEXEC 0x1
+#define CELL_FSPICK_EMPTY_PATH 0x8
+#define CELL_FSCONFIG_SET_STRING 1
+#define CELL_FSCONFIG_CMD_RECONFIGURE 7
 #define CELL_MSG_MAX 65536      /* one request: header + strings */
 #define CELL_MAX_ARGS 1024
 #define CELL_MAX_ENV 1024
@@ -56,6 +73,27 @@ struct cell_socket_req {
 };
 struct cell_socket_ans {
 	int32_t err;            /* 0, or the errno of socket() in the cell */
+};
+
+/* BIND (issue 24, the warm pool): a pooled cell (sbx-cell started with
+ * the extra argument "pooled") builds everything before READY but its
+ * sandbox's own part, and takes this as its first request, on fd 3, before
+ * it serves anything: it becomes the sandbox named `name` (hostname,
+ * /etc/hostname and /etc/hosts), its disk is set to `disk_mib` MiB (size and
+ * inodes, as a fresh cell's), and only then PID 1 loads the seccomp filter
+ * and answers one struct cell_bind_ans on fd 3. A failed BIND (err != 0) is
+ * the cell's last word: it exits. Any other first request, or an EXEC before
+ * BIND, ends the cell too: no guest code ever runs before the filter. */
+#define CELL_OP_BIND 17u
+#define CELL_NAME_MAX 64
+struct cell_bind_req {
+	uint32_t op;            /* CELL_OP_BIND */
+	uint32_t disk_mib;      /* > 0 */
+	char name[CELL_NAME_MAX + 1]; /* NUL-terminated, [A-Za-z0-9._-]{1,64} */
+};
+struct cell_bind_ans {
+	int32_t err;            /* 0, or an errno of the step that failed */
+	char msg[CELL_ERR_MAX]; /* what failed, NUL-terminated */
 };
 
 /* EXEC: followed in the same message by `len` bytes of NUL-terminated

@@ -627,19 +627,19 @@ const char *mock_cgroups_parent(const mock_cgroups *cgs, size_t i)
 
 /* ---- one sandbox's group ---- */
 
-static int set_limits(mock_cgroup *cg, uint64_t mem_bytes, uint64_t pids_max, sbx_err *err)
+int mock_cgroup_limit(mock_cgroup *cg, uint64_t mem_bytes, uint64_t pids_max, sbx_err *err)
 {
 	const char *mem = cg_dir(cg, CG_MEM), *pids = cg_dir(cg, CG_PIDS);
-	bool v1 = cg->cgs->version == 1;
+	bool v1 = cg->cgs->version == 1, sw = v1 && cg_exists(mem, "memory.memsw.limit_in_bytes");
 
-	/* v1: the memory+swap limit may never be below the memory limit, so
-	 * memory first; with memsw = memory, going over is an OOM kill, not swap. */
+	/* v1: the memory+swap limit may never be below the memory limit, so it
+	 * is opened up first (a pooled group's limit rises at hand-out), then
+	 * memory, then memsw = memory: going over is an OOM kill, not swap. */
 	if (mem_bytes > 0) {
-		if (write_u64(mem, v1 ? "memory.limit_in_bytes" : "memory.max", mem_bytes, err) !=
-		    0)
+		if ((sw && cg_write(mem, "memory.memsw.limit_in_bytes", "-1", err) != 0) ||
+		    write_u64(mem, v1 ? "memory.limit_in_bytes" : "memory.max", mem_bytes, err) != 0)
 			return -1;
-		if (v1 && cg_exists(mem, "memory.memsw.limit_in_bytes") &&
-		    write_u64(mem, "memory.memsw.limit_in_bytes", mem_bytes, err) != 0)
+		if (sw && write_u64(mem, "memory.memsw.limit_in_bytes", mem_bytes, err) != 0)
 			return -1;
 		if (!v1 && cg_exists(mem, "memory.swap.max") &&
 		    cg_write(mem, "memory.swap.max", "0", err) != 0)
@@ -689,7 +689,7 @@ mock_cgroup *mock_cgroup_create(mock_cgroups *cgs, const char *id, uint64_t mem_
 			goto out_rmdir;
 		}
 	}
-	if (set_limits(cg, mem_bytes, pids_max, err) != 0)
+	if (mock_cgroup_limit(cg, mem_bytes, pids_max, err) != 0)
 		goto out_rmdir;
 	return cg;
 out_rmdir:
@@ -875,7 +875,10 @@ int mock_cgroup_remove(mock_cgroup *cg, sbx_err *err)
 		return 0;
 	freeze_wait(cg, false, CG_FREEZE_WAIT_MS, NULL);
 	sbx_err_clear(err);
-	for (;;) {
+	/* empty (its cell reaped): no kill round, whose v1 freeze switches the
+	 * freezer's static key, i.e. patches kernel text (ms of every CPU) */
+	rc = rmdir_all(cg, NULL);
+	while (rc != 0) {
 		rc = kill_round(cg, &left, err);
 		if (rc == 0 && left == 0 && rmdir_all(cg, err) == 0)
 			break;

@@ -61,6 +61,9 @@ const char *mock_cgroups_parent(const mock_cgroups *cgs, size_t i);
  * (0 = no limit) and pids_max (0 = no limit). Fails if the group exists. */
 mock_cgroup *mock_cgroup_create(mock_cgroups *cgs, const char *id, uint64_t mem_bytes,
 				uint64_t pids_max, sbx_err *err);
+/* Sets the group's limits (0 leaves one as it is): up or down, v1's
+ * memory+swap limit kept equal to the memory limit. */
+int mock_cgroup_limit(mock_cgroup *cg, uint64_t mem_bytes, uint64_t pids_max, sbx_err *err);
 /* Moves pid (a whole process) into the group, in every hierarchy. */
 int mock_cgroup_add(mock_cgroup *cg, pid_t pid, sbx_err *err);
 /* Freezes (true) or thaws (false) every process of the group and waits,

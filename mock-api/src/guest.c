@@ -113,6 +113,8 @@ static int start_cell(mock_guest *g, const char *id, const mock_guest_opts *o, s
 	if (o != NULL) {
 		conf.self_port = o->self_port;
 		conf.disk_mib = o->disk_mib;
+		conf.pooled = o->pooled;
+		conf.filter = o->filter;
 	}
 	if (o != NULL && o->cgroups != NULL) {
 		g->cg = mock_cgroup_create(o->cgroups, id, o->mem_bytes, o->pids_max, err);
@@ -136,7 +138,7 @@ mock_guest *mock_guest_new(const char *work_dir, const char *id, mock_guest_mode
 			   const mock_guest_opts *opts, sbx_err *err)
 {
 	mock_guest *g = calloc(1, sizeof(*g));
-	char seed[PATH_MAX];
+	char seed[PATH_MAX], from[PATH_MAX + 8];
 	struct statfs sf;
 
 	if (g == NULL) {
@@ -149,7 +151,8 @@ mock_guest *mock_guest_new(const char *work_dir, const char *id, mock_guest_mode
 	if ((size_t)snprintf(g->fs, sizeof(g->fs), "%s/%s", work_dir, id) >= sizeof(g->fs) ||
 	    (size_t)snprintf(g->ws, sizeof(g->ws), "%s/workspace", g->fs) >= sizeof(g->ws) ||
 	    (size_t)snprintf(g->tmp, sizeof(g->tmp), "%s/tmp", g->fs) >= sizeof(g->tmp) ||
-	    (size_t)snprintf(seed, sizeof(seed), "%s/seed", g->fs) >= sizeof(seed)) {
+	    (size_t)snprintf(seed, sizeof(seed), "%s/seed", g->fs) >= sizeof(seed) ||
+	    (size_t)snprintf(from, sizeof(from), "%s.from", seed) >= sizeof(from)) {
 		sbx_err_set(err, "work dir path too long");
 		goto out_free;
 	}
@@ -161,14 +164,50 @@ mock_guest *mock_guest_new(const char *work_dir, const char *id, mock_guest_mode
 	if (mode == GUEST_CONTAINED && start_cell(g, id, opts, err) != 0)
 		goto out_remove_cg;
 	remove_tree_at(AT_FDCWD, seed); /* a fork's: in the cell's disk now */
+	unlink(from);
 	return g;
 
 out_remove_cg:
 	mock_cgroup_remove(g->cg, NULL); /* the cell's start undid itself */
+	/* a pool's tree is its own (a failed sandbox's may hold durable files) */
+	if (opts != NULL && opts->pooled)
+		remove_tree_at(AT_FDCWD, g->fs);
 out_free:
 	pthread_mutex_destroy(&g->lock);
 	free(g);
 	return NULL;
+}
+
+int mock_guest_bind(mock_guest *g, const char *work_dir, const char *id, uint64_t mem_bytes,
+		    unsigned disk_mib, sbx_err *err)
+{
+	char fs[PATH_MAX], ws[PATH_MAX], tmp[PATH_MAX];
+
+	if (g->cell == NULL) {
+		sbx_err_set(err, "a plain guest cannot be bound");
+		return -1;
+	}
+	if ((size_t)snprintf(fs, sizeof(fs), "%s/%s", work_dir, id) >= sizeof(fs) ||
+	    (size_t)snprintf(ws, sizeof(ws), "%s/workspace", fs) >= sizeof(ws) ||
+	    (size_t)snprintf(tmp, sizeof(tmp), "%s/tmp", fs) >= sizeof(tmp)) {
+		sbx_err_set(err, "work dir path too long");
+		return -1;
+	}
+	/* the shape's limit replaces the pool's small one before anything of
+	 * the sandbox's runs; a group keeps its pool name (v2 cannot rename) */
+	if (g->cg != NULL && mock_cgroup_limit(g->cg, mem_bytes, 0, err) != 0)
+		return -1;
+	if (mock_cell_bind(g->cell, id, disk_mib, err) != 0)
+		return -1;
+	/* never over another tree: ids are unique, a name taken is a bug */
+	if (renameat2(AT_FDCWD, g->fs, AT_FDCWD, fs, RENAME_NOREPLACE) != 0) {
+		sbx_err_set(err, "rename %s to %s: %s", g->fs, fs, strerror(errno));
+		return -1;
+	}
+	memcpy(g->fs, fs, sizeof(fs));
+	memcpy(g->ws, ws, sizeof(ws));
+	memcpy(g->tmp, tmp, sizeof(tmp));
+	return 0;
 }
 
 static int run_cmd(char *const argv[], sbx_err *err)
@@ -214,6 +253,29 @@ int mock_guest_copy(mock_guest *dst, const mock_guest *src, sbx_err *err)
 	return run_cmd(argv, err);
 }
 
+/* <seed>.from: the source's name (its tree's), which the name files in its
+ * root were written for; the new cell renames them (cell/bind.c). */
+static int seed_from(const char *seed, const mock_guest *src, sbx_err *err)
+{
+	char path[PATH_MAX + 8];
+	const char *name = strrchr(src->fs, '/');
+	size_t len;
+	int fd;
+
+	name = name != NULL ? name + 1 : src->fs;
+	len = strlen(name);
+	snprintf(path, sizeof(path), "%s.from", seed);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0 || write(fd, name, len) != (ssize_t)len) {
+		sbx_err_set(err, "write %s: %s", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
 int mock_guest_seed(const char *work_dir, const char *id, const mock_guest *src, sbx_err *err)
 {
 	char disk[3][64], seed[PATH_MAX];
@@ -230,7 +292,9 @@ int mock_guest_seed(const char *work_dir, const char *id, const mock_guest *src,
 		sbx_err_set(err, "work dir path too long");
 		return -1;
 	}
-	return mkdir_p(seed, err) != 0 || run_cmd(argv, err) != 0 ? -1 : 0;
+	if (mkdir_p(seed, err) != 0 || run_cmd(argv, err) != 0)
+		return -1;
+	return seed_from(seed, src, err);
 }
 
 /* ---- process groups ---- */
@@ -336,29 +400,53 @@ bool mock_guest_dead(mock_guest *g)
 	return dead;
 }
 
+/* Everything is told to die: the cell (the kernel kills its namespace with
+ * it) and, plain, every process group. Under the lock. */
+static void doom_locked(mock_guest *g)
+{
+	g->dead = true;
+	if (g->cell != NULL && !g->reaped)
+		mock_cell_kill(g->cell);
+	for (size_t i = 0; i < g->npg; i++) {
+		kill(-g->pgids[i], SIGKILL);
+		kill(-g->pgids[i], SIGCONT);
+	}
+}
+
+/* Waits for the killed cell and removes its group. Under the lock. */
+static void reap_locked(mock_guest *g)
+{
+	if (g->cell == NULL || g->reaped)
+		return;
+	/* a frozen task dies only once thawed; killed first, nothing runs in
+	 * between */
+	if (g->cg != NULL)
+		mock_cgroup_freeze(g->cg, false, NULL);
+	mock_cell_reap(g->cell);
+	mock_cgroup_remove(g->cg, NULL);
+	g->cg = NULL;
+	g->reaped = true;
+}
+
 void mock_guest_kill(mock_guest *g)
 {
 	if (g == NULL)
 		return;
 	pthread_mutex_lock(&g->lock);
-	g->dead = true;
-	if (g->cell != NULL && !g->reaped) {
-		mock_cell_kill(g->cell); /* the kernel kills everything inside with it */
-		/* a frozen task dies only once thawed; killed first, nothing runs
-		 * in between */
-		if (g->cg != NULL)
-			mock_cgroup_freeze(g->cg, false, NULL);
-		/* reaped now, not at mock stop: a destroyed sandbox leaves no
-		 * zombie and no cgroup behind (the struct lives on, see ops.c) */
-		mock_cell_reap(g->cell);
-		mock_cgroup_remove(g->cg, NULL);
-		g->cg = NULL;
-		g->reaped = true;
-	}
-	for (size_t i = 0; i < g->npg; i++) {
-		kill(-g->pgids[i], SIGKILL);
-		kill(-g->pgids[i], SIGCONT);
-	}
+	doom_locked(g);
+	/* reaped now, not at mock stop: a destroyed sandbox leaves no zombie
+	 * and no cgroup behind (the struct lives on, see ops.c) */
+	reap_locked(g);
+	pthread_mutex_unlock(&g->lock);
+}
+
+void mock_guest_kill_nowait(mock_guest *g)
+{
+	if (g == NULL)
+		return;
+	pthread_mutex_lock(&g->lock);
+	if (!g->dead)
+		doom_locked(g);
 	pthread_mutex_unlock(&g->lock);
 }
 
@@ -446,9 +534,13 @@ void mock_guest_free(mock_guest *g, bool remove_tree)
 	if (g == NULL)
 		return;
 	/* killed once only: a process group id killed before may belong to
-	 * another process by now (guest_add_pgid kills a late one itself) */
-	if (!mock_guest_dead(g))
-		mock_guest_kill(g);
+	 * another process by now (guest_add_pgid kills a late one itself);
+	 * one killed without the wait is waited for here */
+	pthread_mutex_lock(&g->lock);
+	if (!g->dead)
+		doom_locked(g);
+	reap_locked(g);
+	pthread_mutex_unlock(&g->lock);
 	if (g->procs_free != NULL)
 		g->procs_free(g); /* the managed processes' readers end: all is dead */
 	mock_cell_stop(g->cell); /* reaped: every guest process is gone */
@@ -461,17 +553,6 @@ void mock_guest_free(mock_guest *g, bool remove_tree)
 
 /* ---- the disk's size ---- */
 
-#ifndef SYS_fspick
-#define SYS_fspick 433
-#endif
-#ifndef SYS_fsconfig
-#define SYS_fsconfig 431
-#endif
-#define GUEST_FSPICK_CLOEXEC 0x1
-#define GUEST_FSPICK_EMPTY_PATH 0x8
-#define GUEST_FSCONFIG_SET_STRING 1
-#define GUEST_FSCONFIG_CMD_RECONFIGURE 7
-
 /* In a fresh child of the mock: enters the cell's user and mount
  * namespaces (root inside may reconfigure the tmpfs, which belongs to its
  * user namespace) and sets the disk's size. System calls only. */
@@ -481,11 +562,11 @@ static _Noreturn void resize_child(int userns, int mntns, int disk, const char *
 
 	if (setns(userns, CLONE_NEWUSER) != 0 || setns(mntns, CLONE_NEWNS) != 0)
 		_exit(10);
-	fc = (int)syscall(SYS_fspick, disk, "", GUEST_FSPICK_CLOEXEC | GUEST_FSPICK_EMPTY_PATH);
+	fc = (int)syscall(CELL_SYS_FSPICK, disk, "", CELL_FSPICK_CLOEXEC | CELL_FSPICK_EMPTY_PATH);
 	if (fc < 0)
 		_exit(11);
-	if (syscall(SYS_fsconfig, fc, GUEST_FSCONFIG_SET_STRING, "size", size, 0) != 0 ||
-	    syscall(SYS_fsconfig, fc, GUEST_FSCONFIG_CMD_RECONFIGURE, NULL, NULL, 0) != 0)
+	if (syscall(CELL_SYS_FSCONFIG, fc, CELL_FSCONFIG_SET_STRING, "size", size, 0) != 0 ||
+	    syscall(CELL_SYS_FSCONFIG, fc, CELL_FSCONFIG_CMD_RECONFIGURE, NULL, NULL, 0) != 0)
 		_exit(12);
 	_exit(0);
 }

@@ -42,6 +42,7 @@ const char *mock_guest_mode_name(mock_guest_mode mode);
 typedef struct mock_guest mock_guest;
 
 struct mock_cgroups;
+struct mock_cell_filter;
 
 /* What a contained guest's cell needs from the mock besides its tree. */
 typedef struct mock_guest_opts {
@@ -51,11 +52,22 @@ typedef struct mock_guest_opts {
 	uint64_t pids_max;   /* its pids limit (0: none) */
 	unsigned disk_mib;   /* contained: its disk, a tmpfs (0: the host tree,
 			      * unbounded: durable mode) */
+	bool pooled;         /* contained: a warm pool's guest (cell_pool.h), id a
+			      * placeholder until mock_guest_bind */
+	/* contained: the cells' seccomp program, compiled once (cell.h); NULL:
+	 * each cell compiles its own */
+	const struct mock_cell_filter *filter;
 } mock_guest_opts;
 
 /* Makes the tree and, contained, starts the cell (opts may be NULL). */
 mock_guest *mock_guest_new(const char *work_dir, const char *id, mock_guest_mode mode,
 			   const mock_guest_opts *opts, sbx_err *err);
+/* A pooled guest (opts->pooled) becomes sandbox id's: its tree is renamed
+ * <work_dir>/<id>, its group gets the memory limit mem_bytes (0: none) and
+ * its cell the name and a disk of disk_mib MiB (mock_cell_bind). Before it
+ * is shared with any other thread. 0, or -1 with err set (free it). */
+int mock_guest_bind(mock_guest *g, const char *work_dir, const char *id, uint64_t mem_bytes,
+		    unsigned disk_mib, sbx_err *err);
 /* Contained: the cell's self-signal listening socket (owned by the guest,
  * closed at free; take it to own it), else -1. */
 int mock_guest_self_fd(const mock_guest *g);
@@ -103,8 +115,13 @@ void mock_guest_signal(mock_guest *g, int sig);
 int mock_guest_pause(mock_guest *g, bool paused, sbx_err *err);
 /* Whether mock_guest_kill ran (NULL: false). */
 bool mock_guest_dead(mock_guest *g);
-/* SIGKILLs everything and refuses new execs. */
+/* SIGKILLs everything and refuses new execs; contained, waits for the
+ * cell and removes its cgroup. */
 void mock_guest_kill(mock_guest *g);
+/* The same without the wait (the warm pool's deferred teardown): the cell
+ * is SIGKILLed and the guest dead at once; mock_guest_free waits for the
+ * cell and removes its group. */
+void mock_guest_kill_nowait(mock_guest *g);
 /* Kills, removes the tree when remove_tree, frees. NULL is fine. */
 void mock_guest_free(mock_guest *g, bool remove_tree);
 

@@ -78,21 +78,6 @@ static void event_json(sbx_strbuf *out, const mproc *p, const mproc_event *e)
 	}
 }
 
-/* An absolute CLOCK_MONOTONIC time ms from now. */
-static struct timespec deadline_in(int64_t ms)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += (time_t)(ms / 1000);
-	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
-	return ts;
-}
-
 /* Appends the events after *after (lock held): 1 when the exit went. */
 static int events_since(const mproc *p, uint64_t *after, bool first, sbx_strbuf *out)
 {
@@ -117,7 +102,7 @@ int mock_mproc_events(mock_guest *g, const char *id, uint64_t *after, bool first
 		      sbx_strbuf *out)
 {
 	mproc_table *t = mproc_table_of(g, false);
-	struct timespec until = deadline_in(timeout_ms);
+	struct timespec until = sbx_mono_deadline(timeout_ms);
 	int rc = -1;
 	mproc *p;
 
@@ -327,7 +312,7 @@ static void wait_cond(mproc_table *t, const mproc *p, bool tree, struct timespec
 		      bool (*stop)(void *), void *arg)
 {
 	while (!(tree ? p->tree_exited : p->leader_exited) && !atomic_load(&t->stopping)) {
-		struct timespec slice = deadline_in(200);
+		struct timespec slice = sbx_mono_deadline(200);
 		bool last = slice.tv_sec > until.tv_sec ||
 			    (slice.tv_sec == until.tv_sec && slice.tv_nsec >= until.tv_nsec);
 
@@ -358,7 +343,7 @@ cJSON *mock_mproc_wait(mock_guest *g, const char *id, bool tree, int64_t timeout
 
 	if (p == NULL)
 		return NULL;
-	wait_locked(t, p, tree, deadline_in(timeout_ms), stop, arg);
+	wait_locked(t, p, tree, sbx_mono_deadline(timeout_ms), stop, arg);
 	v = mproc_view(p);
 	pthread_mutex_unlock(&t->lock);
 	return v;
@@ -377,10 +362,10 @@ cJSON *mock_mproc_terminate(mock_guest *g, const char *id, int64_t grace_ms)
 			p->state = MPROC_TERMINATING;
 		mproc_group_signal(g, p->pid, grace_ms > 0 ? SIGTERM : SIGKILL);
 		if (grace_ms > 0)
-			wait_locked(t, p, true, deadline_in(grace_ms), NULL, NULL);
+			wait_locked(t, p, true, sbx_mono_deadline(grace_ms), NULL, NULL);
 		if (!p->tree_exited) {
 			mproc_group_signal(g, p->pid, SIGKILL);
-			wait_locked(t, p, true, deadline_in(TERMINATE_EXTRA_MS), NULL, NULL);
+			wait_locked(t, p, true, sbx_mono_deadline(TERMINATE_EXTRA_MS), NULL, NULL);
 		}
 	}
 	v = mproc_view(p);

@@ -63,6 +63,9 @@ static const char usage[] =
 	"                          a warning, not an error, when that port is taken)\n"
 	"  --ingress-listen HOST:PORT|off  where sandboxes' preview URLs are served\n"
 	"                          (ingress_url_template; default 127.0.0.1:0, loopback only)\n"
+	"  --warm-pool N           contained cells built ahead of creates, handed out\n"
+	"                          once each; deletes are torn down after their answer\n"
+	"                          (default 2, at most 64, 0 = off)\n"
 	"  --quiet                 no log lines on stderr\n"
 	"  --help                  this text\n"
 	"Exit codes: 0 stopped by SIGINT/SIGTERM, 2 usage or setup error.\n";

@@ -153,6 +153,7 @@ enum {
 	OPT_SCENARIO_DIR, OPT_RECORD_UPSTREAM, OPT_RECORD_TO, OPT_REPLAY,
 	OPT_STATE_DIR, OPT_SELF_LISTEN, OPT_RECORD_OVERWRITE, OPT_EGRESS, OPT_INTERNET_HOSTS,
 	OPT_STATE_REPAIR, OPT_MAX_CONNS, OPT_IDLE_TIMEOUT, OPT_CHECK_STATE, OPT_INGRESS_LISTEN,
+	OPT_WARM_POOL,
 };
 
 static const struct option options[] = {
@@ -192,6 +193,7 @@ static const struct option options[] = {
 	{"check-state", required_argument, NULL, OPT_CHECK_STATE},
 	{"self-listen", required_argument, NULL, OPT_SELF_LISTEN},
 	{"ingress-listen", required_argument, NULL, OPT_INGRESS_LISTEN},
+	{"warm-pool", required_argument, NULL, OPT_WARM_POOL},
 	{"quiet", no_argument, NULL, OPT_QUIET},
 	{"help", no_argument, NULL, OPT_HELP},
 	{NULL, 0, NULL, 0},
@@ -246,6 +248,12 @@ static int parse_num_opt(int opt, const char *arg, mock_cli *c)
 		if (parse_ull(arg, 1, 86400, &v) != 0)
 			return cli_fail(c, "--idle-timeout: \"%s\" is not a number of seconds 1-86400", arg);
 		c->cfg.idle_timeout_s = (unsigned)v;
+		return 0;
+	case OPT_WARM_POOL:
+		if (parse_ull(arg, 0, MOCK_CLI_WARM_POOL_MAX, &v) != 0)
+			return cli_fail(c, "--warm-pool: \"%s\" is not a number of cells 0-%d (0 = off)", arg,
+					 MOCK_CLI_WARM_POOL_MAX);
+		c->cfg.warm_pool = (unsigned)v;
 		return 0;
 	case OPT_JOURNAL_SIZE:
 		if (parse_ull(arg, 1, SBX_MOCK_JOURNAL_MAX, &v) != 0)

@@ -12,6 +12,9 @@
 #include "sbx/mock.h"
 
 #define MOCK_CLI_MAX_KEYS 1024
+/* --warm-pool's largest value (cell_pool.h MOCK_POOL_MAX: the header of
+ * the pool itself is not the parser's business) */
+#define MOCK_CLI_WARM_POOL_MAX 64
 
 typedef struct mock_cli {
 	sbx_mock_config cfg;

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cell_pool.h"
 #include "self.h"
 #include "server.h" /* struct sbx_mock, mock_sleep_ms */
 
@@ -146,7 +147,7 @@ cJSON *mock_op_create(mock_op *op, const mock_create_req *q)
 	pthread_mutex_unlock(&mock->model->lock);
 	if (sb == NULL)
 		return NULL;
-	g = mock_guest_start(mock, sb, &gerr);
+	g = mock_guest_start_create(mock, sb, &gerr);
 	ms = timing_ms(mock, "create");
 	if (ms > 0)
 		mock_sleep_ms(mock, ms);
@@ -272,6 +273,17 @@ cJSON *mock_op_resume(mock_op *op, int *status)
 	return v;
 }
 
+/* A destroyed or dropped sandbox's guest dies: waited for here without a
+ * warm pool; with one only SIGKILLed, and waited for by the pool's teardown
+ * thread after the answer (mock_op_reap_guests hands the guest over). */
+static void kill_guest(sbx_mock *mock, mock_guest *g)
+{
+	if (mock->pool != NULL)
+		mock_guest_kill_nowait(g);
+	else
+		mock_guest_kill(g);
+}
+
 cJSON *mock_op_destroy(mock_op *op)
 {
 	mock_model *m = op->mock->model;
@@ -295,7 +307,7 @@ cJSON *mock_op_destroy(mock_op *op)
 		} else {
 			if (!mock_guest_dead(sb->guest))
 				mock_egress_unwire(op->mock, sb);
-			mock_guest_kill(sb->guest);
+			kill_guest(op->mock, sb->guest);
 			sb->self_deleted = true;
 			mock_guest_release(op->mock, sb);
 		}
@@ -537,7 +549,7 @@ unsigned mock_guest_disk_mib(sbx_mock *mock, unsigned disk_mib)
 	return cap != 0 && cap < disk_mib ? cap : disk_mib;
 }
 
-mock_guest *mock_guest_start(sbx_mock *mock, const mock_sandbox *sb, sbx_err *err)
+static mock_guest_opts guest_opts(sbx_mock *mock, const mock_sandbox *sb)
 {
 	mock_guest_opts o = {.self_port = mock_self_guest_port(mock),
 			     .cgroups = mock->cgroups,
@@ -545,8 +557,38 @@ mock_guest *mock_guest_start(sbx_mock *mock, const mock_sandbox *sb, sbx_err *er
 			     .pids_max = MOCK_GUEST_PIDS_MAX,
 			     /* durable: the files must outlive the mock, so they
 			      * stay on the host's disk (unbounded; README) */
-			     .disk_mib = mock_guest_disk_mib(mock, sb->disk_mib)};
-	mock_guest *g = mock_guest_new(mock->work_dir, sb->id, mock->gmode, &o, err);
+			     .disk_mib = mock_guest_disk_mib(mock, sb->disk_mib),
+			     .filter = mock->cell_filter};
+
+	return o;
+}
+
+/* A pooled guest bound to sb (its id, memory limit and disk; built with
+ * the mock's self port and cgroups, the only other things a create
+ * chooses), or NULL: none ready, or sb needs what no pooled cell has. A
+ * cell that fails its bind is torn down, never offered again. */
+static mock_guest *guest_from_pool(sbx_mock *mock, const mock_sandbox *sb, const mock_guest_opts *o)
+{
+	sbx_err berr = {{0}};
+	mock_guest *g;
+
+	if (mock->pool == NULL || o->disk_mib == 0)
+		return NULL;
+	g = mock_pool_take(mock->pool);
+	if (g == NULL || mock_guest_bind(g, mock->work_dir, sb->id, o->mem_bytes, o->disk_mib, &berr) == 0)
+		return g;
+	if (!mock->quiet)
+		fprintf(stderr, "sbx-mock: warm pool: a pooled cell failed its hand-out to %s (%s); "
+				"building a fresh one\n", sb->id, berr.msg);
+	if (!mock_pool_retire(mock->pool, g))
+		mock_guest_free(g, true);
+	mock_pool_settled(mock->pool);
+	return NULL;
+}
+
+/* The self-signal listener and the simulated internet for a started g. */
+static mock_guest *guest_attach(sbx_mock *mock, const mock_sandbox *sb, mock_guest *g, sbx_err *err)
+{
 	int fd = mock_guest_take_self_fd(g);
 
 	/* the cell's self-signal listener: the mock accepts on it, and which
@@ -563,6 +605,27 @@ mock_guest *mock_guest_start(sbx_mock *mock, const mock_sandbox *sb, sbx_err *er
 	return g;
 }
 
+mock_guest *mock_guest_start(sbx_mock *mock, const mock_sandbox *sb, sbx_err *err)
+{
+	mock_guest_opts o = guest_opts(mock, sb);
+
+	return guest_attach(mock, sb, mock_guest_new(mock->work_dir, sb->id, mock->gmode, &o, err), err);
+}
+
+mock_guest *mock_guest_start_create(sbx_mock *mock, const mock_sandbox *sb, sbx_err *err)
+{
+	mock_guest_opts o = guest_opts(mock, sb);
+	mock_guest *g = guest_from_pool(mock, sb, &o);
+	bool pooled = g != NULL;
+
+	if (g == NULL)
+		g = mock_guest_new(mock->work_dir, sb->id, mock->gmode, &o, err);
+	g = guest_attach(mock, sb, g, err);
+	if (pooled)
+		mock_pool_settled(mock->pool);
+	return g;
+}
+
 /* Kills the guest's processes (the tree goes when the guest is freed). */
 void mock_destroy_guest(sbx_mock *mock, mock_sandbox *sb)
 {
@@ -576,7 +639,7 @@ void mock_destroy_guest(sbx_mock *mock, mock_sandbox *sb)
 	if (sb->guest == NULL)
 		return;
 	mock_egress_unwire(mock, sb);
-	mock_guest_kill(sb->guest);
+	kill_guest(mock, sb->guest);
 	mock_guest_release(mock, sb);
 }
 
@@ -613,8 +676,12 @@ void mock_op_reap_guests(sbx_mock *mock)
 	m->reap = NULL;
 	m->nreap = m->capreap = 0;
 	pthread_mutex_unlock(&m->lock);
-	for (size_t i = 0; i < n; i++)
-		mock_guest_free(q[i], true);
+	/* with a warm pool, after the answer (issue 24): its teardown thread
+	 * waits for the cells and removes the trees */
+	for (size_t i = 0; i < n; i++) {
+		if (mock->pool == NULL || !mock_pool_retire(mock->pool, q[i]))
+			mock_guest_free(q[i], true);
+	}
 	free(q);
 }
 
@@ -644,7 +711,7 @@ void mock_reset_all(sbx_mock *mock)
 		mock_self_listen_remove(mock, sb->id);
 		if (!mock_guest_dead(sb->guest))
 			mock_egress_unwire(mock, sb);
-		mock_guest_kill(sb->guest);
+		kill_guest(mock, sb->guest);
 		sb->tenant = NULL; /* dropped: released like a destroyed one */
 		mock_guest_release(mock, sb);
 	}

@@ -188,6 +188,9 @@ int64_t mock_op_now(sbx_mock *mock);
 void mock_op_host_dies(sbx_mock *mock, const char *host_id);
 /* cp_restart: readyz answers 503 for not_ready_ms on the virtual clock. */
 void mock_op_cp_restart(sbx_mock *mock, int64_t not_ready_ms);
+/* GET /_mock/pool: the warm pool's size and counters (cell_pool.h), or
+ * {enabled: false, note: why}. */
+cJSON *mock_op_pool_view(sbx_mock *mock);
 /* Kills every guest's processes (the mock is stopping). */
 void mock_op_kill_guests(sbx_mock *mock);
 
@@ -210,6 +213,10 @@ void mock_op_reap_guests(sbx_mock *mock);
  * the shape's memory and MOCK_GUEST_PIDS_MAX processes); NULL + err. */
 #define MOCK_GUEST_PIDS_MAX 512
 mock_guest *mock_guest_start(sbx_mock *mock, const mock_sandbox *sb, sbx_err *err);
+/* The same for a create: a warm pool's guest bound to sb when one is ready
+ * (cell_pool.h), else a fresh one. Forks and restores start fresh ones
+ * (their cells begin from copied files). */
+mock_guest *mock_guest_start_create(sbx_mock *mock, const mock_sandbox *sb, sbx_err *err);
 /* The size of a guest disk for a sandbox of disk_mib: disk_mib, or the
  * guest_disk_max_mib setting when that is smaller; 0 (the host tree,
  * unbounded) with --state-dir. */

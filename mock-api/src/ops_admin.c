@@ -2,8 +2,9 @@
  * pipeline (http.c), fault effects included (ops.h): settings, the state
  * and sandbox listings, bandwidth and tenant edits, the virtual clock, the
  * egress oracle's inputs, the fault matcher's per-request facts, the
- * journal's timestamp, host death and control-plane restarts. Each takes
- * the model lock itself, so the callers above never do.
+ * journal's timestamp, host death and control-plane restarts, the warm
+ * pool's counters. Each takes the model lock itself (the pool view takes
+ * the pool's), so the callers above never do.
  *
  * Never parse a request or shape an HTTP answer here: inputs are plain
  * values, outputs views (owned by the caller). */
@@ -14,6 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cell_pool.h"
 #include "server.h" /* struct sbx_mock */
 #include "settings.h"
 
@@ -263,6 +265,29 @@ void mock_op_cp_restart(sbx_mock *mock, int64_t not_ready_ms)
 	LOCK(mock);
 	mock->model->not_ready_until_ms = mock_now(mock->model) + not_ready_ms;
 	UNLOCK(mock);
+}
+
+cJSON *mock_op_pool_view(sbx_mock *mock)
+{
+	cJSON *d = cJSON_CreateObject();
+	mock_pool_stats st;
+
+	memset(&st, 0, sizeof(st));
+	if (mock->pool != NULL)
+		mock_pool_stats_get(mock->pool, &st);
+	cJSON_AddBoolToObject(d, "enabled", mock->pool != NULL);
+	cJSON_AddStringToObject(d, "note", mock->pool_note);
+	cJSON_AddNumberToObject(d, "size", st.size);
+	cJSON_AddNumberToObject(d, "idle", st.idle);
+	cJSON_AddNumberToObject(d, "building", st.building);
+	cJSON_AddNumberToObject(d, "retiring", st.retiring);
+	cJSON_AddNumberToObject(d, "built", (double)st.built);
+	cJSON_AddNumberToObject(d, "handed_out", (double)st.handed_out);
+	cJSON_AddNumberToObject(d, "misses", (double)st.misses);
+	cJSON_AddNumberToObject(d, "build_failures", (double)st.build_failures);
+	cJSON_AddNumberToObject(d, "retired", (double)st.retired);
+	cJSON_AddStringToObject(d, "last_error", st.last_error);
+	return d;
 }
 
 void mock_op_kill_guests(sbx_mock *mock)

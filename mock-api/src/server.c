@@ -7,6 +7,7 @@
  * the workers before it stops the daemons; it never waits on a client. */
 #define _GNU_SOURCE
 #include "cell.h"
+#include "cell_pool.h"
 #include "cgroup.h"
 #include "cgroup_owner.h"
 #include "server.h"
@@ -50,6 +51,7 @@ void sbx_mock_config_init(sbx_mock_config *cfg)
 	cfg->journal_size = 65536;
 	cfg->guest_mode = "contained";
 	cfg->exec_timeout_ms = 600000;
+	cfg->warm_pool = MOCK_POOL_DEFAULT;
 }
 
 static int make_work_dir(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *err)
@@ -473,6 +475,9 @@ static int start_guests(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *err
 		return -1;
 	if (mock->gmode != GUEST_CONTAINED)
 		return start_internet(mock, cfg, err);
+	/* compiled once here, not by each cell (~15 ms of CPU a create); when
+	 * it cannot be, every cell compiles the same program itself */
+	mock->cell_filter = mock_cell_filter_new();
 	/* none is a note (no limits, pause by SIGSTOP), not an error */
 	mock->cgroups = mock_cgroups_open(NULL, mock->cgroups_note, sizeof(mock->cgroups_note), &cerr);
 	if (mock->cgroups == NULL && cerr.msg[0] != '\0') {
@@ -508,6 +513,44 @@ static int start_state(sbx_mock *mock, const sbx_mock_config *cfg, const mock_se
 	mock->rec = mock_rec_new(cfg, err);
 	if (mock->rec == NULL && (cfg->record_upstream != NULL || cfg->replay != NULL))
 		return -1;
+	return 0;
+}
+
+/* The warm pool (cell_pool.h): contained, neither durable (a disk there
+ * is the sandbox's own host tree) nor record/replay (no guests), and not
+ * asked off. Its cells are built like a create's, with a small memory
+ * limit until one is handed out. */
+static int start_pool(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *err)
+{
+	mock_pool_conf pc = {.size = cfg->warm_pool, .work_dir = mock->work_dir, .quiet = cfg->quiet};
+	const char *why = NULL;
+
+	if (cfg->warm_pool > MOCK_POOL_MAX) {
+		sbx_err_set(err, "--warm-pool %u: at most %d", cfg->warm_pool, MOCK_POOL_MAX);
+		return -1;
+	}
+	if (cfg->warm_pool == 0)
+		why = "off (--warm-pool 0)";
+	else if (mock->gmode != GUEST_CONTAINED)
+		why = "off: plain guests have no cells";
+	else if (mock->state != NULL)
+		why = "off: with --state-dir a guest's disk is its own host tree";
+	else if (mock->rec != NULL)
+		why = "off: record and replay run no guests";
+	if (why != NULL) {
+		snprintf(mock->pool_note, sizeof(mock->pool_note), "%s", why);
+		return 0;
+	}
+	pc.opts.self_port = mock_self_guest_port(mock);
+	pc.opts.cgroups = mock->cgroups;
+	pc.opts.mem_bytes = MOCK_POOL_IDLE_MEM_BYTES;
+	pc.opts.pids_max = MOCK_GUEST_PIDS_MAX;
+	pc.opts.disk_mib = MOCK_POOL_IDLE_DISK_MIB;
+	pc.opts.filter = mock->cell_filter;
+	mock->pool = mock_pool_start(&pc, err);
+	if (mock->pool == NULL)
+		return -1;
+	snprintf(mock->pool_note, sizeof(mock->pool_note), "on: %u cells", cfg->warm_pool);
 	return 0;
 }
 
@@ -557,7 +600,8 @@ sbx_mock *sbx_mock_start(const sbx_mock_config *cfg, sbx_err *err)
 	 * it, since its host listener serves at once */
 	if (mock->gmode != GUEST_PLAIN && start_self_daemon(mock, cfg, err) != 0)
 		goto out_stop;
-	if (start_state(mock, cfg, &set, err) != 0 || start_ingress(mock, cfg, err) != 0)
+	if (start_state(mock, cfg, &set, err) != 0 || start_pool(mock, cfg, err) != 0 ||
+	    start_ingress(mock, cfg, err) != 0)
 		goto out_stop;
 	if (start_daemon(mock, cfg, err) != 0)
 		goto out_stop;
@@ -647,6 +691,11 @@ void sbx_mock_stop(sbx_mock *mock)
 		MHD_stop_daemon(mock->daemon);
 	if (mock->self_daemon != NULL)
 		MHD_stop_daemon(mock->self_daemon);
+	/* no request runs now (a GET's tick may destroy a sandbox): none
+	 * takes or retires a pooled guest; what the pool holds goes, and the
+	 * guests freed below are freed here */
+	mock_pool_stop(mock->pool);
+	mock->pool = NULL;
 	if (mock->model != NULL) {
 		mock_free_guests(mock, mock->state == NULL); /* durable: trees survive */
 		mock_model_free(mock->model);
@@ -654,6 +703,7 @@ void sbx_mock_stop(sbx_mock *mock)
 	mock_cgroups_close(mock->cgroups); /* every sandbox's group is gone */
 	mock_cg_owner_release(mock->cg_owner); /* after: a sweep finds nothing to do */
 	mock_internet_stop(mock->inet);    /* every sandbox's link is gone */
+	mock_cell_filter_free(mock->cell_filter); /* every cell that read it is gone */
 	mock_self_listen_free(mock); /* after the daemon: its callbacks use it */
 	if (mock->own_work_dir)
 		rmdir(mock->work_dir);

@@ -42,6 +42,14 @@ struct sbx_mock {
 	mock_guest_mode gmode;
 	struct mock_cgroups *cgroups; /* contained: the sandboxes' parent groups, or NULL */
 	struct mock_internet *inet;   /* enforced egress (internet.h), or NULL */
+	/* the warm pool of cells and deferred teardown (cell_pool.h), or NULL:
+	 * off (--warm-pool 0), plain guests, durable state, record/replay;
+	 * pool_note says which */
+	struct mock_pool *pool;
+	char pool_note[160];
+	/* contained: the cells' seccomp program, compiled once (cell.h), or
+	 * NULL (each cell compiles its own) */
+	struct mock_cell_filter *cell_filter;
 	char egress_note[600];        /* "enforced (simulated internet)", or why not */
 	uint64_t egress_seq;          /* under the model lock: orders egress syncs */
 	char cgroups_note[2048];      /* what cgroups are used, or why none; what was swept */

@@ -431,6 +431,45 @@ void cx_cgroup_remove(const char *name)
 		nftw(g_cg_list[i], rmdir_visit, 32, FTW_DEPTH | FTW_PHYS);
 }
 
+/* A process in the group at path or below (cgroup.procs of each). */
+static int busy_visit(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	char procs[4200], line[32];
+	FILE *fp;
+	int busy = 0;
+
+	(void)st;
+	(void)ftw;
+	if (flag != FTW_D)
+		return 0;
+	snprintf(procs, sizeof(procs), "%s/cgroup.procs", path);
+	fp = fopen(procs, "r");
+	if (fp != NULL && fgets(line, sizeof(line), fp) != NULL)
+		busy = 1;
+	if (fp != NULL)
+		fclose(fp);
+	return busy; /* stops the walk */
+}
+
+bool cx_cgroup_wait_empty(const char *name, int ms)
+{
+	char buf[4096];
+
+	for (int waited = 0;; waited += 20) {
+		bool busy = false;
+
+		if (!cx_cgroup_find(name, buf, sizeof(buf)))
+			return true;
+		for (size_t i = 0; i < g_cg_n && !busy; i++)
+			busy = nftw(g_cg_list[i], busy_visit, 32, FTW_PHYS) == 1;
+		if (!busy)
+			return true;
+		if (waited >= ms)
+			return false;
+		usleep(20000);
+	}
+}
+
 bool cx_mount_find(const char *s, char *buf, size_t cap)
 {
 	FILE *fp = fopen("/proc/self/mountinfo", "r");

@@ -78,6 +78,11 @@ size_t cx_children(pid_t ppid, pid_t *out, size_t cap);
 /* A cgroup directory named name (or name-N) anywhere under /sys/fs/cgroup (depth-
  * limited walk): its path into buf, true when found. */
 bool cx_cgroup_find(const char *name, char *buf, size_t cap);
+/* Waits up to ms until no process is in a cgroup directory named name or
+ * name-N, or below one (a killed mock's cells leave them when they are
+ * gone, pooled ones and one still being cloned at the kill included);
+ * true when they are empty (or there are none). */
+bool cx_cgroup_wait_empty(const char *name, int ms);
 /* Removes (rmdir, deepest first) every cgroup directory named name or name-N. */
 void cx_cgroup_remove(const char *name);
 /* A line of the host's /proc/self/mountinfo that contains s, into buf. */

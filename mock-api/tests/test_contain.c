@@ -14,7 +14,10 @@
  *                           mock's default). `plain` shows the battery fail.
  *   SBX_CONTAIN_FORCE_LIMITS=1  run the cgroup tests even when the mock says
  *                           it has no cgroups (to see them fail).
- *   SBX_CONTAIN_SELF_PORT   the self-signal port inside a cell (default 1029). */
+ *   SBX_CONTAIN_SELF_PORT   the self-signal port inside a cell (default 1029).
+ *   SBX_CONTAIN_WARM_POOL   the mocks' --warm-pool (default: the mock's
+ *                           default); 0 runs the battery without a pool
+ *                           (the tests that need one skip). */
 #define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
@@ -37,6 +40,7 @@
 
 #include "contain_round2.h"
 #include "contain_fs.h"
+#include "contain_pool.h"
 #include "contain_util.h"
 
 #ifndef CONTAIN_SRC_DIR
@@ -50,6 +54,12 @@ static const char *g_bin;      /* the sbx-mock binary */
 static const char *g_mode;     /* SBX_CONTAIN_GUEST_MODE or NULL */
 static char g_work[512];       /* the group mock's work dir */
 static char g_hostpaths[8192]; /* host paths a guest must not see, shell-quoted */
+static const char *g_pool;     /* SBX_CONTAIN_WARM_POOL or NULL */
+
+const char *contain_work_dir(void)
+{
+	return g_work;
+}
 
 static void sleep_ms(int ms)
 {
@@ -128,6 +138,8 @@ static void config(sbx_mock_config *cfg)
 	cfg->work_dir = g_work;
 	if (g_mode != NULL)
 		cfg->guest_mode = g_mode;
+	if (g_pool != NULL)
+		cfg->warm_pool = (unsigned)strtoul(g_pool, NULL, 10);
 }
 
 static int group_setup(void **state)
@@ -1184,6 +1196,8 @@ typedef struct bin_mock {
 /* Set: bin_start passes --state-dir with it instead of --work-dir (guest
  * trees then live in it, and a restart on it restores them). */
 static const char *g_bin_state_dir;
+/* Set: bin_start passes --warm-pool with it (else SBX_CONTAIN_WARM_POOL's). */
+static const char *g_bin_pool;
 
 /* A line of the mock's stdout, or false when none comes within CX_START_MS
  * (a mock that hangs before it listens fails the test, not the run). */
@@ -1223,6 +1237,10 @@ static bool bin_start(bin_mock *m)
 		if (g_mode != NULL) {
 			argv[n++] = "--guest-mode";
 			argv[n++] = (char *)g_mode;
+		}
+		if (g_bin_pool != NULL || g_pool != NULL) {
+			argv[n++] = "--warm-pool";
+			argv[n++] = (char *)(g_bin_pool != NULL ? g_bin_pool : g_pool);
 		}
 		argv[n] = NULL;
 		dup2(o[1], 1);
@@ -1394,10 +1412,14 @@ static void next_mock_sweeps_killed_mocks_groups(void **state)
 	kill(dead.pid, SIGKILL);
 	bin_wait(dead.pid, 5000);
 	/* its cells leave their groups when they are gone (reaped): only then
-	 * are the groups empty, which is all a sweep may remove */
+	 * are the groups empty, which is all a sweep may remove; waited for by
+	 * the groups themselves, since a cell the pool was still cloning at
+	 * the kill is no child the list above could have caught */
 	for (size_t i = 0; i < nk; i++)
 		for (int w = 0; w < 1500 && cx_state(kids[i]) != 0; w++)
 			sleep_ms(20);
+	if (!cx_cgroup_wait_empty(cg, CX_START_MS))
+		fail_msg("the killed mock's cells are still in its groups after %d ms", CX_START_MS);
 	if (!cx_cgroup_find(cg, found, sizeof(found)))
 		fail_msg("no cgroup %s after kill -9: nothing to sweep (test broken?)", cg);
 	print_message("kill -9 left %s\n", found);
@@ -1538,6 +1560,75 @@ static void nothing_left_behind(void **state)
 	bin_cleanup(&m, mark);
 }
 
+/* A mock stopped with a full pool, a sandbox alive and a deleted one's
+ * teardown possibly pending leaves nothing: no child (pooled cells
+ * included), no cgroup, no tree in its work dir (issue 24). */
+static void pool_gone_after_stop(void **state)
+{
+	bin_mock m;
+	char id[64], id2[64], mark[32], re[32], script[256], path[160], cg[64], buf[4096];
+	pid_t kids[64];
+	size_t nk, cells = 0;
+	int code;
+	th_resp r;
+
+	(void)state;
+	cx_marker(mark, sizeof(mark), re, sizeof(re));
+	g_bin_pool = "3";
+	if (!bin_start(&m)) {
+		g_bin_pool = NULL;
+		bin_cleanup(&m, NULL);
+		fail_msg("sbx-mock --warm-pool 3 did not start (see its stderr)");
+	}
+	g_bin_pool = NULL;
+	if (pool_stat(m.url, "tok", "enabled") != 1 || !pool_wait_full(m.url, "tok", CX_START_MS)) {
+		bin_cleanup(&m, NULL);
+		fail_msg("the binary's pool of 3 did not fill (plain guests or --warm-pool 0?)");
+	}
+	bin_create(&m, id, sizeof(id));
+	bin_create(&m, id2, sizeof(id2));
+	snprintf(script, sizeof(script), "sleep %s >/dev/null 2>&1 &", mark);
+	bin_exec(&m, id, script);
+	bin_exec(&m, id2, script);
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s", id2);
+	th_json(m.url, "k", "DELETE", path, NULL, &r); /* its teardown may still be pending */
+	th_resp_free(&r);
+	nk = cx_children(m.pid, kids, 64);
+	for (size_t i = 0; i < nk; i++) {
+		char comm[64] = "", p[64];
+		FILE *f;
+
+		snprintf(p, sizeof(p), "/proc/%d/comm", (int)kids[i]);
+		f = fopen(p, "r");
+		if (f != NULL && fgets(comm, sizeof(comm), f) != NULL && strncmp(comm, "sbx-guest-init", 14) == 0)
+			cells++;
+		if (f != NULL)
+			fclose(f);
+	}
+	print_message("%zu cells before the stop (pooled and live)\n", cells);
+	kill(m.pid, SIGTERM);
+	code = bin_wait(m.pid, 15000);
+	snprintf(cg, sizeof(cg), "sbx-mock-%d", (int)m.pid);
+	if (code != 0 || cells < 3) {
+		bin_cleanup(&m, mark);
+		fail_msg("sbx-mock exit %d on SIGTERM; %zu cells seen before (3 idle expected)", code, cells);
+	}
+	for (size_t i = 0; i < nk; i++)
+		if (cx_state(kids[i]) != 0 && cx_state(kids[i]) != 'Z') {
+			bin_cleanup(&m, mark);
+			fail_msg("the mock's child %d outlived its stop", (int)kids[i]);
+		}
+	if (!cx_wait_gone(mark, CX_START_MS) || cx_cgroup_find(cg, buf, sizeof(buf))) {
+		bin_cleanup(&m, mark);
+		fail_msg("a guest process or cgroup (%s) outlived the stop", buf);
+	}
+	if (rmdir(m.work) != 0) {
+		bin_cleanup(&m, mark);
+		fail_msg("the work dir %s is not empty after the stop: %s", m.work, strerror(errno));
+	}
+	bin_cleanup(&m, mark);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -1575,6 +1666,11 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup(contain_fs_host_never_writable, setup),
 		cmocka_unit_test_setup(contain_fs_fork_copies_root, setup),
 		cmocka_unit_test_setup(contain_fs_disk_bounded, setup),
+		cmocka_unit_test_setup(pool_cells_share_nothing, setup),
+		cmocka_unit_test_setup(pooled_sandbox_pauses_and_forks, setup),
+		cmocka_unit_test_setup(pool_counts_against_no_cap, setup),
+		cmocka_unit_test_setup_teardown(pool_off_still_works, setup, pool_off_teardown),
+		cmocka_unit_test_setup(pool_gone_after_stop, setup),
 	};
 
 	if (argc < 2) {
@@ -1585,6 +1681,9 @@ int main(int argc, char **argv)
 	g_mode = getenv("SBX_CONTAIN_GUEST_MODE");
 	if (g_mode != NULL && g_mode[0] == '\0')
 		g_mode = NULL;
+	g_pool = getenv("SBX_CONTAIN_WARM_POOL");
+	if (g_pool != NULL && g_pool[0] == '\0')
+		g_pool = NULL;
 	signal(SIGPIPE, SIG_IGN);
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 /* Writes all len bytes to fd, retrying on EINTR and short writes. Returns 0,
  * or -1 with errno set (a write that returns 0 counts as EIO). */
@@ -26,5 +27,8 @@ int sbx_random_hex(char *out, size_t digits);
  * durations; never a wall-clock time). */
 int64_t sbx_mono_ms(void);
 int64_t sbx_mono_us(void);
+/* The CLOCK_MONOTONIC time ms from now, as pthread_cond_timedwait wants it
+ * for a condition variable on that clock. */
+struct timespec sbx_mono_deadline(int64_t ms);
 
 #endif

@@ -79,6 +79,12 @@ typedef struct sbx_mock_config {
 	 * "HOST:PORT" on loopback (port 0 = ephemeral); NULL = 127.0.0.1:0;
 	 * "off" = none. */
 	const char *ingress_listen;
+	/* The warm pool (issue 24, mock-api/CONTAINMENT.md): contained cells
+	 * built ahead of creates, at most this many idle (default 2, at most
+	 * 64; 0 = off: every create builds its cell and every delete waits for
+	 * its teardown). No pool for plain guests, --state-dir or record and
+	 * replay. */
+	unsigned warm_pool;
 } sbx_mock_config;
 
 void sbx_mock_config_init(sbx_mock_config *cfg);
