@@ -470,6 +470,66 @@ bool cx_cgroup_wait_empty(const char *name, int ms)
 	}
 }
 
+/* Appends "pid comm state ppid" of each process in the group at path. */
+static char *g_who;
+static size_t g_who_cap;
+
+static int who_visit(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	char procs[4200], line[32], stat[600], comm[64], sys[160];
+	FILE *fp;
+
+	(void)st;
+	(void)ftw;
+	if (flag != FTW_D)
+		return 0;
+	snprintf(procs, sizeof(procs), "%s/cgroup.procs", path);
+	fp = fopen(procs, "r");
+	while (fp != NULL && fgets(line, sizeof(line), fp) != NULL) {
+		size_t len = strlen(g_who);
+		int pid = atoi(line), ppid = -1;
+		char state = '?';
+		FILE *sf;
+
+		snprintf(stat, sizeof(stat), "/proc/%d/stat", pid);
+		snprintf(comm, sizeof(comm), "?");
+		sf = fopen(stat, "r");
+		if (sf != NULL) {
+			if (fscanf(sf, "%*d (%63[^)]) %c %d", comm, &state, &ppid) != 3)
+				snprintf(comm, sizeof(comm), "?");
+			fclose(sf);
+		}
+		/* where it sleeps: the system call it is in (number, args) */
+		snprintf(stat, sizeof(stat), "/proc/%d/syscall", pid);
+		sf = fopen(stat, "r");
+		sys[0] = '\0';
+		if (sf != NULL) {
+			if (fgets(sys, sizeof(sys), sf) != NULL)
+				sys[strcspn(sys, "\n")] = '\0';
+			fclose(sf);
+		}
+		if (len + 1 < g_who_cap)
+			snprintf(g_who + len, g_who_cap - len, "[%d %s %c ppid %d syscall %s in %s] ", pid,
+				 comm, state, ppid, sys, path);
+	}
+	if (fp != NULL)
+		fclose(fp);
+	return 0;
+}
+
+void cx_cgroup_who(const char *name, char *buf, size_t cap)
+{
+	char found[4096];
+
+	buf[0] = '\0';
+	g_who = buf;
+	g_who_cap = cap;
+	if (!cx_cgroup_find(name, found, sizeof(found)))
+		return;
+	for (size_t i = 0; i < g_cg_n; i++)
+		nftw(g_cg_list[i], who_visit, 32, FTW_PHYS);
+}
+
 bool cx_mount_find(const char *s, char *buf, size_t cap)
 {
 	FILE *fp = fopen("/proc/self/mountinfo", "r");

@@ -83,6 +83,8 @@ bool cx_cgroup_find(const char *name, char *buf, size_t cap);
  * gone, pooled ones and one still being cloned at the kill included);
  * true when they are empty (or there are none). */
 bool cx_cgroup_wait_empty(const char *name, int ms);
+/* The processes in the groups named name: "[pid comm state ppid in dir] ...". */
+void cx_cgroup_who(const char *name, char *buf, size_t cap);
 /* Removes (rmdir, deepest first) every cgroup directory named name or name-N. */
 void cx_cgroup_remove(const char *name);
 /* A line of the host's /proc/self/mountinfo that contains s, into buf. */

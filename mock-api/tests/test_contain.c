@@ -1432,8 +1432,11 @@ static void next_mock_sweeps_killed_mocks_groups(void **state)
 	for (size_t i = 0; i < nk; i++)
 		for (int w = 0; w < 1500 && cx_state(kids[i]) != 0; w++)
 			sleep_ms(20);
-	if (!cx_cgroup_wait_empty(cg, CX_START_MS))
-		fail_msg("the killed mock's cells are still in its groups after %d ms", CX_START_MS);
+	if (!cx_cgroup_wait_empty(cg, CX_START_MS)) {
+		cx_cgroup_who(cg, err, sizeof(err));
+		fail_msg("the killed mock's cells are still in its groups after %d ms: %s", CX_START_MS,
+			 err);
+	}
 	if (!cx_cgroup_find(cg, found, sizeof(found)))
 		fail_msg("no cgroup %s after kill -9: nothing to sweep (test broken?)", cg);
 	print_message("kill -9 left %s\n", found);
@@ -1607,6 +1610,12 @@ static void pool_gone_after_stop(void **state)
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s", id2);
 	th_json(m.url, "k", "DELETE", path, NULL, &r); /* its teardown may still be pending */
 	th_resp_free(&r);
+	/* the two creates took pooled cells: count once the refill has built
+	 * their successors (a cell still being built has no name yet) */
+	if (!pool_wait_full(m.url, "tok", CX_START_MS)) {
+		bin_cleanup(&m, mark);
+		fail_msg("the pool of 3 did not refill after two creates");
+	}
 	nk = cx_children(m.pid, kids, 64);
 	for (size_t i = 0; i < nk; i++) {
 		char comm[64] = "", p[64];
