@@ -590,6 +590,12 @@ static void start_options_that_would_not_work_are_refused(void **state)
 	expect_refused((const char *[]){"--replay", empty, "--state-dir", fresh, NULL}, "--state-dir");
 	assert_int_not_equal(stat(fresh, &st), 0);
 	expect_refused((const char *[]){"--journal-size", "100000000", NULL}, "--journal-size");
+	/* the pool's size: 0 (off) to 64 cells, nothing else */
+	expect_refused((const char *[]){"--warm-pool", "65", NULL},
+		       "--warm-pool: \"65\" is not a number of cells 0-64");
+	expect_refused((const char *[]){"--warm-pool", "-1", NULL}, "--warm-pool");
+	expect_refused((const char *[]){"--warm-pool", "2x", NULL}, "--warm-pool");
+	expect_refused((const char *[]){"--warm-pool", "", NULL}, "--warm-pool");
 	expect_refused((const char *[]){"--admin-token", "a\nb", NULL}, "--admin-token");
 	expect_refused((const char *[]){"--cap-code", "", NULL}, "--cap-code");
 	expect_refused((const char *[]){"--region", "", NULL}, "--region");
