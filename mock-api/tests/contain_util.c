@@ -431,19 +431,26 @@ void cx_cgroup_remove(const char *name)
 		nftw(g_cg_list[i], rmdir_visit, 32, FTW_DEPTH | FTW_PHYS);
 }
 
+/* The cgroup.procs of the group an nftw visit is at, or NULL. */
+static FILE *procs_at(const char *path, int flag)
+{
+	char procs[4200];
+
+	if (flag != FTW_D)
+		return NULL;
+	snprintf(procs, sizeof(procs), "%s/cgroup.procs", path);
+	return fopen(procs, "r");
+}
+
 /* A process in the group at path or below (cgroup.procs of each). */
 static int busy_visit(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
-	char procs[4200], line[32];
-	FILE *fp;
+	char line[32];
+	FILE *fp = procs_at(path, flag);
 	int busy = 0;
 
 	(void)st;
 	(void)ftw;
-	if (flag != FTW_D)
-		return 0;
-	snprintf(procs, sizeof(procs), "%s/cgroup.procs", path);
-	fp = fopen(procs, "r");
 	if (fp != NULL && fgets(line, sizeof(line), fp) != NULL)
 		busy = 1;
 	if (fp != NULL)
@@ -476,15 +483,11 @@ static size_t g_who_cap;
 
 static int who_visit(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
-	char procs[4200], line[32], stat[600], comm[64], sys[160];
-	FILE *fp;
+	char line[32], stat[600], comm[64], sys[160];
+	FILE *fp = procs_at(path, flag);
 
 	(void)st;
 	(void)ftw;
-	if (flag != FTW_D)
-		return 0;
-	snprintf(procs, sizeof(procs), "%s/cgroup.procs", path);
-	fp = fopen(procs, "r");
 	while (fp != NULL && fgets(line, sizeof(line), fp) != NULL) {
 		size_t len = strlen(g_who);
 		int pid = atoi(line), ppid = -1;
