@@ -40,10 +40,10 @@
 
 #include <cjson/cJSON.h>
 
-#include "../mock-api/src/faults.h"
-#include "../mock-api/src/json_print.h"
-#include "../mock-api/src/model.h"
-#include "../mock-api/src/server.h"
+#include "../mock-api/src/faults/faults.h"
+#include "../mock-api/src/util/json_print.h"
+#include "../mock-api/src/model/model.h"
+#include "../mock-api/src/server/server.h"
 #include "sbx/mock.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

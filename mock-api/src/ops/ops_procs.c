@@ -1,0 +1,38 @@
+/* ops_procs: the operations under /v1/sandboxes/{id}/processes — finding
+ * the caller's sandbox (404 for another tenant's) and marking it busy
+ * around the guest's managed-process call (guest_procs.h), as exec does.
+ * Starting one goes through mock_op_exec_begin (env rules of exec). */
+#define _GNU_SOURCE
+#include "ops/ops.h"
+
+#include <stdio.h>
+
+#include "server/server.h" /* struct sbx_mock */
+
+mock_guest *mock_op_procs_begin(mock_op *op, bool running)
+{
+	mock_model *m = op->mock->model;
+	mock_sandbox *sb = NULL;
+	mock_guest *g = NULL;
+
+	pthread_mutex_lock(&m->lock);
+	mock_tick(m, mock_on_state_change, op->mock);
+	if (op->id != NULL)
+		sb = mock_sandbox_find(m, op->t, op->id);
+	if (sb == NULL) {
+		mock_err_set(&op->err, 404, "NOT_FOUND", "error", "sandbox not found");
+	} else if (sb->guest == NULL || mock_guest_dead(sb->guest) ||
+		   (running && sb->status != ST_RUNNING)) {
+		snprintf(op->found, sizeof(op->found), "%s", sb->id);
+		mock_err_set(&op->err, 409, "NOT_RUNNING", "status", "sandbox is not running");
+	} else {
+		snprintf(op->found, sizeof(op->found), "%s", sb->id);
+		g = sb->guest;
+		sb->busy++;
+		if (running)
+			mock_sandbox_touch(m, sb);
+		op->sb = sb;
+	}
+	pthread_mutex_unlock(&m->lock);
+	return g;
+}
