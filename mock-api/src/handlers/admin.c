@@ -9,7 +9,9 @@
 #define _GNU_SOURCE
 #include "http/route.h"
 #include "ops/ops.h"
-#include "server/server.h"
+#include "handlers/dispatch.h"
+#include "http/request.h"
+#include "state/durable.h"
 
 #include "ops/scenario.h"
 

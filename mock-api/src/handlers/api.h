@@ -13,7 +13,8 @@
 #include <stdint.h>
 
 #include "ops/ops.h"
-#include "server/server.h"
+#include "handlers/dispatch.h"
+#include "http/request.h"
 
 /* ---- api_util.c: parsing ---- */
 

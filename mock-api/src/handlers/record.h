@@ -6,11 +6,17 @@
 #ifndef SBX_MOCK_RECORD_H
 #define SBX_MOCK_RECORD_H
 
-#include "server/server.h"
+#include "http/request.h"
 #include "sbx/http.h"
 #include "sbx/strbuf.h"
 
 #define REC_MAX_KEYS 256
+
+/* record.c: NULL when neither record nor replay is configured (err unset). */
+mock_rec *mock_rec_new(const sbx_mock_config *cfg, sbx_err *err);
+void mock_rec_free(mock_rec *rc);
+/* In record/replay mode answers the control-plane request and returns true. */
+bool mock_rec_dispatch(mreq *r, mresp *out);
 
 /* One recorded exchange: the request it answers and the answer. */
 typedef struct mock_rec_exchange {

@@ -23,6 +23,7 @@
 #include "ops/ops.h"
 #include "http/route.h"
 #include "handlers/self.h"
+#include "handlers/dispatch.h"
 
 #include <dirent.h>
 #include <errno.h>

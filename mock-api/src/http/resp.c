@@ -1,8 +1,8 @@
-/* resp: request and response helpers for the handlers (see resp.h) and the
- * stop-aware sleep. Never queues an answer on a connection (http.c does)
+/* resp: request and response helpers for the handlers (see resp.h).
+ * Never queues an answer on a connection (http.c does)
  * and never takes the model lock. */
 #define _GNU_SOURCE
-#include "server/server.h"
+#include "http/request.h"
 
 #include <poll.h>
 #include <stdio.h>
@@ -10,26 +10,6 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
-
-/* ---- sleeping ---- */
-
-void mock_sleep_ms(sbx_mock *mock, int64_t ms)
-{
-	int64_t end = sbx_mono_us() + ms * 1000;
-
-	while (!atomic_load(&mock->stopping)) {
-		int64_t left = end - sbx_mono_us();
-		struct timespec ts;
-
-		if (left <= 0)
-			return;
-		if (left > 50000)
-			left = 50000;
-		ts.tv_sec = 0;
-		ts.tv_nsec = (long)left * 1000;
-		nanosleep(&ts, NULL);
-	}
-}
 
 /* ---- responses ---- */
 

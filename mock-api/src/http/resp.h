@@ -1,12 +1,11 @@
 /* resp: what a handler needs to read a request and shape its answer —
  * JSend envelopes, headers, query and path segments, whether the client is
- * still there — plus the mock's stop-aware sleep (the monotonic clock is
- * lib's sbx_mono_us, sbx/sys.h).
+ * still there (the monotonic clock is lib's sbx_mono_us, sbx/sys.h; the
+ * stop-aware sleep is mock_sleep_ms, ops/core.h).
  *
  * Handlers (api_*.c, admin.c, self.c, record.c) fill an mresp through these
  * helpers and never call MHD to answer; queueing the answer is http.c's
- * job. Nothing here blocks except mock_sleep_ms, and that one returns when
- * the mock stops. */
+ * job. Nothing here blocks. */
 #ifndef SBX_MOCK_RESP_H
 #define SBX_MOCK_RESP_H
 
@@ -50,7 +49,5 @@ int req_conn_fd(const mreq *r);
 int mock_conn_fd(struct MHD_Connection *conn);
 bool mock_fd_gone(int fd);
 
-/* Sleeps up to ms, returns early when the mock stops. */
-void mock_sleep_ms(sbx_mock *mock, int64_t ms);
 
 #endif

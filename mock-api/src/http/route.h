@@ -14,7 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "server/server.h"
+#include "http/request.h"
 
 /* The handler needs the caller's tenant (the table's auth function runs
  * first and answers 401/403 itself). */

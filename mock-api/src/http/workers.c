@@ -4,7 +4,7 @@
  * here touches a connection except to suspend or resume it: the answer is
  * always queued by MHD's own thread (http.c, or MHD calling pump_read). */
 #define _GNU_SOURCE
-#include "server/server.h"
+#include "http/request.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -10,7 +10,7 @@
 #include "ops/ops.h"
 
 #include "internet/internet.h"
-#include "server/server.h"
+#include "ops/core.h"
 
 #include <arpa/inet.h>
 #include <stdio.h>

@@ -15,8 +15,7 @@
 #include <unistd.h>
 
 #include "guest/cell_pool.h"
-#include "handlers/self.h"
-#include "server/server.h" /* struct sbx_mock, mock_sleep_ms */
+#include "ops/core.h" /* struct sbx_mock, mock_sleep_ms */
 
 /* Cuts the sandbox's open ingress connections (through the server's hook:
  * the proxy is a layer above). */
@@ -549,9 +548,31 @@ unsigned mock_guest_disk_mib(sbx_mock *mock, unsigned disk_mib)
 	return cap != 0 && cap < disk_mib ? cap : disk_mib;
 }
 
+/* ---- the server's self-signal listeners, through the core's hooks ---- */
+
+static uint16_t self_guest_port(sbx_mock *mock)
+{
+	return mock->self_guest_port != NULL ? mock->self_guest_port(mock) : 0;
+}
+
+/* Takes ownership of fd: without listeners it is closed. */
+static void self_listen_add(sbx_mock *mock, int fd, const char *id)
+{
+	if (mock->self_listen_add != NULL)
+		mock->self_listen_add(mock, fd, id);
+	else
+		close(fd);
+}
+
+static void self_listen_remove(sbx_mock *mock, const char *id)
+{
+	if (mock->self_listen_remove != NULL)
+		mock->self_listen_remove(mock, id);
+}
+
 static mock_guest_opts guest_opts(sbx_mock *mock, const mock_sandbox *sb)
 {
-	mock_guest_opts o = {.self_port = mock_self_guest_port(mock),
+	mock_guest_opts o = {.self_port = self_guest_port(mock),
 			     .cgroups = mock->cgroups,
 			     .mem_bytes = (uint64_t)sb->mem_mib * 1024 * 1024,
 			     .pids_max = MOCK_GUEST_PIDS_MAX,
@@ -596,9 +617,9 @@ static mock_guest *guest_attach(sbx_mock *mock, const mock_sandbox *sb, mock_gue
 	 * endpoint it is closed (add closes it), so a guest's connection is
 	 * refused at once */
 	if (fd >= 0)
-		mock_self_listen_add(mock, fd, sb->id);
+		self_listen_add(mock, fd, sb->id);
 	if (g != NULL && mock_egress_wire(mock, sb, g, err) != 0) {
-		mock_self_listen_remove(mock, sb->id);
+		self_listen_remove(mock, sb->id);
 		mock_guest_free(g, true);
 		return NULL;
 	}
@@ -635,7 +656,7 @@ void mock_destroy_guest(sbx_mock *mock, mock_sandbox *sb)
 		mock_guest_release(mock, sb);
 		return;
 	}
-	mock_self_listen_remove(mock, sb->id);
+	self_listen_remove(mock, sb->id);
 	if (sb->guest == NULL)
 		return;
 	mock_egress_unwire(mock, sb);
@@ -708,7 +729,7 @@ void mock_reset_all(sbx_mock *mock)
 	for (size_t i = 0; i < m->nsbx; i++) {
 		mock_sandbox *sb = m->sbx[i];
 
-		mock_self_listen_remove(mock, sb->id);
+		self_listen_remove(mock, sb->id);
 		if (!mock_guest_dead(sb->guest))
 			mock_egress_unwire(mock, sb);
 		kill_guest(mock, sb->guest);

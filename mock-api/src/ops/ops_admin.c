@@ -16,8 +16,8 @@
 #include <string.h>
 
 #include "guest/cell_pool.h"
-#include "server/server.h" /* struct sbx_mock */
-#include "state/settings.h"
+#include "ops/core.h" /* struct sbx_mock */
+#include "ops/settings.h"
 
 #define LOCK(mock) pthread_mutex_lock(&(mock)->model->lock)
 #define UNLOCK(mock) pthread_mutex_unlock(&(mock)->model->lock)

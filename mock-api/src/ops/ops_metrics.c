@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/server.h" /* struct sbx_mock */
+#include "ops/core.h" /* struct sbx_mock */
 
 #define METRICS_POINTS_MAX 1440
 

@@ -7,7 +7,7 @@
 
 #include <stdio.h>
 
-#include "server/server.h" /* struct sbx_mock */
+#include "ops/core.h" /* struct sbx_mock */
 
 mock_guest *mock_op_procs_begin(mock_op *op, bool running)
 {

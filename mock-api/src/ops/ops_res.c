@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/server.h" /* struct sbx_mock */
+#include "ops/core.h" /* struct sbx_mock */
 
 static void tick(sbx_mock *mock)
 {

@@ -5,8 +5,8 @@
 #include "ops/scenario.h"
 
 #include "ops/ops.h"
-#include "server/server.h"
-#include "state/settings.h"
+#include "ops/core.h"
+#include "ops/settings.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -17,7 +17,7 @@
 #include "server/ingress.h"
 #include "ops/ops.h"
 #include "handlers/self.h"
-#include "state/settings.h"
+#include "ops/settings.h"
 #include "sbx/sys.h"
 
 #include <errno.h>
@@ -586,6 +586,10 @@ sbx_mock *sbx_mock_start(const sbx_mock_config *cfg, sbx_err *err)
 		return NULL;
 	}
 	mock_workers_init(mock);
+	/* the operations reach the self-signal listeners through these */
+	mock->self_guest_port = mock_self_guest_port;
+	mock->self_listen_add = mock_self_listen_add;
+	mock->self_listen_remove = mock_self_listen_remove;
 	if (mock_settings_from_config(cfg, &set, err) != 0)
 		goto out_stop;
 	if (copy_config(mock, cfg, err) != 0)

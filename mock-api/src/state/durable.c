@@ -22,7 +22,8 @@
  * 0600. A log written before this (raw keys in it) is refused, not used. */
 #define _GNU_SOURCE
 #include "ops/ops.h"
-#include "server/server.h"
+#include "state/durable.h"
+#include "state/mutation_log.h"
 #include "state/settings.h"
 #include "util/sha256.h"
 #include "sbx/sys.h"

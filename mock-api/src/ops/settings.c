@@ -4,9 +4,9 @@
  * Validates everything before it changes anything. Knows no HTTP; never
  * takes the model lock itself (callers hold it where the functions say). */
 #define _GNU_SOURCE
-#include "state/settings.h"
+#include "ops/settings.h"
 
-#include "server/server.h"
+#include "ops/core.h"
 
 #include <errno.h>
 #include <math.h>

@@ -17,7 +17,7 @@
 #define _GNU_SOURCE
 #include "handlers/self.h"
 
-#include "server/server.h"
+#include "http/request.h"
 
 #include <errno.h>
 #include <fcntl.h>
