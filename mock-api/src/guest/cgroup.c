@@ -7,6 +7,7 @@
  * sandbox id is checked before it becomes part of a path. */
 #define _GNU_SOURCE
 #include "guest/cgroup.h"
+#include "sbx/sys.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -44,14 +45,6 @@ struct mock_cgroup {
 };
 
 /* ---- small helpers ---- */
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* Sleeps *us microseconds, then doubles *us up to 5 ms: quick answers for
  * fast kernels, little spinning for slow ones. */
@@ -742,13 +735,13 @@ static int freeze_write(mock_cgroup *cg, bool frozen, sbx_err *err)
 /* Writes the state and waits up to wait_ms for the kernel to report it. */
 static int freeze_wait(mock_cgroup *cg, bool frozen, int64_t wait_ms, sbx_err *err)
 {
-	int64_t deadline = now_ms() + wait_ms;
+	int64_t deadline = sbx_mono_ms() + wait_ms;
 	long us = 50;
 	int st;
 
 	if (freeze_write(cg, frozen, err) != 0)
 		return -1;
-	while ((st = freeze_state(cg, frozen, err)) == 0 && now_ms() < deadline)
+	while ((st = freeze_state(cg, frozen, err)) == 0 && sbx_mono_ms() < deadline)
 		backoff(&us);
 	if (st == 0)
 		sbx_err_set(err, "%s: not %s after %" PRId64 " ms", cg_dir(cg, CG_FRZ),
@@ -866,7 +859,7 @@ static int rmdir_all(mock_cgroup *cg, sbx_err *err)
 
 int mock_cgroup_remove(mock_cgroup *cg, sbx_err *err)
 {
-	int64_t deadline = now_ms() + CG_REMOVE_WAIT_MS;
+	int64_t deadline = sbx_mono_ms() + CG_REMOVE_WAIT_MS;
 	size_t left = 0;
 	long us = 50;
 	int rc;
@@ -885,7 +878,7 @@ int mock_cgroup_remove(mock_cgroup *cg, sbx_err *err)
 		if (rc == 0 && left > 0)
 			sbx_err_set(err, "%s: %zu processes still there", cg_dir(cg, CG_MEM), left);
 		rc = -1;
-		if (now_ms() >= deadline)
+		if (sbx_mono_ms() >= deadline)
 			break;
 		backoff(&us);
 	}

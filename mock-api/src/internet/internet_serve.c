@@ -14,6 +14,7 @@
  * (DNS_BURST at once); more are dropped, as a loaded resolver would. */
 #define _GNU_SOURCE
 #include "internet/internet.h"
+#include "sbx/sys.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -152,25 +153,17 @@ static void addr_text(const struct sockaddr_storage *ss, char *out, size_t cap, 
 	}
 }
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Reads until the end of a request head, HEAD_MAX bytes, EOF, silence,
  * HEAD_DEADLINE_MS in all, or stop. */
 static void read_head(const conn *c)
 {
 	char buf[HEAD_MAX + 1];
 	size_t n = 0;
-	int64_t end = now_ms() + HEAD_DEADLINE_MS;
+	int64_t end = sbx_mono_ms() + HEAD_DEADLINE_MS;
 
 	while (n < HEAD_MAX) {
 		struct pollfd pf[2] = {{.fd = c->fd, .events = POLLIN}, {.fd = c->s->stopfd, .events = POLLIN}};
-		int64_t left = end - now_ms();
+		int64_t left = end - sbx_mono_ms();
 		ssize_t r;
 
 		if (left <= 0 || poll(pf, 2, left < QUIET_MS ? (int)left : QUIET_MS) <= 0 || pf[1].revents != 0)
@@ -394,7 +387,7 @@ static bool dns_allowed(mock_inet_servers *s, const struct sockaddr_storage *fro
 	char id[ID_MAX], text[64];
 	uint8_t raw[16];
 	int fam;
-	int64_t now = now_ms();
+	int64_t now = sbx_mono_ms();
 	bucket *b = NULL;
 
 	addr_text(from, text, sizeof(text), &fam, raw);

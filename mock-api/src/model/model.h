@@ -7,10 +7,11 @@
  * model_persist.c (dump and restore); model_internal.h is what they share.
  *
  * It knows nothing of HTTP and never touches a socket or a guest process:
- * the HTTP layer parses requests into the structs below, calls a model
- * function under the model lock, and shapes the answer. Errors come back as a
- * mock_err (status, machine code, offending field, message) so the HTTP layer
- * can render them unchanged. Views are built as cJSON trees (the wire shape
+ * the operations (ops/) take the model lock and call a model function with
+ * the structs below that the handlers parsed; the model alone writes a
+ * sandbox's status (ops and durable state call the setters here). Errors
+ * come back as a mock_err (status, machine code, offending field, message)
+ * so the handlers can render them unchanged. Views are built as cJSON trees (the wire shape
  * is part of the contract, not of HTTP).
  *
  * Locking: every function taking a mock_model requires the caller to hold
@@ -296,6 +297,13 @@ int mock_validate_res_name(const char *name, mock_err *e);
 mock_sandbox *mock_sandbox_create(mock_model *m, mock_tenant *t, const mock_create_req *req,
 				  mock_err *e);
 void mock_sandbox_set_running(mock_model *m, mock_sandbox *sb);
+/* Its guest did not start (a create or fork): failed, a sandbox that never
+ * ran. */
+void mock_sandbox_set_boot_failed(mock_model *m, mock_sandbox *sb);
+/* A restored sandbox whose guest could not be started again: error. */
+void mock_sandbox_set_guest_lost(mock_model *m, mock_sandbox *sb);
+/* Fault pause_error: the pause under way (202) ends in error. */
+void mock_sandbox_pause_ends_in_error(mock_model *m, mock_sandbox *sb);
 
 /* Lifecycle calls. Return the HTTP status to answer (200 or 202) or -1 with
  * *e set. */

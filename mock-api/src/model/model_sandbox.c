@@ -447,6 +447,24 @@ void mock_sandbox_set_running(mock_model *m, mock_sandbox *sb)
 	auto_pause_arm(m, sb);
 }
 
+void mock_sandbox_set_boot_failed(mock_model *m, mock_sandbox *sb)
+{
+	(void)m;
+	sb->status = ST_FAILED;
+}
+
+void mock_sandbox_set_guest_lost(mock_model *m, mock_sandbox *sb)
+{
+	(void)m;
+	sb->status = ST_ERROR;
+}
+
+void mock_sandbox_pause_ends_in_error(mock_model *m, mock_sandbox *sb)
+{
+	(void)m;
+	sb->due_status = ST_ERROR;
+}
+
 void mock_sandbox_touch(mock_model *m, mock_sandbox *sb)
 {
 	sb->last_active_ms = mock_now(m);

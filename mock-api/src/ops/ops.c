@@ -7,6 +7,7 @@
  * structs, outputs views and mock_errs. */
 #define _GNU_SOURCE
 #include "ops/ops.h"
+#include "ops/ops_internal.h"
 
 #include <signal.h>
 #include <stdio.h>
@@ -25,7 +26,7 @@ static void ingress_cut(sbx_mock *mock, const mock_sandbox *sb)
 		mock->ingress_cut(mock->ingress, sb->id);
 }
 
-static void tick(sbx_mock *mock)
+void ops_tick(sbx_mock *mock)
 {
 	mock_tick(mock->model, mock_on_state_change, mock);
 }
@@ -35,9 +36,7 @@ static bool fault_is(const mock_op *op, mock_fault_kind k)
 	return op->fault != NULL && op->fault->kind == k;
 }
 
-/* The sandbox op names (any tenant's when op->t is NULL), or NULL with a
- * 404 in op->err. Lock held. */
-static mock_sandbox *find_sandbox(mock_op *op)
+mock_sandbox *ops_find(mock_op *op)
 {
 	mock_sandbox *sb = NULL;
 
@@ -50,6 +49,14 @@ static mock_sandbox *find_sandbox(mock_op *op)
 	}
 	snprintf(op->found, sizeof(op->found), "%s", sb->id);
 	return sb;
+}
+
+mock_sandbox *ops_begin(mock_op *op, bool tick)
+{
+	pthread_mutex_lock(&op->mock->model->lock);
+	if (tick)
+		ops_tick(op->mock);
+	return ops_find(op);
 }
 
 mock_tenant *mock_op_tenant(sbx_mock *mock, const char *key)
@@ -77,7 +84,7 @@ cJSON *mock_op_whoami(sbx_mock *mock, mock_tenant *t)
 	cJSON *d;
 
 	pthread_mutex_lock(&mock->model->lock);
-	tick(mock);
+	ops_tick(mock);
 	d = mock_whoami_view(mock->model, t);
 	pthread_mutex_unlock(&mock->model->lock);
 	return d;
@@ -89,7 +96,7 @@ unsigned mock_op_hosts(sbx_mock *mock, unsigned *active_vms)
 	char active[40];
 
 	pthread_mutex_lock(&mock->model->lock);
-	tick(mock);
+	ops_tick(mock);
 	mock_active_host(mock->model, active, sizeof(active));
 	dead = mock->model->hosts_dead;
 	for (size_t i = 0; i < mock->model->nlive; i++) {
@@ -137,7 +144,7 @@ cJSON *mock_op_create(mock_op *op, const mock_create_req *q)
 	int64_t ms;
 
 	pthread_mutex_lock(&mock->model->lock);
-	tick(mock);
+	ops_tick(mock);
 	sb = mock_sandbox_create(mock->model, op->t, q, &op->err);
 	if (sb != NULL) {
 		snprintf(op->found, sizeof(op->found), "%s", sb->id);
@@ -154,7 +161,7 @@ cJSON *mock_op_create(mock_op *op, const mock_create_req *q)
 	sb->busy--;
 	sb->guest = g;
 	if (g == NULL || failed) {
-		sb->status = ST_FAILED;
+		mock_sandbox_set_boot_failed(mock->model, sb);
 	} else if (sb->status == ST_CREATING) {
 		mock_sandbox_set_running(mock->model, sb);
 		view = mock_sandbox_create_view(mock->model, sb);
@@ -182,9 +189,7 @@ cJSON *mock_op_fork(mock_op *op, const mock_fork_req *q)
 	sbx_err gerr = {{0}};
 	cJSON *v = NULL;
 
-	pthread_mutex_lock(&mock->model->lock);
-	tick(mock);
-	src = find_sandbox(op);
+	src = ops_begin(op, true);
 	if (src != NULL) {
 		sb = mock_sandbox_fork(mock->model, src, q, &op->err);
 		if (sb != NULL) {
@@ -208,7 +213,7 @@ cJSON *mock_op_fork(mock_op *op, const mock_fork_req *q)
 	sb->guest = g;
 	mock_guest_release(mock, src); /* destroyed while it was copied */
 	if (g == NULL)
-		sb->status = ST_FAILED;
+		mock_sandbox_set_boot_failed(mock->model, sb);
 	else if (sb->status == ST_DESTROYED || sb->tenant == NULL)
 		mock_destroy_guest(mock, sb); /* destroyed (or reset) while forking */
 	else
@@ -227,14 +232,12 @@ cJSON *mock_op_pause(mock_op *op, int *status)
 	cJSON *v = NULL;
 	int rc;
 
-	pthread_mutex_lock(&m->lock);
-	tick(op->mock);
-	sb = find_sandbox(op);
+	sb = ops_begin(op, true);
 	if (sb != NULL) {
 		rc = mock_sandbox_pause(m, sb, &op->err);
 		if (rc >= 0) {
 			if (rc == 202 && fault_is(op, FK_PAUSE_ERROR))
-				sb->due_status = ST_ERROR;
+				mock_sandbox_pause_ends_in_error(m, sb);
 			mock_guest_pause(sb->guest, true, NULL);
 			v = mock_sandbox_view(m, sb);
 			op->poll_ms = mock_timing_ms(m, "pause");
@@ -252,9 +255,7 @@ cJSON *mock_op_resume(mock_op *op, int *status)
 	cJSON *v = NULL;
 	int rc;
 
-	pthread_mutex_lock(&m->lock);
-	tick(op->mock);
-	sb = find_sandbox(op);
+	sb = ops_begin(op, true);
 	if (sb != NULL) {
 		const char *timing = mock_resume_timing(sb);
 
@@ -291,9 +292,7 @@ cJSON *mock_op_destroy(mock_op *op)
 	bool now = false;
 	cJSON *d = NULL;
 
-	pthread_mutex_lock(&m->lock);
-	tick(op->mock);
-	sb = find_sandbox(op);
+	sb = ops_begin(op, true);
 	if (sb != NULL) {
 		if (fault_is(op, FK_DESTROY_STUCK))
 			sb->destroy_stuck = true;
@@ -326,14 +325,12 @@ cJSON *mock_op_get(mock_op *op)
 	mock_sandbox *sb;
 	cJSON *v = NULL;
 
-	pthread_mutex_lock(&m->lock);
-	tick(op->mock);
-	sb = find_sandbox(op);
+	sb = ops_begin(op, true);
 	if (sb != NULL) {
 		if (sb->status == ST_RESUMING && sb->resume_polls > 0) {
 			sb->resume_polls--;
 			if (sb->resume_polls == 0)
-				tick(op->mock);
+				ops_tick(op->mock);
 		}
 		v = mock_sandbox_view(m, sb);
 	}
@@ -348,7 +345,7 @@ cJSON *mock_op_by_ip(mock_op *op, const char *ip)
 	cJSON *v = NULL;
 
 	pthread_mutex_lock(&m->lock);
-	tick(op->mock);
+	ops_tick(op->mock);
 	if (ip != NULL)
 		sb = mock_sandbox_find_ip(m, op->t, ip);
 	if (sb != NULL) {
@@ -368,7 +365,7 @@ cJSON *mock_op_list(sbx_mock *mock, mock_tenant *t, int want, size_t limit, size
 	size_t n = 0, count = 0;
 
 	pthread_mutex_lock(&mock->model->lock);
-	tick(mock);
+	ops_tick(mock);
 	for (size_t i = 0; i < mock->model->nsbx; i++) {
 		mock_sandbox *sb = mock->model->sbx[i];
 
@@ -390,7 +387,7 @@ cJSON *mock_op_list(sbx_mock *mock, mock_tenant *t, int want, size_t limit, size
 /* The sandbox, unless it is destroyed (409). Lock held. */
 static mock_sandbox *find_live(mock_op *op)
 {
-	mock_sandbox *sb = find_sandbox(op);
+	mock_sandbox *sb = ops_find(op);
 
 	if (sb != NULL && mock_status_terminal(sb->status)) {
 		mock_err_set(&op->err, 409, "INVALID_STATE", "status", "sandbox is destroyed");
@@ -406,7 +403,7 @@ cJSON *mock_op_patch(mock_op *op, const mock_patch_req *p)
 	cJSON *v = NULL;
 
 	pthread_mutex_lock(&m->lock);
-	tick(op->mock);
+	ops_tick(op->mock);
 	sb = find_live(op);
 	if (sb != NULL) {
 		if (p->has_ingress)
@@ -431,8 +428,7 @@ cJSON *mock_op_resize(mock_op *op, unsigned disk_mib)
 	cJSON *d = NULL;
 	sbx_err gerr = {{0}};
 
-	pthread_mutex_lock(&m->lock);
-	sb = find_sandbox(op);
+	sb = ops_begin(op, false);
 	if (sb != NULL && sb->disk_mib >= disk_mib) {
 		mock_err_set(&op->err, 400, "INVALID_DISK", "disk_mib", "disk_mib must grow the disk");
 		sb = NULL;
@@ -462,8 +458,7 @@ cJSON *mock_op_add_ssh_keys(mock_op *op, const cJSON *keys)
 	const cJSON *k;
 	cJSON *d = NULL;
 
-	pthread_mutex_lock(&op->mock->model->lock);
-	sb = find_sandbox(op);
+	sb = ops_begin(op, false);
 	if (sb != NULL) {
 		cJSON_ArrayForEach(k, keys) {
 			const cJSON *have;

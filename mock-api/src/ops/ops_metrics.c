@@ -7,6 +7,7 @@
  * accounting is read: the sandboxes read are marked busy instead. */
 #define _GNU_SOURCE
 #include "ops/ops.h"
+#include "ops/ops_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -45,16 +46,14 @@ cJSON *mock_op_sandbox_metrics(mock_op *op)
 	sbx_err err = {{0}};
 	cJSON *o = NULL;
 
-	pthread_mutex_lock(&m->lock);
-	mock_tick(m, mock_on_state_change, op->mock);
-	sb = op->id != NULL ? mock_sandbox_find(m, op->t, op->id) : NULL;
+	sb = ops_begin(op, true);
 	if (sb == NULL) {
-		mock_err_set(&op->err, 404, "NOT_FOUND", "error", "sandbox not found");
+		/* 404 set */
 	} else if (!readable(sb)) {
+		op->found[0] = '\0'; /* the journal names no sandbox for this 409 */
 		mock_err_set(&op->err, 409, "NOT_RUNNING", "status", "sandbox is %s: it has no metrics",
 			     mock_status_name(sb->status));
 	} else {
-		snprintf(op->found, sizeof(op->found), "%s", sb->id);
 		g = sb->guest;
 		sb->busy++; /* not touched: reading metrics is not activity */
 	}

@@ -4,8 +4,7 @@
  * Starting one goes through mock_op_exec_begin (env rules of exec). */
 #define _GNU_SOURCE
 #include "ops/ops.h"
-
-#include <stdio.h>
+#include "ops/ops_internal.h"
 
 #include "ops/core.h" /* struct sbx_mock */
 
@@ -15,18 +14,13 @@ mock_guest *mock_op_procs_begin(mock_op *op, bool running)
 	mock_sandbox *sb = NULL;
 	mock_guest *g = NULL;
 
-	pthread_mutex_lock(&m->lock);
-	mock_tick(m, mock_on_state_change, op->mock);
-	if (op->id != NULL)
-		sb = mock_sandbox_find(m, op->t, op->id);
+	sb = ops_begin(op, true);
 	if (sb == NULL) {
-		mock_err_set(&op->err, 404, "NOT_FOUND", "error", "sandbox not found");
+		/* 404 set */
 	} else if (sb->guest == NULL || mock_guest_dead(sb->guest) ||
 		   (running && sb->status != ST_RUNNING)) {
-		snprintf(op->found, sizeof(op->found), "%s", sb->id);
 		mock_err_set(&op->err, 409, "NOT_RUNNING", "status", "sandbox is not running");
 	} else {
-		snprintf(op->found, sizeof(op->found), "%s", sb->id);
 		g = sb->guest;
 		sb->busy++;
 		if (running)

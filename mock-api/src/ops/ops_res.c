@@ -7,32 +7,13 @@
  * *_begin (sandbox marked busy) and mock_op_io_end. */
 #define _GNU_SOURCE
 #include "ops/ops.h"
+#include "ops/ops_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ops/core.h" /* struct sbx_mock */
-
-static void tick(sbx_mock *mock)
-{
-	mock_tick(mock->model, mock_on_state_change, mock);
-}
-
-/* As ops.c's: the sandbox op names, or NULL with a 404. Lock held. */
-static mock_sandbox *find_sandbox(mock_op *op)
-{
-	mock_sandbox *sb = NULL;
-
-	if (op->id != NULL)
-		sb = mock_sandbox_find(op->mock->model, op->t, op->id);
-	if (sb == NULL) {
-		mock_err_set(&op->err, 404, "NOT_FOUND", "error", "sandbox not found");
-		return NULL;
-	}
-	snprintf(op->found, sizeof(op->found), "%s", sb->id);
-	return sb;
-}
 
 /* ---- exec and files ---- */
 
@@ -100,7 +81,7 @@ out_oom:
 /* The running sandbox's guest, marked busy and touched. Lock held. */
 static mock_guest *io_begin(mock_op *op, mock_sandbox **sbp)
 {
-	mock_sandbox *sb = find_sandbox(op);
+	mock_sandbox *sb = ops_find(op);
 
 	*sbp = NULL;
 	if (sb != NULL && (sb->status != ST_RUNNING || sb->guest == NULL)) {
@@ -119,7 +100,7 @@ mock_guest *mock_op_exec_begin(mock_op *op, const cJSON *env, mock_exec_env *xe)
 
 	memset(xe, 0, sizeof(*xe));
 	pthread_mutex_lock(&m->lock);
-	tick(op->mock);
+	ops_tick(op->mock);
 	g = io_begin(op, &sb);
 	if (g != NULL && !build_env(op, sb, env, xe))
 		g = NULL;
@@ -140,7 +121,7 @@ mock_guest *mock_op_files_begin(mock_op *op)
 	mock_guest *g;
 
 	pthread_mutex_lock(&m->lock);
-	tick(op->mock);
+	ops_tick(op->mock);
 	g = io_begin(op, &sb);
 	if (g != NULL) {
 		sb->busy++;
@@ -171,7 +152,7 @@ int mock_op_ingress_socket(sbx_mock *mock, const char *id, int *status, sbx_err 
 	int fd;
 
 	pthread_mutex_lock(&m->lock);
-	tick(mock);
+	ops_tick(mock);
 	sb = mock_sandbox_find_any(m, id);
 	if (sb == NULL || sb->tenant == NULL || mock_status_terminal(sb->status) || !sb->ingress_enabled) {
 		*status = 404;
@@ -209,8 +190,7 @@ cJSON *mock_op_egress_get(mock_op *op)
 	mock_sandbox *sb;
 	cJSON *d = NULL;
 
-	pthread_mutex_lock(&op->mock->model->lock);
-	sb = find_sandbox(op);
+	sb = ops_begin(op, false);
 	if (sb != NULL)
 		d = egress_view(sb);
 	pthread_mutex_unlock(&op->mock->model->lock);
@@ -222,8 +202,7 @@ cJSON *mock_op_egress_put(mock_op *op, sbx_egress_list *list)
 	mock_sandbox *sb;
 	cJSON *d = NULL;
 
-	pthread_mutex_lock(&op->mock->model->lock);
-	sb = find_sandbox(op);
+	sb = ops_begin(op, false);
 	if (sb != NULL && mock_status_terminal(sb->status)) {
 		mock_err_set(&op->err, 409, "INVALID_STATE", "status", "sandbox is destroyed");
 		sb = NULL;
@@ -246,8 +225,7 @@ cJSON *mock_op_bandwidth(mock_op *op)
 	mock_sandbox *sb;
 	cJSON *d = NULL;
 
-	pthread_mutex_lock(&op->mock->model->lock);
-	sb = find_sandbox(op);
+	sb = ops_begin(op, false);
 	if (sb != NULL)
 		d = mock_bandwidth_view(sb);
 	pthread_mutex_unlock(&op->mock->model->lock);
@@ -260,8 +238,7 @@ cJSON *mock_op_bandwidth_recharge(mock_op *op, int64_t add)
 	mock_sandbox *sb;
 	cJSON *d = NULL;
 
-	pthread_mutex_lock(&m->lock);
-	sb = find_sandbox(op);
+	sb = ops_begin(op, false);
 	if (sb != NULL && !mock_tenant_credit(m, op->t)) {
 		mock_err_set(&op->err, 402, "PAYMENT_REQUIRED", "error", "out of credit: top up to continue");
 		sb = NULL;
@@ -307,8 +284,7 @@ int mock_op_network_attach(mock_op *op, const char *id)
 	mock_sandbox *sb;
 	int rc = -1;
 
-	pthread_mutex_lock(&op->mock->model->lock);
-	sb = find_sandbox(op);
+	sb = ops_begin(op, false);
 	if (sb != NULL) {
 		cJSON *net = mock_network_find(op->t, id);
 
@@ -334,8 +310,7 @@ int mock_op_network_detach(mock_op *op, const char *id)
 	mock_sandbox *sb;
 	int rc = -1;
 
-	pthread_mutex_lock(&op->mock->model->lock);
-	sb = find_sandbox(op);
+	sb = ops_begin(op, false);
 	if (sb != NULL) {
 		cJSON *net = mock_network_find(op->t, id);
 
@@ -359,8 +334,7 @@ cJSON *mock_op_sandbox_disks(mock_op *op)
 	mock_sandbox *sb;
 	cJSON *all = NULL;
 
-	pthread_mutex_lock(&op->mock->model->lock);
-	sb = find_sandbox(op);
+	sb = ops_begin(op, false);
 	if (sb != NULL) {
 		bool mounted = sb->status != ST_CREATING && sb->status != ST_DESTROYING &&
 			       sb->status != ST_DESTROYED && sb->status != ST_FAILED;
@@ -385,9 +359,7 @@ int mock_op_disk_attach(mock_op *op, const char *disk_id, const char *mount, con
 	mock_sandbox *sb;
 	int rc = -1;
 
-	pthread_mutex_lock(&op->mock->model->lock);
-	tick(op->mock);
-	sb = find_sandbox(op);
+	sb = ops_begin(op, true);
 	if (sb != NULL && sb->status != ST_RUNNING) {
 		mock_err_set(&op->err, 409, "NOT_RUNNING", "status", "disks attach only to a running sandbox");
 		sb = NULL;
@@ -417,8 +389,7 @@ int mock_op_disk_detach(mock_op *op, const char *did, const char *mount)
 	mock_sandbox *sb;
 	int rc = -1;
 
-	pthread_mutex_lock(&op->mock->model->lock);
-	sb = find_sandbox(op);
+	sb = ops_begin(op, false);
 	if (sb != NULL) {
 		cJSON *disk = mock_disk_find(op->t, did);
 		const char *id = disk != NULL ? cJSON_GetObjectItem(disk, "id")->valuestring : did;

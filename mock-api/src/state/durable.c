@@ -24,7 +24,7 @@
 #include "ops/ops.h"
 #include "state/durable.h"
 #include "state/mutation_log.h"
-#include "state/settings.h"
+#include "ops/settings.h"
 #include "util/sha256.h"
 #include "sbx/sys.h"
 
@@ -322,7 +322,7 @@ int mock_durable_start(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *err)
 			if (!cfg->quiet)
 				fprintf(stderr, "sbx-mock: warning: sandbox %s: %s; marked error\n", sb->id,
 					gerr.msg);
-			sb->status = ST_ERROR;
+			mock_sandbox_set_guest_lost(m, sb);
 		}
 	}
 	baseline(m);
