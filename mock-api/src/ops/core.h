@@ -26,13 +26,14 @@
 #include "util/sleep.h"
 
 struct MHD_Daemon;                        /* the server's (microhttpd) */
+struct mock_server;                       /* the server's own (server/server.h) */
 typedef struct mock_rec mock_rec;         /* record/replay (handlers/record.h) */
 typedef struct mock_mutlog mock_mutlog;   /* the state log (state/mutation_log.h) */
 
 struct sbx_mock {
-	struct MHD_Daemon *daemon;
-	char url[96];
-	uint16_t port;
+	/* the server's own state (server/server.h: daemons, addresses,
+	 * open connections), opaque to every layer below it */
+	struct mock_server *srv;
 	char admin_token[257];        /* at most 256 bytes (longer is refused) */
 	mock_model *model;
 	mock_faults *faults;
@@ -51,11 +52,8 @@ struct sbx_mock {
 	char egress_note[600];        /* "enforced (simulated internet)", or why not */
 	uint64_t egress_seq;          /* under the model lock: orders egress syncs */
 	char cgroups_note[2048];      /* what cgroups are used, or why none; what was swept */
-	struct mock_cg_owner *cg_owner; /* the lock on our groups' owner file, or NULL */
 	struct MHD_Daemon *self_daemon; /* the guests' self-signal listener (self.c), or NULL */
-	char self_url[96];
 	uint16_t self_port;
-	char self_note[sizeof(((sbx_err *)0)->msg)];
 	/* contained mode: the per-sandbox listeners feeding self_daemon
 	 * (self_listen.c), NULL otherwise; self_port is then the port they
 	 * listen on inside each sandbox */
@@ -77,10 +75,6 @@ struct sbx_mock {
 	char **keys;
 	size_t nkeys;
 	atomic_bool stopping;
-	atomic_uint_fast64_t req_counter;
-	atomic_uint_fast64_t conn_counter; /* serials of accepted connections (chaos.c) */
-	atomic_uint conns_open;      /* open API connections (http.c) */
-	unsigned max_conns;          /* past it, new API connections are closed at once */
 	uint64_t anon_requests;
 	uint64_t seed;
 	size_t max_json;
@@ -109,14 +103,6 @@ struct sbx_mock {
 	bool work_ready;
 	pthread_t *zombies;          /* ended pool threads, not yet joined */
 	size_t nzombies, capzombies;
-	/* When set, every request runs on a worker thread, GETs included (a
-	 * mode whose GETs may block, e.g. proxying to an upstream). */
-	atomic_bool offload_all;
-	/* Open connections (chaos.c), for cp_restart. */
-	pthread_mutex_t conns_lock;
-	bool conns_ready;
-	int *conns;
-	size_t nconns, capconns;
 };
 
 /* Sleeps up to ms, returns early when the mock stops. */

@@ -10,6 +10,7 @@
  * values, outputs views (owned by the caller). */
 #define _GNU_SOURCE
 #include "ops/ops.h"
+#include "ops/ops_internal.h"
 
 #include <signal.h>
 #include <stdio.h>
@@ -91,7 +92,7 @@ cJSON *mock_op_admin_state(sbx_mock *mock, const char *tenant)
 	mock_tenant *want;
 
 	LOCK(mock);
-	mock_tick(m, mock_on_state_change, mock);
+	ops_tick(mock);
 	/* by key, so a tenant restored from the durable log is found too */
 	want = tenant != NULL ? mock_tenant_get(m, tenant, false) : NULL;
 	cJSON_AddNumberToObject(d, "clock_ms", (double)mock_now(m));
@@ -121,7 +122,7 @@ cJSON *mock_op_admin_sandboxes(sbx_mock *mock, const char *tenant, int want)
 	mock_tenant *owner;
 
 	LOCK(mock);
-	mock_tick(m, mock_on_state_change, mock);
+	ops_tick(mock);
 	owner = tenant != NULL ? mock_tenant_get(m, tenant, false) : NULL;
 	for (size_t i = 0; i < m->nsbx; i++) {
 		mock_sandbox *sb = m->sbx[i];
@@ -181,7 +182,7 @@ cJSON *mock_op_clock_advance(sbx_mock *mock, int64_t ms)
 	LOCK(mock);
 	mock_advance(m, ms);
 	m->next_due_ms = INT64_MIN; /* re-scan: idle timers may be due now */
-	mock_tick(m, mock_on_state_change, mock);
+	ops_tick(mock);
 	d = cJSON_CreateObject();
 	cJSON_AddNumberToObject(d, "clock_ms", (double)mock_now(m));
 	UNLOCK(mock);
@@ -255,7 +256,7 @@ static void on_host_death(mock_sandbox *sb, mock_status from, void *arg)
 void mock_op_host_dies(sbx_mock *mock, const char *host_id)
 {
 	LOCK(mock);
-	mock_tick(mock->model, mock_on_state_change, mock);
+	ops_tick(mock);
 	mock_host_die(mock->model, host_id, on_host_death, mock);
 	UNLOCK(mock);
 }

@@ -157,7 +157,7 @@ cJSON *mock_op_user_metrics(mock_op *op)
 	memset(&s, 0, sizeof(s));
 	memset(&sum, 0, sizeof(sum));
 	pthread_mutex_lock(&m->lock);
-	mock_tick(m, mock_on_state_change, op->mock);
+	ops_tick(op->mock);
 	if (!sum_tenant(m, op->t, &s)) {
 		pthread_mutex_unlock(&m->lock);
 		mock_err_set(&op->err, 500, "", "error", "out of memory");
@@ -205,7 +205,7 @@ cJSON *mock_op_user_timeseries(mock_op *op, int64_t window_s, int64_t step_s)
 	}
 	n = window_s / step_s;
 	pthread_mutex_lock(&m->lock);
-	mock_tick(m, mock_on_state_change, op->mock);
+	ops_tick(op->mock);
 	now = mock_now(m);
 	from = now - n * step_s * 1000;
 	add_time(m, o, "from", from);

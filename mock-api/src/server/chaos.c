@@ -13,42 +13,42 @@
 
 int chaos_init(sbx_mock *mock)
 {
-	if (pthread_mutex_init(&mock->conns_lock, NULL) != 0)
+	if (pthread_mutex_init(&mock->srv->conns_lock, NULL) != 0)
 		return -1;
-	mock->conns_ready = true;
+	mock->srv->conns_ready = true;
 	return 0;
 }
 
 void chaos_free(sbx_mock *mock)
 {
-	if (!mock->conns_ready)
+	if (!mock->srv->conns_ready)
 		return;
-	free(mock->conns);
-	mock->conns = NULL;
-	mock->nconns = 0;
-	pthread_mutex_destroy(&mock->conns_lock);
-	mock->conns_ready = false;
+	free(mock->srv->conns);
+	mock->srv->conns = NULL;
+	mock->srv->nconns = 0;
+	pthread_mutex_destroy(&mock->srv->conns_lock);
+	mock->srv->conns_ready = false;
 }
 
 static void conns_add(sbx_mock *mock, int fd)
 {
-	if (mock->nconns == mock->capconns) {
-		size_t cap = mock->capconns == 0 ? 64 : mock->capconns * 2;
-		int *n = realloc(mock->conns, cap * sizeof(*n));
+	if (mock->srv->nconns == mock->srv->capconns) {
+		size_t cap = mock->srv->capconns == 0 ? 64 : mock->srv->capconns * 2;
+		int *n = realloc(mock->srv->conns, cap * sizeof(*n));
 
 		if (n == NULL)
 			return; /* cp_restart will miss this one; nothing else breaks */
-		mock->conns = n;
-		mock->capconns = cap;
+		mock->srv->conns = n;
+		mock->srv->capconns = cap;
 	}
-	mock->conns[mock->nconns++] = fd;
+	mock->srv->conns[mock->srv->nconns++] = fd;
 }
 
 static void conns_remove(sbx_mock *mock, int fd)
 {
-	for (size_t i = 0; i < mock->nconns; i++) {
-		if (mock->conns[i] == fd) {
-			mock->conns[i] = mock->conns[--mock->nconns];
+	for (size_t i = 0; i < mock->srv->nconns; i++) {
+		if (mock->srv->conns[i] == fd) {
+			mock->srv->conns[i] = mock->srv->conns[--mock->srv->nconns];
 			return;
 		}
 	}
@@ -65,28 +65,28 @@ void chaos_on_connection(void *cls, struct MHD_Connection *conn, void **socket_c
 
 	/* a serial per connection, for the journal: which requests shared one */
 	if (toe == MHD_CONNECTION_NOTIFY_STARTED)
-		*socket_context = (void *)(uintptr_t)(atomic_fetch_add(&mock->conn_counter, 1) + 1);
-	if (fd < 0 || !mock->conns_ready)
+		*socket_context = (void *)(uintptr_t)(atomic_fetch_add(&mock->srv->conn_counter, 1) + 1);
+	if (fd < 0 || !mock->srv->conns_ready)
 		return;
-	pthread_mutex_lock(&mock->conns_lock);
+	pthread_mutex_lock(&mock->srv->conns_lock);
 	if (toe == MHD_CONNECTION_NOTIFY_STARTED)
 		conns_add(mock, fd);
 	else
 		conns_remove(mock, fd);
-	pthread_mutex_unlock(&mock->conns_lock);
+	pthread_mutex_unlock(&mock->srv->conns_lock);
 }
 
 size_t chaos_drop_connections(sbx_mock *mock, int keep)
 {
 	size_t n = 0;
 
-	pthread_mutex_lock(&mock->conns_lock);
-	for (size_t i = 0; i < mock->nconns; i++) {
-		if (mock->conns[i] == keep)
+	pthread_mutex_lock(&mock->srv->conns_lock);
+	for (size_t i = 0; i < mock->srv->nconns; i++) {
+		if (mock->srv->conns[i] == keep)
 			continue;
-		shutdown(mock->conns[i], SHUT_RDWR);
+		shutdown(mock->srv->conns[i], SHUT_RDWR);
 		n++;
 	}
-	pthread_mutex_unlock(&mock->conns_lock);
+	pthread_mutex_unlock(&mock->srv->conns_lock);
 	return n;
 }

@@ -7,7 +7,7 @@
  * Threading: MHD's epoll thread pool (a few threads serve every connection,
  * keep-alive GETs never wait for a thread switch). A pool thread must never
  * block, so requests that may (exec, files, every mutation, the hang and
- * latency faults; every request when mock->offload_all) are offloaded: the
+ * latency faults; every request when mock->srv->offload_all) are offloaded: the
  * connection is suspended, a worker (workers.c) computes the answer and
  * resumes it, and the pool thread queues the answer. Handlers never queue
  * an answer themselves; this file is the only one that does. */
@@ -249,7 +249,7 @@ static void serve(mreq *r, mresp *out)
  * fired; every mutation is offloaded (guests, file I/O, timing profiles). */
 static bool must_offload(const mreq *r)
 {
-	if (atomic_load(&r->mock->offload_all) || r->mock->rec != NULL)
+	if (atomic_load(&r->mock->srv->offload_all) || r->mock->rec != NULL)
 		return true; /* record/replay: GETs go upstream */
 	if (r->fault_fired) {
 		switch (r->fault.kind) {
@@ -315,7 +315,7 @@ static void new_request_id(mreq *r)
 {
 	snprintf(r->request_id, sizeof(r->request_id), "req_%08lx%012llx",
 		 (unsigned long)(r->mock->seed & 0xffffffff),
-		 (unsigned long long)atomic_fetch_add(&r->mock->req_counter, 1));
+		 (unsigned long long)atomic_fetch_add(&r->mock->srv->req_counter, 1));
 }
 
 /* The request is complete: id, body, key, fault rules; then serves it
@@ -571,7 +571,7 @@ enum MHD_Result mock_http_on_accept(void *cls, const struct sockaddr *addr, sock
 
 	(void)addr;
 	(void)addrlen;
-	return atomic_load(&mock->conns_open) >= mock->max_conns ? MHD_NO : MHD_YES;
+	return atomic_load(&mock->srv->conns_open) >= mock->srv->max_conns ? MHD_NO : MHD_YES;
 }
 
 void mock_http_on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
@@ -580,9 +580,9 @@ void mock_http_on_connection(void *cls, struct MHD_Connection *conn, void **sock
 	sbx_mock *mock = cls;
 
 	if (toe == MHD_CONNECTION_NOTIFY_STARTED)
-		atomic_fetch_add(&mock->conns_open, 1);
+		atomic_fetch_add(&mock->srv->conns_open, 1);
 	else
-		atomic_fetch_sub(&mock->conns_open, 1);
+		atomic_fetch_sub(&mock->srv->conns_open, 1);
 	chaos_on_connection(cls, conn, socket_context, toe);
 }
 

@@ -122,7 +122,7 @@ static int conn_budget(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *err)
 	rlim_t need = (rlim_t)want + FD_RESERVE;
 	struct rlimit rl;
 
-	mock->max_conns = want;
+	mock->srv->max_conns = want;
 	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= need)
 		return 0;
 	if (rl.rlim_max == RLIM_INFINITY || rl.rlim_max > rl.rlim_cur) {
@@ -138,10 +138,10 @@ static int conn_budget(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *err)
 			    want, (unsigned long long)need, (unsigned long long)rl.rlim_cur);
 		return -1;
 	}
-	mock->max_conns = (unsigned)(rl.rlim_cur - FD_RESERVE);
+	mock->srv->max_conns = (unsigned)(rl.rlim_cur - FD_RESERVE);
 	if (!cfg->quiet)
 		fprintf(stderr, "sbx-mock: note: at most %u API connections (file descriptor limit "
-				"%llu)\n", mock->max_conns, (unsigned long long)rl.rlim_cur);
+				"%llu)\n", mock->srv->max_conns, (unsigned long long)rl.rlim_cur);
 	return 0;
 }
 
@@ -167,7 +167,7 @@ static int start_daemon(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *err
 		sbx_err_set(err, "listen host \"%s\" is not an IPv4 address", cfg->listen_host);
 		return -1;
 	}
-	mock->daemon = MHD_start_daemon(flags, cfg->listen_port, mock_http_on_accept, mock,
+	mock->srv->daemon = MHD_start_daemon(flags, cfg->listen_port, mock_http_on_accept, mock,
 					mock_http_on_request, mock,
 					MHD_OPTION_EXTERNAL_LOGGER, mock_http_on_log, mock,
 					MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
@@ -176,18 +176,18 @@ static int start_daemon(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *err
 					MHD_OPTION_NOTIFY_CONNECTION, mock_http_on_connection, mock,
 					MHD_OPTION_CONNECTION_TIMEOUT, idle_s,
 					/* above max_conns: MHD's limit is never what refuses */
-					MHD_OPTION_CONNECTION_LIMIT, mock->max_conns + 64 + 16 * pool,
+					MHD_OPTION_CONNECTION_LIMIT, mock->srv->max_conns + 64 + 16 * pool,
 					MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024,
 					MHD_OPTION_THREAD_POOL_SIZE, pool,
 					MHD_OPTION_END);
-	if (mock->daemon == NULL) {
+	if (mock->srv->daemon == NULL) {
 		sbx_err_set(err, "cannot listen on %s:%u: %s", cfg->listen_host, cfg->listen_port,
 			    strerror(errno));
 		return -1;
 	}
-	di = MHD_get_daemon_info(mock->daemon, MHD_DAEMON_INFO_BIND_PORT);
-	mock->port = di != NULL ? di->port : cfg->listen_port;
-	snprintf(mock->url, sizeof(mock->url), "http://%s:%u", cfg->listen_host, mock->port);
+	di = MHD_get_daemon_info(mock->srv->daemon, MHD_DAEMON_INFO_BIND_PORT);
+	mock->srv->port = di != NULL ? di->port : cfg->listen_port;
+	snprintf(mock->srv->url, sizeof(mock->srv->url), "http://%s:%u", cfg->listen_host, mock->srv->port);
 	return 0;
 }
 
@@ -238,7 +238,7 @@ static int start_self_contained(sbx_mock *mock, uint16_t port, sbx_err *err)
 		return -1;
 	}
 	mock->self_port = port != 0 ? port : 1029;
-	snprintf(mock->self_url, sizeof(mock->self_url), "http://127.0.0.1:%u", mock->self_port);
+	snprintf(mock->srv->self_url, sizeof(mock->srv->self_url), "http://127.0.0.1:%u", mock->self_port);
 	return mock_self_listen_start(mock, err);
 }
 
@@ -278,12 +278,12 @@ static int start_self_daemon(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err
 			*err = bind_err;
 			return -1;
 		}
-		snprintf(mock->self_note, sizeof(mock->self_note), "%s", bind_err.msg);
+		snprintf(mock->srv->self_note, sizeof(mock->srv->self_note), "%s", bind_err.msg);
 		return 0;
 	}
 	di = MHD_get_daemon_info(mock->self_daemon, MHD_DAEMON_INFO_BIND_PORT);
 	mock->self_port = di != NULL ? di->port : port;
-	snprintf(mock->self_url, sizeof(mock->self_url), "http://%s:%u", host, mock->self_port);
+	snprintf(mock->srv->self_url, sizeof(mock->srv->self_url), "http://%s:%u", host, mock->self_port);
 	return 0;
 }
 
@@ -460,9 +460,9 @@ static void claim_cgroups(sbx_mock *mock)
 	mock_cg_owner_sweep(swept, sizeof(swept));
 	while (n < 4 && (parents[n] = mock_cgroups_parent(mock->cgroups, n)) != NULL)
 		n++;
-	mock->cg_owner = mock_cg_owner_claim(parents, n, why, sizeof(why));
+	mock->srv->cg_owner = mock_cg_owner_claim(parents, n, why, sizeof(why));
 	snprintf(mock->cgroups_note + len, sizeof(mock->cgroups_note) - len, "%s%s%s", swept,
-		 mock->cg_owner == NULL ? "; not claimed for a later sweep: " : "", why);
+		 mock->srv->cg_owner == NULL ? "; not claimed for a later sweep: " : "", why);
 }
 
 /* How guests run: contained unless plain is asked for; a host that
@@ -578,13 +578,20 @@ static int start_ingress(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *er
 
 sbx_mock *sbx_mock_start(const sbx_mock_config *cfg, sbx_err *err)
 {
-	sbx_mock *mock = calloc(1, sizeof(*mock));
+	/* the core and the server's own state in one block, the core first
+	 * (sbx_mock_stop frees it as the mock) */
+	struct mock_whole {
+		sbx_mock core;
+		struct mock_server srv;
+	} *whole = calloc(1, sizeof(*whole));
+	sbx_mock *mock = whole != NULL ? &whole->core : NULL;
 	mock_settings set;
 
 	if (mock == NULL) {
 		sbx_err_set(err, "out of memory");
 		return NULL;
 	}
+	mock->srv = &whole->srv;
 	mock_workers_init(mock);
 	/* the operations reach the self-signal listeners through these */
 	mock->self_guest_port = mock_self_guest_port;
@@ -620,12 +627,12 @@ out_stop: /* stop undoes whatever part of the start happened */
 
 const char *sbx_mock_url(const sbx_mock *mock)
 {
-	return mock->url;
+	return mock->srv->url;
 }
 
 uint16_t sbx_mock_port(const sbx_mock *mock)
 {
-	return mock->port;
+	return mock->srv->port;
 }
 
 const char *sbx_mock_admin_token(const sbx_mock *mock)
@@ -645,12 +652,12 @@ const char *sbx_mock_ingress_url(const sbx_mock *mock)
 
 const char *sbx_mock_self_url(const sbx_mock *mock)
 {
-	return mock->self_daemon != NULL ? mock->self_url : NULL;
+	return mock->self_daemon != NULL ? mock->srv->self_url : NULL;
 }
 
 const char *sbx_mock_self_note(const sbx_mock *mock)
 {
-	return mock->self_note[0] != '\0' ? mock->self_note : NULL;
+	return mock->srv->self_note[0] != '\0' ? mock->srv->self_note : NULL;
 }
 
 bool sbx_mock_guests_contained(const sbx_mock *mock)
@@ -691,8 +698,8 @@ void sbx_mock_stop(sbx_mock *mock)
 	/* workers resume their connections before they end: none stays
 	 * suspended when the daemon stops */
 	mock_workers_wait(mock);
-	if (mock->daemon != NULL)
-		MHD_stop_daemon(mock->daemon);
+	if (mock->srv->daemon != NULL)
+		MHD_stop_daemon(mock->srv->daemon);
 	if (mock->self_daemon != NULL)
 		MHD_stop_daemon(mock->self_daemon);
 	/* no request runs now (a GET's tick may destroy a sandbox): none
@@ -705,7 +712,7 @@ void sbx_mock_stop(sbx_mock *mock)
 		mock_model_free(mock->model);
 	}
 	mock_cgroups_close(mock->cgroups); /* every sandbox's group is gone */
-	mock_cg_owner_release(mock->cg_owner); /* after: a sweep finds nothing to do */
+	mock_cg_owner_release(mock->srv->cg_owner); /* after: a sweep finds nothing to do */
 	mock_internet_stop(mock->inet);    /* every sandbox's link is gone */
 	mock_cell_filter_free(mock->cell_filter); /* every cell that read it is gone */
 	mock_self_listen_free(mock); /* after the daemon: its callbacks use it */
