@@ -584,13 +584,14 @@ sbx_mock *sbx_mock_start(const sbx_mock_config *cfg, sbx_err *err)
 		sbx_mock core;
 		struct mock_server srv;
 	} *whole = calloc(1, sizeof(*whole));
-	sbx_mock *mock = whole != NULL ? &whole->core : NULL;
+	sbx_mock *mock;
 	mock_settings set;
 
-	if (mock == NULL) {
+	if (whole == NULL) {
 		sbx_err_set(err, "out of memory");
 		return NULL;
 	}
+	mock = &whole->core;
 	mock->srv = &whole->srv;
 	mock_workers_init(mock);
 	/* the operations reach the self-signal listeners through these */
