@@ -178,7 +178,10 @@ def main(argv):
     files = []
     for t in targets:
         if os.path.isdir(t):
-            files += sorted(os.path.join(t, f) for f in os.listdir(t) if f.endswith(".c"))
+            # a folder and its subfolders (mock-api/src is in folders by layer)
+            for d, subs, names in os.walk(t):
+                subs.sort()
+                files += sorted(os.path.join(d, f) for f in names if f.endswith(".c"))
         elif os.path.isfile(t):
             files.append(t)
         else:

@@ -37,7 +37,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../mock-api/src/mock_cli.h"
+#include "../mock-api/src/server/mock_cli.h"
 #include "sbx/mock.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

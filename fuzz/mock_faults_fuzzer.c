@@ -25,7 +25,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "../mock-api/src/faults.h"
+#include "../mock-api/src/faults/faults.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

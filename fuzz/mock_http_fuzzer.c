@@ -40,10 +40,10 @@
 
 #include <cjson/cJSON.h>
 
-#include "../mock-api/src/faults.h"
-#include "../mock-api/src/json_print.h"
-#include "../mock-api/src/model.h"
-#include "../mock-api/src/server.h"
+#include "../mock-api/src/faults/faults.h"
+#include "../mock-api/src/util/json_print.h"
+#include "../mock-api/src/model/model.h"
+#include "../mock-api/src/server/server.h"
 #include "sbx/mock.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -364,10 +364,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	peer.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	peer.sin_port = htons(40000);
 	/* MHD owns sv[1] from here */
-	if (MHD_add_connection(g_mock->daemon, sv[1], (struct sockaddr *)&peer, sizeof(peer)) !=
+	if (MHD_add_connection(g_mock->srv->daemon, sv[1], (struct sockaddr *)&peer, sizeof(peer)) !=
 	    MHD_YES) {
 		fprintf(stderr, "mock_http fuzzer: MHD_add_connection refused (%u open)\n",
-			atomic_load(&g_mock->conns_open));
+			atomic_load(&g_mock->srv->conns_open));
 		abort();
 	}
 	len = exchange(sv[0], data, size, memmem(data, size, "HEAD", 4) != NULL, &out);

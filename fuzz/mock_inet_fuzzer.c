@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../mock-api/src/inet_rules.h"
+#include "../mock-api/src/internet/inet_rules.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

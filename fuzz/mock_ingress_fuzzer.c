@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../mock-api/src/ingress.h"
+#include "../mock-api/src/server/ingress.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

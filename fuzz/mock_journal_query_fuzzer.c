@@ -26,8 +26,8 @@
 
 #include <cjson/cJSON.h>
 
-#include "../mock-api/src/faults.h"
-#include "../mock-api/src/journal.h"
+#include "../mock-api/src/faults/faults.h"
+#include "../mock-api/src/faults/journal.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -44,10 +44,10 @@
 
 #include <unistd.h>
 
-#include "../mock-api/src/api.h"
-#include "../mock-api/src/model.h"
-#include "../mock-api/src/ops.h"
-#include "../mock-api/src/server.h"
+#include "../mock-api/src/handlers/api.h"
+#include "../mock-api/src/model/model.h"
+#include "../mock-api/src/ops/ops.h"
+#include "../mock-api/src/server/server.h"
 #include "sbx/egress.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -28,11 +28,11 @@
 
 #include <cjson/cJSON.h>
 
-#include "../mock-api/src/faults.h"
-#include "../mock-api/src/model.h"
-#include "../mock-api/src/ops.h"
-#include "../mock-api/src/scenario.h"
-#include "../mock-api/src/server.h"
+#include "../mock-api/src/faults/faults.h"
+#include "../mock-api/src/model/model.h"
+#include "../mock-api/src/ops/ops.h"
+#include "../mock-api/src/ops/scenario.h"
+#include "../mock-api/src/server/server.h"
 #include "sbx/egress.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -48,10 +48,10 @@
 
 #include <cjson/cJSON.h>
 
-#include "../mock-api/src/model.h"
-#include "../mock-api/src/mutation_log.h"
-#include "../mock-api/src/server.h"
-#include "../mock-api/src/sha256.h"
+#include "../mock-api/src/model/model.h"
+#include "../mock-api/src/state/mutation_log.h"
+#include "../mock-api/src/server/server.h"
+#include "../mock-api/src/util/sha256.h"
 #include "sbx/http.h"
 #include "sbx/mock.h"
 #include "sbx/strbuf.h"

@@ -25,7 +25,7 @@ void sbx_egress_list_free(sbx_egress_list *list)
 	list_init(list);
 }
 
-static const char *json_type_name(const cJSON *item)
+const char *sbx_json_type_name(const cJSON *item)
 {
 	if (cJSON_IsNumber(item))
 		return "a number";
@@ -55,7 +55,7 @@ int sbx_egress_list_from_json(const cJSON *item, size_t max_rules, sbx_egress_li
 			err->pos = 0;
 			snprintf(err->message, sizeof err->message,
 				 "egress must be an array of strings or null, got %s",
-				 cJSON_IsString(item) ? "a string" : json_type_name(item));
+				 cJSON_IsString(item) ? "a string" : sbx_json_type_name(item));
 		}
 		return -1;
 	}
@@ -81,7 +81,7 @@ int sbx_egress_list_from_json(const cJSON *item, size_t max_rules, sbx_egress_li
 	{
 		if (!cJSON_IsString(el) || el->valuestring == NULL) {
 			egress_set_error(err, SBX_EGRESS_E_TYPE, i, NULL, 0, 0, false,
-					 "expected a string, got %s", json_type_name(el));
+					 "expected a string, got %s", sbx_json_type_name(el));
 			goto out_free_rules;
 		}
 		const char *s = el->valuestring;

@@ -112,11 +112,6 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static char *dup_str(const char *s)
-{
-	return sbx_gate_dup_range(s, 0, strlen(s), false);
-}
-
 /* `name` is quoted as written (lfx logs entry_point.name). */
 static char *refusal_message(const char *name, sbx_plugin_reason reason, char **dists, size_t n_dists)
 {
@@ -184,12 +179,12 @@ static int add_refusal(sbx_plugin_plan *plan, const group *g, sbx_plugin_reason 
 	memset(r, 0, sizeof *r);
 	plan->n_refused++; /* counted first so plan_free releases partial work */
 	r->reason = reason;
-	r->name = dup_str(g->name);
+	r->name = sbx_strdup(g->name);
 	r->distributions = calloc(g->n_dists, sizeof *r->distributions);
 	if (r->name == NULL || r->distributions == NULL)
 		return -1;
 	for (size_t i = 0; i < g->n_dists; i++) {
-		r->distributions[i] = dup_str(g->dists[i]);
+		r->distributions[i] = sbx_strdup(g->dists[i]);
 		if (r->distributions[i] == NULL)
 			return -1;
 		r->n_distributions++;
@@ -201,11 +196,11 @@ static int add_refusal(sbx_plugin_plan *plan, const group *g, sbx_plugin_reason 
 
 static int add_loaded(sbx_plugin_plan *plan, const group *g)
 {
-	plan->loaded[plan->n_loaded] = dup_str(g->name);
+	plan->loaded[plan->n_loaded] = sbx_strdup(g->name);
 	if (plan->loaded[plan->n_loaded] == NULL)
 		return -1;
 	plan->n_loaded++;
-	plan->imported[plan->n_imported] = dup_str(g->dists[0]);
+	plan->imported[plan->n_imported] = sbx_strdup(g->dists[0]);
 	if (plan->imported[plan->n_imported] == NULL)
 		return -1;
 	plan->n_imported++;

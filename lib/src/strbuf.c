@@ -107,3 +107,17 @@ char *sbx_strbuf_detach(sbx_strbuf *sb, size_t *len)
 	sbx_strbuf_init(sb);
 	return out;
 }
+
+char *sbx_strdup(const char *s)
+{
+	size_t n;
+	char *r;
+
+	if (s == NULL)
+		return NULL;
+	n = strlen(s) + 1;
+	r = malloc(n);
+	if (r != NULL)
+		memcpy(r, s, n);
+	return r;
+}

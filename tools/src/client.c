@@ -10,6 +10,7 @@
 #include <strings.h>
 
 #include "sbx/http.h"
+#include "sbx/strbuf.h"
 
 #define CTL_USER_AGENT "sbxctl/0.1"
 
@@ -49,29 +50,18 @@ ctl_errclass ctl_errclass_for_status(long status)
 	return status >= 500 ? CTL_E_SERVER : CTL_E_API;
 }
 
-static char *dup_str(const char *s)
-{
-	if (s == NULL)
-		return NULL;
-	size_t n = strlen(s) + 1;
-	char *r = malloc(n);
-	if (r != NULL)
-		memcpy(r, s, n);
-	return r;
-}
-
 int ctl_client_init(ctl_client *c, const char *base_url, const char *api_key, const char *admin_token)
 {
 	memset(c, 0, sizeof *c);
-	c->base_url = dup_str(base_url);
+	c->base_url = sbx_strdup(base_url);
 	if (c->base_url == NULL)
 		goto out_fail;
 	size_t n = strlen(c->base_url);
 	while (n > 0 && c->base_url[n - 1] == '/')
 		c->base_url[--n] = '\0';
-	if (api_key != NULL && (c->api_key = dup_str(api_key)) == NULL)
+	if (api_key != NULL && (c->api_key = sbx_strdup(api_key)) == NULL)
 		goto out_fail;
-	if (admin_token != NULL && (c->admin_token = dup_str(admin_token)) == NULL)
+	if (admin_token != NULL && (c->admin_token = sbx_strdup(admin_token)) == NULL)
 		goto out_fail;
 	sbx_http_opts o = {
 		.base_url = c->base_url,

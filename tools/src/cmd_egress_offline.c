@@ -318,21 +318,6 @@ static int split_lines(const char *data, size_t len, lint_input *in)
 	return 0;
 }
 
-static const char *json_type_name(const cJSON *v)
-{
-	if (cJSON_IsNumber(v))
-		return "a number";
-	if (cJSON_IsBool(v))
-		return "a boolean";
-	if (cJSON_IsNull(v))
-		return "null";
-	if (cJSON_IsArray(v))
-		return "an array";
-	if (cJSON_IsObject(v))
-		return "an object";
-	return "not a string";
-}
-
 /* A JSON array: strings become rules, anything else a "type" issue. */
 static int split_json(ctl_ctx *ctx, const char *path, const char *data, size_t len, lint_input *in,
 		      lint_report *rep)
@@ -353,7 +338,7 @@ static int split_json(ctl_ctx *ctx, const char *path, const char *data, size_t l
 				rc = -1;
 		} else {
 			char msg[128];
-			snprintf(msg, sizeof msg, "rule %zu: expected a string, got %s", idx, json_type_name(it));
+			snprintf(msg, sizeof msg, "rule %zu: expected a string, got %s", idx, sbx_json_type_name(it));
 			report_add(rep, idx, 0, sbx_egress_errclass_name(SBX_EGRESS_E_TYPE), msg);
 			if (input_push(in, "", 0, -1) != 0) /* keeps indexes aligned; skipped below */
 				rc = -1;

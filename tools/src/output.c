@@ -8,15 +8,6 @@
 
 #include "sbx/strbuf.h"
 
-static char *dup_str(const char *s)
-{
-	size_t n = strlen(s) + 1;
-	char *r = malloc(n);
-	if (r != NULL)
-		memcpy(r, s, n);
-	return r;
-}
-
 void ctl_table_init(ctl_table *t, size_t ncols, const char *const *headers)
 {
 	memset(t, 0, sizeof *t);
@@ -40,7 +31,7 @@ void ctl_table_add(ctl_table *t, const char *const *cells)
 	}
 	char **row = t->cells + t->nrows * t->ncols;
 	for (size_t i = 0; i < t->ncols; i++) {
-		row[i] = dup_str(cells[i] != NULL ? cells[i] : "-");
+		row[i] = sbx_strdup(cells[i] != NULL ? cells[i] : "-");
 		if (row[i] == NULL)
 			t->oom = true;
 	}
@@ -125,7 +116,7 @@ char *ctl_json_text(const cJSON *v)
 	sbx_strbuf sb = SBX_STRBUF_INIT;
 	append_text(&sb, v);
 	if (sb.data == NULL)
-		return dup_str("");
+		return sbx_strdup("");
 	return sbx_strbuf_detach(&sb, NULL);
 }
 

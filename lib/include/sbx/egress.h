@@ -80,6 +80,9 @@ typedef struct sbx_egress_list {
  * meaning absent = null). Rejects non-strings and lists over max_rules. */
 int sbx_egress_list_from_json(const cJSON *item, size_t max_rules,
 			      sbx_egress_list *out, sbx_egress_error *err);
+/* What a JSON value that is not a string is, for a message ("a number",
+ * "an array", ...; "not a string" for anything else). */
+const char *sbx_json_type_name(const cJSON *item);
 /* True when raw JSON text contains the escape \u0000 inside a string. cJSON
  * silently cuts such a string at the NUL, so "pypi.org\u0000.evil" would
  * reach sbx_egress_list_from_json as "pypi.org": an HTTP layer that parses

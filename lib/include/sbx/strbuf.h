@@ -26,6 +26,9 @@ bool sbx_strbuf_append(sbx_strbuf *sb, const void *bytes, size_t len);
 bool sbx_strbuf_puts(sbx_strbuf *sb, const char *s);
 bool sbx_strbuf_printf(sbx_strbuf *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 bool sbx_strbuf_vprintf(sbx_strbuf *sb, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
+/* A malloc'ed copy of s (the caller frees it); NULL when s is NULL or out
+ * of memory. The one string copy of the project's C code. */
+char *sbx_strdup(const char *s);
 /* The contents as a C string ("" when empty). Valid until the next append. */
 const char *sbx_strbuf_str(const sbx_strbuf *sb);
 /* Hands the buffer to the caller (who frees it) and leaves sb empty. */

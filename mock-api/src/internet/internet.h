@@ -1,0 +1,84 @@
+/* internet: the simulated internet that contained guests reach, and the
+ * kernel enforcement of their egress rules (mock-api/INTERNET.md).
+ *
+ * One network namespace of the mock's own ("the internet"), with nothing in
+ * it but loopback and one veth per sandbox: no route to any of the host's
+ * interfaces, so no packet a guest sends can leave the machine. In it every
+ * TCP connection to any address and port is taken by one transparent-proxy
+ * listener (nftables tproxy) that answers HTTP naming where it was reached
+ * (169.254.169.254:80 answers a metadata document), and 169.254.169.253:53
+ * is a resolver answering from a hosts file, NXDOMAIN otherwise.
+ *
+ * Each sandbox's traffic enters through its veth and passes its own chain,
+ * compiled from its egress list (inet_rules.h) and replaced atomically in
+ * one nftables transaction; a veth without a chain drops everything.
+ *
+ * Needs root (CAP_SYS_ADMIN and CAP_NET_ADMIN over the host's namespaces):
+ * mock_internet_start says why not otherwise. Thread-safe. */
+#ifndef SBX_MOCK_INTERNET_H
+#define SBX_MOCK_INTERNET_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "internet/inet_rules.h"
+#include "sbx/egress.h"
+#include "sbx/err.h"
+
+/* The addresses a guest sees (also in INTERNET.md and the cell's
+ * /etc/resolv.conf). */
+#define MOCK_INET_GATEWAY4 "169.254.1.1"
+#define MOCK_INET_RESOLVER4 "169.254.169.253"
+#define MOCK_INET_METADATA4 "169.254.169.254"
+
+typedef struct mock_internet mock_internet;
+
+/* Not root: moves this process into a user namespace of its own where it
+ * is root (its uid and gid the only ones mapped), so the internet can be
+ * made; no privilege on the host comes with it. Must run before any thread
+ * exists. 0 (also as root: nothing to do), or -1 with err saying why. */
+int mock_internet_own_userns(sbx_err *err);
+
+/* Creates the namespace and its servers. hosts_path: the resolver's names
+ * (NULL: none, every name is NXDOMAIN). NULL + err when it cannot. */
+mock_internet *mock_internet_start(const char *hosts_path, sbx_err *err);
+void mock_internet_stop(mock_internet *in);
+
+/* Joins a started cell (its PID 1 is cell_pid) to the internet: a veth,
+ * eth0 inside with ip4 (the sandbox's API address) and an IPv6 address of
+ * the same slot, default routes, and its chain with the list's rules (gen
+ * as mock_internet_apply's). slot: the sandbox's address index (unique). */
+int mock_internet_wire(mock_internet *in, uint32_t slot, const char *id, const char *ip4,
+		       pid_t cell_pid, uint64_t gen, const sbx_egress_list *list, sbx_host_rule_mode mode,
+		       bool blocked, sbx_err *err);
+/* Replaces the slot's chain with the list's rules, atomically; gen orders
+ * concurrent calls (an apply older than the last one applied is skipped).
+ * On failure the chain drops everything. */
+int mock_internet_apply(mock_internet *in, uint32_t slot, uint64_t gen, const sbx_egress_list *list,
+			sbx_host_rule_mode mode, bool blocked, sbx_err *err);
+/* Removes the slot's chain; its link goes with the cell's namespace. */
+void mock_internet_unwire(mock_internet *in, uint32_t slot);
+
+/* The resolver's table (for the documented mode's compilation and tests). */
+const mock_hosts *mock_internet_hosts(const mock_internet *in);
+
+/* internet_serve.c: the listeners inside the namespace. who: the sandbox
+ * id wired at a guest address ("" when none), for the metadata document
+ * (a callback: the servers sit below internet.c). */
+typedef struct mock_inet_servers mock_inet_servers;
+typedef void (*mock_inet_who_fn)(void *arg, int family, const uint8_t *addr, char *id, size_t cap);
+/* Called inside the internet's namespace. */
+mock_inet_servers *mock_inet_servers_start(const mock_hosts *hosts, mock_inet_who_fn who, void *who_arg,
+					   sbx_err *err);
+void mock_inet_servers_stop(mock_inet_servers *s);
+/* The sandbox id wired at a guest address ("" when none); in is a
+ * mock_internet (the servers' who callback). */
+void mock_internet_who(void *in, int family, const uint8_t *addr, char *id, size_t cap);
+
+/* The transparent proxy's port inside the namespace (fixed: the namespace
+ * is the mock's alone). */
+#define MOCK_INET_TPROXY_PORT 7
+#define MOCK_INET_MARK 0x5b
+
+#endif

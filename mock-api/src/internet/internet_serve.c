@@ -1,0 +1,511 @@
+/* internet_serve: the listeners inside the simulated internet (internet.h)
+ * — the transparent proxy that takes every TCP connection a guest's rules
+ * let through, and the resolver.
+ *
+ * The proxy answers each connection once: after the request's head (or 2 s
+ * of silence, for clients that wait to be spoken to) it writes an HTTP
+ * answer naming the address and port the guest dialled, the metadata
+ * document on 169.254.169.254:80, and closes. A guest controls what it
+ * sends, so every read is bounded, a request head has HEAD_DEADLINE_MS in
+ * all (however slowly it trickles), and a connection costs one short-lived
+ * thread: at most SANDBOX_CONNS at once per sandbox and MAX_CONNS in all
+ * (more are closed at once), so one guest's flood leaves the others theirs.
+ * The resolver answers each sandbox at most DNS_RATE queries a second
+ * (DNS_BURST at once); more are dropped, as a loaded resolver would. */
+#define _GNU_SOURCE
+#include "internet/internet.h"
+#include "sbx/sys.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_CONNS 1024
+#define SANDBOX_CONNS 64
+#define HEAD_MAX 4096
+#define QUIET_MS 2000
+#define HEAD_DEADLINE_MS 5000
+#define DNS_MAX 512
+#define DNS_RATE 200
+#define DNS_BURST 200
+#define DNS_BUCKETS 256
+#define ID_MAX 64
+
+/* Who holds connections (an entry per sandbox with any; "" for addresses
+ * no sandbox is wired at), under the servers' lock. */
+typedef struct share {
+	char id[ID_MAX];
+	int n;
+} share;
+
+/* A sandbox's DNS allowance (the resolver's thread only). */
+typedef struct bucket {
+	char id[ID_MAX];
+	double tokens;
+	int64_t at_ms;
+} bucket;
+
+struct mock_inet_servers {
+	int tcp4, tcp6, dns, stopfd;
+	pthread_t acceptor, resolver;
+	bool acceptor_up, resolver_up;
+	atomic_int conns;
+	pthread_mutex_t lock;
+	pthread_cond_t idle; /* conns reached 0 */
+	share shares[MAX_CONNS];
+	size_t nshares;
+	bucket buckets[DNS_BUCKETS];
+	size_t nbuckets;
+	const mock_hosts *hosts;
+	mock_inet_who_fn who;
+	void *who_arg;
+};
+
+typedef struct conn {
+	mock_inet_servers *s;
+	int fd;
+	char id[ID_MAX]; /* the sandbox it came from, "" when none */
+	int fam;
+	uint8_t peer[16];
+	char from[64];   /* its address as text */
+} conn;
+
+/* ---- sockets ---- */
+
+static int listener(int family, sbx_err *err)
+{
+	struct sockaddr_in6 a6 = {.sin6_family = AF_INET6, .sin6_port = htons(MOCK_INET_TPROXY_PORT)};
+	struct sockaddr_in a4 = {.sin_family = AF_INET, .sin_port = htons(MOCK_INET_TPROXY_PORT)};
+	int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
+	int ok = fd >= 0 && setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) == 0;
+
+	if (ok && family == AF_INET6)
+		ok = setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)) == 0 &&
+		     setsockopt(fd, IPPROTO_IPV6, IPV6_TRANSPARENT, &one, sizeof(one)) == 0 &&
+		     bind(fd, (struct sockaddr *)&a6, sizeof(a6)) == 0;
+	else if (ok)
+		ok = setsockopt(fd, IPPROTO_IP, IP_TRANSPARENT, &one, sizeof(one)) == 0 &&
+		     bind(fd, (struct sockaddr *)&a4, sizeof(a4)) == 0;
+	if (!ok || listen(fd, 1024) != 0) {
+		sbx_err_set(err, "internet: transparent listener (IPv%d): %s", family == AF_INET ? 4 : 6,
+			    strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* UDP port 53 of every IPv4 address: 169.254.169.253 is local here, and
+ * queries a guest sends to any other server arrive by tproxy; the answer
+ * goes out from the address the guest asked (IP_TRANSPARENT lets it). */
+static int resolver_socket(sbx_err *err)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(53)};
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), one = 1;
+
+	if (fd < 0 || setsockopt(fd, IPPROTO_IP, IP_TRANSPARENT, &one, sizeof(one)) != 0 ||
+	    setsockopt(fd, IPPROTO_IP, IP_RECVORIGDSTADDR, &one, sizeof(one)) != 0 ||
+	    bind(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
+		sbx_err_set(err, "internet: resolver on UDP port 53: %s", strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* ---- the proxy ---- */
+
+/* "ADDR:PORT" ("[ADDR]:PORT" for IPv6) of a socket address; family 4/6
+ * and the raw address into fam/raw. */
+static void addr_text(const struct sockaddr_storage *ss, char *out, size_t cap, int *fam, uint8_t raw[16])
+{
+	char a[INET6_ADDRSTRLEN] = "?";
+
+	if (ss->ss_family == AF_INET6) {
+		struct sockaddr_in6 s6;
+
+		memcpy(&s6, ss, sizeof(s6));
+		inet_ntop(AF_INET6, &s6.sin6_addr, a, sizeof(a));
+		snprintf(out, cap, "[%s]:%u", a, (unsigned)ntohs(s6.sin6_port));
+		*fam = 6;
+		memcpy(raw, &s6.sin6_addr, 16);
+	} else {
+		struct sockaddr_in s4;
+
+		memcpy(&s4, ss, sizeof(s4));
+		inet_ntop(AF_INET, &s4.sin_addr, a, sizeof(a));
+		snprintf(out, cap, "%s:%u", a, (unsigned)ntohs(s4.sin_port));
+		*fam = 4;
+		memcpy(raw, &s4.sin_addr, 4);
+	}
+}
+
+/* Reads until the end of a request head, HEAD_MAX bytes, EOF, silence,
+ * HEAD_DEADLINE_MS in all, or stop. */
+static void read_head(const conn *c)
+{
+	char buf[HEAD_MAX + 1];
+	size_t n = 0;
+	int64_t end = sbx_mono_ms() + HEAD_DEADLINE_MS;
+
+	while (n < HEAD_MAX) {
+		struct pollfd pf[2] = {{.fd = c->fd, .events = POLLIN}, {.fd = c->s->stopfd, .events = POLLIN}};
+		int64_t left = end - sbx_mono_ms();
+		ssize_t r;
+
+		if (left <= 0 || poll(pf, 2, left < QUIET_MS ? (int)left : QUIET_MS) <= 0 || pf[1].revents != 0)
+			return;
+		r = recv(c->fd, buf + n, HEAD_MAX - n, 0);
+		if (r <= 0)
+			return;
+		n += (size_t)r;
+		buf[n] = '\0';
+		if (strstr(buf, "\r\n\r\n") != NULL || strstr(buf, "\n\n") != NULL)
+			return;
+	}
+}
+
+static void answer(const conn *c)
+{
+	struct sockaddr_storage here = {0};
+	socklen_t hl = sizeof(here);
+	char dest[64], body[512], msg[1024];
+	const char *id = c->id, *from = c->from;
+	uint8_t raw[16];
+	int fam, n;
+	bool metadata;
+
+	/* a transparent socket's own address is where the guest dialled */
+	getsockname(c->fd, (struct sockaddr *)&here, &hl);
+	addr_text(&here, dest, sizeof(dest), &fam, raw);
+	metadata = strcmp(dest, MOCK_INET_METADATA4 ":80") == 0;
+	if (metadata)
+		snprintf(body, sizeof(body),
+			 "{\"service\":\"sbx-mock simulated metadata\",\"sandbox_id\":\"%s\","
+			 "\"local_address\":\"%s\",\"note\":\"169.254.0.0/16 is reachable whatever the "
+			 "egress rules say, as on the live service\"}\n",
+			 id, from);
+	else
+		snprintf(body, sizeof(body), "sbx-mock simulated internet: reached %s from %s\n", dest, from);
+	n = snprintf(msg, sizeof(msg),
+		     "HTTP/1.1 200 OK\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
+		     "X-Sbx-Reached: %s\r\nConnection: close\r\n\r\n%s",
+		     metadata ? "application/json" : "text/plain", strlen(body), dest, body);
+	if (send(c->fd, msg, (size_t)n, MSG_NOSIGNAL) < 0)
+		return;
+	/* close after the client read it: closing with its request unread
+	 * would reset the connection before it sees the answer */
+	shutdown(c->fd, SHUT_WR);
+	read_head(c);
+}
+
+/* Counts a connection of id in; false (nothing counted) when its sandbox
+ * holds its share or all are taken. */
+static bool share_take(mock_inet_servers *s, const char *id)
+{
+	share *e = NULL;
+	bool ok = false;
+
+	pthread_mutex_lock(&s->lock);
+	for (size_t i = 0; i < s->nshares && e == NULL; i++) {
+		if (strcmp(s->shares[i].id, id) == 0)
+			e = &s->shares[i];
+	}
+	if (atomic_load(&s->conns) < MAX_CONNS && (e == NULL || e->n < SANDBOX_CONNS)) {
+		if (e == NULL) {
+			e = &s->shares[s->nshares++]; /* fewer entries than connections */
+			snprintf(e->id, sizeof(e->id), "%s", id);
+			e->n = 0;
+		}
+		e->n++;
+		atomic_fetch_add(&s->conns, 1);
+		ok = true;
+	}
+	pthread_mutex_unlock(&s->lock);
+	return ok;
+}
+
+static void share_give(mock_inet_servers *s, const char *id)
+{
+	pthread_mutex_lock(&s->lock);
+	for (size_t i = 0; i < s->nshares; i++) {
+		if (strcmp(s->shares[i].id, id) == 0 && --s->shares[i].n == 0) {
+			s->shares[i] = s->shares[--s->nshares];
+			break;
+		}
+	}
+	if (atomic_fetch_sub(&s->conns, 1) == 1)
+		pthread_cond_broadcast(&s->idle);
+	pthread_mutex_unlock(&s->lock);
+}
+
+static void *serve_conn(void *arg)
+{
+	conn *c = arg;
+
+	read_head(c);
+	answer(c);
+	close(c->fd);
+	share_give(c->s, c->id);
+	free(c);
+	return NULL;
+}
+
+/* Who is at the other end of fd: into c's id, fam, peer and from. */
+static void identify(mock_inet_servers *s, conn *c)
+{
+	struct sockaddr_storage peer = {0};
+	socklen_t pl = sizeof(peer);
+
+	getpeername(c->fd, (struct sockaddr *)&peer, &pl);
+	addr_text(&peer, c->from, sizeof(c->from), &c->fam, c->peer);
+	s->who(s->who_arg, c->fam, c->peer, c->id, sizeof(c->id));
+}
+
+static void accept_one(mock_inet_servers *s, int lfd)
+{
+	int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	conn *c;
+	pthread_t t;
+	pthread_attr_t at;
+
+	if (fd < 0)
+		return;
+	c = calloc(1, sizeof(*c));
+	if (c == NULL) {
+		close(fd);
+		return;
+	}
+	c->s = s;
+	c->fd = fd;
+	identify(s, c);
+	if (!share_take(s, c->id)) {
+		close(fd);
+		free(c);
+		return;
+	}
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&at, 64 * 1024);
+	if (pthread_create(&t, &at, serve_conn, c) != 0) {
+		close(fd);
+		share_give(s, c->id);
+		free(c);
+	}
+	pthread_attr_destroy(&at);
+}
+
+static void *acceptor_main(void *arg)
+{
+	mock_inet_servers *s = arg;
+
+	for (;;) {
+		struct pollfd pf[3] = {{.fd = s->tcp4, .events = POLLIN},
+				       {.fd = s->tcp6, .events = POLLIN},
+				       {.fd = s->stopfd, .events = POLLIN}};
+
+		if (poll(pf, 3, -1) < 0 && errno != EINTR)
+			break;
+		if (pf[2].revents != 0)
+			break;
+		for (int i = 0; i < 2; i++) {
+			if (pf[i].revents != 0)
+				accept_one(s, pf[i].fd);
+		}
+	}
+	return NULL;
+}
+
+/* ---- the resolver ---- */
+
+/* One query; *asked = the address the guest sent it to. */
+static ssize_t recv_query(int fd, uint8_t *q, size_t cap, struct sockaddr_storage *from, socklen_t *fl,
+			  struct in_addr *asked)
+{
+	union {
+		struct cmsghdr align;
+		char space[CMSG_SPACE(sizeof(struct sockaddr_in))];
+	} cbuf;
+	struct iovec iov = {.iov_base = q, .iov_len = cap};
+	struct msghdr m = {.msg_name = from, .msg_namelen = *fl, .msg_iov = &iov, .msg_iovlen = 1,
+			   .msg_control = cbuf.space, .msg_controllen = sizeof(cbuf.space)};
+	ssize_t n = recvmsg(fd, &m, MSG_DONTWAIT);
+
+	*fl = m.msg_namelen;
+	for (struct cmsghdr *c = n > 0 ? CMSG_FIRSTHDR(&m) : NULL; c != NULL; c = CMSG_NXTHDR(&m, c)) {
+		if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_ORIGDSTADDR) {
+			struct sockaddr_in dst;
+
+			memcpy(&dst, CMSG_DATA(c), sizeof(dst));
+			*asked = dst.sin_addr;
+		}
+	}
+	return n;
+}
+
+/* The answer, from the address the query went to. */
+static void send_answer(int fd, const uint8_t *r, size_t len, const struct sockaddr_storage *to,
+			socklen_t tl, const struct in_addr *asked)
+{
+	union {
+		struct cmsghdr align;
+		char space[CMSG_SPACE(sizeof(struct in_pktinfo))];
+	} cbuf;
+	struct iovec iov = {.iov_base = (void *)(uintptr_t)r, .iov_len = len};
+	struct msghdr m = {.msg_name = (void *)(uintptr_t)to, .msg_namelen = tl, .msg_iov = &iov,
+			   .msg_iovlen = 1, .msg_control = cbuf.space, .msg_controllen = sizeof(cbuf.space)};
+	struct cmsghdr *c;
+	struct in_pktinfo pi = {.ipi_spec_dst = *asked};
+
+	memset(&cbuf, 0, sizeof(cbuf));
+	c = CMSG_FIRSTHDR(&m);
+	c->cmsg_level = IPPROTO_IP;
+	c->cmsg_type = IP_PKTINFO;
+	c->cmsg_len = CMSG_LEN(sizeof(pi));
+	memcpy(CMSG_DATA(c), &pi, sizeof(pi));
+	sendmsg(fd, &m, MSG_DONTWAIT);
+}
+
+/* True when the sandbox at from may have one more answer now (its bucket
+ * refills at DNS_RATE a second up to DNS_BURST). With every bucket taken,
+ * the one idle longest is reused. */
+static bool dns_allowed(mock_inet_servers *s, const struct sockaddr_storage *from)
+{
+	char id[ID_MAX], text[64];
+	uint8_t raw[16];
+	int fam;
+	int64_t now = sbx_mono_ms();
+	bucket *b = NULL;
+
+	addr_text(from, text, sizeof(text), &fam, raw);
+	s->who(s->who_arg, fam, raw, id, sizeof(id));
+	for (size_t i = 0; i < s->nbuckets && b == NULL; i++) {
+		if (strcmp(s->buckets[i].id, id) == 0)
+			b = &s->buckets[i];
+	}
+	if (b == NULL) {
+		if (s->nbuckets < DNS_BUCKETS) {
+			b = &s->buckets[s->nbuckets++];
+		} else {
+			b = &s->buckets[0];
+			for (size_t i = 1; i < DNS_BUCKETS; i++) {
+				if (s->buckets[i].at_ms < b->at_ms)
+					b = &s->buckets[i];
+			}
+		}
+		snprintf(b->id, sizeof(b->id), "%s", id);
+		b->tokens = DNS_BURST;
+		b->at_ms = now;
+	}
+	b->tokens += (double)(now - b->at_ms) * DNS_RATE / 1000.0;
+	if (b->tokens > DNS_BURST)
+		b->tokens = DNS_BURST;
+	b->at_ms = now;
+	if (b->tokens < 1.0)
+		return false;
+	b->tokens -= 1.0;
+	return true;
+}
+
+static void *resolver_main(void *arg)
+{
+	mock_inet_servers *s = arg;
+	uint8_t q[DNS_MAX], r[DNS_MAX];
+
+	for (;;) {
+		struct pollfd pf[2] = {{.fd = s->dns, .events = POLLIN}, {.fd = s->stopfd, .events = POLLIN}};
+		struct sockaddr_storage from;
+		socklen_t fl = sizeof(from);
+		struct in_addr asked = {0};
+		ssize_t n;
+		size_t len;
+
+		if (poll(pf, 2, -1) < 0 && errno != EINTR)
+			break;
+		if (pf[1].revents != 0)
+			break;
+		n = recv_query(s->dns, q, sizeof(q), &from, &fl, &asked);
+		if (n <= 0 || !dns_allowed(s, &from))
+			continue;
+		len = mock_dns_answer(s->hosts, q, (size_t)n, r, sizeof(r));
+		if (len > 0)
+			send_answer(s->dns, r, len, &from, fl, &asked);
+	}
+	return NULL;
+}
+
+/* ---- start and stop ---- */
+
+mock_inet_servers *mock_inet_servers_start(const mock_hosts *hosts, mock_inet_who_fn who, void *who_arg,
+					   sbx_err *err)
+{
+	mock_inet_servers *s = calloc(1, sizeof(*s));
+
+	if (s == NULL) {
+		sbx_err_set(err, "out of memory");
+		return NULL;
+	}
+	s->hosts = hosts;
+	s->who = who;
+	s->who_arg = who_arg;
+	s->tcp4 = s->tcp6 = s->dns = -1;
+	pthread_mutex_init(&s->lock, NULL);
+	pthread_cond_init(&s->idle, NULL);
+	s->stopfd = eventfd(0, EFD_CLOEXEC);
+	if (s->stopfd < 0 || (s->tcp4 = listener(AF_INET, err)) < 0 || (s->tcp6 = listener(AF_INET6, err)) < 0 ||
+	    (s->dns = resolver_socket(err)) < 0)
+		goto fail;
+	s->acceptor_up = pthread_create(&s->acceptor, NULL, acceptor_main, s) == 0;
+	s->resolver_up = s->acceptor_up && pthread_create(&s->resolver, NULL, resolver_main, s) == 0;
+	if (!s->resolver_up) {
+		sbx_err_set(err, "internet: threads: %s", strerror(errno));
+		goto fail;
+	}
+	return s;
+
+fail:
+	if (s->stopfd < 0)
+		sbx_err_set(err, "internet: eventfd: %s", strerror(errno));
+	mock_inet_servers_stop(s);
+	return NULL;
+}
+
+void mock_inet_servers_stop(mock_inet_servers *s)
+{
+	uint64_t one = 1;
+
+	if (s == NULL)
+		return;
+	if (s->stopfd >= 0 && write(s->stopfd, &one, sizeof(one)) < 0)
+		abort(); /* an eventfd write of 1 cannot fail */
+	if (s->acceptor_up)
+		pthread_join(s->acceptor, NULL);
+	if (s->resolver_up)
+		pthread_join(s->resolver, NULL);
+	pthread_mutex_lock(&s->lock);
+	while (atomic_load(&s->conns) > 0)
+		pthread_cond_wait(&s->idle, &s->lock);
+	pthread_mutex_unlock(&s->lock);
+	int fds[] = {s->tcp4, s->tcp6, s->dns, s->stopfd};
+
+	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
+		if (fds[i] >= 0)
+			close(fds[i]);
+	}
+	pthread_cond_destroy(&s->idle);
+	pthread_mutex_destroy(&s->lock);
+	free(s);
+}

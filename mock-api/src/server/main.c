@@ -1,0 +1,209 @@
+/* sbx-mock: the offline CreateOS Sandbox control plane as a program.
+ * Parses flags into an sbx_mock_config, starts the server, prints the URL and
+ * admin token on stdout, and stops cleanly on SIGINT/SIGTERM. Exit codes: 0
+ * clean stop, 2 usage or setup error. */
+#include <errno.h>
+#include <unistd.h>
+#include <stdarg.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "server/mock_cli.h"
+#include "sbx/mock.h"
+
+static const char usage[] =
+	"usage: sbx-mock [options]\n"
+	"Offline CreateOS Sandbox control plane (see mock-api/README.md).\n\n"
+	"  --listen HOST:PORT      bind address (default 127.0.0.1:0 = ephemeral port)\n"
+	"  --admin-token TOKEN     admin API token (default: random, printed)\n"
+	"  --api-key KEY           a known API key (repeatable); turns accept-any-key off\n"
+	"  --keys-file FILE        known API keys, one per line (# comments)\n"
+	"  --accept-any-key        any key creates a tenant (default unless keys are given)\n"
+	"  --no-accept-any-key     only known keys (401 otherwise)\n"
+	"  --cap N                 concurrent sandboxes per key (default 5)\n"
+	"  --cap-status CODE       status when over the cap (default 403)\n"
+	"  --cap-code CODE         data.code when over the cap (default QUOTA_EXCEEDED)\n"
+	"  --host-rules MODE       egress host rules: observed (default) | documented\n"
+	"  --timing T              instant (default) | realistic | scale factor (e.g. 0.1)\n"
+	"  --region NAME           the region this control plane serves (default local)\n"
+	"  --max-egress-rules N    egress list limit (default 1024)\n"
+	"  --max-body BYTES        JSON body limit (default 1048576)\n"
+	"  --max-file-body BYTES   file upload limit (default 67108864)\n"
+	"  --work-dir DIR          where guest trees live (default: private temp dir)\n"
+	"  --guest-mode MODE       contained (default) | plain (no isolation)\n"
+	"  --egress MODE           auto (default: enforced where possible) | enforced | stored\n"
+	"  --internet-hosts FILE   names the simulated internet resolves (default: the\n"
+	"                          source tree's fixtures/internet/hosts.json)\n"
+	"  --exec-timeout-ms MS    default exec timeout (default 600000, 0 = none)\n"
+	"  --check-state DIR       validate DIR's state log without starting: exit 0\n"
+	"                          clean, 1 a record or tail a start would drop, 2 unreadable\n"
+	"  --seed N                fault RNG seed (default 1)\n"
+	"  --journal-size N        request journal ring size (default 65536)\n"
+	"  --no-journal            do not record requests\n"
+	"  --scenario NAME|FILE    load a fault scenario: an existing file, else\n"
+	"                          NAME.json in the scenario path\n"
+	"  --scenario-dir DIR      look for scenario names here first, then in\n"
+	"                          $SBX_SCENARIO_DIR, the source fixtures/scenarios,\n"
+	"                          the installed share/sbx-harness/scenarios\n"
+	"  --record-upstream URL   record mode: proxy every control-plane request to URL\n"
+	"  --record-to FILE        ... and write the exchanges (JSON lines, keys redacted);\n"
+	"                          a FILE that exists is refused unless --record-overwrite\n"
+	"  --replay FILE           replay mode: answer a recorded session in order\n"
+	"  --state-dir DIR         durable state: fsync'd mutation log + guest trees in DIR\n"
+	"  --state-repair          a damaged state log: move its tail aside into a dated\n"
+	"                          file and start from the last good record\n"
+	"  --max-connections N     open API connections; past it new ones are closed at\n"
+	"                          once (default 4000, less if the fd limit is lower)\n"
+	"  --idle-timeout S        idle connections are closed after S seconds (default 120)\n"
+	"  --self-listen HOST:PORT|off  the guests' self-signal endpoint, POST /self/pause\n"
+	"                          and /self/delete (default 127.0.0.1:1029, as in a VM;\n"
+	"                          a warning, not an error, when that port is taken)\n"
+	"  --ingress-listen HOST:PORT|off  where sandboxes' preview URLs are served\n"
+	"                          (ingress_url_template; default 127.0.0.1:0, loopback only)\n"
+	"  --warm-pool N           contained cells built ahead of creates, handed out\n"
+	"                          once each; deletes are torn down after their answer\n"
+	"                          (default 2, at most 64, 0 = off)\n"
+	"  --quiet                 no log lines on stderr\n"
+	"  --help                  this text\n"
+	"Exit codes: 0 stopped by SIGINT/SIGTERM, 2 usage or setup error.\n";
+
+__attribute__((format(printf, 1, 2))) static int die_usage(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("sbx-mock: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputs("\nTry 'sbx-mock --help'.\n", stderr);
+	return 2;
+}
+
+/* Whether a listen host is a loopback address (or localhost). */
+static bool loopback(const char *host)
+{
+	return strncmp(host, "127.", 4) == 0 || strcmp(host, "localhost") == 0 ||
+	       strcmp(host, "::1") == 0 || strcmp(host, "[::1]") == 0;
+}
+
+/* Warnings a start deserves: reachable from other hosts, or no key works. */
+static void warn_start(const mock_cli *c)
+{
+	const char *self = c->cfg.self_listen;
+	char host[256];
+	const char *colon = self != NULL ? strrchr(self, ':') : NULL;
+
+	if (c->cfg.quiet)
+		return;
+	if (c->cfg.listen_host != NULL && !loopback(c->cfg.listen_host))
+		fprintf(stderr, "sbx-mock: WARNING: --listen %s is not a loopback address: other hosts "
+				"can reach this mock, and guests run their code as this user\n",
+			c->cfg.listen_host);
+	if (colon != NULL) {
+		snprintf(host, sizeof(host), "%.*s", (int)(colon - self), self);
+		if (!loopback(host))
+			fprintf(stderr, "sbx-mock: WARNING: --self-listen %s is not a loopback address: "
+					"other hosts can pause and delete sandboxes\n", self);
+	}
+	if (!c->cfg.accept_any_key && c->nkeys == 0)
+		fprintf(stderr, "sbx-mock: WARNING: --no-accept-any-key without --api-key or "
+				"--keys-file: every API request will be refused (401)\n");
+}
+
+static int run(mock_cli *c)
+{
+	char userns_note[sizeof(((sbx_err *)0)->msg)] = "";
+	sigset_t set;
+	sbx_mock *mock;
+	sbx_err err = {{0}};
+	int sig = 0;
+
+	/* Block the stop signals before any thread starts, then wait for them. */
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	/* unprivileged, enforced egress needs a user namespace of our own,
+	 * entered while this process has one thread; refused, the mock starts
+	 * with egress stored only and says why */
+	if ((c->cfg.egress == NULL || strcmp(c->cfg.egress, "stored") != 0) &&
+	    (c->cfg.guest_mode == NULL || strcmp(c->cfg.guest_mode, "plain") != 0) &&
+	    sbx_mock_own_userns(&err) != 0) {
+		if (c->cfg.egress != NULL && strcmp(c->cfg.egress, "enforced") == 0) {
+			fprintf(stderr, "sbx-mock: egress cannot be enforced: %s\n", err.msg);
+			return 2;
+		}
+		snprintf(userns_note, sizeof(userns_note), "%s", err.msg);
+	}
+	mock = sbx_mock_start(&c->cfg, &err);
+	if (mock == NULL) {
+		fprintf(stderr, "sbx-mock: %s\n", err.msg);
+		return 2;
+	}
+	printf("sbx-mock listening on %s\n", sbx_mock_url(mock));
+	printf("admin token: %s\n", sbx_mock_admin_token(mock));
+	printf("guest mode: %s\n", sbx_mock_guest_mode(mock));
+	if (sbx_mock_self_url(mock) != NULL)
+		printf("self-signal: %s\n", sbx_mock_self_url(mock));
+	if (sbx_mock_ingress_url(mock) != NULL)
+		printf("ingress: %s\n", sbx_mock_ingress_url(mock));
+	if (sbx_mock_egress_enforced(mock))
+		printf("egress: %s\n", sbx_mock_egress_note(mock));
+	fflush(stdout);
+	warn_start(c);
+	if (sbx_mock_self_note(mock) != NULL && !c->cfg.quiet)
+		fprintf(stderr, "sbx-mock: self-signal endpoint off: %s (--self-listen)\n",
+			sbx_mock_self_note(mock));
+	if (!sbx_mock_egress_enforced(mock))
+		fprintf(stderr, "sbx-mock: WARNING: egress %s%s%s\n", sbx_mock_egress_note(mock),
+			userns_note[0] != '\0' ? "; " : "", userns_note);
+	if (sbx_mock_cgroups_note(mock) != NULL && !c->cfg.quiet)
+		fprintf(stderr, "sbx-mock: %s\n", sbx_mock_cgroups_note(mock));
+	if (!sbx_mock_guests_contained(mock))
+		fprintf(stderr, "sbx-mock: WARNING: --guest-mode plain: guest code is NOT contained; it "
+				"runs as this user with all of its access (never use it for untrusted code)\n");
+	sigwait(&set, &sig);
+	if (!c->cfg.quiet)
+		fprintf(stderr, "sbx-mock: signal %d, stopping\n", sig);
+	sbx_mock_stop(mock);
+	return 0;
+}
+
+/* --check-state DIR: the start's restore path over DIR's log, nothing
+ * started and nothing on disk changed. 0 clean, 1 not clean, 2 unreadable. */
+static int check_state(mock_cli *c)
+{
+	sbx_err err = {{0}};
+	int rc;
+
+	c->cfg.state_dir = c->check_state;
+	rc = sbx_mock_check_state(&c->cfg, stdout, &err);
+	if (rc < 0) {
+		fprintf(stderr, "sbx-mock: --check-state: %s\n", err.msg);
+		return 2;
+	}
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	mock_cli c;
+	int rc = mock_cli_parse(&c, argc, argv);
+
+	if (rc == MOCK_CLI_HELP) {
+		fputs(usage, stdout);
+		rc = 0;
+	} else if (rc == MOCK_CLI_REFUSED) {
+		rc = die_usage("%s", c.err);
+	} else if (c.check_state != NULL) {
+		rc = check_state(&c);
+	} else {
+		rc = run(&c);
+	}
+	mock_cli_free(&c);
+	return rc;
+}
