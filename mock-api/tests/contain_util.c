@@ -477,43 +477,42 @@ bool cx_cgroup_wait_empty(const char *name, int ms)
 	}
 }
 
-/* Appends "pid comm state ppid" of each process in the group at path. */
+/* The first line of /proc/<pid>/<file> into buf (empty if none). */
+static void proc_line(long pid, const char *file, char *buf, size_t cap)
+{
+	char path[64];
+	FILE *fp;
+
+	snprintf(path, sizeof(path), "/proc/%ld/%s", pid, file);
+	buf[0] = '\0';
+	fp = fopen(path, "r");
+	if (fp != NULL && fgets(buf, (int)cap, fp) != NULL)
+		buf[strcspn(buf, "\n")] = '\0';
+	if (fp != NULL)
+		fclose(fp);
+}
+
+/* Appends each process in the group at path: the head of its stat line
+ * (pid, comm, state, ppid) and the system call it sleeps in. */
 static char *g_who;
 static size_t g_who_cap;
 
 static int who_visit(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
-	char line[32], stat[600], comm[64], sys[160];
+	char line[32], stat[600], sys[160];
 	FILE *fp = procs_at(path, flag);
 
 	(void)st;
 	(void)ftw;
 	while (fp != NULL && fgets(line, sizeof(line), fp) != NULL) {
 		size_t len = strlen(g_who);
-		int pid = atoi(line), ppid = -1;
-		char state = '?';
-		FILE *sf;
+		long pid = strtol(line, NULL, 10);
 
-		snprintf(stat, sizeof(stat), "/proc/%d/stat", pid);
-		snprintf(comm, sizeof(comm), "?");
-		sf = fopen(stat, "r");
-		if (sf != NULL) {
-			if (fscanf(sf, "%*d (%63[^)]) %c %d", comm, &state, &ppid) != 3)
-				snprintf(comm, sizeof(comm), "?");
-			fclose(sf);
-		}
-		/* where it sleeps: the system call it is in (number, args) */
-		snprintf(stat, sizeof(stat), "/proc/%d/syscall", pid);
-		sf = fopen(stat, "r");
-		sys[0] = '\0';
-		if (sf != NULL) {
-			if (fgets(sys, sizeof(sys), sf) != NULL)
-				sys[strcspn(sys, "\n")] = '\0';
-			fclose(sf);
-		}
+		proc_line(pid, "stat", stat, sizeof(stat));
+		stat[strcspn(stat, ")") < 80 ? strcspn(stat, ")") + 12 : 80] = '\0'; /* to the ppid */
+		proc_line(pid, "syscall", sys, sizeof(sys));
 		if (len + 1 < g_who_cap)
-			snprintf(g_who + len, g_who_cap - len, "[%d %s %c ppid %d syscall %s in %s] ", pid,
-				 comm, state, ppid, sys, path);
+			snprintf(g_who + len, g_who_cap - len, "[%s... syscall %s in %s] ", stat, sys, path);
 	}
 	if (fp != NULL)
 		fclose(fp);
