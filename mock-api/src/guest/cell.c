@@ -143,6 +143,29 @@ static _Noreturn void child_fail(const cell_child *cc)
 	_exit(127);
 }
 
+/* Closes every descriptor but the ones the child uses (system calls only). */
+static void close_others(const cell_child *cc)
+{
+	int keep[6] = {cc->sync_r, cc->err_w, cc->ctl, cc->devnull, cc->exe, cc->bpf};
+	unsigned lo = 0;
+
+	for (size_t i = 1; i < 6; i++) /* ascending; -1 (no filter) first */
+		for (size_t j = i; j > 0 && keep[j - 1] > keep[j]; j--) {
+			int t = keep[j];
+
+			keep[j] = keep[j - 1];
+			keep[j - 1] = t;
+		}
+	for (size_t i = 0; i < 6; i++) {
+		if (keep[i] < 0 || (unsigned)keep[i] < lo)
+			continue;
+		if ((unsigned)keep[i] > lo)
+			syscall(SYS_close_range, lo, (unsigned)keep[i] - 1, 0U);
+		lo = (unsigned)keep[i] + 1;
+	}
+	syscall(SYS_close_range, lo, ~0U, 0U);
+}
+
 /* In the new namespaces, in the mock's memory: system calls only. */
 static int cell_child_main(void *arg)
 {
@@ -152,11 +175,13 @@ static int cell_child_main(void *arg)
 	char go = 0;
 	int hi[5] = {-1, -1, -1, -1, -1}, ws, tmp;
 
-	/* the child's copy of the mock's end goes first: held here, a mock
-	 * killed before "go" left this child waiting forever on a pipe it
-	 * kept open itself, with copies of other cells' control sockets that
-	 * then never reached EOF (cells outlived a kill -9) */
-	close(cc->sync_w);
+	/* the clone copied every descriptor of the mock; only the start's own
+	 * stay. A copy held here keeps the mock's open: the sync pipe's write
+	 * end (a mock killed before "go" left this child waiting forever on a
+	 * pipe it held itself), other cells' control sockets (they never saw
+	 * EOF: cells outlived a kill -9), removed self-signal listeners (still
+	 * taking connections). close-on-exec alone waits for the exec. */
+	close_others(cc);
 	if (read(cc->sync_r, &go, 1) != 1)
 		_exit(127); /* the mock gave up on this start */
 	/* the sandbox dirs as handles, while this child is still the mock's
