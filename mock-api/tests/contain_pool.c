@@ -186,10 +186,7 @@ static void pl_lifecycle(const char *id, const char *op, const char *body, const
  * sandbox (the files API, like exec, answers 409 while it is paused). */
 static long ticks(pid_t in)
 {
-	char path[64];
-
-	snprintf(path, sizeof(path), "/proc/%d/root/workspace/ticks", (int)in);
-	return cx_lines(path);
+	return cx_root_lines(in, "/workspace/ticks");
 }
 
 void pooled_sandbox_pauses_and_forks(void **state)

@@ -600,6 +600,14 @@ long cx_lines(const char *path)
 	return n;
 }
 
+long cx_root_lines(pid_t pid, const char *path)
+{
+	char full[4200];
+
+	snprintf(full, sizeof(full), "/proc/%d/root%s", (int)pid, path);
+	return cx_lines(full);
+}
+
 long cx_guest_lines(const char *key, const char *id, const char *path)
 {
 	char route[512];

@@ -1128,10 +1128,7 @@ static void memory_over_shape_exits_137(void **state)
  * is paused, so it cannot tell a frozen ticker from a running one. */
 static long host_ticks(pid_t in)
 {
-	char path[64];
-
-	snprintf(path, sizeof(path), "/proc/%d/root/workspace/ticks", (int)in);
-	return cx_lines(path);
+	return cx_root_lines(in, "/workspace/ticks");
 }
 
 /* The ticker's line count once it exceeds above (it ticks every 20 ms when

@@ -123,7 +123,6 @@ uid_t mock_cell_owner(void)
 /* Everything the child needs, prepared before the clone. */
 typedef struct cell_child {
 	int sync_r;       /* one byte: the id maps are written, go */
-	int sync_w;       /* the mock's end, which the child's fd table copied */
 	int err_w;        /* an errno when something before execve failed */
 	int ctl, devnull, exe;
 	int bpf;          /* the filter's memfd, or -1 */
@@ -403,7 +402,7 @@ static int child_prepare(cell_child *cc, const mock_cell_conf *conf, const char 
 mock_cell *mock_cell_start(const mock_cell_conf *conf, sbx_err *err)
 {
 	mock_cell *c = calloc(1, sizeof(*c));
-	cell_child cc = {.sync_r = -1, .sync_w = -1, .err_w = -1, .ctl = -1, .devnull = -1, .exe = -1, .bpf = -1};
+	cell_child cc = {.sync_r = -1, .err_w = -1, .ctl = -1, .devnull = -1, .exe = -1, .bpf = -1};
 	int ctl[2] = {-1, -1}, sync[2] = {-1, -1}, ep[2] = {-1, -1};
 
 	if (c == NULL) {
@@ -421,7 +420,6 @@ mock_cell *mock_cell_start(const mock_cell_conf *conf, sbx_err *err)
 	if (child_prepare(&cc, conf, cell_path(), ctl[1], err) != 0)
 		goto out_close;
 	cc.sync_r = sync[0];
-	cc.sync_w = sync[1];
 	cc.err_w = ep[1];
 	sync[0] = ep[1] = -1; /* clone_cell closes them, as cc's */
 	c->pid = clone_cell(&cc, sync[1], ep[0], conf, err);
