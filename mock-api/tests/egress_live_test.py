@@ -9,6 +9,11 @@ refused by the guest's own loopback = let through; no answer = dropped)
 must agree with the vector's (the engine's) and with /_mock/egress/check.
 Any disagreement fails with the rules, the destination and every verdict.
 
+Half the rule lists are given at create (a warm pool's cell, its link made
+ahead with an empty list's chain, gets them at hand-out), half by PUT after
+it; the mock runs a pool big enough that most creates take a pooled cell
+and checks that some did.
+
 Also: the link-local hole (metadata answers under "network off"), the
 resolver, and that no connection ever leaves the machine (a listener on one
 of this host's own non-loopback addresses is never reached from a guest).
@@ -70,7 +75,7 @@ class Mock:
     def __init__(self, binary, hosts):
         self.proc = subprocess.Popen(
             [binary, "--listen", "127.0.0.1:0", "--self-listen", "off", "--cap", "1000",
-             "--internet-hosts", hosts],
+             "--internet-hosts", hosts, "--warm-pool", "4"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.url = self.token = None
         self.enforced = False
@@ -149,11 +154,16 @@ def local_kind(addr):
     return None
 
 
-def sandbox(mock, key, rules):
-    st, b = mock.call("POST", "/v1/sandboxes", {"shape": "s-1vcpu-1gb"}, key=key)
+def sandbox(mock, key, rules, at_create):
+    body = {"shape": "s-1vcpu-1gb"}
+    if at_create:
+        body["egress"] = rules
+    st, b = mock.call("POST", "/v1/sandboxes", body, key=key)
     if st != 200:
         raise RuntimeError("create: %s %s" % (st, b))
     sid = b["data"]["id"]
+    if at_create:
+        return sid
     st, b = mock.call("PUT", "/v1/sandboxes/%s/egress" % sid, {"egress": rules}, key=key)
     if st != 200:
         raise RuntimeError("PUT egress %r: %s %s" % (rules, st, b))
@@ -174,7 +184,8 @@ def probe(mock, key, sid, dests):
 
 def run_group(mock, n, mode, rules, vectors):
     key = "diff-%d" % n
-    sid = sandbox(mock, key, rules)
+    at_create = n % 2 == 0
+    sid = sandbox(mock, key, rules, at_create)
     try:
         dests = [address_of(v["dest"]) for v in vectors]
         kernel = probe(mock, key, sid, dests)
@@ -196,8 +207,8 @@ def run_group(mock, n, mode, rules, vectors):
                 verdict = "allowed" if k == "ok" else "denied"
             if not ok or oracle != v["allowed"]:
                 failures.append(
-                    "rules %s (%s) dest %s [%s]: kernel %s (%s), engine %s (%s), oracle %s" % (
-                        json.dumps(rules), mode, v["dest"], v.get("note", ""), verdict, k,
+                    "rules %s (%s, given %s) dest %s [%s]: kernel %s (%s), engine %s (%s), oracle %s" % (
+                        json.dumps(rules), mode, "at create" if at_create else "by PUT", v["dest"], v.get("note", ""), verdict, k,
                         "allowed" if v["allowed"] else "denied", v.get("reason"), oracle))
         return len(vectors), unobservable, failures
     finally:
@@ -243,7 +254,7 @@ def no_leak(mock):
     try:
         for rules in (None, ["0.0.0.0/0"], [addrs[0]]):
             key = "leak"
-            sid = sandbox(mock, key, rules)
+            sid = sandbox(mock, key, rules, False)
             try:
                 out = guest_run(mock, key, sid, ["python3", "-c",
                     "import socket,sys; s=socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=3);"
@@ -266,7 +277,7 @@ def no_leak(mock):
 
 def hole_and_resolver(mock):
     key = "hole"
-    sid = sandbox(mock, key, ["240.0.0.0/4"])  # the Langflow integration's "network off"
+    sid = sandbox(mock, key, ["240.0.0.0/4"], True)  # the Langflow integration's "network off"
     failures = []
     try:
         out = guest_run(mock, key, sid, ["python3", "-c",
@@ -309,7 +320,7 @@ def dns_to_any_server(mock):
     for rules, want in ((None, "151.101.0.223 from 8.8.8.8"), (["240.0.0.0/4"], "no answer"),
                         (["8.8.8.8:53"], "151.101.0.223 from 8.8.8.8")):
         key = "dns"
-        sid = sandbox(mock, key, rules)
+        sid = sandbox(mock, key, rules, True)
         try:
             out = guest_run(mock, key, sid, ["python3", "-c", DNS_PROBE, "8.8.8.8"]).strip()
             if out != want:
@@ -347,6 +358,10 @@ def main():
                     checked += count
                     stays += local
                     failures += fails
+        st, b = mock.call("GET", "/_mock/pool", admin=True)
+        if st != 200 or not b["data"].get("handed_out"):
+            failures.append("no create took a warm pool's cell (the prewired link went untested): %s %s"
+                            % (st, b))
         failures += hole_and_resolver(mock)
         failures += dns_to_any_server(mock)
         failures += no_leak(mock)

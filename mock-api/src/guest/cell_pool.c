@@ -31,6 +31,9 @@ struct mock_pool {
 	char work_dir[PATH_MAX];
 	mock_guest_opts opts;
 	bool quiet;
+	int (*prepare)(void *arg, mock_guest *g, sbx_err *err);
+	void (*discard)(void *arg, mock_guest *g);
+	void *hook_arg;
 	pthread_mutex_t lock;
 	pthread_cond_t refill_cv;   /* a guest was taken, or stop */
 	pthread_cond_t retire_cv;   /* a guest was retired, or stop */
@@ -55,9 +58,24 @@ static mock_guest *build_one(mock_pool *p, sbx_err *err)
 {
 	char name[64];
 
+	mock_guest *g;
+
 	snprintf(name, sizeof(name), "pool-%ld-%llu", (long)getpid(),
 		 (unsigned long long)atomic_fetch_add(&g_pool_seq, 1) + 1);
-	return mock_guest_new(p->work_dir, name, GUEST_CONTAINED, &p->opts, err);
+	g = mock_guest_new(p->work_dir, name, GUEST_CONTAINED, &p->opts, err);
+	if (g != NULL && p->prepare != NULL && p->prepare(p->hook_arg, g, err) != 0) {
+		mock_guest_free(g, true);
+		g = NULL;
+	}
+	return g;
+}
+
+/* A guest never handed out: its prepared parts go back, then it. */
+static void discard_one(mock_pool *p, mock_guest *g)
+{
+	if (p->discard != NULL)
+		p->discard(p->hook_arg, g);
+	mock_guest_free(g, true);
 }
 
 /* The result of a build, under the lock: kept, or a failure that slows
@@ -119,7 +137,7 @@ static void *refill_main(void *arg)
 		p->building--;
 		if (g != NULL && p->stopping) {
 			pthread_mutex_unlock(&p->lock);
-			mock_guest_free(g, true);
+			discard_one(p, g);
 			pthread_mutex_lock(&p->lock);
 			continue;
 		}
@@ -170,6 +188,9 @@ mock_pool *mock_pool_start(const mock_pool_conf *conf, sbx_err *err)
 	p->opts = conf->opts;
 	p->opts.pooled = true;
 	p->quiet = conf->quiet;
+	p->prepare = conf->prepare;
+	p->discard = conf->discard;
+	p->hook_arg = conf->hook_arg;
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -264,7 +285,7 @@ void mock_pool_stop(mock_pool *p)
 	for (unsigned i = 0; i < p->ndying; i++) /* only when its thread never ran */
 		mock_guest_free(p->dying[i], true);
 	for (unsigned i = 0; i < p->nidle; i++)
-		mock_guest_free(p->idle[i], true);
+		discard_one(p, p->idle[i]);
 	pthread_cond_destroy(&p->retire_cv);
 	pthread_cond_destroy(&p->refill_cv);
 	pthread_mutex_destroy(&p->lock);

@@ -40,6 +40,12 @@ typedef struct mock_pool_conf {
 	const char *work_dir;       /* where their trees are made (copied) */
 	mock_guest_opts opts;       /* how each is built (pooled is set here) */
 	bool quiet;                 /* no line on stderr for a failed build */
+	/* optional: run on each built guest before it is idle (the mock wires
+	 * its network link ahead); a failure is a failed build (the guest is
+	 * freed). discard: on each guest freed without being handed out */
+	int (*prepare)(void *arg, mock_guest *g, sbx_err *err);
+	void (*discard)(void *arg, mock_guest *g);
+	void *hook_arg;
 } mock_pool_conf;
 
 typedef struct mock_pool_stats {

@@ -333,6 +333,20 @@ pid_t mock_guest_cell_pid(const mock_guest *g)
 	return g != NULL ? mock_cell_pid(g->cell) : -1;
 }
 
+void mock_guest_set_net_link(mock_guest *g, uint32_t link)
+{
+	g->net_link = link;
+}
+
+uint32_t mock_guest_take_net_link(mock_guest *g)
+{
+	uint32_t link = g != NULL ? g->net_link : 0;
+
+	if (g != NULL)
+		g->net_link = 0;
+	return link;
+}
+
 int mock_guest_socket(mock_guest *g, sbx_err *err)
 {
 	bool dead;

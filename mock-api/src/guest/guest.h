@@ -74,6 +74,11 @@ int mock_guest_self_fd(const mock_guest *g);
 /* Contained: the host pid of the guest's cell (PID 1 inside), else -1. */
 pid_t mock_guest_cell_pid(const mock_guest *g);
 int mock_guest_take_self_fd(mock_guest *g);
+/* A pooled cell's network link made ahead (the internet's prewire number;
+ * 0 none): set by the pool's prepare hook before the guest is shared,
+ * taken (and cleared) by whoever wires or discards it. */
+void mock_guest_set_net_link(mock_guest *g, uint32_t link);
+uint32_t mock_guest_take_net_link(mock_guest *g);
 /* What a sandbox uses now (GET /v1/sandboxes/{id}/metrics). */
 typedef struct mock_guest_usage {
 	uint64_t cpu_usec;        /* CPU time of every process it ran, alive or exited */

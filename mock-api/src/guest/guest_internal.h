@@ -30,6 +30,7 @@ struct mock_guest {
 	size_t npg, cappg;
 	bool dead;             /* under lock: killed, no new exec */
 	bool reaped;           /* under lock: the cell was killed and reaped */
+	uint32_t net_link;     /* a pooled cell's link made ahead, 0 none (guest.h) */
 	struct mproc_table *procs; /* managed processes (guest_procs.c), made on first use */
 	/* set with procs: stops and frees them (a hook, so that guest.c
 	 * never calls up into guest_procs.c) */

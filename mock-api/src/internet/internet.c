@@ -31,7 +31,16 @@ typedef struct wired {
 	uint64_t gen;      /* the last egress generation applied */
 	char id[64];
 	uint8_t ip4[4], ip6[16];
+	char ifname[16], chain[16]; /* the slot's, or a prewired link's */
 } wired;
+
+/* A link made ahead for a warm pool's cell (mock_internet_prewire): named
+ * by its own number, not yet any sandbox's. */
+typedef struct prelink {
+	uint32_t link;
+	char ifname[16], chain[16];
+	char *rules;       /* the chain's rules as compiled (compared at wire) */
+} prelink;
 
 struct mock_internet {
 	int nsfd;               /* the internet's network namespace */
@@ -42,6 +51,9 @@ struct mock_internet {
 	mock_inet_servers *srv;
 	wired *w;
 	size_t nw, capw;
+	prelink *pre;
+	size_t npre, cappre;
+	uint32_t next_link;
 	/* the namespace's thread: born in the host's network namespace, it
 	 * moves into the internet's for good (an unprivileged mock, root only
 	 * in a user namespace of its own, could never come back) and runs
@@ -338,6 +350,9 @@ void mock_internet_stop(mock_internet *in)
 		close(in->nsfd);
 	mock_hosts_free(&in->hosts);
 	free(in->w);
+	for (size_t i = 0; i < in->npre; i++)
+		free(in->pre[i].rules);
+	free(in->pre);
 	pthread_cond_destroy(&in->jcv);
 	pthread_mutex_destroy(&in->jm);
 	pthread_mutex_destroy(&in->lock);
@@ -360,18 +375,24 @@ static wired *find(mock_internet *in, uint32_t slot)
 	return NULL;
 }
 
-/* In the cell's namespace: eth0's addresses and the default routes. */
-static int configure_guest(const wired *e, pid_t cell_pid, sbx_err *err)
+static prelink *find_pre(mock_internet *in, uint32_t link)
 {
-	static const uint8_t ll1[16] = {0xfe, 0x80, [15] = 1};
+	for (size_t i = 0; i < in->npre; i++) {
+		if (in->pre[i].link == link)
+			return &in->pre[i];
+	}
+	return NULL;
+}
+
+/* Runs fn inside the namespace of the cell whose PID 1 is cell_pid, with
+ * a netlink socket of that namespace. */
+static int in_cell(pid_t cell_pid, int (*fn)(mock_rtnl *nl, const void *arg, sbx_err *err), const void *arg,
+		   sbx_err *err)
+{
 	char path[64];
-	uint8_t gw4[4];
-	mock_rtnl_route r4 = {.family = AF_INET, .ifname = "eth0", .gw = gw4, .onlink = true};
-	mock_rtnl_route r6 = {.family = AF_INET6, .ifname = "eth0", .gw = ll1};
 	mock_rtnl *nl;
 	int fd, back, rc;
 
-	inet_pton(AF_INET, MOCK_INET_GATEWAY4, gw4);
 	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)cell_pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
@@ -383,91 +404,299 @@ static int configure_guest(const wired *e, pid_t cell_pid, sbx_err *err)
 	if (rc != 0)
 		return -1;
 	nl = mock_rtnl_open(err);
-	rc = nl == NULL || mock_rtnl_link_up(nl, "eth0", err) != 0 ||
-			     mock_rtnl_addr(nl, "eth0", AF_INET, e->ip4, 32, err) != 0 ||
-			     mock_rtnl_addr(nl, "eth0", AF_INET6, e->ip6, 128, err) != 0 ||
-			     mock_rtnl_route_add(nl, &r4, err) != 0 || mock_rtnl_route_add(nl, &r6, err) != 0
-		     ? -1
-		     : 0;
+	rc = nl == NULL || fn(nl, arg, err) != 0 ? -1 : 0;
 	mock_rtnl_close(nl);
 	leave(back);
 	return rc;
 }
 
-/* In the internet: the link, its routes back to the guest, the slot's
- * chain (dropping all) and its entry in the interface map. */
-/* The sandbox's first rules, compiled into the transaction that makes its
- * chain (one nftables round trip per create, not two). */
-typedef struct first_rules {
-	const sbx_egress_list *list;
-	sbx_host_rule_mode mode;
-	bool blocked;
-} first_rules;
-
-static int wire_here(mock_internet *in, const wired *e, pid_t cell_pid, const first_rules *fr,
-		     sbx_err *err)
+/* The cell's side of a link, whatever sandbox it serves: eth0 up, the
+ * default routes through the gateways. */
+static int guest_link(mock_rtnl *nl, const void *arg, sbx_err *err)
 {
 	static const uint8_t ll1[16] = {0xfe, 0x80, [15] = 1};
-	char ifname[16], chain[16];
-	sbx_strbuf cmds;
-	int rc;
-	mock_rtnl_route b4 = {.family = AF_INET, .dst = e->ip4, .dst_len = 32, .ifname = ifname};
-	mock_rtnl_route b6 = {.family = AF_INET6, .dst = e->ip6, .dst_len = 128, .ifname = ifname};
+	uint8_t gw4[4];
+	mock_rtnl_route r4 = {.family = AF_INET, .ifname = "eth0", .gw = gw4, .onlink = true};
+	mock_rtnl_route r6 = {.family = AF_INET6, .ifname = "eth0", .gw = ll1};
 
-	names(e->slot, ifname, chain);
+	(void)arg;
+	inet_pton(AF_INET, MOCK_INET_GATEWAY4, gw4);
+	return mock_rtnl_link_up(nl, "eth0", err) != 0 || mock_rtnl_route_add(nl, &r4, err) != 0 ||
+			       mock_rtnl_route_add(nl, &r6, err) != 0
+		       ? -1
+		       : 0;
+}
+
+/* The cell's side of one sandbox: eth0's addresses. */
+static int guest_addrs(mock_rtnl *nl, const void *arg, sbx_err *err)
+{
+	const wired *e = arg;
+
+	return mock_rtnl_addr(nl, "eth0", AF_INET, e->ip4, 32, err) != 0 ||
+			       mock_rtnl_addr(nl, "eth0", AF_INET6, e->ip6, 128, err) != 0
+		       ? -1
+		       : 0;
+}
+
+static int guest_all(mock_rtnl *nl, const void *arg, sbx_err *err)
+{
+	return guest_link(nl, NULL, err) != 0 ? -1 : guest_addrs(nl, arg, err);
+}
+
+/* In the internet: a veth to the cell (eth0 inside), up, with the
+ * gateway's link-local address on our side. */
+static int make_link(mock_internet *in, const char *ifname, pid_t cell_pid, sbx_err *err)
+{
+	static const uint8_t ll1[16] = {0xfe, 0x80, [15] = 1};
+
 	if (mock_rtnl_veth(in->nl, ifname, "eth0", cell_pid, err) != 0) {
 		/* a link of a reset's reused slot, still being torn down */
 		if (errno != EEXIST || mock_rtnl_link_del(in->nl, ifname, err) != 0 ||
 		    mock_rtnl_veth(in->nl, ifname, "eth0", cell_pid, err) != 0)
 			return -1;
 	}
+	return mock_rtnl_link_up(in->nl, ifname, err) != 0 || mock_rtnl_addr(in->nl, ifname, AF_INET6, ll1, 64, err) != 0
+		       ? -1
+		       : 0;
+}
+
+/* The commands that make a chain with the list's rules and map the link
+ * to it (one nftables round trip). NULL when out of memory. */
+static char *chain_cmds(mock_internet *in, const char *ifname, const char *chain, const sbx_egress_list *list,
+			sbx_host_rule_mode mode, bool blocked)
+{
+	sbx_strbuf cmds;
+
 	sbx_strbuf_init(&cmds);
 	if (!sbx_strbuf_printf(&cmds, "add chain " MOCK_NFT_TABLE " %s\n", chain) ||
-	    !mock_nft_compile(&cmds, chain, fr->list, fr->mode, &in->hosts, fr->blocked) ||
+	    !mock_nft_compile(&cmds, chain, list, mode, &in->hosts, blocked) ||
 	    !sbx_strbuf_printf(&cmds, "add element " MOCK_NFT_TABLE " ifmap { \"%s\" : jump %s }\n", ifname,
 			       chain)) {
 		sbx_strbuf_free(&cmds);
-		sbx_err_set(err, "out of memory");
-		return -1;
+		return NULL;
 	}
-	rc = mock_rtnl_link_up(in->nl, ifname, err) != 0 || mock_rtnl_route_add(in->nl, &b4, err) != 0 ||
-			     mock_rtnl_addr(in->nl, ifname, AF_INET6, ll1, 64, err) != 0 ||
-			     mock_rtnl_route_add(in->nl, &b6, err) != 0 ||
-			     nft_run(in, sbx_strbuf_str(&cmds), "new sandbox chain", err) != 0
-		     ? -1
-		     : 0;
-	sbx_strbuf_free(&cmds);
-	return rc;
+	return sbx_strbuf_detach(&cmds, NULL);
+}
+
+/* The sandbox's first rules (compiled into the transaction that makes its
+ * chain, or compared with what a prewired chain holds). */
+typedef struct first_rules {
+	const sbx_egress_list *list;
+	sbx_host_rule_mode mode;
+	bool blocked;
+} first_rules;
+
+/* The routes back to the guest's addresses, through its link. */
+static int routes_back(mock_internet *in, const wired *e, sbx_err *err)
+{
+	mock_rtnl_route b4 = {.family = AF_INET, .dst = e->ip4, .dst_len = 32, .ifname = e->ifname};
+	mock_rtnl_route b6 = {.family = AF_INET6, .dst = e->ip6, .dst_len = 128, .ifname = e->ifname};
+
+	return mock_rtnl_route_add(in->nl, &b4, err) != 0 || mock_rtnl_route_add(in->nl, &b6, err) != 0 ? -1 : 0;
 }
 
 typedef struct wire_job {
 	const wired *e;
 	pid_t cell_pid;
 	first_rules fr;
+	const prelink *pre; /* the cell's link made ahead, or NULL */
 } wire_job;
+
+/* A new link: everything in one go. */
+static int wire_new(mock_internet *in, const wire_job *j, sbx_err *err)
+{
+	char *cmds;
+	int rc;
+
+	if (make_link(in, j->e->ifname, j->cell_pid, err) != 0 || routes_back(in, j->e, err) != 0)
+		return -1;
+	cmds = chain_cmds(in, j->e->ifname, j->e->chain, j->fr.list, j->fr.mode, j->fr.blocked);
+	if (cmds == NULL) {
+		sbx_err_set(err, "out of memory");
+		return -1;
+	}
+	rc = nft_run(in, cmds, "new sandbox chain", err);
+	free(cmds);
+	return rc != 0 ? -1 : in_cell(j->cell_pid, guest_all, j->e, err);
+}
+
+/* A prewired link: only what is the sandbox's (its addresses, and its
+ * rules when they are not the ones the chain was made with). */
+static int wire_pre(mock_internet *in, const wire_job *j, sbx_err *err)
+{
+	sbx_strbuf rules;
+	int rc = 0;
+
+	if (routes_back(in, j->e, err) != 0)
+		return -1;
+	sbx_strbuf_init(&rules);
+	if (!mock_nft_compile(&rules, j->e->chain, j->fr.list, j->fr.mode, &in->hosts, j->fr.blocked)) {
+		sbx_strbuf_free(&rules);
+		sbx_err_set(err, "out of memory");
+		return -1;
+	}
+	if (strcmp(sbx_strbuf_str(&rules), j->pre->rules) != 0)
+		rc = nft_run(in, sbx_strbuf_str(&rules), "sandbox egress rules", err);
+	sbx_strbuf_free(&rules);
+	return rc != 0 ? -1 : in_cell(j->cell_pid, guest_addrs, j->e, err);
+}
 
 static int wire_job_run(mock_internet *in, void *arg, sbx_err *err)
 {
 	const wire_job *j = arg;
 
-	return wire_here(in, j->e, j->cell_pid, &j->fr, err) != 0 ? -1 : configure_guest(j->e, j->cell_pid, err);
+	return j->pre != NULL ? wire_pre(in, j, err) : wire_new(in, j, err);
 }
 
-int mock_internet_wire(mock_internet *in, uint32_t slot, const char *id, const char *ip4,
-		       pid_t cell_pid, uint64_t gen, const sbx_egress_list *list, sbx_host_rule_mode mode,
+/* Deletes a chain and its map entry (each on its own: a part never made
+ * must not keep the rest). */
+static int unchain_job_run(mock_internet *in, void *arg, sbx_err *err)
+{
+	const char *const *n = arg; /* ifname, chain */
+	char cmds[256];
+
+	(void)err;
+	snprintf(cmds, sizeof(cmds), "delete element " MOCK_NFT_TABLE " ifmap { \"%s\" }\n", n[0]);
+	nft_run_cmd_from_buffer(in->nft, cmds);
+	snprintf(cmds, sizeof(cmds), "delete chain " MOCK_NFT_TABLE " %s\n", n[1]);
+	nft_run_cmd_from_buffer(in->nft, cmds);
+	/* not the link: it goes with the cell's namespace, and deleting it
+	 * here would wait for the kernel's RCU grace periods (~30 ms) */
+	return 0;
+}
+
+/* Under in->lock: forgets a prewired link, its chain deleted or kept
+ * (taken by a sandbox). */
+static void pre_drop_locked(mock_internet *in, prelink *pl, bool unchain)
+{
+	if (unchain) {
+		const char *n[2] = {pl->ifname, pl->chain};
+		sbx_err err = {{0}};
+
+		inside(in, unchain_job_run, n, &err);
+	}
+	free(pl->rules);
+	*pl = in->pre[--in->npre];
+}
+
+typedef struct prewire_job {
+	const prelink *pl;
+	pid_t cell_pid;
+} prewire_job;
+
+static int prewire_job_run(mock_internet *in, void *arg, sbx_err *err)
+{
+	const prewire_job *j = arg;
+	const sbx_egress_list none = {0};
+	char *cmds;
+	int rc;
+
+	if (make_link(in, j->pl->ifname, j->cell_pid, err) != 0)
+		return -1;
+	cmds = chain_cmds(in, j->pl->ifname, j->pl->chain, &none, SBX_HOST_RULES_OBSERVED, false);
+	if (cmds == NULL) {
+		sbx_err_set(err, "out of memory");
+		return -1;
+	}
+	rc = nft_run(in, cmds, "prewired chain", err);
+	free(cmds);
+	return rc != 0 ? -1 : in_cell(j->cell_pid, guest_link, NULL, err);
+}
+
+int mock_internet_prewire(mock_internet *in, pid_t cell_pid, uint32_t *link, sbx_err *err)
+{
+	const sbx_egress_list none = {0};
+	sbx_strbuf rules;
+	prelink pl = {0};
+	prewire_job j = {.pl = &pl, .cell_pid = cell_pid};
+	int rc;
+
+	*link = 0;
+	pthread_mutex_lock(&in->lock);
+	if (in->npre == in->cappre) {
+		size_t cap = in->cappre != 0 ? in->cappre * 2 : 16;
+		prelink *p = realloc(in->pre, cap * sizeof(*p));
+
+		if (p == NULL) {
+			pthread_mutex_unlock(&in->lock);
+			sbx_err_set(err, "out of memory");
+			return -1;
+		}
+		in->pre = p;
+		in->cappre = cap;
+	}
+	pl.link = ++in->next_link != 0 ? in->next_link : ++in->next_link;
+	snprintf(pl.ifname, sizeof(pl.ifname), MOCK_INET_IFPREFIX "p%u", (unsigned)pl.link);
+	snprintf(pl.chain, sizeof(pl.chain), "p%u", (unsigned)pl.link);
+	/* what the chain holds: an empty list's rules (a create's default) */
+	sbx_strbuf_init(&rules);
+	if (!mock_nft_compile(&rules, pl.chain, &none, SBX_HOST_RULES_OBSERVED, &in->hosts, false)) {
+		pthread_mutex_unlock(&in->lock);
+		sbx_strbuf_free(&rules);
+		sbx_err_set(err, "out of memory");
+		return -1;
+	}
+	pl.rules = sbx_strbuf_detach(&rules, NULL);
+	in->pre[in->npre++] = pl;
+	rc = inside(in, prewire_job_run, &j, err);
+	if (rc == 0)
+		*link = pl.link;
+	else
+		pre_drop_locked(in, find_pre(in, pl.link), true);
+	pthread_mutex_unlock(&in->lock);
+	return rc;
+}
+
+void mock_internet_unprewire(mock_internet *in, uint32_t link)
+{
+	prelink *pl;
+
+	if (in == NULL || link == 0)
+		return;
+	pthread_mutex_lock(&in->lock);
+	pl = find_pre(in, link);
+	if (pl != NULL)
+		pre_drop_locked(in, pl, true);
+	pthread_mutex_unlock(&in->lock);
+}
+
+/* Under in->lock: room for one more wired entry. */
+static int grow_wired_locked(mock_internet *in, sbx_err *err)
+{
+	size_t cap;
+	wired *w;
+
+	if (in->nw < in->capw)
+		return 0;
+	cap = in->capw != 0 ? in->capw * 2 : 64;
+	w = realloc(in->w, cap * sizeof(*w));
+	if (w == NULL) {
+		sbx_err_set(err, "out of memory");
+		return -1;
+	}
+	in->w = w;
+	in->capw = cap;
+	return 0;
+}
+
+int mock_internet_wire(mock_internet *in, uint32_t slot, const char *id, const char *ip4, pid_t cell_pid,
+		       uint32_t link, uint64_t gen, const sbx_egress_list *list, sbx_host_rule_mode mode,
 		       bool blocked, sbx_err *err)
 {
 	wired e = {.slot = slot, .gen = gen};
 	wire_job j = {.e = &e, .cell_pid = cell_pid, .fr = {.list = list, .mode = mode, .blocked = blocked}};
+	prelink *pl = NULL;
 	bool stale;
 	int rc;
 
 	if (inet_pton(AF_INET, ip4, e.ip4) != 1) {
 		sbx_err_set(err, "internet: sandbox address \"%s\" is not IPv4", ip4);
+		mock_internet_unprewire(in, link);
 		return -1;
 	}
 	slot_ip6(slot, e.ip6);
 	snprintf(e.id, sizeof(e.id), "%s", id);
+	names(slot, e.ifname, e.chain);
 	/* a slot still registered belongs to a sandbox of before a reset
 	 * (addresses restart then) whose cell is gone: its parts go first */
 	pthread_mutex_lock(&in->lock);
@@ -476,24 +705,27 @@ int mock_internet_wire(mock_internet *in, uint32_t slot, const char *id, const c
 	if (stale)
 		mock_internet_unwire(in, slot);
 	pthread_mutex_lock(&in->lock);
-	if (in->nw == in->capw) {
-		size_t cap = in->capw != 0 ? in->capw * 2 : 64;
-		wired *w = realloc(in->w, cap * sizeof(*w));
-
-		if (w == NULL) {
-			pthread_mutex_unlock(&in->lock);
-			sbx_err_set(err, "out of memory");
-			return -1;
-		}
-		in->w = w;
-		in->capw = cap;
+	if (link != 0 && (pl = find_pre(in, link)) == NULL) {
+		pthread_mutex_unlock(&in->lock);
+		sbx_err_set(err, "internet: no prewired link %u", (unsigned)link);
+		return -1;
 	}
-	rc = inside(in, wire_job_run, &j, err);
+	if (pl != NULL) {
+		memcpy(e.ifname, pl->ifname, sizeof(e.ifname));
+		memcpy(e.chain, pl->chain, sizeof(e.chain));
+		j.pre = pl;
+	}
+	rc = grow_wired_locked(in, err) != 0 ? -1 : inside(in, wire_job_run, &j, err);
 	if (rc == 0)
 		in->w[in->nw++] = e;
+	if (pl != NULL) /* the sandbox's now, or made undone below */
+		pre_drop_locked(in, pl, false);
+	if (rc != 0) { /* whatever part was made */
+		const char *n[2] = {e.ifname, e.chain};
+
+		inside(in, unchain_job_run, n, err);
+	}
 	pthread_mutex_unlock(&in->lock);
-	if (rc != 0)
-		mock_internet_unwire(in, slot); /* whatever part was made */
 	return rc;
 }
 
@@ -537,31 +769,16 @@ int mock_internet_apply(mock_internet *in, uint32_t slot, uint64_t gen, const sb
 	wired *e;
 	int rc = 0;
 
-	names(slot, ifname, chain);
 	pthread_mutex_lock(&in->lock);
 	e = find(in, slot);
 	if (e != NULL && gen >= e->gen) { /* else gone, or a newer list is in already */
+		memcpy(ifname, e->ifname, sizeof(ifname));
+		memcpy(chain, e->chain, sizeof(chain));
 		rc = inside(in, apply_job_run, &j, err);
 		e->gen = gen;
 	}
 	pthread_mutex_unlock(&in->lock);
 	return rc;
-}
-
-static int unwire_job_run(mock_internet *in, void *arg, sbx_err *err)
-{
-	const char *const *n = arg; /* ifname, chain */
-	char cmds[256];
-
-	(void)err;
-	/* each on its own: a part never made must not keep the rest */
-	snprintf(cmds, sizeof(cmds), "delete element " MOCK_NFT_TABLE " ifmap { \"%s\" }\n", n[0]);
-	nft_run_cmd_from_buffer(in->nft, cmds);
-	snprintf(cmds, sizeof(cmds), "delete chain " MOCK_NFT_TABLE " %s\n", n[1]);
-	nft_run_cmd_from_buffer(in->nft, cmds);
-	/* not the link: it goes with the cell's namespace, and deleting it
-	 * here would wait for the kernel's RCU grace periods (~30 ms) */
-	return 0;
 }
 
 void mock_internet_unwire(mock_internet *in, uint32_t slot)
@@ -575,10 +792,13 @@ void mock_internet_unwire(mock_internet *in, uint32_t slot)
 		return;
 	names(slot, ifname, chain);
 	pthread_mutex_lock(&in->lock);
-	inside(in, unwire_job_run, n, &err);
 	e = find(in, slot);
-	if (e != NULL)
+	if (e != NULL) { /* a prewired link's names */
+		memcpy(ifname, e->ifname, sizeof(ifname));
+		memcpy(chain, e->chain, sizeof(chain));
 		*e = in->w[--in->nw];
+	}
+	inside(in, unchain_job_run, n, &err);
 	pthread_mutex_unlock(&in->lock);
 }
 

@@ -48,10 +48,23 @@ void mock_internet_stop(mock_internet *in);
 /* Joins a started cell (its PID 1 is cell_pid) to the internet: a veth,
  * eth0 inside with ip4 (the sandbox's API address) and an IPv6 address of
  * the same slot, default routes, and its chain with the list's rules (gen
- * as mock_internet_apply's). slot: the sandbox's address index (unique). */
-int mock_internet_wire(mock_internet *in, uint32_t slot, const char *id, const char *ip4,
-		       pid_t cell_pid, uint64_t gen, const sbx_egress_list *list, sbx_host_rule_mode mode,
+ * as mock_internet_apply's). slot: the sandbox's address index (unique).
+ * link: the cell's prewired link (below), or 0. */
+int mock_internet_wire(mock_internet *in, uint32_t slot, const char *id, const char *ip4, pid_t cell_pid,
+		       uint32_t link, uint64_t gen, const sbx_egress_list *list, sbx_host_rule_mode mode,
 		       bool blocked, sbx_err *err);
+/* The warm pool's part of wiring (issue 24), for a cell built ahead of its
+ * sandbox: everything that is not one sandbox's — the veth (eth0 inside,
+ * up, default routes), a chain of its own with an empty list's rules and
+ * its map entry. *link names it for mock_internet_wire (link: the wiring
+ * then adds the sandbox's addresses and routes back, and replaces the
+ * rules only when the sandbox's differ), which takes it over, success or
+ * not; a cell never handed out gives it back with mock_internet_unprewire.
+ * 0, or -1 with err set (nothing left made). */
+int mock_internet_prewire(mock_internet *in, pid_t cell_pid, uint32_t *link, sbx_err *err);
+/* Deletes a prewired link's chain (its veth goes with its cell); 0 or an
+ * unknown link: nothing. */
+void mock_internet_unprewire(mock_internet *in, uint32_t link);
 /* Replaces the slot's chain with the list's rules, atomically; gen orders
  * concurrent calls (an apply older than the last one applied is skipped).
  * On failure the chain drops everything. */

@@ -77,10 +77,30 @@ int mock_egress_wire(sbx_mock *mock, const mock_sandbox *sb, mock_guest *g, sbx_
 		sbx_egress_list_free(&c.list);
 		c.blocked = true;
 	}
-	rc = mock_internet_wire(mock->inet, slot_of(sb->ip), sb->id, sb->ip, mock_guest_cell_pid(g), c.gen, &c.list,
-				c.mode, c.blocked, err);
+	rc = mock_internet_wire(mock->inet, slot_of(sb->ip), sb->id, sb->ip, mock_guest_cell_pid(g),
+				mock_guest_take_net_link(g), c.gen, &c.list, c.mode, c.blocked, err);
 	sbx_egress_list_free(&c.list);
 	return rc;
+}
+
+int mock_egress_prewire(void *arg, mock_guest *g, sbx_err *err)
+{
+	sbx_mock *mock = arg;
+	uint32_t link;
+
+	if (mock->inet == NULL)
+		return 0;
+	if (mock_internet_prewire(mock->inet, mock_guest_cell_pid(g), &link, err) != 0)
+		return -1;
+	mock_guest_set_net_link(g, link);
+	return 0;
+}
+
+void mock_egress_unprewire(void *arg, mock_guest *g)
+{
+	sbx_mock *mock = arg;
+
+	mock_internet_unprewire(mock->inet, mock_guest_take_net_link(g));
 }
 
 void mock_egress_sync(sbx_mock *mock, const char *id)

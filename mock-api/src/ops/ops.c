@@ -596,6 +596,7 @@ static mock_guest *guest_from_pool(sbx_mock *mock, const mock_sandbox *sb, const
 	if (!mock->quiet)
 		fprintf(stderr, "sbx-mock: warm pool: a pooled cell failed its hand-out to %s (%s); "
 				"building a fresh one\n", sb->id, berr.msg);
+	mock_egress_unprewire(mock, g);
 	if (!mock_pool_retire(mock->pool, g))
 		mock_guest_free(g, true);
 	mock_pool_settled(mock->pool);

@@ -229,6 +229,12 @@ void mock_free_guests(sbx_mock *mock, bool remove);
 /* Joins a started guest to the simulated internet with its rules; -1 +
  * err: the sandbox must not run. Without the model lock. */
 int mock_egress_wire(sbx_mock *mock, const mock_sandbox *sb, mock_guest *g, sbx_err *err);
+/* The warm pool's hooks (cell_pool.h; arg the sbx_mock) with enforced
+ * egress: a pooled cell's link made ahead (mock_internet_prewire), so that
+ * a create only adds the sandbox's addresses; and given back when the
+ * cell is freed without being handed out. */
+int mock_egress_prewire(void *arg, mock_guest *g, sbx_err *err);
+void mock_egress_unprewire(void *arg, mock_guest *g);
 /* The kernel's copy of a sandbox's rules follows the model's (after PUT
  * egress, a quota change); all: after a change of the host-rule mode.
  * Without the model lock. */

@@ -547,6 +547,11 @@ static int start_pool(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *err)
 	pc.opts.pids_max = MOCK_GUEST_PIDS_MAX;
 	pc.opts.disk_mib = MOCK_POOL_IDLE_DISK_MIB;
 	pc.opts.filter = mock->cell_filter;
+	if (mock->inet != NULL) {
+		pc.prepare = mock_egress_prewire;
+		pc.discard = mock_egress_unprewire;
+		pc.hook_arg = mock;
+	}
 	mock->pool = mock_pool_start(&pc, err);
 	if (mock->pool == NULL)
 		return -1;
