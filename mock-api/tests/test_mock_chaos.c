@@ -171,7 +171,9 @@ static void exec_heartbeats_only_never_ends(void **state)
 	rq.path = path;
 	rq.key = "hb";
 	rq.body = "{\"cmd\":\"echo\",\"args\":[\"never seen\"]}";
-	rq.timeout_ms = 1500;
+	/* long enough for two heartbeats after a slow start on a loaded
+	 * machine; the stream never ends, so the client always gives up */
+	rq.timeout_ms = 6000;
 	th_do(&rq, &r);
 	admin_ok(U, TOK, "PUT", "/_mock/settings", "{\"exec_heartbeat_ms\":5000}");
 	assert_int_equal(r.status, 200);
@@ -385,6 +387,10 @@ static double now_s(void)
 	return (double)sbx_mono_us() / 1e6;
 }
 
+/* The in-flight stream's command: far longer than it takes to start on a
+ * loaded machine, so an end before it is the restart's drop. */
+#define STREAM_SLEEP_S "60"
+
 static void *bg_stream(void *arg)
 {
 	bg_req *b = arg;
@@ -395,8 +401,8 @@ static void *bg_stream(void *arg)
 	rq.url = b->url;
 	rq.path = b->path;
 	rq.key = "cp";
-	rq.body = "{\"cmd\":\"sleep\",\"args\":[\"8\"],\"stream\":true}";
-	rq.timeout_ms = 20000;
+	rq.body = "{\"cmd\":\"sleep\",\"args\":[\"" STREAM_SLEEP_S "\"],\"stream\":true}";
+	rq.timeout_ms = 2 * (int)strtol(STREAM_SLEEP_S, NULL, 10) * 1000; /* past the sleep's end */
 	th_do(&rq, &b->r);
 	b->seconds = now_s() - t0;
 	return NULL;
@@ -429,8 +435,11 @@ static void cp_restart_drops_connections_keeps_state(void **state)
 	b.url = U;
 	snprintf(b.path, sizeof(b.path), "/v1/sandboxes/%s/exec", id);
 	assert_int_equal(pthread_create(&th, NULL, bg_stream, &b), 0);
-	for (int i = 0; i < 3000 && count_journal("/v1/sandboxes/{id}/exec") == 0; i++)
+	for (double end = now_s() + 60; count_journal("/v1/sandboxes/{id}/exec") == 0;) {
+		if (now_s() > end)
+			fail_msg("the exec stream's request was not in the journal within 60 s");
 		nanosleep(&(struct timespec){0, 10000000}, NULL);
+	}
 	admin_ok(U, TOK, "POST", "/_mock/faults",
 		 "{\"match\":{\"path\":\"/v1/whoami\"},\"fire\":{\"times\":1},"
 		 "\"action\":{\"kind\":\"cp_restart\",\"not_ready_ms\":5000}}");
@@ -438,8 +447,9 @@ static void cp_restart_drops_connections_keeps_state(void **state)
 	assert_int_equal(r.curl_rc, CURLE_RECV_ERROR);
 	th_resp_free(&r);
 	pthread_join(th, NULL);
-	/* the in-flight stream dropped too, long before its command ended */
-	if (b.r.curl_rc == CURLE_OK || b.seconds > 6)
+	/* the in-flight stream dropped too, long before its command ended
+	 * (counted from its request, so its start is in the time too) */
+	if (b.r.curl_rc == CURLE_OK || b.seconds > strtod(STREAM_SLEEP_S, NULL) - 15)
 		fail_msg("in-flight stream: expected a drop, got curl %d after %.2f s: %s", b.r.curl_rc,
 			 b.seconds, sbx_strbuf_str(&b.r.body));
 	th_resp_free(&b.r);

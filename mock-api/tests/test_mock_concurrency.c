@@ -177,7 +177,9 @@ static void reads_answered_while_many_requests_block(void **state)
 
 /* A streaming exec whose client hangs up is killed even while the command
  * prints nothing (the connection is suspended then): within the exec
- * timeout of a second command that waits for the first one's pid to go. */
+ * timeout of a second command that waits for the first one's pid to go
+ * (60 s: a loaded machine; the first one sleeps 600, so it still fails
+ * when nothing kills it). */
 static void silent_stream_killed_when_client_leaves(void **state)
 {
 	sbx_mock_config cfg;
@@ -209,7 +211,7 @@ static void silent_stream_killed_when_client_leaves(void **state)
 	assert_true(wait_file(url, id, "pid"));
 	th_json(url, "k", "POST", path,
 		"{\"cmd\":\"sh\",\"args\":[\"-c\",\"while kill -0 $(cat /workspace/pid) 2>/dev/null; "
-		"do sleep 0.05; done; echo gone\"],\"timeout_ms\":4000}",
+		"do sleep 0.05; done; echo gone\"],\"timeout_ms\":60000}",
 		&r);
 	assert_int_equal(r.status, 200);
 	if (strstr(sbx_strbuf_str(&r.body), "\"stdout\":\"gone\\n\"") == NULL)

@@ -136,22 +136,22 @@ test("full lifecycle through the SDK", async () => {
 
   // pause -> fork -> resume
   await sb.pause();
-  await sb.waitUntilPaused({ timeoutMs: 10_000 });
+  await sb.waitUntilPaused({ timeoutMs: 60_000 }); // a loaded CI machine
   assert.equal(sb.status, "paused");
   const child = await sb.fork({ start_paused: false });
   assert.equal(child.data.forked_from, sb.id);
-  await child.waitUntilRunning({ timeoutMs: 10_000 });
+  await child.waitUntilRunning({ timeoutMs: 60_000 });
   const copied = await child.runCommand("cat", ["/workspace/data/blob.bin"]);
   assert.equal(copied.result.exit_code, 0);
   await sb.resume();
-  await sb.waitUntilRunning({ timeoutMs: 10_000 });
+  await sb.waitUntilRunning({ timeoutMs: 60_000 });
   const again = await sb.runCommand("true");
   assert.equal(again.result.exit_code, 0);
 
   // destroy
   const d = await sb.destroy();
   assert.equal(d.id, sb.id);
-  await sb.waitUntilDestroyed({ timeoutMs: 10_000 });
+  await sb.waitUntilDestroyed({ timeoutMs: 60_000 });
   await child.destroy();
   const me = await box.whoami();
   assert.equal(me.stats.total, 0);
@@ -450,13 +450,13 @@ test("self-signal helpers from inside a guest", async () => {
   const src = readFileSync(join(F.DIST, "self.js"));
   const run = (sb, fn) =>
     sb.runCommand("node", ["-e", `import("/workspace/self.mjs").then((m) => m.${fn}("fidelity")).then(() => console.log("ok"))`], {
-      timeoutMs: 30_000,
+      timeoutMs: 90_000, // node's start in the guest, then the pause it asks for
     });
 
   const sb = await box.createSandbox({ shape: SHAPE });
   await sb.files.upload("/workspace/self.mjs", src);
   const pausing = run(sb, "selfPause");
-  await sb.waitUntilPaused({ timeoutMs: 20_000 });
+  await sb.waitUntilPaused({ timeoutMs: 60_000 });
   await sb.resume();
   const res = await pausing;
   assert.equal(res.result.stdout, "ok\n", JSON.stringify(res.result));
@@ -465,7 +465,7 @@ test("self-signal helpers from inside a guest", async () => {
   const sb2 = await box.createSandbox({ shape: SHAPE });
   await sb2.files.upload("/workspace/self.mjs", src);
   await run(sb2, "selfDelete").catch(() => {}); // the guest dies with its sandbox
-  await sb2.waitUntilDestroyed({ timeoutMs: 20_000 });
+  await sb2.waitUntilDestroyed({ timeoutMs: 60_000 });
   F.markCalled("selfDelete");
   await sb.destroy();
 });

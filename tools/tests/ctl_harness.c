@@ -194,6 +194,22 @@ static void remove_tree(const char *dir)
 	rmdir(dir);
 }
 
+/* True once no process is in group pgid (zombies of ours reaped), false
+ * when one still is after timeout_ms. */
+static bool group_gone(pid_t pgid, long timeout_ms)
+{
+	long deadline = now_ms() + timeout_ms;
+	for (;;) {
+		while (waitpid(-1, NULL, WNOHANG) > 0)
+			;
+		if (kill(-pgid, 0) != 0 && errno == ESRCH)
+			return true;
+		if (now_ms() >= deadline)
+			return false;
+		sleep_ms(20);
+	}
+}
+
 int mock_stop_check(mock_proc *m)
 {
 	int left = 0;
@@ -201,8 +217,11 @@ int mock_stop_check(mock_proc *m)
 		kill(m->pid, SIGTERM);
 		if (wait_exit(m->pid, 10000) < 0)
 			fprintf(stderr, "sbx-mock did not stop within 10 s of SIGTERM (killed)\n");
-		/* Anything still in its process group was left behind. */
-		if (kill(-m->pid, 0) == 0) {
+		/* Anything still in its process group was left behind. Its
+		 * children killed at its stop are ours once it is gone (the
+		 * subreaper): a zombie of ours, or one still dying, answers
+		 * kill() too, so reap and look again for a bounded while. */
+		if (!group_gone(m->pid, 10000)) {
 			fprintf(stderr, "processes left in sbx-mock's process group %d\n", (int)m->pid);
 			kill(-m->pid, SIGKILL);
 			left++;
