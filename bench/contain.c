@@ -55,6 +55,7 @@ typedef struct run {
 	unsigned pool;
 	char mode[512];
 	pt create, burst, del, exec, host, bare, pause, resume, cycle;
+	pt cyc_create, cyc_exec, cyc_del; /* the one client's cycle, part by part */
 	double cycles_per_s, cycle_ms;
 	double handed_out, misses;   /* pool counters over the T clients' cycles */
 	double handed1, misses1;     /* and over the one client's */
@@ -69,6 +70,7 @@ typedef struct opts {
 static const char *g_url;
 static long g_threads;
 static double g_lat[MAX_N], g_res[MAX_N], g_bare[2 * MAX_N];
+static double g_part[3][MAX_N]; /* a cycle's create, exec, delete */
 static long g_nbare;
 
 static pt pct(double *v, long n)
@@ -282,15 +284,23 @@ static void cycles_timed(sbx_http_client *c, sbx_http_client *a, const opts *o, 
 	h0 = pool_num(a, "handed_out", out);
 	m0 = pool_num(a, "misses", out);
 	for (i = 0; i < o->n; i++) {
-		double t0 = bench_now_ms();
+		double t0 = bench_now_ms(), t1, t2;
 
 		if (bench_create(c, out, id, sizeof(id)) != 0)
 			break;
+		t1 = bench_now_ms();
 		exec_true(c, out, id);
+		t2 = bench_now_ms();
 		bench_destroy(c, out, id);
 		g_lat[i] = bench_now_ms() - t0;
+		g_part[0][i] = t1 - t0;
+		g_part[1][i] = t2 - t1;
+		g_part[2][i] = g_lat[i] - (t2 - t0);
 	}
 	r->cycle = pct(g_lat, i);
+	r->cyc_create = pct(g_part[0], i);
+	r->cyc_exec = pct(g_part[1], i);
+	r->cyc_del = pct(g_part[2], i);
 	r->handed1 = pool_num(a, "handed_out", out) - h0;
 	r->misses1 = pool_num(a, "misses", out) - m0;
 }
@@ -435,6 +445,9 @@ static void ratios(const run *r, const char *label)
 		       r->burst.p50 / b);
 	printf("  cycle p50, one client (%.2f ms)                     %5.2f  (<= 2)\n", r->cycle.p50,
 	       r->cycle.p50 / b);
+	printf("    its parts' p50/p90: create %.2f/%.2f, exec %.2f/%.2f, delete %.2f/%.2f ms\n",
+	       r->cyc_create.p50, r->cyc_create.p90, r->cyc_exec.p50, r->cyc_exec.p90, r->cyc_del.p50,
+	       r->cyc_del.p90);
 	printf("  cycle, %ld clients, as each sees it (%.2f ms)       %5.2f\n", g_threads, r->cycle_ms,
 	       r->cycle_ms / b);
 	printf("  cycle, %ld clients, 1/throughput (%.2f ms)          %5.2f\n", g_threads,
