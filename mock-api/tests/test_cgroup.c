@@ -455,6 +455,116 @@ static void test_distinct_groups_from_four_threads(void **state)
 		assert_null(res[i]);
 }
 
+/* ---- v1: a thread joins, clones into the group, and leaves ---- */
+
+typedef struct joiner {
+	mock_cgroup *cg;
+	char before[1024], after[1024], err[256];
+	pid_t child;
+	int join_rc;
+} joiner;
+
+static void read_self_cgroup(char *buf, size_t cap)
+{
+	FILE *f = fopen("/proc/thread-self/cgroup", "re");
+	size_t n = f != NULL ? fread(buf, 1, cap - 1, f) : 0;
+
+	buf[n] = '\0';
+	if (f != NULL)
+		fclose(f);
+}
+
+/* On a thread of its own: a failure leaves the test's main thread where
+ * it was. */
+static void *join_clone_leave(void *arg)
+{
+	joiner *j = arg;
+	sbx_err err = {""};
+
+	read_self_cgroup(j->before, sizeof j->before);
+	j->join_rc = mock_cgroup_join(j->cg, &err);
+	if (j->join_rc != 0) {
+		snprintf(j->err, sizeof j->err, "join: %s", err.msg);
+		return NULL;
+	}
+	j->child = fork();
+	if (j->child == 0) {
+		alarm(30);
+		pause();
+		_exit(0);
+	}
+	if (mock_cgroup_leave(j->cg, &err) != 0)
+		snprintf(j->err, sizeof j->err, "leave: %s", err.msg);
+	read_self_cgroup(j->after, sizeof j->after);
+	return NULL;
+}
+
+/* Whether every cgroup line of pid's /proc/<pid>/cgroup for a v1
+ * controller we use names the group (ends in /t-<what>-<our pid>). */
+static bool pid_in_group(pid_t pid, const char *what)
+{
+	char path[64], line[1024], want[128];
+	size_t hits = 0;
+	FILE *f;
+
+	snprintf(path, sizeof path, "/proc/%ld/cgroup", (long)pid);
+	snprintf(want, sizeof want, "/t-%s-%ld", what, (long)getpid());
+	f = fopen(path, "re");
+	if (f == NULL)
+		return false;
+	while (fgets(line, sizeof line, f) != NULL) {
+		line[strcspn(line, "\n")] = '\0';
+		if (strstr(line, ":memory:") == NULL && strstr(line, ":pids:") == NULL &&
+		    strstr(line, ":freezer:") == NULL)
+			continue;
+		if (strlen(line) < strlen(want) || strcmp(line + strlen(line) - strlen(want), want) != 0) {
+			fclose(f);
+			return false;
+		}
+		hits++;
+	}
+	fclose(f);
+	return hits > 0;
+}
+
+static void test_joined_thread_clones_into_the_group_and_leaves(void **state)
+{
+	joiner j = {0};
+	pthread_t th;
+	char procs[PATH_MAX + 32], buf[256], mine[32];
+	FILE *f;
+	int st;
+
+	(void)state;
+	need_cgroups();
+	if (mock_cgroups_version(cgs) != 1) {
+		fprintf(stderr, "# skipped: join is for v1 (v2 moves the cell after its clone)\n");
+		skip();
+	}
+	j.cg = mk("join", 32 * MIB, 16);
+	assert_int_equal(pthread_create(&th, NULL, join_clone_leave, &j), 0);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	if (j.err[0] != '\0' || j.child <= 0) {
+		if (j.child > 0)
+			kill(j.child, SIGKILL);
+		fail_msg("%s", j.err[0] != '\0' ? j.err : "fork failed");
+	}
+	/* the child was born in the group; the thread is back where it was */
+	assert_true(pid_in_group(j.child, "join"));
+	assert_string_equal(j.before, j.after);
+	/* and the group lists the child alone, never the test process */
+	snprintf(procs, sizeof procs, "%s/t-join-%ld/cgroup.procs", parents[0], (long)getpid());
+	snprintf(mine, sizeof mine, "%ld\n", (long)getpid());
+	f = fopen(procs, "re");
+	assert_non_null(f);
+	while (fgets(buf, sizeof buf, f) != NULL)
+		assert_string_not_equal(buf, mine);
+	fclose(f);
+	remove_ok(j.cg, "join");
+	st = wait_child(j.child, 30000);
+	assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+}
+
 /* ---- what the API refuses ---- */
 
 static void test_bad_ids_are_refused_before_any_path(void **state)
@@ -579,6 +689,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_freeze_stops_progress_and_thaw_resumes),
 		cmocka_unit_test(test_remove_leaves_no_directory_and_no_process),
 		cmocka_unit_test(test_distinct_groups_from_four_threads),
+		cmocka_unit_test(test_joined_thread_clones_into_the_group_and_leaves),
 		cmocka_unit_test(test_bad_ids_are_refused_before_any_path),
 		cmocka_unit_test(test_existing_group_is_not_reused),
 		cmocka_unit_test(test_second_open_gets_its_own_parent),

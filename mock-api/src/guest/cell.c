@@ -289,11 +289,18 @@ static pid_t clone_cell(cell_child *cc, int sync_w, int err_r, const mock_cell_c
 	pid_t pid;
 	int code = 0;
 	ssize_t r;
+	bool left;
 
 	/* valgrind runs only fork- and thread-like clones: under it the child
 	 * is a plain (slower) copy instead, which changes nothing for it */
 	unsigned long vm = RUNNING_ON_VALGRIND ? 0 : CLONE_VM;
 
+	if (conf->join != NULL && conf->join(conf->place_arg, err) != 0) {
+		close(cc->sync_r);
+		close(cc->err_w);
+		close(sync_w);
+		return -1;
+	}
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old); /* no handler on the child's stack */
 	/* no exit signal: a cell's death must not interrupt the mock's
@@ -306,13 +313,16 @@ static pid_t clone_cell(cell_child *cc, int sync_w, int err_r, const mock_cell_c
 	 * (shared memory) until it exec'd */
 	close(cc->sync_r);
 	close(cc->err_w);
+	/* a failed leave still lets a child go only through the failure path
+	 * below, which waits for it: it runs on this frame's stack */
+	left = conf->leave == NULL || conf->leave(conf->place_arg, err) == 0;
 	if (pid < 0) {
 		close(sync_w);
 		sbx_err_set(err, "cell: clone with new namespaces: %s", strerror(code));
 		return -1;
 	}
 	code = 0;
-	if (write_maps(pid, err) != 0 ||
+	if (!left || write_maps(pid, err) != 0 ||
 	    (conf->place != NULL && conf->place(pid, conf->place_arg, err) != 0)) {
 		code = -1;
 	} else if (write(sync_w, "g", 1) != 1) {

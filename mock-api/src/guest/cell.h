@@ -36,6 +36,11 @@ void mock_cell_filter_free(mock_cell_filter *f);
  * anything of its own (the place to put it in a cgroup). 0, or -1 with err
  * set: the start then fails. */
 typedef int (*mock_cell_place_fn)(pid_t pid, void *arg, sbx_err *err);
+/* Called around the clone by the cloning thread: join puts the thread
+ * where the cell is to be born (a cgroup: the child inherits it), leave
+ * takes it back, whatever the clone did. 0, or -1 with err set: the start
+ * then fails. */
+typedef int (*mock_cell_around_fn)(void *arg, sbx_err *err);
 
 typedef struct mock_cell_conf {
 	const char *id;          /* the sandbox id: the cell's hostname */
@@ -47,7 +52,8 @@ typedef struct mock_cell_conf {
 	bool pooled;
 	const mock_cell_filter *filter; /* may be NULL */
 	mock_cell_place_fn place; /* may be NULL */
-	void *place_arg;
+	mock_cell_around_fn join, leave; /* both or neither */
+	void *place_arg;		 /* place's, join's and leave's */
 } mock_cell_conf;
 
 /* Whether cells can start here: user namespaces, and the sbx-cell program

@@ -2,11 +2,14 @@
  * see cgroup.h.
  *
  * Must never touch a group it did not create: the mock's own group and its
- * ancestors are only read (cgroup.controllers, cgroup.subtree_control);
- * every write, mkdir, rmdir and kill is inside `sbx-<tag>-<pid>`, and a
+ * ancestors are only read (cgroup.controllers, cgroup.subtree_control),
+ * but for a thread of the mock going back to its own group
+ * (mock_cgroup_leave); every other write, mkdir, rmdir and kill is inside
+ * `sbx-<tag>-<pid>`, and a
  * sandbox id is checked before it becomes part of a path. */
 #define _GNU_SOURCE
 #include "guest/cgroup.h"
+#include "guest/cgroup_internal.h"
 #include "sbx/sys.h"
 
 #include <errno.h>
@@ -22,33 +25,13 @@
 #include <time.h>
 #include <unistd.h>
 
-/* v1 hierarchies by controller; v2 uses CG_MEM's slot only. */
-enum { CG_MEM, CG_PIDS, CG_FRZ, CG_NHIER };
 static const char *const cg_ctrl[CG_NHIER] = {"memory", "pids", "freezer"};
-
-#define CG_FREEZE_WAIT_MS 10000 /* returns when done; long for a loaded host */
-#define CG_REMOVE_WAIT_MS 5000
-#define CG_SMALL	  4096 /* control files read whole: states, counters, lists */
-
-struct mock_cgroups {
-	int version;		/* 1 or 2 */
-	size_t nhier;		/* v1: CG_NHIER, v2: 1 */
-	size_t same[CG_NHIER];	/* index of the first slot with the same directory
-				 * (co-mounted v1 controllers share one hierarchy) */
-	char *parent[CG_NHIER]; /* sbx-<tag>-<pid> in each slot (owned when same[i] == i) */
-};
-
-struct mock_cgroup {
-	const mock_cgroups *cgs;
-	char *dir[CG_NHIER]; /* <parent>/<id>, owned when cgs->same[i] == i */
-	bool gone[CG_NHIER]; /* removed already (by mock_cgroup_remove) */
-};
 
 /* ---- small helpers ---- */
 
 /* Sleeps *us microseconds, then doubles *us up to 5 ms: quick answers for
  * fast kernels, little spinning for slow ones. */
-static void backoff(long *us)
+void mock_cg_backoff(long *us)
 {
 	struct timespec ts = {.tv_sec = 0, .tv_nsec = *us * 1000};
 
@@ -84,12 +67,12 @@ static void say(char *why, size_t cap, const char *fmt, ...)
 	va_end(ap);
 }
 
-static const char *cg_dir(const mock_cgroup *cg, size_t i)
+const char *mock_cg_dir(const mock_cgroup *cg, size_t i)
 {
 	return cg->dir[cg->cgs->same[i]];
 }
 
-static int path_of(char *out, size_t cap, const char *dir, const char *name, sbx_err *err)
+int mock_cg_path_of(char *out, size_t cap, const char *dir, const char *name, sbx_err *err)
 {
 	int n = snprintf(out, cap, "%s/%s", dir, name);
 
@@ -108,7 +91,7 @@ static int cg_read(const char *dir, const char *name, char *buf, size_t cap, sbx
 	ssize_t n = 1;
 	int fd;
 
-	if (path_of(path, sizeof path, dir, name, err) != 0)
+	if (mock_cg_path_of(path, sizeof path, dir, name, err) != 0)
 		return -1;
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
@@ -130,14 +113,14 @@ static int cg_read(const char *dir, const char *name, char *buf, size_t cap, sbx
 }
 
 /* Writes val to dir/name in one write(2), as cgroupfs wants. */
-static int cg_write(const char *dir, const char *name, const char *val, sbx_err *err)
+int mock_cg_write(const char *dir, const char *name, const char *val, sbx_err *err)
 {
 	char path[PATH_MAX];
 	size_t len = strlen(val);
 	ssize_t n;
 	int fd;
 
-	if (path_of(path, sizeof path, dir, name, err) != 0)
+	if (mock_cg_path_of(path, sizeof path, dir, name, err) != 0)
 		return -1;
 	fd = open(path, O_WRONLY | O_CLOEXEC);
 	if (fd < 0) {
@@ -154,11 +137,11 @@ static int cg_write(const char *dir, const char *name, const char *val, sbx_err 
 	return n == (ssize_t)len ? 0 : -1;
 }
 
-static bool cg_exists(const char *dir, const char *name)
+bool mock_cg_exists(const char *dir, const char *name)
 {
 	char path[PATH_MAX];
 
-	return path_of(path, sizeof path, dir, name, NULL) == 0 && access(path, F_OK) == 0;
+	return mock_cg_path_of(path, sizeof path, dir, name, NULL) == 0 && access(path, F_OK) == 0;
 }
 
 static int write_u64(const char *dir, const char *name, uint64_t v, sbx_err *err)
@@ -166,7 +149,7 @@ static int write_u64(const char *dir, const char *name, uint64_t v, sbx_err *err
 	char buf[24];
 
 	snprintf(buf, sizeof buf, "%" PRIu64, v);
-	return cg_write(dir, name, buf, err);
+	return mock_cg_write(dir, name, buf, err);
 }
 
 /* The value of a "key value" line of a flat-keyed file (memory.events,
@@ -449,8 +432,8 @@ static int v2_open(mock_cgroups *cgs, const char *name, char *why, size_t wcap, 
 		rc = make_parent(base, name, &cgs->parent[0], why, wcap, err);
 	if (rc <= 0)
 		goto out_free;
-	if (cg_write(cgs->parent[0], "cgroup.subtree_control", "+memory +pids", &e) != 0 ||
-	    !cg_exists(cgs->parent[0], "cgroup.freeze")) {
+	if (mock_cg_write(cgs->parent[0], "cgroup.subtree_control", "+memory +pids", &e) != 0 ||
+	    !mock_cg_exists(cgs->parent[0], "cgroup.freeze")) {
 		if (e.msg[0] == '\0')
 			snprintf(e.msg, sizeof e.msg, "no cgroup.freeze in %s (kernel before 5.2)",
 				 cgs->parent[0]);
@@ -541,9 +524,15 @@ static int v1_open(mock_cgroups *cgs, const char *name, char *why, size_t wcap, 
 	/* Hierarchical accounting, where the kernel still lets it be chosen. */
 	if (cg_read(cgs->parent[CG_MEM], "memory.use_hierarchy", buf, sizeof buf, NULL) == 0 &&
 	    buf[0] == '0')
-		cg_write(cgs->parent[CG_MEM], "memory.use_hierarchy", "1", NULL);
+		mock_cg_write(cgs->parent[CG_MEM], "memory.use_hierarchy", "1", NULL);
 	cgs->version = 1;
 	cgs->nhier = CG_NHIER;
+	for (size_t i = 0; i < CG_NHIER; i++) {
+		cgs->own[i] = own[cgs->same[i]];
+		if (cgs->same[i] != i)
+			free(own[i]);
+		own[i] = NULL;
+	}
 out_free:
 	for (size_t i = 0; i < CG_NHIER; i++)
 		free(own[i]);
@@ -596,6 +585,7 @@ void mock_cgroups_close(mock_cgroups *cgs)
 		if (cgs->same[i] == i) {
 			rmdir(cgs->parent[i]);
 			free(cgs->parent[i]);
+			free(cgs->own[i]);
 		}
 	}
 	free(cgs);
@@ -622,20 +612,20 @@ const char *mock_cgroups_parent(const mock_cgroups *cgs, size_t i)
 
 int mock_cgroup_limit(mock_cgroup *cg, uint64_t mem_bytes, uint64_t pids_max, sbx_err *err)
 {
-	const char *mem = cg_dir(cg, CG_MEM), *pids = cg_dir(cg, CG_PIDS);
-	bool v1 = cg->cgs->version == 1, sw = v1 && cg_exists(mem, "memory.memsw.limit_in_bytes");
+	const char *mem = mock_cg_dir(cg, CG_MEM), *pids = mock_cg_dir(cg, CG_PIDS);
+	bool v1 = cg->cgs->version == 1, sw = v1 && mock_cg_exists(mem, "memory.memsw.limit_in_bytes");
 
 	/* v1: the memory+swap limit may never be below the memory limit, so it
 	 * is opened up first (a pooled group's limit rises at hand-out), then
 	 * memory, then memsw = memory: going over is an OOM kill, not swap. */
 	if (mem_bytes > 0) {
-		if ((sw && cg_write(mem, "memory.memsw.limit_in_bytes", "-1", err) != 0) ||
+		if ((sw && mock_cg_write(mem, "memory.memsw.limit_in_bytes", "-1", err) != 0) ||
 		    write_u64(mem, v1 ? "memory.limit_in_bytes" : "memory.max", mem_bytes, err) != 0)
 			return -1;
 		if (sw && write_u64(mem, "memory.memsw.limit_in_bytes", mem_bytes, err) != 0)
 			return -1;
-		if (!v1 && cg_exists(mem, "memory.swap.max") &&
-		    cg_write(mem, "memory.swap.max", "0", err) != 0)
+		if (!v1 && mock_cg_exists(mem, "memory.swap.max") &&
+		    mock_cg_write(mem, "memory.swap.max", "0", err) != 0)
 			return -1;
 	}
 	if (pids_max > 0 && write_u64(pids, "pids.max", pids_max, err) != 0)
@@ -643,7 +633,7 @@ int mock_cgroup_limit(mock_cgroup *cg, uint64_t mem_bytes, uint64_t pids_max, sb
 	return 0;
 }
 
-static void free_group(mock_cgroup *cg)
+void mock_cg_free_group(mock_cgroup *cg)
 {
 	for (size_t i = 0; i < cg->cgs->nhier; i++)
 		if (cg->cgs->same[i] == i)
@@ -689,7 +679,7 @@ out_rmdir:
 	for (size_t i = 0; i < made; i++)
 		if (cgs->same[i] == i)
 			rmdir(cg->dir[i]);
-	free_group(cg);
+	mock_cg_free_group(cg);
 	return NULL;
 }
 
@@ -699,9 +689,36 @@ int mock_cgroup_add(mock_cgroup *cg, pid_t pid, sbx_err *err)
 
 	snprintf(buf, sizeof buf, "%ld", (long)pid);
 	for (size_t i = 0; i < cg->cgs->nhier; i++)
-		if (cg->cgs->same[i] == i && cg_write(cg->dir[i], "cgroup.procs", buf, err) != 0)
+		if (cg->cgs->same[i] == i && mock_cg_write(cg->dir[i], "cgroup.procs", buf, err) != 0)
 			return -1;
 	return 0;
+}
+
+/* v1: the calling thread alone ("0" in tasks) into dirs[i] of every
+ * hierarchy. The kernel moves a thread that moves itself without its
+ * global threadgroup lock, whose write side waits out an RCU grace period
+ * (ms) while every fork on the host stalls; a pid in cgroup.procs takes it. */
+static int move_self(const mock_cgroups *cgs, char *const dirs[CG_NHIER], sbx_err *err)
+{
+	for (size_t i = 0; i < cgs->nhier; i++)
+		if (cgs->same[i] == i && mock_cg_write(dirs[i], "tasks", "0", err) != 0)
+			return -1;
+	return 0;
+}
+
+int mock_cgroup_join(mock_cgroup *cg, sbx_err *err)
+{
+	if (cg->cgs->version != 1)
+		return 1;
+	if (move_self(cg->cgs, cg->dir, err) == 0)
+		return 0;
+	mock_cgroup_leave(cg, NULL); /* the hierarchies it did join */
+	return -1;
+}
+
+int mock_cgroup_leave(mock_cgroup *cg, sbx_err *err)
+{
+	return cg->cgs->version != 1 ? 0 : move_self(cg->cgs, cg->cgs->own, err);
 }
 
 /* Whether the freezer reports the state asked for. -1: cannot read. */
@@ -711,14 +728,14 @@ static int freeze_state(mock_cgroup *cg, bool frozen, sbx_err *err)
 	uint64_t v = 0;
 
 	if (cg->cgs->version == 1) {
-		if (cg_read(cg_dir(cg, CG_FRZ), "freezer.state", buf, sizeof buf, err) != 0)
+		if (cg_read(mock_cg_dir(cg, CG_FRZ), "freezer.state", buf, sizeof buf, err) != 0)
 			return -1;
 		return strncmp(buf, frozen ? "FROZEN" : "THAWED", 6) == 0;
 	}
-	if (cg_read(cg_dir(cg, CG_MEM), "cgroup.events", buf, sizeof buf, err) != 0)
+	if (cg_read(mock_cg_dir(cg, CG_MEM), "cgroup.events", buf, sizeof buf, err) != 0)
 		return -1;
 	if (keyed_u64(buf, "frozen", &v) != 0) {
-		sbx_err_set(err, "no \"frozen\" in %s/cgroup.events", cg_dir(cg, CG_MEM));
+		sbx_err_set(err, "no \"frozen\" in %s/cgroup.events", mock_cg_dir(cg, CG_MEM));
 		return -1;
 	}
 	return (v == 1) == frozen;
@@ -727,13 +744,13 @@ static int freeze_state(mock_cgroup *cg, bool frozen, sbx_err *err)
 static int freeze_write(mock_cgroup *cg, bool frozen, sbx_err *err)
 {
 	if (cg->cgs->version == 1)
-		return cg_write(cg_dir(cg, CG_FRZ), "freezer.state", frozen ? "FROZEN" : "THAWED",
+		return mock_cg_write(mock_cg_dir(cg, CG_FRZ), "freezer.state", frozen ? "FROZEN" : "THAWED",
 				err);
-	return cg_write(cg_dir(cg, CG_MEM), "cgroup.freeze", frozen ? "1" : "0", err);
+	return mock_cg_write(mock_cg_dir(cg, CG_MEM), "cgroup.freeze", frozen ? "1" : "0", err);
 }
 
 /* Writes the state and waits up to wait_ms for the kernel to report it. */
-static int freeze_wait(mock_cgroup *cg, bool frozen, int64_t wait_ms, sbx_err *err)
+int mock_cg_freeze_wait(mock_cgroup *cg, bool frozen, int64_t wait_ms, sbx_err *err)
 {
 	int64_t deadline = sbx_mono_ms() + wait_ms;
 	long us = 50;
@@ -742,16 +759,16 @@ static int freeze_wait(mock_cgroup *cg, bool frozen, int64_t wait_ms, sbx_err *e
 	if (freeze_write(cg, frozen, err) != 0)
 		return -1;
 	while ((st = freeze_state(cg, frozen, err)) == 0 && sbx_mono_ms() < deadline)
-		backoff(&us);
+		mock_cg_backoff(&us);
 	if (st == 0)
-		sbx_err_set(err, "%s: not %s after %" PRId64 " ms", cg_dir(cg, CG_FRZ),
+		sbx_err_set(err, "%s: not %s after %" PRId64 " ms", mock_cg_dir(cg, CG_FRZ),
 			    frozen ? "frozen" : "thawed", wait_ms);
 	return st == 1 ? 0 : -1;
 }
 
 int mock_cgroup_freeze(mock_cgroup *cg, bool frozen, sbx_err *err)
 {
-	if (freeze_wait(cg, frozen, CG_FREEZE_WAIT_MS, err) == 0)
+	if (mock_cg_freeze_wait(cg, frozen, CG_FREEZE_WAIT_MS, err) == 0)
 		return 0;
 	if (frozen) /* never leave a half-frozen sandbox behind a failed pause */
 		freeze_write(cg, false, NULL);
@@ -763,11 +780,11 @@ int mock_cgroup_oom_kills(mock_cgroup *cg, uint64_t *out, sbx_err *err)
 	const char *file = cg->cgs->version == 1 ? "memory.oom_control" : "memory.events";
 	char buf[CG_SMALL];
 
-	if (cg_read(cg_dir(cg, CG_MEM), file, buf, sizeof buf, err) != 0)
+	if (cg_read(mock_cg_dir(cg, CG_MEM), file, buf, sizeof buf, err) != 0)
 		return -1;
 	if (keyed_u64(buf, "oom_kill", out) != 0) {
 		sbx_err_set(err, "no \"oom_kill\" in %s/%s (kernel before 4.13)",
-			    cg_dir(cg, CG_MEM), file);
+			    mock_cg_dir(cg, CG_MEM), file);
 		return -1;
 	}
 	return 0;
@@ -775,7 +792,7 @@ int mock_cgroup_oom_kills(mock_cgroup *cg, uint64_t *out, sbx_err *err)
 
 int mock_cgroup_read(mock_cgroup *cg, bool pids, const char *name, char *buf, size_t cap, sbx_err *err)
 {
-	return cg_read(cg_dir(cg, pids ? CG_PIDS : CG_MEM), name, buf, cap, err);
+	return cg_read(mock_cg_dir(cg, pids ? CG_PIDS : CG_MEM), name, buf, cap, err);
 }
 
 bool mock_cgroup_oom_killed(mock_cgroup *cg, uint64_t before)
@@ -785,105 +802,3 @@ bool mock_cgroup_oom_killed(mock_cgroup *cg, uint64_t before)
 	return mock_cgroup_oom_kills(cg, &now, NULL) == 0 && now > before;
 }
 
-/* SIGKILLs every process listed in dir/cgroup.procs; *left counts them. */
-static int kill_listed(const char *dir, size_t *left, sbx_err *err)
-{
-	char path[PATH_MAX], *line = NULL;
-	size_t cap = 0;
-	int rc = 0;
-	FILE *f;
-
-	if (path_of(path, sizeof path, dir, "cgroup.procs", err) != 0)
-		return -1;
-	f = fopen(path, "re");
-	if (f == NULL) {
-		sbx_err_set(err, "open %s: %s", path, strerror(errno));
-		return -1;
-	}
-	while (rc == 0 && getline(&line, &cap, f) > 0) {
-		char *end;
-		long pid = strtol(line, &end, 10);
-
-		if (end == line || pid <= 0)
-			continue;
-		(*left)++;
-		if (kill((pid_t)pid, SIGKILL) != 0 && errno != ESRCH) {
-			sbx_err_set(err, "kill %ld (in %s): %s", pid, dir, strerror(errno));
-			rc = -1;
-		}
-	}
-	free(line);
-	fclose(f);
-	return rc;
-}
-
-/* One round of killing. v1: the group is frozen while its list is read and
- * signalled, so no listed process can exit and have its pid reused, nor
- * fork; v2: cgroup.kill does the same in the kernel when it exists. */
-static int kill_round(mock_cgroup *cg, size_t *left, sbx_err *err)
-{
-	bool v1 = cg->cgs->version == 1;
-	int rc = 0;
-
-	*left = 0;
-	v1 = v1 && !cg->gone[cg->cgs->same[CG_FRZ]];
-	if (v1)
-		freeze_wait(cg, true, 200, NULL);
-	else if (!cg->gone[0] && cg_exists(cg->dir[0], "cgroup.kill"))
-		rc = cg_write(cg->dir[0], "cgroup.kill", "1", err);
-	for (size_t i = 0; rc == 0 && i < cg->cgs->nhier; i++)
-		if (cg->cgs->same[i] == i && !cg->gone[i])
-			rc = kill_listed(cg->dir[i], left, err);
-	if (v1 && freeze_wait(cg, false, CG_FREEZE_WAIT_MS, rc == 0 ? err : NULL) != 0)
-		rc = -1;
-	return rc;
-}
-
-/* Removes the group's directories; 0 when all are gone. */
-static int rmdir_all(mock_cgroup *cg, sbx_err *err)
-{
-	int rc = 0;
-
-	for (size_t i = 0; i < cg->cgs->nhier; i++) {
-		if (cg->cgs->same[i] != i || cg->gone[i])
-			continue;
-		if (rmdir(cg->dir[i]) == 0 || errno == ENOENT) {
-			cg->gone[i] = true;
-		} else if (rc == 0) {
-			sbx_err_set(err, "rmdir %s: %s", cg->dir[i], strerror(errno));
-			rc = -1;
-		}
-	}
-	return rc;
-}
-
-int mock_cgroup_remove(mock_cgroup *cg, sbx_err *err)
-{
-	int64_t deadline = sbx_mono_ms() + CG_REMOVE_WAIT_MS;
-	size_t left = 0;
-	long us = 50;
-	int rc;
-
-	if (cg == NULL)
-		return 0;
-	freeze_wait(cg, false, CG_FREEZE_WAIT_MS, NULL);
-	sbx_err_clear(err);
-	/* empty (its cell reaped): no kill round, whose v1 freeze switches the
-	 * freezer's static key, i.e. patches kernel text (ms of every CPU) */
-	rc = rmdir_all(cg, NULL);
-	while (rc != 0) {
-		rc = kill_round(cg, &left, err);
-		if (rc == 0 && left == 0 && rmdir_all(cg, err) == 0)
-			break;
-		if (rc == 0 && left > 0)
-			sbx_err_set(err, "%s: %zu processes still there", cg_dir(cg, CG_MEM), left);
-		rc = -1;
-		if (sbx_mono_ms() >= deadline)
-			break;
-		backoff(&us);
-	}
-	if (rc != 0)
-		sbx_err_prefix(err, "removing cgroup after %d ms", CG_REMOVE_WAIT_MS);
-	free_group(cg);
-	return rc;
-}

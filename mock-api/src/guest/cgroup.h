@@ -18,7 +18,9 @@
  * the freezer (v1 freezer.state, v2 cgroup.freeze) for pause.
  *
  * Never touches a group it did not create: it only reads the mock's own
- * and ancestor groups, never writes their files, never moves or signals a
+ * and ancestor groups, never writes their files (but one: a thread of the
+ * mock that joined a sandbox's group goes back to the mock's own group by
+ * its tasks file, mock_cgroup_leave), never moves or signals a
  * process it did not find in one of its own groups, and refuses a sandbox
  * id that could name a path outside its parent group ('/', "..", a leading
  * '.', anything beyond [A-Za-z0-9._-], over MOCK_CGROUP_ID_MAX).
@@ -66,6 +68,15 @@ mock_cgroup *mock_cgroup_create(mock_cgroups *cgs, const char *id, uint64_t mem_
 int mock_cgroup_limit(mock_cgroup *cg, uint64_t mem_bytes, uint64_t pids_max, sbx_err *err);
 /* Moves pid (a whole process) into the group, in every hierarchy. */
 int mock_cgroup_add(mock_cgroup *cg, pid_t pid, sbx_err *err);
+/* v1: moves the calling thread alone into the group, in every hierarchy,
+ * so that what it clones next is born there; mock_cgroup_leave moves it
+ * back to the mock's own groups (the one write to a file of the mock's
+ * own group, and only ever of itself). A thread moving itself skips the
+ * kernel's global lock that mock_cgroup_add takes, whose wait stalls every
+ * fork on the host (issue 24). 0 joined, 1 not on this version (v2: use
+ * mock_cgroup_add), -1 with err set (it left what it joined). */
+int mock_cgroup_join(mock_cgroup *cg, sbx_err *err);
+int mock_cgroup_leave(mock_cgroup *cg, sbx_err *err);
 /* Freezes (true) or thaws (false) every process of the group and waits,
  * bounded (10 s), until the kernel reports it done; a freeze that does not
  * complete is undone and reported. */

@@ -99,11 +99,23 @@ static int make_tree(const mock_guest *g, sbx_err *err)
 /* Contained: root inside owns workspace and tmp (as root the mock maps
  * root inside to the uid base; unprivileged, it is the mock's own uid),
  * then the cell starts on them. */
-/* The cell joins its cgroup before it runs anything: every process of
- * the sandbox is born inside the limits. */
+/* The cell is in its cgroup before it runs anything: every process of
+ * the sandbox is born inside the limits. v1: born there, cloned by a
+ * thread that joined the group (cheap; mock_cgroup_join); v2: moved in
+ * right after the clone. */
 static int place_cell(pid_t pid, void *arg, sbx_err *err)
 {
 	return mock_cgroup_add(arg, pid, err);
+}
+
+static int join_group(void *arg, sbx_err *err)
+{
+	return mock_cgroup_join(arg, err);
+}
+
+static int leave_group(void *arg, sbx_err *err)
+{
+	return mock_cgroup_leave(arg, err);
 }
 
 static int start_cell(mock_guest *g, const char *id, const mock_guest_opts *o, sbx_err *err)
@@ -120,7 +132,12 @@ static int start_cell(mock_guest *g, const char *id, const mock_guest_opts *o, s
 		g->cg = mock_cgroup_create(o->cgroups, id, o->mem_bytes, o->pids_max, err);
 		if (g->cg == NULL)
 			return -1;
-		conf.place = place_cell;
+		if (mock_cgroups_version(o->cgroups) == 1) {
+			conf.join = join_group;
+			conf.leave = leave_group;
+		} else {
+			conf.place = place_cell;
+		}
 		conf.place_arg = g->cg;
 	}
 	g->owner = mock_cell_owner();
