@@ -59,6 +59,62 @@ double pool_stat(const char *url, const char *token, const char *key)
 	return d;
 }
 
+/* One GET /_mock/egress/links: its numbers (-1 when one is missing). */
+typedef struct links_view {
+	double enforced, sandboxes, made_ahead, chains, entries;
+} links_view;
+
+static double num_of(const cJSON *d, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(d, key);
+
+	if (cJSON_IsBool(v))
+		return cJSON_IsTrue(v) ? 1 : 0;
+	return cJSON_IsNumber(v) ? v->valuedouble : -1;
+}
+
+static links_view links_get(const char *url, const char *token)
+{
+	links_view l;
+	const cJSON *d;
+	th_resp r;
+
+	th_admin(url, token, "GET", "/_mock/egress/links", NULL, &r);
+	if (r.status != 200)
+		fail_msg("GET /_mock/egress/links: HTTP %ld %s", r.status, sbx_strbuf_str(&r.body));
+	d = cJSON_GetObjectItemCaseSensitive(r.json, "data");
+	l.enforced = num_of(d, "enforced");
+	l.sandboxes = num_of(d, "sandboxes");
+	l.made_ahead = num_of(d, "made_ahead");
+	l.chains = num_of(d, "kernel_chains");
+	l.entries = num_of(d, "kernel_map_entries");
+	th_resp_free(&r);
+	return l;
+}
+
+/* The kernel's table holds a chain and a map entry for each wired sandbox
+ * and each link made ahead, and nothing else (what a leak would break),
+ * with `sandboxes` wired; else fails saying what is there. */
+static bool links_match_kernel(const char *url, const char *token, double sandboxes, links_view *l)
+{
+	*l = links_get(url, token);
+	return l->sandboxes == sandboxes && l->chains == l->sandboxes + l->made_ahead &&
+	       l->entries == l->sandboxes + l->made_ahead;
+}
+
+static void links_expect(const char *url, const char *token, double sandboxes, int wait_ms, const char *what)
+{
+	links_view l;
+
+	for (int w = 0; !links_match_kernel(url, token, sandboxes, &l); w += 20) {
+		if (w >= wait_ms)
+			fail_msg("%s: %.0f sandboxes wired (want %.0f), %.0f made ahead, the kernel's table "
+				 "has %.0f sandbox chains and %.0f map entries",
+				 what, l.sandboxes, sandboxes, l.made_ahead, l.chains, l.entries);
+		nap_ms(20);
+	}
+}
+
 bool pool_wait_full(const char *url, const char *token, int ms)
 {
 	double size = pool_stat(url, token, "size");
@@ -309,6 +365,44 @@ void pool_counts_against_no_cap(void **state)
 	th_resp_free(&r);
 }
 
+/* With the pool, a DELETE leaves the sandbox's link rules to its cell's
+ * teardown after the answer: they still go, the chain and the map entry
+ * in the kernel too, and nothing of a live sandbox goes with them. */
+void pool_deletes_leave_no_link_rules(void **state)
+{
+	char ids[2][64], path[128];
+	links_view l;
+	th_resp r;
+	cx_res x;
+
+	(void)state;
+	need_full_pool();
+	l = links_get(U, TOK);
+	if (l.enforced != 1) {
+		print_message("SKIP: egress is not enforced here (no simulated internet)\n");
+		skip();
+	}
+	links_expect(U, TOK, l.sandboxes, 0, "before");
+	for (int i = 0; i < 2; i++)
+		create("kl", "{\"shape\":\"s-1vcpu-256mb\"}", ids[i], sizeof(ids[i]));
+	links_expect(U, TOK, l.sandboxes + 2, 0, "two sandboxes created");
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s", ids[0]);
+	th_json(U, "kl", "DELETE", path, NULL, &r);
+	expect_status(&r, 200, "delete");
+	th_resp_free(&r);
+	links_expect(U, TOK, l.sandboxes + 1, CX_START_MS, "one of two deleted");
+	/* the live one is untouched */
+	cx_sh("kl", ids[1], "true", 30000, &x);
+	if (x.status != 200 || x.code != 0)
+		fail_msg("exec in the sandbox left: HTTP %ld exit %d: %s", x.status, x.code, x.body);
+	cx_free(&x);
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s", ids[1]);
+	th_json(U, "kl", "DELETE", path, NULL, &r);
+	expect_status(&r, 200, "delete");
+	th_resp_free(&r);
+	links_expect(U, TOK, l.sandboxes, CX_START_MS, "both deleted");
+}
+
 /* ---- a second mock with the pool off ---- */
 
 static void off_call(const char *url, const char *method, const char *path, const char *body,
@@ -376,6 +470,9 @@ static void off_lifecycle(const char *url, const char *work)
 		snprintf(tree, sizeof(tree), "%s/%s", work, i == 0 ? id : fid);
 		if (lstat(tree, &st) == 0)
 			fail_msg("DELETE without a pool answered before the tree %s was removed", tree);
+		/* and before its link rules were (the kernel's table too) */
+		if (links_get(url, "offtok").enforced == 1)
+			links_expect(url, "offtok", 1 - i, 0, "DELETE without a pool");
 	}
 }
 

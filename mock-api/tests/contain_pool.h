@@ -22,6 +22,7 @@ bool pool_wait_full(const char *url, const char *token, int ms);
 void pool_cells_share_nothing(void **state);
 void pooled_sandbox_pauses_and_forks(void **state);
 void pool_counts_against_no_cap(void **state);
+void pool_deletes_leave_no_link_rules(void **state);
 void pool_off_still_works(void **state);
 /* pool_off_still_works' teardown: its mock and work dir, whatever failed. */
 int pool_off_teardown(void **state);

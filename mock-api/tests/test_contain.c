@@ -1689,6 +1689,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup(pool_cells_share_nothing, setup),
 		cmocka_unit_test_setup(pooled_sandbox_pauses_and_forks, setup),
 		cmocka_unit_test_setup(pool_counts_against_no_cap, setup),
+		cmocka_unit_test_setup(pool_deletes_leave_no_link_rules, setup),
 		cmocka_unit_test_setup_teardown(pool_off_still_works, setup, pool_off_teardown),
 		cmocka_unit_test_setup(pool_gone_after_stop, setup),
 	};

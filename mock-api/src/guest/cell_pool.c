@@ -33,6 +33,7 @@ struct mock_pool {
 	bool quiet;
 	int (*prepare)(void *arg, mock_guest *g, sbx_err *err);
 	void (*discard)(void *arg, mock_guest *g);
+	void (*on_teardown)(void *arg, mock_guest *g);
 	void *hook_arg;
 	pthread_mutex_t lock;
 	pthread_cond_t refill_cv;   /* a guest was taken, or stop */
@@ -68,6 +69,14 @@ static mock_guest *build_one(mock_pool *p, sbx_err *err)
 		g = NULL;
 	}
 	return g;
+}
+
+/* A retired guest: its sandbox's parts outside it go, then it. */
+static void teardown_one(mock_pool *p, mock_guest *g)
+{
+	if (p->on_teardown != NULL)
+		p->on_teardown(p->hook_arg, g);
+	mock_guest_free(g, true);
 }
 
 /* A guest never handed out: its prepared parts go back, then it. */
@@ -165,7 +174,7 @@ static void *teardown_main(void *arg)
 		p->ndying--;
 		p->tearing++;
 		pthread_mutex_unlock(&p->lock);
-		mock_guest_free(g, true);
+		teardown_one(p, g);
 		pthread_mutex_lock(&p->lock);
 		p->tearing--;
 		p->retired++;
@@ -190,6 +199,7 @@ mock_pool *mock_pool_start(const mock_pool_conf *conf, sbx_err *err)
 	p->quiet = conf->quiet;
 	p->prepare = conf->prepare;
 	p->discard = conf->discard;
+	p->on_teardown = conf->on_teardown;
 	p->hook_arg = conf->hook_arg;
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_condattr_init(&ca);
@@ -283,7 +293,7 @@ void mock_pool_stop(mock_pool *p)
 	if (p->teardown_up)
 		pthread_join(p->teardown, NULL);
 	for (unsigned i = 0; i < p->ndying; i++) /* only when its thread never ran */
-		mock_guest_free(p->dying[i], true);
+		teardown_one(p, p->dying[i]);
 	for (unsigned i = 0; i < p->nidle; i++)
 		discard_one(p, p->idle[i]);
 	pthread_cond_destroy(&p->retire_cv);

@@ -45,6 +45,10 @@ typedef struct mock_pool_conf {
 	 * freed). discard: on each guest freed without being handed out */
 	int (*prepare)(void *arg, mock_guest *g, sbx_err *err);
 	void (*discard)(void *arg, mock_guest *g);
+	/* optional: run by the teardown thread on each retired guest before
+	 * it is freed (the mock removes its sandbox's link rules there, after
+	 * the DELETE's answer) */
+	void (*on_teardown)(void *arg, mock_guest *g);
 	void *hook_arg;
 } mock_pool_conf;
 

@@ -419,6 +419,13 @@ int mock_guest_pause(mock_guest *g, bool paused, sbx_err *err)
 	return rc;
 }
 
+const char *mock_guest_name(const mock_guest *g)
+{
+	const char *slash = strrchr(g->fs, '/');
+
+	return slash != NULL ? slash + 1 : g->fs;
+}
+
 bool mock_guest_dead(mock_guest *g)
 {
 	bool dead;

@@ -120,6 +120,9 @@ void mock_guest_signal(mock_guest *g, int sig);
 int mock_guest_pause(mock_guest *g, bool paused, sbx_err *err);
 /* Whether mock_guest_kill ran (NULL: false). */
 bool mock_guest_dead(mock_guest *g);
+/* The name its tree has: the sandbox id it was made or bound for (a
+ * pooled guest not yet handed out: its pool name). */
+const char *mock_guest_name(const mock_guest *g);
 /* SIGKILLs everything and refuses new execs; contained, waits for the
  * cell and removes its cgroup. */
 void mock_guest_kill(mock_guest *g);

@@ -417,6 +417,18 @@ static void a_pool(mreq *r, mresp *out)
 	resp_success(out, 200, mock_op_pool_view(r->mock));
 }
 
+/* GET /_mock/egress/links: the simulated internet's links and chains. */
+static void a_egress_links(mreq *r, mresp *out)
+{
+	sbx_err err = {{0}};
+	cJSON *d = mock_op_egress_links_view(r->mock, &err);
+
+	if (d == NULL)
+		resp_error(out, 500, err.msg);
+	else
+		resp_success(out, 200, d);
+}
+
 /* ---- dispatch ---- */
 
 static void a_reset(mreq *r, mresp *out)
@@ -456,6 +468,7 @@ ADMIN_ROUTE(a_journal)
 ADMIN_ROUTE(a_journal_count)
 ADMIN_ROUTE(a_journal_clear)
 ADMIN_ROUTE(a_pool)
+ADMIN_ROUTE(a_egress_links)
 
 /* Admin requests are never durable; the non-GET ones block (as every
  * mutation does). */
@@ -478,6 +491,7 @@ const mock_route mock_admin_routes[] = {
 	{"DELETE", "/_mock/journal", ROUTE_BLOCKS, a_journal_clear_route},
 	{"GET", "/_mock/journal/count", 0, a_journal_count_route},
 	{"GET", "/_mock/pool", 0, a_pool_route},
+	{"GET", "/_mock/egress/links", 0, a_egress_links_route},
 };
 const size_t mock_admin_nroutes = sizeof(mock_admin_routes) / sizeof(mock_admin_routes[0]);
 

@@ -98,6 +98,10 @@ static void leave(int back)
 
 /* ---- addresses of a slot ---- */
 
+/* fe80::1, the gateway's link-local address on every sandbox link: ours
+ * on the internet's side, the guest's IPv6 default route's next hop. */
+static const uint8_t gateway_ll6[16] = {0xfe, 0x80, [15] = 1};
+
 static void slot_ip6(uint32_t slot, uint8_t out[16])
 {
 	/* fd00:5b::/96 + slot: a unique local block of the mock's own */
@@ -414,10 +418,9 @@ static int in_cell(pid_t cell_pid, int (*fn)(mock_rtnl *nl, const void *arg, sbx
  * default routes through the gateways. */
 static int guest_link(mock_rtnl *nl, const void *arg, sbx_err *err)
 {
-	static const uint8_t ll1[16] = {0xfe, 0x80, [15] = 1};
 	uint8_t gw4[4];
 	mock_rtnl_route r4 = {.family = AF_INET, .ifname = "eth0", .gw = gw4, .onlink = true};
-	mock_rtnl_route r6 = {.family = AF_INET6, .ifname = "eth0", .gw = ll1};
+	mock_rtnl_route r6 = {.family = AF_INET6, .ifname = "eth0", .gw = gateway_ll6};
 
 	(void)arg;
 	inet_pton(AF_INET, MOCK_INET_GATEWAY4, gw4);
@@ -447,7 +450,6 @@ static int guest_all(mock_rtnl *nl, const void *arg, sbx_err *err)
  * gateway's link-local address on our side. */
 static int make_link(mock_internet *in, const char *ifname, pid_t cell_pid, sbx_err *err)
 {
-	static const uint8_t ll1[16] = {0xfe, 0x80, [15] = 1};
 
 	if (mock_rtnl_veth(in->nl, ifname, "eth0", cell_pid, err) != 0) {
 		/* a link of a reset's reused slot, still being torn down */
@@ -455,7 +457,8 @@ static int make_link(mock_internet *in, const char *ifname, pid_t cell_pid, sbx_
 		    mock_rtnl_veth(in->nl, ifname, "eth0", cell_pid, err) != 0)
 			return -1;
 	}
-	return mock_rtnl_link_up(in->nl, ifname, err) != 0 || mock_rtnl_addr(in->nl, ifname, AF_INET6, ll1, 64, err) != 0
+	return mock_rtnl_link_up(in->nl, ifname, err) != 0 ||
+			       mock_rtnl_addr(in->nl, ifname, AF_INET6, gateway_ll6, 64, err) != 0
 		       ? -1
 		       : 0;
 }
@@ -800,6 +803,75 @@ void mock_internet_unwire(mock_internet *in, uint32_t slot)
 	}
 	inside(in, unchain_job_run, n, &err);
 	pthread_mutex_unlock(&in->lock);
+}
+
+void mock_internet_unwire_id(mock_internet *in, const char *id)
+{
+	char ifname[16], chain[16];
+	const char *n[2] = {ifname, chain};
+	sbx_err err = {{0}};
+	wired *e = NULL;
+
+	if (in == NULL)
+		return;
+	pthread_mutex_lock(&in->lock);
+	for (size_t i = 0; i < in->nw && e == NULL; i++)
+		if (strcmp(in->w[i].id, id) == 0)
+			e = &in->w[i];
+	if (e != NULL) {
+		memcpy(ifname, e->ifname, sizeof(ifname));
+		memcpy(chain, e->chain, sizeof(chain));
+		*e = in->w[--in->nw];
+		inside(in, unchain_job_run, n, &err);
+	}
+	pthread_mutex_unlock(&in->lock);
+}
+
+/* Counts, in `list table` output, the sandbox chains ("chain s3 {",
+ * "chain p7 {") and the ifmap's entries (": jump "), in the map's block
+ * only: a rule elsewhere may jump too. */
+static void count_table(const char *text, mock_internet_links *out)
+{
+	bool in_map = false;
+
+	for (const char *l = text; *l != '\0';) {
+		const char *nl = strchr(l, '\n'), *end = nl != NULL ? nl : l + strlen(l);
+		const char *t = l + strspn(l, "\t ");
+
+		if (strncmp(t, "map ifmap {", 11) == 0)
+			in_map = true;
+		else if (in_map && *t == '}')
+			in_map = false;
+		if (in_map) {
+			for (const char *j = t; (j = strstr(j, ": jump ")) != NULL && j < end; j++)
+				out->map_entries++;
+		}
+		if (strncmp(t, "chain ", 6) == 0 && (t[6] == 's' || t[6] == 'p') && t[7] >= '0' && t[7] <= '9')
+			out->chains++;
+		l = nl != NULL ? nl + 1 : end;
+	}
+}
+
+static int links_job_run(mock_internet *in, void *arg, sbx_err *err)
+{
+	(void)nft_ctx_get_output_buffer(in->nft); /* what any earlier command left */
+	if (nft_run(in, "list table " MOCK_NFT_TABLE "\n", "list the table", err) != 0)
+		return -1;
+	count_table(nft_ctx_get_output_buffer(in->nft), arg);
+	return 0;
+}
+
+int mock_internet_links_get(mock_internet *in, mock_internet_links *out, sbx_err *err)
+{
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	pthread_mutex_lock(&in->lock);
+	out->sandboxes = in->nw;
+	out->made_ahead = in->npre;
+	rc = inside(in, links_job_run, out, err);
+	pthread_mutex_unlock(&in->lock);
+	return rc;
 }
 
 void mock_internet_who(void *arg, int family, const uint8_t *addr, char *id, size_t cap)

@@ -72,6 +72,21 @@ int mock_internet_apply(mock_internet *in, uint32_t slot, uint64_t gen, const sb
 			sbx_host_rule_mode mode, bool blocked, sbx_err *err);
 /* Removes the slot's chain; its link goes with the cell's namespace. */
 void mock_internet_unwire(mock_internet *in, uint32_t slot);
+/* The same for the sandbox id's wiring, if it is still there: a deferred
+ * unwire (after a DELETE's answer) never takes the parts of a later
+ * sandbox that was given the same slot after a reset. */
+void mock_internet_unwire_id(mock_internet *in, const char *id);
+
+/* What the internet holds for sandboxes, from its own list and from the
+ * kernel's table (so a test sees what a leak would leave): */
+typedef struct mock_internet_links {
+	size_t sandboxes;   /* wired sandboxes in the list */
+	size_t made_ahead;  /* links made ahead for pooled cells */
+	size_t chains;      /* the kernel's sandbox chains (s<slot>, p<link>) */
+	size_t map_entries; /* the kernel's ifmap entries (link -> chain) */
+} mock_internet_links;
+/* 0, or -1 with err set (the kernel's table cannot be read). */
+int mock_internet_links_get(mock_internet *in, mock_internet_links *out, sbx_err *err);
 
 /* The resolver's table (for the documented mode's compilation and tests). */
 const mock_hosts *mock_internet_hosts(const mock_internet *in);

@@ -133,6 +133,14 @@ void mock_egress_sync_all(sbx_mock *mock)
 	free(ids);
 }
 
+void mock_egress_unwire_guest(void *arg, mock_guest *g)
+{
+	sbx_mock *mock = arg;
+
+	if (mock->inet != NULL && g != NULL)
+		mock_internet_unwire_id(mock->inet, mock_guest_name(g));
+}
+
 void mock_egress_unwire(sbx_mock *mock, const mock_sandbox *sb)
 {
 	if (mock->inet != NULL && sb->guest != NULL)

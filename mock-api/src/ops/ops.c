@@ -303,7 +303,7 @@ cJSON *mock_op_destroy(mock_op *op)
 		if (op->t != NULL) {
 			mock_destroy_guest(op->mock, sb);
 		} else {
-			if (!mock_guest_dead(sb->guest))
+			if (!mock_guest_dead(sb->guest) && op->mock->pool == NULL)
 				mock_egress_unwire(op->mock, sb);
 			kill_guest(op->mock, sb->guest);
 			sb->self_deleted = true;
@@ -655,7 +655,10 @@ void mock_destroy_guest(sbx_mock *mock, mock_sandbox *sb)
 	self_listen_remove(mock, sb->id);
 	if (sb->guest == NULL)
 		return;
-	mock_egress_unwire(mock, sb);
+	/* with a pool: by the guest's teardown, after the answer (its
+	 * processes are SIGKILLed here first either way) */
+	if (mock->pool == NULL)
+		mock_egress_unwire(mock, sb);
 	kill_guest(mock, sb->guest);
 	mock_guest_release(mock, sb);
 }
@@ -696,8 +699,10 @@ void mock_op_reap_guests(sbx_mock *mock)
 	/* with a warm pool, after the answer (issue 24): its teardown thread
 	 * waits for the cells and removes the trees */
 	for (size_t i = 0; i < n; i++) {
-		if (mock->pool == NULL || !mock_pool_retire(mock->pool, q[i]))
-			mock_guest_free(q[i], true);
+		if (mock->pool != NULL && mock_pool_retire(mock->pool, q[i]))
+			continue;
+		mock_egress_unwire_guest(mock, q[i]); /* if a destroy left it */
+		mock_guest_free(q[i], true);
 	}
 	free(q);
 }

@@ -191,6 +191,10 @@ void mock_op_cp_restart(sbx_mock *mock, int64_t not_ready_ms);
 /* GET /_mock/pool: the warm pool's size and counters (cell_pool.h), or
  * {enabled: false, note: why}. */
 cJSON *mock_op_pool_view(sbx_mock *mock);
+/* GET /_mock/egress/links: what the simulated internet holds for
+ * sandboxes, its list and the kernel's table ({enforced: false} without
+ * it); NULL with err set when the table cannot be read. */
+cJSON *mock_op_egress_links_view(sbx_mock *mock, sbx_err *err);
 /* Kills every guest's processes (the mock is stopping). */
 void mock_op_kill_guests(sbx_mock *mock);
 
@@ -242,6 +246,11 @@ void mock_egress_sync(sbx_mock *mock, const char *id);
 void mock_egress_sync_all(sbx_mock *mock);
 /* Removes the sandbox's link and chain. Model lock may be held. */
 void mock_egress_unwire(sbx_mock *mock, const mock_sandbox *sb);
+/* The same for a dead guest's sandbox (named by the guest), when its
+ * wiring is still there: with a warm pool, a destroy leaves it to the
+ * guest's teardown after the answer (the pool's `on_teardown` hook; arg the
+ * sbx_mock). Without the model lock. */
+void mock_egress_unwire_guest(void *arg, mock_guest *g);
 
 /* /_mock/reset: kills every guest, empties the model, faults and journal. */
 void mock_reset_all(sbx_mock *mock);

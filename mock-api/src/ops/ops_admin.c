@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "guest/cell_pool.h"
+#include "internet/internet.h"
 #include "ops/core.h" /* struct sbx_mock */
 #include "ops/settings.h"
 
@@ -288,6 +289,24 @@ cJSON *mock_op_pool_view(sbx_mock *mock)
 	cJSON_AddNumberToObject(d, "build_failures", (double)st.build_failures);
 	cJSON_AddNumberToObject(d, "retired", (double)st.retired);
 	cJSON_AddStringToObject(d, "last_error", st.last_error);
+	return d;
+}
+
+cJSON *mock_op_egress_links_view(sbx_mock *mock, sbx_err *err)
+{
+	mock_internet_links l;
+	cJSON *d;
+
+	if (mock->inet != NULL && mock_internet_links_get(mock->inet, &l, err) != 0)
+		return NULL;
+	d = cJSON_CreateObject();
+	cJSON_AddBoolToObject(d, "enforced", mock->inet != NULL);
+	if (mock->inet != NULL) {
+		cJSON_AddNumberToObject(d, "sandboxes", (double)l.sandboxes);
+		cJSON_AddNumberToObject(d, "made_ahead", (double)l.made_ahead);
+		cJSON_AddNumberToObject(d, "kernel_chains", (double)l.chains);
+		cJSON_AddNumberToObject(d, "kernel_map_entries", (double)l.map_entries);
+	}
 	return d;
 }
 

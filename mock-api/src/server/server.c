@@ -550,6 +550,7 @@ static int start_pool(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *err)
 	if (mock->inet != NULL) {
 		pc.prepare = mock_egress_prewire;
 		pc.discard = mock_egress_unprewire;
+		pc.on_teardown = mock_egress_unwire_guest;
 		pc.hook_arg = mock;
 	}
 	mock->pool = mock_pool_start(&pc, err);
