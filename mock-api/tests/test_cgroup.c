@@ -459,7 +459,7 @@ static void test_distinct_groups_from_four_threads(void **state)
 
 typedef struct joiner {
 	mock_cgroup *cg;
-	char before[1024], after[1024], err[256];
+	char before[1024], after[1024], err[sizeof(((sbx_err *)0)->msg) + 16];
 	pid_t child;
 	int join_rc;
 } joiner;
