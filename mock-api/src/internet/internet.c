@@ -784,45 +784,42 @@ int mock_internet_apply(mock_internet *in, uint32_t slot, uint64_t gen, const sb
 	return rc;
 }
 
-void mock_internet_unwire(mock_internet *in, uint32_t slot)
+/* Under in->lock: forgets e (if any) and deletes its chain and map entry,
+ * by its names (a prewired link's), else by the slot's. */
+static void unwire_locked(mock_internet *in, wired *e, uint32_t slot)
 {
 	char ifname[16], chain[16];
 	const char *n[2] = {ifname, chain};
 	sbx_err err = {{0}};
-	wired *e;
 
-	if (in == NULL)
-		return;
 	names(slot, ifname, chain);
-	pthread_mutex_lock(&in->lock);
-	e = find(in, slot);
-	if (e != NULL) { /* a prewired link's names */
+	if (e != NULL) {
 		memcpy(ifname, e->ifname, sizeof(ifname));
 		memcpy(chain, e->chain, sizeof(chain));
 		*e = in->w[--in->nw];
 	}
 	inside(in, unchain_job_run, n, &err);
+}
+
+void mock_internet_unwire(mock_internet *in, uint32_t slot)
+{
+	if (in == NULL)
+		return;
+	pthread_mutex_lock(&in->lock);
+	unwire_locked(in, find(in, slot), slot);
 	pthread_mutex_unlock(&in->lock);
 }
 
 void mock_internet_unwire_id(mock_internet *in, const char *id)
 {
-	char ifname[16], chain[16];
-	const char *n[2] = {ifname, chain};
-	sbx_err err = {{0}};
-	wired *e = NULL;
-
 	if (in == NULL)
 		return;
 	pthread_mutex_lock(&in->lock);
-	for (size_t i = 0; i < in->nw && e == NULL; i++)
-		if (strcmp(in->w[i].id, id) == 0)
-			e = &in->w[i];
-	if (e != NULL) {
-		memcpy(ifname, e->ifname, sizeof(ifname));
-		memcpy(chain, e->chain, sizeof(chain));
-		*e = in->w[--in->nw];
-		inside(in, unchain_job_run, n, &err);
+	for (size_t i = 0; i < in->nw; i++) {
+		if (strcmp(in->w[i].id, id) == 0) {
+			unwire_locked(in, &in->w[i], in->w[i].slot);
+			break;
+		}
 	}
 	pthread_mutex_unlock(&in->lock);
 }
