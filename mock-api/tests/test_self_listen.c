@@ -218,6 +218,33 @@ static void listener_decides_the_callers_sandbox(void **state)
 	mock_self_listen_remove(g_mock, b);
 }
 
+/* A copy of a listener's fd held elsewhere (a cell the mock clones copies
+ * every descriptor until its first step closes them) does not keep a
+ * removed listener taking connections: a connection made then would sit in
+ * the backlog and be reset when the copy goes, not refused. */
+static void removed_listener_refuses_while_a_copy_lives(void **state)
+{
+	char a[64], ans[4096];
+	uint16_t pa = 0;
+	int la, copy;
+
+	(void)state;
+	if (!contained())
+		skip();
+	create("k1", "{\"shape\":\"s-1vcpu-1gb\"}", a, sizeof(a));
+	la = listen_loopback(0, &pa);
+	assert_true(la >= 0);
+	copy = dup(la);
+	assert_true(copy >= 0);
+	assert_int_equal(mock_self_listen_add(g_mock, la, a), 0);
+	mock_self_listen_remove(g_mock, a);
+	raw_post(pa, "/self/pause", "", ans, sizeof(ans));
+	close(copy);
+	if (strncmp(ans, "CONNECT-FAILED", 14) != 0)
+		fail_msg("removed listener with a live copy: expected refused, got: \"%.400s\"", ans);
+	expect_sandbox("k1", a, "running");
+}
+
 /* A listener for a sandbox the model does not know answers 404; a socket
  * that is not listening is refused (and closed). */
 static void listener_of_an_unknown_sandbox_and_bad_sockets(void **state)
@@ -460,6 +487,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(listener_decides_the_callers_sandbox, mf_reset),
 		cmocka_unit_test_setup(listener_of_an_unknown_sandbox_and_bad_sockets, mf_reset),
+		cmocka_unit_test_setup(removed_listener_refuses_while_a_copy_lives, mf_reset),
 		cmocka_unit_test_setup(one_sandbox_cannot_use_up_the_daemon, mf_reset),
 		cmocka_unit_test_setup(netns_listener_reaches_only_its_own_sandbox, mf_reset),
 	};

@@ -131,6 +131,11 @@ static void conn_erase(struct mock_self_listen *sl, sl_conn *c)
 static void listener_close(struct mock_self_listen *sl, size_t i)
 {
 	epoll_ctl(sl->epfd, EPOLL_CTL_DEL, sl->ls[i].fd, NULL);
+	/* shutdown acts on the socket, not this descriptor: it stops listening
+	 * (TCP resets its backlog; a Unix socket refuses) even while a copy
+	 * lives in a cell clone that has not yet closed what it inherited. A
+	 * close alone leaves the port open until the last copy goes. */
+	shutdown(sl->ls[i].fd, SHUT_RDWR);
 	close(sl->ls[i].fd);
 	sl->ls[i] = sl->ls[--sl->nls];
 }
