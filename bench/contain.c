@@ -27,6 +27,7 @@
 #include <getopt.h>
 #include <pthread.h>
 #include <spawn.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,6 +60,7 @@ typedef struct run {
 	double cycles_per_s, cycle_ms;
 	double handed_out, misses;   /* pool counters over the T clients' cycles */
 	double handed1, misses1;     /* and over the one client's */
+	double cyc_cpu_ms, cyc_mean; /* the machine's CPU time per one-client cycle; its mean */
 } run;
 
 typedef struct opts {
@@ -72,6 +74,7 @@ static long g_threads;
 static double g_lat[MAX_N], g_res[MAX_N], g_bare[2 * MAX_N];
 static double g_part[3][MAX_N]; /* a cycle's create, exec, delete */
 static long g_nbare;
+static long g_ncpu = 1; /* online cores, for the cycle's CPU floor */
 
 static pt pct(double *v, long n)
 {
@@ -271,6 +274,33 @@ static void pauses(sbx_http_client *c, const char *id, const opts *o, run *r, sb
 	r->resume = pct(g_res, i);
 }
 
+/* The CPU time every core of the machine has spent busy so far, ms
+ * (/proc/stat: user, nice, system, irq, softirq, steal; the kernel's own
+ * workers included, which is where a network namespace is cleaned up), or
+ * -1. On a quiet machine the difference over a stretch of cycles is what
+ * those cycles cost in all, wherever the work ran. */
+static double machine_busy_ms(void)
+{
+	unsigned long long v[8] = {0};
+	long hz = sysconf(_SC_CLK_TCK);
+	char line[512], *p = line + 4, *end;
+	FILE *f = fopen("/proc/stat", "re");
+	bool ok;
+
+	if (f == NULL)
+		return -1;
+	ok = fgets(line, sizeof(line), f) != NULL && strncmp(line, "cpu ", 4) == 0;
+	fclose(f);
+	for (int k = 0; ok && k < 8; k++) {
+		v[k] = strtoull(p, &end, 10);
+		ok = end != p;
+		p = end;
+	}
+	if (!ok || hz <= 0)
+		return -1;
+	return (double)(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) * 1000.0 / (double)hz;
+}
+
 /* create -> exec(true) -> delete by one client, each cycle timed: the
  * cycle's latency, nothing else of this process running beside it. */
 static void cycles_timed(sbx_http_client *c, sbx_http_client *a, const opts *o, run *r,
@@ -278,11 +308,12 @@ static void cycles_timed(sbx_http_client *c, sbx_http_client *a, const opts *o, 
 {
 	char id[64];
 	long i;
-	double h0, m0;
+	double h0, m0, busy0;
 
 	pool_wait_full(a, r->pool, out);
 	h0 = pool_num(a, "handed_out", out);
 	m0 = pool_num(a, "misses", out);
+	busy0 = machine_busy_ms();
 	for (i = 0; i < o->n; i++) {
 		double t0 = bench_now_ms(), t1, t2;
 
@@ -297,6 +328,10 @@ static void cycles_timed(sbx_http_client *c, sbx_http_client *a, const opts *o, 
 		g_part[1][i] = t2 - t1;
 		g_part[2][i] = g_lat[i] - (t2 - t0);
 	}
+	r->cyc_cpu_ms = busy0 >= 0 && i > 0 ? (machine_busy_ms() - busy0) / (double)i : -1;
+	r->cyc_mean = 0;
+	for (long k = 0; k < i; k++)
+		r->cyc_mean += g_lat[k] / (double)i;
 	r->cycle = pct(g_lat, i);
 	r->cyc_create = pct(g_part[0], i);
 	r->cyc_exec = pct(g_part[1], i);
@@ -448,6 +483,14 @@ static void ratios(const run *r, const char *label)
 	printf("    its parts' p50/p90: create %.2f/%.2f, exec %.2f/%.2f, delete %.2f/%.2f ms\n",
 	       r->cyc_create.p50, r->cyc_create.p90, r->cyc_exec.p50, r->cyc_exec.p90, r->cyc_del.p50,
 	       r->cyc_del.p90);
+	if (r->cyc_cpu_ms > 0)
+		/* the cycles run back to back, so at this CPU cost their mean can
+		 * be no shorter than it spread over every core: when the mean
+		 * sits at that floor, the cycle waits for CPU, not for a lock */
+		printf("    the machine's CPU per cycle %.2f ms: the mean cycle (%.2f ms) can be no "
+		       "shorter than %.2f ms over %ld cores = %.2fx\n",
+		       r->cyc_cpu_ms, r->cyc_mean, r->cyc_cpu_ms / (double)g_ncpu, g_ncpu,
+		       r->cyc_cpu_ms / (double)g_ncpu / b);
 	printf("  cycle, %ld clients, as each sees it (%.2f ms)       %5.2f\n", g_threads, r->cycle_ms,
 	       r->cycle_ms / b);
 	printf("  cycle, %ld clients, 1/throughput (%.2f ms)          %5.2f\n", g_threads,
@@ -497,6 +540,7 @@ int main(int argc, char **argv)
 	long pool = 2;
 	int opt;
 
+	g_ncpu = sysconf(_SC_NPROCESSORS_ONLN) > 0 ? sysconf(_SC_NPROCESSORS_ONLN) : 1;
 	while ((opt = getopt(argc, argv, "n:s:t:m:w:P:h")) != -1) {
 		switch (opt) {
 		case 'n':
