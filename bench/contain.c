@@ -275,7 +275,7 @@ static void pauses(sbx_http_client *c, const char *id, const opts *o, run *r, sb
 }
 
 /* The CPU time every core of the machine has spent busy so far, ms
- * (/proc/stat: user, nice, system, irq, softirq, steal; the kernel's own
+ * (/proc/stat: user, nice, system, irq, softirq; the kernel's own
  * workers included, which is where a network namespace is cleaned up), or
  * -1. On a quiet machine the difference over a stretch of cycles is what
  * those cycles cost in all, wherever the work ran. */
@@ -298,7 +298,9 @@ static double machine_busy_ms(void)
 	}
 	if (!ok || hz <= 0)
 		return -1;
-	return (double)(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) * 1000.0 / (double)hz;
+	/* steal (v[7]) is not counted: it is time the hypervisor gave another
+	 * guest, which this machine's work did not use */
+	return (double)(v[0] + v[1] + v[2] + v[5] + v[6]) * 1000.0 / (double)hz;
 }
 
 /* create -> exec(true) -> delete by one client, each cycle timed: the
