@@ -542,7 +542,9 @@ int main(int argc, char **argv)
 	long pool = 2;
 	int opt;
 
-	g_ncpu = sysconf(_SC_NPROCESSORS_ONLN) > 0 ? sysconf(_SC_NPROCESSORS_ONLN) : 1;
+	g_ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	if (g_ncpu < 1)
+		g_ncpu = 1;
 	while ((opt = getopt(argc, argv, "n:s:t:m:w:P:h")) != -1) {
 		switch (opt) {
 		case 'n':
