@@ -10,7 +10,7 @@
 # the targets' RPATH $ORIGIN/lib (DT_RPATH, not RUNPATH: it also serves the
 # libraries' own dependencies).
 # Inputs: CC, CFLAGS, LIB_FUZZING_ENGINE, OUT, WORK (scratch; default
-# $OUT/../work), SRC (unused: the source tree is the current directory, as
+# $OUT/../work), SBX_WERROR (ON: warnings are errors), SRC (unused: the source tree is the current directory, as
 # the Dockerfile's WORKDIR). ctest cflite_build_sh runs this script locally.
 : "${CC:?}" "${CFLAGS:?}" "${LIB_FUZZING_ENGINE:?}" "${OUT:?}"
 src=$PWD
@@ -24,14 +24,16 @@ for f in "$src"/fuzz/*_fuzzer.c; do
 done
 [ ${#names[@]} -gt 0 ] || { echo "build.sh: no fuzz/*_fuzzer.c" >&2; exit 1; }
 
-# CMake picks up $CC and $CFLAGS. -Werror off: the image's clang may be
-# newer than the one the project is checked with. No SBX_FUZZ flags: the
-# sanitizer comes from $CFLAGS (address, undefined, memory, coverage).
+# $CC and $CFLAGS are passed explicitly, so a kept build dir (WORK) follows
+# a change of either. -Werror off unless SBX_WERROR=ON (ci/test's fuzz
+# stage): the image's clang may be newer than the one the project is checked
+# with. No SBX_FUZZ flags: the sanitizer comes from $CFLAGS (address,
+# undefined, memory, coverage).
 cmake -S "$src" -B "$work" -G "Unix Makefiles" \
   -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_FLAGS_RELEASE= \
-  -DCMAKE_C_COMPILER="$CC" \
+  -DCMAKE_C_COMPILER="$CC" -DCMAKE_C_FLAGS="$CFLAGS" \
   -DSBX_LIB_FUZZING_ENGINE="$LIB_FUZZING_ENGINE" \
-  -DSBX_WERROR=OFF -DSBX_SDK_TESTS=OFF -DBUILD_TESTING=OFF \
+  -DSBX_WERROR="${SBX_WERROR:-OFF}" -DSBX_SDK_TESTS=OFF -DBUILD_TESTING=OFF \
   -DCMAKE_BUILD_RPATH='$ORIGIN/lib' -DCMAKE_EXE_LINKER_FLAGS=-Wl,--disable-new-dtags >/dev/null
 cmake --build "$work" --parallel "$jobs" --target "${names[@]}"
 

@@ -1,24 +1,40 @@
 #!/usr/bin/env bash
-# ctest cflite_build_sh: runs .clusterfuzzlite/build.sh as OSS-Fuzz /
-# ClusterFuzzLite would (CC, CFLAGS, LIB_FUZZING_ENGINE, OUT, SRC, WORK set;
-# Debian's clang and libFuzzer instead of the base-builder image) into a
-# scratch $OUT, then checks for every fuzz/<name>_fuzzer.c: the executable
-# <name>, <name>_seed_corpus.zip holding exactly fuzz/corpus/<name>/,
-# <name>.dict equal to fuzz/dict/<name>.dict, an RPATH of $ORIGIN/lib with
-# the non-glibc libraries in $OUT/lib, and that the target runs -runs=10 over
-# its unzipped seed corpus with only $OUT/lib for its libraries.
+# ctest cflite_build_sh, and the build of ci/test's fuzz stage: runs
+# .clusterfuzzlite/build.sh as OSS-Fuzz / ClusterFuzzLite would (CC, CFLAGS,
+# LIB_FUZZING_ENGINE, OUT, SRC, WORK set; Debian's clang and libFuzzer
+# instead of the base-builder image), then checks for every
+# fuzz/<name>_fuzzer.c: the executable <name>, <name>_seed_corpus.zip holding
+# exactly fuzz/corpus/<name>/, <name>.dict equal to fuzz/dict/<name>.dict, an
+# RPATH of $ORIGIN/lib with the non-glibc libraries in $OUT/lib, and that the
+# target, with only $OUT/lib for its libraries, runs the first seed of its unzipped corpus (the whole corpus is replayed by the
+# fuzz stage that runs these binaries next, and by ctest's fuzz_replay_*).
+# Environment: SBX_CFLITE_DIR (unset: a scratch dir, removed; set: $OUT is
+# DIR/out and the build DIR/work, both kept, so the fuzz stage runs the
+# targets it checked and a second run rebuilds only what changed),
+# SBX_CFLITE_UBSAN=1 (UBSan beside ASan, findings fatal, as the fuzz stage
+# wants), SBX_WERROR (passed to build.sh; default OFF, as on the image).
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
 cc=${SBX_CFLITE_CC:-clang}
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/sbx-cflite.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
+if [ -n "${SBX_CFLITE_DIR:-}" ]; then
+  mkdir -p "$SBX_CFLITE_DIR"
+  tmp=$(cd "$SBX_CFLITE_DIR" && pwd)
+  # $OUT holds this build's files only (a removed target must not linger);
+  # the checks' scratch is per run; the CMake build dir is kept
+  rm -rf "$tmp/out" "$tmp/src" "$tmp"/corpus-* "$tmp"/run-*
+else
+  tmp=$(mktemp -d "${TMPDIR:-/tmp}/sbx-cflite.XXXXXX")
+  trap 'rm -rf "$tmp"' EXIT
+fi
 mkdir -p "$tmp/out" "$tmp/work" "$tmp/src"
+cflags="-O1 -fno-omit-frame-pointer -gline-tables-only -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION -fsanitize=address -fsanitize-address-use-after-scope -fsanitize=fuzzer-no-link"
+[ "${SBX_CFLITE_UBSAN:-}" != 1 ] || cflags+=" -fsanitize=undefined -fno-sanitize-recover=undefined"
 fail=0
 bad() { echo "cflite: FAIL: $*"; fail=1; }
 
 echo "cflite: build.sh into $tmp/out"
 ( cd "$src" && env CC="$cc" CXX="${cc/clang/clang++}" \
-    CFLAGS="-O1 -fno-omit-frame-pointer -gline-tables-only -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION -fsanitize=address -fsanitize-address-use-after-scope -fsanitize=fuzzer-no-link" \
+    CFLAGS="$cflags" SBX_WERROR="${SBX_WERROR:-OFF}" \
     LIB_FUZZING_ENGINE="-fsanitize=fuzzer" SANITIZER=address FUZZING_ENGINE=libfuzzer \
     OUT="$tmp/out" SRC="$tmp/src" WORK="$tmp/work" SBX_BUILD_JOBS="${SBX_BUILD_JOBS:-2}" \
     bash .clusterfuzzlite/build.sh ) > "$tmp/build.log" 2>&1 || { tail -n 40 "$tmp/build.log"; echo "cflite: FAIL: build.sh exited non-zero"; exit 1; }
@@ -60,11 +76,15 @@ PY
     esac
   done < <(env -u LD_LIBRARY_PATH ldd "$bin" | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}')
   mkdir -p "$tmp/run-$name"
+  seed=$(find "$tmp/corpus-$name" -maxdepth 1 -type f | LC_ALL=C sort | head -n 1)
+  [ -n "$seed" ] || { bad "$name: an empty seed corpus"; continue; }
   if ! (cd "$tmp/run-$name" && env -u LD_LIBRARY_PATH UBSAN_OPTIONS=halt_on_error=1 \
-        "$bin" -runs=10 -dict="$tmp/out/$name.dict" "$tmp/corpus-$name") > "$tmp/run-$name.log" 2>&1; then
-    tail -n 20 "$tmp/run-$name.log"; bad "$name: -runs=10 over its seed corpus failed"
+        "$bin" "$seed") > "$tmp/run-$name.log" 2>&1; then
+    tail -n 20 "$tmp/run-$name.log"; bad "$name: running its first seed ($(basename "$seed")) failed"
+  elif ! grep -q "^Executed .* in [0-9]* ms" "$tmp/run-$name.log"; then
+    tail -n 20 "$tmp/run-$name.log"; bad "$name: no 'Executed' line for its first seed"
   else
-    echo "cflite: $name: $(grep -Eo 'Done [0-9]+ runs.*' "$tmp/run-$name.log" | head -n 1)"
+    echo "cflite: $name: $(grep -Eo '^Executed .* in [0-9]+ ms' "$tmp/run-$name.log" | sed "s|$tmp/corpus-$name/||")"
   fi
 done
 [ "$n" -gt 0 ] || bad "no fuzz targets"
