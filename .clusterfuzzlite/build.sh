@@ -35,7 +35,7 @@ cmake -S "$src" -B "$work" -G "Unix Makefiles" \
   -DSBX_LIB_FUZZING_ENGINE="$LIB_FUZZING_ENGINE" \
   -DSBX_WERROR="${SBX_WERROR:-OFF}" -DSBX_SDK_TESTS=OFF -DBUILD_TESTING=OFF \
   -DCMAKE_BUILD_RPATH='$ORIGIN/lib' -DCMAKE_EXE_LINKER_FLAGS=-Wl,--disable-new-dtags >/dev/null
-cmake --build "$work" --parallel "$jobs" --target "${names[@]}"
+cmake --build "$work" --parallel "$jobs" --target fuzzers
 
 mkdir -p "$OUT/lib"
 for n in "${names[@]}"; do
