@@ -10,8 +10,10 @@
 # the targets' RPATH $ORIGIN/lib (DT_RPATH, not RUNPATH: it also serves the
 # libraries' own dependencies).
 # Inputs: CC, CFLAGS, LIB_FUZZING_ENGINE, OUT, WORK (scratch; default
-# $OUT/../work), SBX_WERROR (ON: warnings are errors), SRC (unused: the source tree is the current directory, as
-# the Dockerfile's WORKDIR). ctest cflite_build_sh runs this script locally.
+# $OUT/../work), SBX_WERROR (ON: warnings are errors), SRC (unused: the
+# source tree is the current directory, as the Dockerfile's WORKDIR).
+# ci/cflite_test.sh (ctest cflite_build_sh, ci/test's fuzz stage) runs this
+# script locally.
 : "${CC:?}" "${CFLAGS:?}" "${LIB_FUZZING_ENGINE:?}" "${OUT:?}"
 src=$PWD
 [ -f "$src/fuzz/CMakeLists.txt" ] || { echo "build.sh: run from the sbx-harness source tree" >&2; exit 1; }
