@@ -77,7 +77,9 @@ PY
     esac
   done < <(env -u LD_LIBRARY_PATH ldd "$bin" | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}')
   mkdir -p "$dir/run-$name"
-  seed=$(find "$dir/corpus-$name" -maxdepth 1 -type f | LC_ALL=C sort | head -n 1)
+  # sed, not head: head would quit early, and under pipefail the SIGPIPE this
+  # gives sort would fail the assignment (and set -e the script)
+  seed=$(find "$dir/corpus-$name" -maxdepth 1 -type f | LC_ALL=C sort | sed -n 1p)
   [ -n "$seed" ] || { bad "$name: an empty seed corpus"; continue; }
   if ! (cd "$dir/run-$name" && env -u LD_LIBRARY_PATH UBSAN_OPTIONS=halt_on_error=1 \
         "$bin" "$seed") > "$dir/run-$name.log" 2>&1; then
