@@ -1,10 +1,13 @@
 /* gate_plugins: which `lfx.sandbox_backends` entry points Langflow would load.
- * Names are grouped (trimmed, lower-cased) BEFORE anything loads, so an
- * unlisted (a blank name included: the allow-list drops blanks), duplicated,
- * built-in or reserved name is refused without its distribution ever being
- * "imported" (lfx 1.13 imports a listed `none` and then refuses it; the
- * tables accept both). Messages quote the name as written. This module only
- * plans: it never loads, imports or runs anything. */
+ * With an empty allow-list nothing is enumerated, so nothing is refused (or
+ * logged, in lfx 1.13). Otherwise names are grouped (trimmed, lower-cased)
+ * BEFORE anything loads, so an unlisted (a blank name included: the
+ * allow-list drops blanks), duplicated, built-in or reserved name is refused
+ * without its distribution ever being "imported" (lfx 1.13 imports a listed
+ * `none` and then refuses it; the tables accept both). Messages are lfx
+ * 1.13's log lines, quoting the grouped name or the entry point's own name as
+ * lfx does (lib/GATE.md). This module only plans: it never loads, imports or
+ * runs anything. */
 #include "sbx/gate.h"
 
 #include <stdlib.h>
@@ -17,7 +20,7 @@
 
 typedef struct group {
 	char *name;        /* normalized; owned */
-	const char *written; /* the first entry point's name as written; borrowed */
+	const char *own;   /* the first entry point's own name; borrowed */
 	const char **dists; /* borrowed from the entry points */
 	size_t n_dists;
 } group;
@@ -79,7 +82,7 @@ static int group_entry_points(const sbx_entry_point *eps, size_t n, group **out,
 			g++;
 		if (g == ng) {
 			groups[ng].name = name;
-			groups[ng].written = eps[i].name != NULL ? eps[i].name : "";
+			groups[ng].own = eps[i].name != NULL ? eps[i].name : "";
 			ng++;
 		} else {
 			free(name);
@@ -107,14 +110,30 @@ static bool listed(const char *name, char *const *allow, size_t n_allow)
 	return false;
 }
 
+/* Empty as lfx 1.13's `if not allowed` sees it: no non-blank name. */
+static bool allowlist_empty(char *const *allow, size_t n_allow)
+{
+	for (size_t i = 0; i < n_allow; i++) {
+		if (allow[i] != NULL && allow[i][0] != '\0')
+			return false;
+	}
+	return true;
+}
+
 static int cmp_str(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* `name` is quoted as written (lfx logs entry_point.name). */
-static char *refusal_message(const char *name, sbx_plugin_reason reason, char **dists, size_t n_dists)
+/* lfx 1.13's log line for a refused group. The "not listed" and duplicate
+ * lines quote the grouping key (plugin_name); the ones after the duplicate
+ * test quote the group's single entry point's own name (entry_point.name).
+ * The reserved refusal is lfx's bare "Refusing sandbox backend plugin %r":
+ * the ValueError saying why rides in the traceback lfx attaches, not in the
+ * message. */
+static char *refusal_message(const group *g, sbx_plugin_reason reason, char **dists, size_t n_dists)
 {
+	const char *name = (reason == SBX_PLUGIN_BUILTIN || reason == SBX_PLUGIN_RESERVED) ? g->own : g->name;
 	sbx_strbuf sb = SBX_STRBUF_INIT;
 	switch (reason) {
 	case SBX_PLUGIN_EMPTY:
@@ -144,8 +163,6 @@ static char *refusal_message(const char *name, sbx_plugin_reason reason, char **
 				     "and cannot choose between them.");
 	} else if (reason == SBX_PLUGIN_BUILTIN) {
 		sbx_strbuf_puts(&sb, ": that name belongs to a built-in backend");
-	} else {
-		sbx_strbuf_puts(&sb, ": 'none' is reserved and cannot name a backend");
 	}
 out_detach:
 	if (sb.oom) {
@@ -190,7 +207,7 @@ static int add_refusal(sbx_plugin_plan *plan, const group *g, sbx_plugin_reason 
 		r->n_distributions++;
 	}
 	qsort(r->distributions, r->n_distributions, sizeof *r->distributions, cmp_str);
-	r->message = refusal_message(g->written, reason, r->distributions, r->n_distributions);
+	r->message = refusal_message(g, reason, r->distributions, r->n_distributions);
 	return r->message != NULL ? 0 : -1;
 }
 
@@ -213,7 +230,9 @@ int sbx_gate_plan_plugins(const sbx_entry_point *eps, size_t n, char *const *all
 	group *groups = NULL;
 	size_t ng = 0;
 	memset(out, 0, sizeof *out);
-	if (group_entry_points(eps, n, &groups, &ng) != 0)
+	/* lfx 1.13 returns before entry_points() when the allow-list is empty:
+	 * no group, so no refusal (the plan stays empty). */
+	if (!allowlist_empty(allow, n_allow) && group_entry_points(eps, n, &groups, &ng) != 0)
 		goto out_oom;
 	size_t slots = ng > 0 ? ng : 1;
 	out->loaded = calloc(slots, sizeof *out->loaded);

@@ -238,8 +238,8 @@ static void test_plugins_never_import_unlisted_duplicate_builtin(void **state)
 {
 	(void)state;
 	const sbx_entry_point eps[] = {
-		{"acme", "acme-sandbox"}, {" Dup ", "dup-a"}, {"dup", "dup-b"}, {"exec-sandbox", "evil"},
-		{"none", "nothing"}, {"  ", "blank-dist"}, {"vendor", "vendor-dist"}, {"CreateOS", NULL},
+		{"acme", "acme-sandbox"}, {" Dup ", "dup-a"}, {"dup", "dup-b"}, {" Exec-Sandbox", "evil"},
+		{"None ", "nothing"}, {"  ", "blank-dist"}, {"vendor", "vendor-dist"}, {"CreateOS", NULL},
 	};
 	char *allow[] = {"acme", "dup", "exec-sandbox", "none", "createos"};
 	sbx_plugin_plan plan;
@@ -253,15 +253,40 @@ static void test_plugins_never_import_unlisted_duplicate_builtin(void **state)
 	assert_int_equal(plan.n_refused, 5);
 	assert_int_equal(plan.refused[0].reason, SBX_PLUGIN_DUPLICATE);
 	assert_string_equal(plan.refused[0].message,
-			    "Refusing sandbox backend plugin ' Dup ': 2 installed distributions provide that name "
+			    "Refusing sandbox backend plugin 'dup': 2 installed distributions provide that name "
 			    "(dup-a, dup-b). Uninstall all but one, because the allowlist names a backend and "
 			    "cannot choose between them.");
 	assert_int_equal(plan.refused[1].reason, SBX_PLUGIN_BUILTIN);
+	assert_string_equal(plan.refused[1].message,
+			    "Refusing sandbox backend plugin ' Exec-Sandbox': that name belongs to a built-in backend");
 	assert_int_equal(plan.refused[2].reason, SBX_PLUGIN_RESERVED);
+	assert_string_equal(plan.refused[2].message, "Refusing sandbox backend plugin 'None '");
 	assert_int_equal(plan.refused[3].reason, SBX_PLUGIN_UNLISTED); /* a blank name is never listed */
 	assert_string_equal(plan.refused[3].message,
-			    "Ignoring sandbox backend '  ': not listed in LANGFLOW_SANDBOX_BACKEND_PLUGINS");
+			    "Ignoring sandbox backend '': not listed in LANGFLOW_SANDBOX_BACKEND_PLUGINS");
 	assert_int_equal(plan.refused[4].reason, SBX_PLUGIN_UNLISTED);
+	assert_string_equal(plan.refused[4].message,
+			    "Ignoring sandbox backend 'vendor': not listed in LANGFLOW_SANDBOX_BACKEND_PLUGINS");
+	sbx_plugin_plan_free(&plan);
+}
+
+/* lfx 1.13 returns before enumerating entry points when the allow-list is
+ * empty: whatever is installed, nothing is imported and nothing refused. */
+static void test_plugins_empty_allowlist_enumerates_nothing(void **state)
+{
+	(void)state;
+	const sbx_entry_point eps[] = {{"acme", "acme-sandbox"}, {"dup", "a"}, {"DUP", "b"}, {"exec-sandbox", "e"}};
+	char *blank_only[] = {""};
+	sbx_plugin_plan plan;
+	sbx_err err = {{0}};
+	assert_int_equal(sbx_gate_plan_plugins(eps, N(eps), NULL, 0, &plan, &err), 0);
+	assert_int_equal(plan.n_loaded, 0);
+	assert_int_equal(plan.n_imported, 0);
+	assert_int_equal(plan.n_refused, 0);
+	sbx_plugin_plan_free(&plan);
+	assert_int_equal(sbx_gate_plan_plugins(eps, N(eps), blank_only, N(blank_only), &plan, &err), 0);
+	assert_int_equal(plan.n_refused, 0);
+	assert_int_equal(plan.n_loaded, 0);
 	sbx_plugin_plan_free(&plan);
 }
 
@@ -309,6 +334,7 @@ int main(void)
 		cmocka_unit_test(test_domains_need_allowlist_even_with_network_on),
 		cmocka_unit_test(test_none_is_in_process_and_blank_is_a_settings_error),
 		cmocka_unit_test(test_plugins_never_import_unlisted_duplicate_builtin),
+		cmocka_unit_test(test_plugins_empty_allowlist_enumerates_nothing),
 		cmocka_unit_test(test_json_front_door),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -143,7 +143,7 @@ typedef struct sbx_entry_point {
 } sbx_entry_point;
 
 typedef enum sbx_plugin_reason {
-	SBX_PLUGIN_EMPTY,      /* "empty": name blank after trimming */
+	SBX_PLUGIN_EMPTY,      /* "empty": no longer produced (a blank name is unlisted) */
 	SBX_PLUGIN_UNLISTED,   /* "unlisted": not in LANGFLOW_SANDBOX_BACKEND_PLUGINS */
 	SBX_PLUGIN_DUPLICATE,  /* "duplicate": two or more distributions publish it */
 	SBX_PLUGIN_BUILTIN,    /* "builtin": exec-sandbox */
@@ -155,7 +155,7 @@ typedef struct sbx_plugin_refusal {
 	sbx_plugin_reason reason;
 	char **distributions;          /* every distribution publishing the name, sorted */
 	size_t n_distributions;
-	char *message;
+	char *message;                 /* lfx 1.13's log line (lib/GATE.md) */
 } sbx_plugin_refusal;
 
 /* Decided before anything loads. Owned by the caller; sbx_plugin_plan_free(). */
@@ -169,8 +169,9 @@ typedef struct sbx_plugin_plan {
 } sbx_plugin_plan;
 
 const char *sbx_plugin_reason_id(sbx_plugin_reason reason);
-/* allow: the normalized allow-list (sbx_gate_parse_plugin_allowlist). Returns
- * 0, or -1 on out of memory (err set, *out empty). */
+/* allow: the normalized allow-list (sbx_gate_parse_plugin_allowlist). An
+ * empty one plans nothing at all (lfx 1.13 enumerates no entry point, so it
+ * refuses none). Returns 0, or -1 on out of memory (err set, *out empty). */
 int sbx_gate_plan_plugins(const sbx_entry_point *eps, size_t n, char *const *allow, size_t n_allow,
 			  sbx_plugin_plan *out, sbx_err *err);
 void sbx_plugin_plan_free(sbx_plugin_plan *plan);
