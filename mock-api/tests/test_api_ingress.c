@@ -98,7 +98,7 @@ static void ingress_reaches_guest_server(void **state)
 	need_contained();
 	create("k1", "{\"shape\":\"s-1vcpu-256mb\",\"ingress_enabled\":true}", id, sizeof(id));
 	preview_url("k1", id, 8000, url, sizeof(url));
-	snprintf(want, sizeof(want), "%s/%s/8000/", sbx_mock_ingress_url(g_mock), id);
+	snprintf(want, sizeof(want), "%s/%s/8000", sbx_mock_ingress_url(g_mock), id);
 	assert_string_equal(url, want); /* loopback, a port and a path prefix */
 	serve("k1", id, 8000, "hello-from-guest");
 	get_served(url, &r);
@@ -107,7 +107,7 @@ static void ingress_reaches_guest_server(void **state)
 	assert_true(th_header(&r, "Connection", hdr, sizeof(hdr)));
 	assert_string_equal(hdr, "close"); /* one request per connection */
 	th_resp_free(&r);
-	snprintf(want, sizeof(want), "%sindex.html?x=1", url);
+	snprintf(want, sizeof(want), "%s/index.html?x=1", url);
 	get_url(want, &r);
 	expect_status(&r, 200, "a path and query under the prefix");
 	assert_string_equal(sbx_strbuf_str(&r.body), "hello-from-guest\n");
@@ -116,6 +116,78 @@ static void ingress_reaches_guest_server(void **state)
 	get_url(url, &r);
 	expect_status(&r, 502, "a port nothing listens on");
 	assert_non_null(strstr(sbx_strbuf_str(&r.body), "nothing answers on port 8001"));
+	th_resp_free(&r);
+}
+
+/* A server in the guest that answers each request with its raw request
+ * target (Python's http.server would collapse a leading "//" and hide a
+ * doubled slash). Put by the files API, started by exec. */
+static const char target_echo_py[] =
+	"import socket, sys\n"
+	"s = socket.socket()\n"
+	"s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+	"s.bind(('127.0.0.1', int(sys.argv[1])))\n"
+	"s.listen(8)\n"
+	"while True:\n"
+	"    c, _ = s.accept()\n"
+	"    head = b''\n"
+	"    while b'\\r\\n' not in head:\n"
+	"        more = c.recv(4096)\n"
+	"        if not more:\n"
+	"            break\n"
+	"        head += more\n"
+	"    target = head.split(b'\\r\\n')[0].split(b' ')[1]\n"
+	"    c.sendall(b'HTTP/1.1 200 OK\\r\\nContent-Length: %d\\r\\nConnection: close\\r\\n\\r\\n'"
+	" % len(target) + target)\n"
+	"    c.close()\n";
+
+static void serve_target_echo(const char *key, const char *id, unsigned port)
+{
+	char path[160], body[256];
+	th_req rq = {.method = "PUT", .url = U, .path = path, .key = key, .body = target_echo_py,
+		     .ctype = "application/octet-stream"};
+	th_resp r;
+
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/files?path=/tmp/target_echo.py", id);
+	th_do(&rq, &r);
+	expect_status(&r, 200, "put the echo server");
+	th_resp_free(&r);
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/exec", id);
+	snprintf(body, sizeof(body),
+		 "{\"cmd\":\"bash\",\"args\":[\"-c\",\"(python3 /tmp/target_echo.py %u >/dev/null 2>&1 &)\"]}",
+		 port);
+	th_json(U, key, "POST", path, body, &r);
+	expect_status(&r, 200, "exec starting the echo server");
+	th_resp_free(&r);
+}
+
+/* The examples build URLs as previewUrl(port) + "/health": the template
+ * is an origin-like prefix without a trailing slash (the live service's is
+ * a bare origin), so the guest's server sees "/health", not "//health". */
+static void preview_url_plus_path_reaches_guest_exactly(void **state)
+{
+	char id[64], url[256], full[300];
+	th_resp r;
+
+	(void)state;
+	need_contained();
+	create("k1", "{\"shape\":\"s-1vcpu-256mb\",\"ingress_enabled\":true}", id, sizeof(id));
+	preview_url("k1", id, 8002, url, sizeof(url));
+	assert_true(url[strlen(url) - 1] != '/');
+	serve_target_echo("k1", id, 8002);
+	snprintf(full, sizeof(full), "%s/health", url);
+	get_served(full, &r);
+	expect_status(&r, 200, "GET previewUrl(8002) + /health");
+	assert_string_equal(sbx_strbuf_str(&r.body), "/health");
+	th_resp_free(&r);
+	snprintf(full, sizeof(full), "%s/a/b?x=1&y=%%2F", url);
+	get_url(full, &r);
+	expect_status(&r, 200, "a deeper path and a query");
+	assert_string_equal(sbx_strbuf_str(&r.body), "/a/b?x=1&y=%2F");
+	th_resp_free(&r);
+	get_url(url, &r);
+	expect_status(&r, 200, "the bare previewUrl");
+	assert_string_equal(sbx_strbuf_str(&r.body), "/");
 	th_resp_free(&r);
 }
 
@@ -325,6 +397,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(ingress_reaches_guest_server, mf_reset),
+		cmocka_unit_test_setup(preview_url_plus_path_reaches_guest_exactly, mf_reset),
 		cmocka_unit_test_setup(ingress_off_refused_at_once, mf_reset),
 		cmocka_unit_test_setup(ingress_never_crosses_tenants, mf_reset),
 		cmocka_unit_test_setup(ingress_off_cuts_open_connections, mf_reset),

@@ -416,6 +416,12 @@ test("ingress: previewUrl() reaches a server in the guest from node fetch, curl 
   }
   assert.equal(res.status, 200);
   assert.equal(await res.text(), "from-the-guest\n");
+  // the examples append a path: no trailing slash to double it (the C test
+  // test_api_ingress reads the raw target the guest's server receives)
+  assert.ok(!url.endsWith("/"), url);
+  const page = await fetch(url + "/index.html");
+  assert.equal(page.status, 200);
+  assert.equal(await page.text(), "from-the-guest\n");
   const run = (cmd, args) =>
     new Promise((resolve, reject) =>
       execFile(cmd, args, { timeout: 60_000 }, (err, stdout, stderr) =>

@@ -681,7 +681,8 @@ static void add_time(const mock_model *m, cJSON *o, const char *key, int64_t ms,
 
 /* With the ingress proxy: a path under it on loopback (names under
  * .localhost do not resolve through glibc or Node on a stock Debian, so
- * the live service's host-per-port form cannot be copied). */
+ * the live service's host-per-port form cannot be copied). No trailing
+ * slash: the live template is a bare origin, and clients append "/path". */
 static void add_ingress_template(cJSON *o, const mock_model *m, const mock_sandbox *sb)
 {
 	char buf[160];
@@ -689,7 +690,7 @@ static void add_ingress_template(cJSON *o, const mock_model *m, const mock_sandb
 	if (!sb->ingress_enabled)
 		return;
 	if (m->ingress_base[0] != '\0')
-		snprintf(buf, sizeof(buf), "%s/%s/<port>/", m->ingress_base, sb->id);
+		snprintf(buf, sizeof(buf), "%s/%s/<port>", m->ingress_base, sb->id);
 	else
 		snprintf(buf, sizeof(buf), "https://%s-<port>.sb.localhost", sb->id);
 	cJSON_AddStringToObject(o, "ingress_url_template", buf);
