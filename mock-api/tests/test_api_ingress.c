@@ -51,6 +51,15 @@ static void preview_url(const char *key, const char *id, unsigned port, char *ur
 	snprintf(url, cap, "%.*s%u%s", (int)(at - tpl), tpl, port, at + 6);
 }
 
+/* A sandbox of k1's with ingress on (skipped without containment), and
+ * its previewUrl(port). */
+static void ingress_sandbox(char *id, size_t id_cap, unsigned port, char *url, size_t url_cap)
+{
+	need_contained();
+	create("k1", "{\"shape\":\"s-1vcpu-256mb\",\"ingress_enabled\":true}", id, id_cap);
+	preview_url("k1", id, port, url, url_cap);
+}
+
 /* Serves text as /index.html on port in the guest (background, by exec). */
 static void serve(const char *key, const char *id, unsigned port, const char *text)
 {
@@ -95,9 +104,7 @@ static void ingress_reaches_guest_server(void **state)
 	th_resp r;
 
 	(void)state;
-	need_contained();
-	create("k1", "{\"shape\":\"s-1vcpu-256mb\",\"ingress_enabled\":true}", id, sizeof(id));
-	preview_url("k1", id, 8000, url, sizeof(url));
+	ingress_sandbox(id, sizeof(id), 8000, url, sizeof(url));
 	snprintf(want, sizeof(want), "%s/%s/8000", sbx_mock_ingress_url(g_mock), id);
 	assert_string_equal(url, want); /* loopback, a port and a path prefix */
 	serve("k1", id, 8000, "hello-from-guest");
@@ -161,34 +168,34 @@ static void serve_target_echo(const char *key, const char *id, unsigned port)
 	th_resp_free(&r);
 }
 
+/* GETs previewUrl + suffix (waiting for the echo server to listen) and
+ * checks the request target the guest's server received. */
+static void expect_target(const char *url, const char *suffix, const char *want)
+{
+	char full[320];
+	th_resp r;
+
+	snprintf(full, sizeof(full), "%s%s", url, suffix);
+	get_served(full, &r);
+	expect_status(&r, 200, full);
+	assert_string_equal(sbx_strbuf_str(&r.body), want);
+	th_resp_free(&r);
+}
+
 /* The examples build URLs as previewUrl(port) + "/health": the template
  * is an origin-like prefix without a trailing slash (the live service's is
  * a bare origin), so the guest's server sees "/health", not "//health". */
 static void preview_url_plus_path_reaches_guest_exactly(void **state)
 {
-	char id[64], url[256], full[300];
-	th_resp r;
+	char id[64], url[256];
 
 	(void)state;
-	need_contained();
-	create("k1", "{\"shape\":\"s-1vcpu-256mb\",\"ingress_enabled\":true}", id, sizeof(id));
-	preview_url("k1", id, 8002, url, sizeof(url));
+	ingress_sandbox(id, sizeof(id), 8002, url, sizeof(url));
 	assert_true(url[strlen(url) - 1] != '/');
 	serve_target_echo("k1", id, 8002);
-	snprintf(full, sizeof(full), "%s/health", url);
-	get_served(full, &r);
-	expect_status(&r, 200, "GET previewUrl(8002) + /health");
-	assert_string_equal(sbx_strbuf_str(&r.body), "/health");
-	th_resp_free(&r);
-	snprintf(full, sizeof(full), "%s/a/b?x=1&y=%%2F", url);
-	get_url(full, &r);
-	expect_status(&r, 200, "a deeper path and a query");
-	assert_string_equal(sbx_strbuf_str(&r.body), "/a/b?x=1&y=%2F");
-	th_resp_free(&r);
-	get_url(url, &r);
-	expect_status(&r, 200, "the bare previewUrl");
-	assert_string_equal(sbx_strbuf_str(&r.body), "/");
-	th_resp_free(&r);
+	expect_target(url, "/health", "/health");
+	expect_target(url, "/a/b?x=1&y=%2F", "/a/b?x=1&y=%2F");
+	expect_target(url, "", "/"); /* the bare previewUrl */
 }
 
 static void ingress_off_refused_at_once(void **state)
@@ -197,9 +204,7 @@ static void ingress_off_refused_at_once(void **state)
 	th_resp r;
 
 	(void)state;
-	need_contained();
-	create("k1", "{\"shape\":\"s-1vcpu-256mb\",\"ingress_enabled\":true}", id, sizeof(id));
-	preview_url("k1", id, 8000, url, sizeof(url));
+	ingress_sandbox(id, sizeof(id), 8000, url, sizeof(url));
 	serve("k1", id, 8000, "on");
 	get_served(url, &r);
 	expect_status(&r, 200, "ingress on");
