@@ -130,6 +130,19 @@ static void journal_record(mreq *r, int status)
 
 /* ---- answering ---- */
 
+/* True when one of out's headers from index `from` on has this name: a
+ * later header of a name replaces an earlier one and the mock's own
+ * (Content-Type, X-Request-Id), so that a fault sends exactly the headers
+ * it names; an empty value removes the header. */
+static bool names_header(const mresp *out, const char *name, size_t from)
+{
+	for (size_t i = from; i < out->nh; i++) {
+		if (strcasecmp(out->hname[i], name) == 0)
+			return true;
+	}
+	return false;
+}
+
 static enum MHD_Result queue(mreq *r, mresp *out)
 {
 	struct MHD_Response *resp = out->custom;
@@ -142,11 +155,14 @@ static enum MHD_Result queue(mreq *r, mresp *out)
 		out->body = NULL;
 	}
 	out->custom = NULL;
-	if (out->ctype != NULL)
+	if (out->ctype != NULL && !names_header(out, MHD_HTTP_HEADER_CONTENT_TYPE, 0))
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, out->ctype);
-	MHD_add_response_header(resp, "X-Request-Id", r->request_id);
-	for (size_t i = 0; i < out->nh; i++)
-		MHD_add_response_header(resp, out->hname[i], out->hvalue[i]);
+	if (!names_header(out, "X-Request-Id", 0))
+		MHD_add_response_header(resp, "X-Request-Id", r->request_id);
+	for (size_t i = 0; i < out->nh; i++) {
+		if (out->hvalue[i][0] != '\0' && !names_header(out, out->hname[i], i + 1))
+			MHD_add_response_header(resp, out->hname[i], out->hvalue[i]);
+	}
 	rc = MHD_queue_response(r->conn, (unsigned)out->status, resp);
 	MHD_destroy_response(resp);
 	return rc;
