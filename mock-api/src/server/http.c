@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 
 /* ---- request facts: key, fault summary, journal ---- */
 
@@ -413,7 +414,8 @@ static const char *framing_problem(struct MHD_Connection *conn)
 
 /* Answers on the first call, before the body is read (and before MHD
  * sends 100 Continue), and closes the connection after the answer: MHD
- * then reads neither the body nor anything behind it. */
+ * then reads neither the body nor anything behind it; the close lingers
+ * (linger.c) so that a client still sending reads the answer. */
 static enum MHD_Result answer_early(mreq *r, int status, const char *field, const char *code,
 				    const char *msg)
 {
@@ -425,7 +427,40 @@ static enum MHD_Result answer_early(mreq *r, int status, const char *field, cons
 	resp_header(&out, MHD_HTTP_HEADER_CONNECTION, "close");
 	if (!r->admin)
 		journal_record(r, status);
+	if (!r->self) /* the self daemon's connections are not the API's */
+		linger_mark(r->mock, mock_conn_fd(r->conn));
 	return finish(r, &out);
+}
+
+/* A body still arriving, far past its limit: libmicrohttpd 0.9.75 queues
+ * no answer in the middle of a body, so the 413 is written to the socket
+ * here (nothing else of this request has been sent, and MHD writes
+ * nothing more once told MHD_NO) and the close lingers (linger.c): the
+ * client reads the 413 instead of a reset. */
+static enum MHD_Result answer_mid_body(mreq *r)
+{
+	mresp out;
+	char msg[128], head[512];
+	int fd = mock_conn_fd(r->conn), hlen;
+
+	new_request_id(r);
+	memset(&out, 0, sizeof(out));
+	snprintf(msg, sizeof(msg), "request body is over the %zu-byte limit", r->limit);
+	resp_fail(&out, 413, "body", "PAYLOAD_TOO_LARGE", msg);
+	hlen = snprintf(head, sizeof(head),
+			"HTTP/1.1 413 Payload Too Large\r\nConnection: close\r\n"
+			"Content-Type: application/json\r\nContent-Length: %zu\r\n"
+			"X-Request-Id: %s\r\n\r\n",
+			out.len, r->request_id);
+	/* an empty socket buffer takes these few hundred bytes whole; a
+	 * short write only costs the client its answer, as before */
+	if (fd >= 0 && out.body != NULL && send(fd, head, (size_t)hlen, MSG_NOSIGNAL) == hlen &&
+	    send(fd, out.body, out.len, MSG_NOSIGNAL) == (ssize_t)out.len && !r->self)
+		linger_mark(r->mock, fd);
+	mresp_release(&out);
+	if (!r->admin)
+		journal_record(r, 413);
+	return MHD_NO;
 }
 
 static bool expects_continue(struct MHD_Connection *conn)
@@ -535,10 +570,7 @@ enum MHD_Result mock_http_on_request(void *cls, struct MHD_Connection *conn, con
 			*upload_data_size = 0;
 			if (r->discarded <= r->limit + CHUNKED_DISCARD_MAX)
 				return MHD_YES;
-			new_request_id(r);
-			if (!r->admin)
-				journal_record(r, 0);
-			return MHD_NO;
+			return answer_mid_body(r);
 		}
 		if (!sbx_strbuf_append(&r->body, upload_data, *upload_data_size))
 			return MHD_NO;
@@ -595,10 +627,12 @@ void mock_http_on_connection(void *cls, struct MHD_Connection *conn, void **sock
 {
 	sbx_mock *mock = cls;
 
-	if (toe == MHD_CONNECTION_NOTIFY_STARTED)
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
 		atomic_fetch_add(&mock->srv->conns_open, 1);
-	else
+	} else {
 		atomic_fetch_sub(&mock->srv->conns_open, 1);
+		linger_on_close(mock, mock_conn_fd(conn));
+	}
 	chaos_on_connection(cls, conn, socket_context, toe);
 }
 
