@@ -554,6 +554,8 @@ enum MHD_Result mock_http_on_request(void *cls, struct MHD_Connection *conn, con
 		r->route = mock_route_lookup(r->self, r->admin, method, url);
 		r->limit = r->route != NULL && (r->route->flags & ROUTE_FILE_BODY) != 0 ? mock->max_file
 											  : mock->max_json;
+		if (!r->admin && !r->self) /* an early answer's journal names the tenant */
+			r->api_key = auth_key(conn);
 		return check_framing(r);
 	}
 	if (*upload_data_size != 0) {
