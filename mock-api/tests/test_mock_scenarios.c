@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "mock_http.h"
 #include "sbx/mock.h"
@@ -261,24 +260,6 @@ static void stuck_destroy(void)
 	sbx_mock_stop(s.m);
 }
 
-/* How many header lines of r are named `name` (case-insensitive). */
-static int header_count(const th_resp *r, const char *name)
-{
-	const char *p = r->headers.data != NULL ? r->headers.data : "";
-	size_t n = strlen(name);
-	int count = 0;
-
-	while (*p != '\0') {
-		if (strncasecmp(p, name, n) == 0 && p[n] == ':')
-			count++;
-		p = strchr(p, '\n');
-		if (p == NULL)
-			break;
-		p++;
-	}
-	return count;
-}
-
 /* The body of r is exactly `want`, byte for byte. */
 static void body_is(const th_resp *r, const char *want)
 {
@@ -300,10 +281,10 @@ static void gateway_html_page(void)
 	assert_int_equal(r.status, 502);
 	body_is(&r, "<html><head><title>502 Bad Gateway</title></head><body><center><h1>502 Bad "
 		    "Gateway</h1></center></body></html>\n");
-	assert_int_equal(header_count(&r, "Content-Type"), 1);
+	assert_int_equal(th_header_count(&r, "Content-Type"), 1);
 	assert_true(th_header(&r, "Content-Type", v, sizeof(v)));
 	assert_string_equal(v, "text/html");
-	assert_int_equal(header_count(&r, "X-Request-Id"), 0);
+	assert_int_equal(th_header_count(&r, "X-Request-Id"), 0);
 	th_resp_free(&r);
 	th_json(s.u, "k", "POST", "/v1/sandboxes", "{\"shape\":\"s-1vcpu-1gb\"}", &r);
 	assert_int_equal(r.status, 200); /* only reads meet the gateway page */
@@ -322,7 +303,7 @@ static void create_answers(const char *name, long status, const char *body)
 	th_json(s.u, "k", "POST", "/v1/sandboxes", "{\"shape\":\"s-1vcpu-1gb\"}", &r);
 	assert_int_equal(r.status, status);
 	body_is(&r, body);
-	assert_int_equal(header_count(&r, "X-Request-Id"), 1);
+	assert_int_equal(th_header_count(&r, "X-Request-Id"), 1);
 	th_resp_free(&r);
 	sbx_mock_stop(s.m);
 }
@@ -351,8 +332,8 @@ static void fc_request_id_only(void)
 	th_json(s.u, "k", "GET", path, NULL, &r);
 	assert_int_equal(r.status, 500);
 	body_is(&r, "{\"status\":\"error\",\"message\":\"internal error\",\"code\":500}");
-	assert_int_equal(header_count(&r, "X-Request-Id"), 0);
-	assert_int_equal(header_count(&r, "X-Fc-Request-Id"), 1);
+	assert_int_equal(th_header_count(&r, "X-Request-Id"), 0);
+	assert_int_equal(th_header_count(&r, "X-Fc-Request-Id"), 1);
 	assert_true(th_header(&r, "X-Fc-Request-Id", v, sizeof(v)));
 	assert_string_equal(v, "fc-7f3a9c01");
 	th_resp_free(&r);
