@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "sbx/http.h"
 
@@ -188,4 +189,20 @@ void th_admin(const char *url, const char *token, const char *method, const char
 	rq.admin = token;
 	rq.body = body;
 	th_do(&rq, out);
+}
+
+int th_header_count(const th_resp *r, const char *name)
+{
+	const char *p = sbx_strbuf_str(&r->headers);
+	size_t n = strlen(name);
+	int count = 0;
+
+	while (p != NULL && *p != '\0') {
+		if (strncasecmp(p, name, n) == 0 && p[n] == ':')
+			count++;
+		p = strchr(p, '\n');
+		if (p != NULL)
+			p++;
+	}
+	return count;
 }

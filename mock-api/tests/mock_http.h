@@ -46,6 +46,9 @@ void th_do(const th_req *rq, th_resp *out);
 void th_resp_free(th_resp *r);
 /* The value of a response header (case-insensitive), copied into buf. */
 bool th_header(const th_resp *r, const char *name, char *buf, size_t cap);
+/* How many header lines of the answer are named `name` (case-insensitive):
+ * a header sent twice, or not at all. */
+int th_header_count(const th_resp *r, const char *name);
 /* data.<key> as string, or NULL. */
 const char *th_data_str(const th_resp *r, const char *key);
 /* Convenience: JSON request with key. */

@@ -77,6 +77,96 @@ static void http_fault_with_retry_after_and_code(void **state)
 	th_resp_free(&r);
 }
 
+/* An http fault sends exactly what it names: the body byte for byte, each
+ * header once, its own value replacing the mock's, an empty one removing
+ * it (issue 40: two X-Request-Id and two Content-Type headers were sent). */
+static void http_fault_shapes_are_exact(void **state)
+{
+	static const struct {
+		const char *action, *body;
+		long status;
+	} shapes[] = {
+		{"{\"kind\":\"http\",\"status\":400,\"data\":\"plain string\"}",
+		 "{\"status\":\"fail\",\"data\":\"plain string\"}", 400},
+		{"{\"kind\":\"http\",\"status\":409,\"data\":null}",
+		 "{\"status\":\"fail\",\"data\":null}", 409},
+		{"{\"kind\":\"http\",\"status\":503,\"envelope\":\"fail\",\"code\":\"NO_CAPACITY\","
+		 "\"message\":\"full\"}",
+		 "{\"status\":\"fail\",\"data\":{\"error\":\"full\",\"code\":\"NO_CAPACITY\"}}", 503},
+		{"{\"kind\":\"http\",\"status\":404,\"envelope\":\"error\",\"message\":\"gone\","
+		 "\"data\":{\"k\":1}}",
+		 "{\"status\":\"error\",\"message\":\"gone\",\"code\":404,\"data\":{\"k\":1}}", 404},
+		{"{\"kind\":\"http\",\"status\":502,\"body\":\"<html>bad gateway</html>\","
+		 "\"content_type\":\"text/html\",\"headers\":{\"X-Request-Id\":\"mine\"}}",
+		 "<html>bad gateway</html>", 502},
+	};
+	th_resp r;
+	char rule[512], v[64];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
+		snprintf(rule, sizeof(rule), "{\"fire\":{\"times\":1},\"action\":%s}", shapes[i].action);
+		add_rule(rule);
+		th_json(U, "k", "GET", "/v1/whoami", NULL, &r);
+		assert_int_equal(r.status, shapes[i].status);
+		if (r.body.len != strlen(shapes[i].body) ||
+		    memcmp(r.body.data, shapes[i].body, r.body.len) != 0)
+			fail_msg("%s: body %.*s, want %s", shapes[i].action, (int)r.body.len,
+				 r.body.data, shapes[i].body);
+		assert_int_equal(th_header_count(&r, "Content-Type"), 1);
+		assert_int_equal(th_header_count(&r, "X-Request-Id"), 1);
+		th_resp_free(&r);
+	}
+	/* the last one: its X-Request-Id and content type, alone */
+	add_rule("{\"fire\":{\"times\":1},\"action\":{\"kind\":\"http\",\"status\":500,"
+		 "\"retry_after\":3,\"headers\":{\"X-Request-Id\":\"mine\",\"Content-Type\":\"text/html\","
+		 "\"Retry-After\":\"\"}}}");
+	th_do(&(th_req){.method = "GET", .url = U, .path = "/v1/whoami", .key = "k", .raw_ok = true},
+	      &r);
+	assert_int_equal(r.status, 500);
+	assert_int_equal(th_header_count(&r, "X-Request-Id"), 1);
+	assert_true(th_header(&r, "X-Request-Id", v, sizeof(v)));
+	assert_string_equal(v, "mine");
+	assert_int_equal(th_header_count(&r, "Content-Type"), 1);
+	assert_true(th_header(&r, "Content-Type", v, sizeof(v)));
+	assert_string_equal(v, "text/html");
+	assert_int_equal(th_header_count(&r, "Retry-After"), 0);
+	th_resp_free(&r);
+}
+
+/* An unknown key anywhere in a rule is a 400 naming it; nothing is added. */
+static void unknown_rule_keys_are_refused(void **state)
+{
+	static const struct {
+		const char *rule, *named;
+	} bad[] = {
+		{"{\"match\":{\"pth\":\"/v1/nothing\"},\"action\":{\"kind\":\"http\"}}", "match.pth"},
+		{"{\"action\":{\"kind\":\"http\",\"dta\":\"x\"}}", "action.dta"},
+		{"{\"action\":{\"kind\":\"reset\",\"status\":500}}", "action.status"},
+		{"{\"action\":{\"kind\":\"commit_then_fail\",\"then\":{\"stat\":500}}}",
+		 "action.then.stat"},
+		{"{\"acton\":{\"kind\":\"http\"},\"action\":{\"kind\":\"http\"}}", "rule.acton"},
+		{"{\"action\":{\"kind\":\"http\",\"data\":[1]}}", "action.data"},
+		{"{\"action\":{\"kind\":\"http\",\"data\":{},\"code\":\"X\"}}", "action.data"},
+		{"{\"action\":{\"kind\":\"http\",\"body\":\"x\",\"envelope\":\"fail\"}}", "action.envelope"},
+		{"{\"action\":{\"kind\":\"http\",\"content_type\":\"text/html\"}}", "action.content_type"},
+	};
+	th_resp r;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		th_admin(U, TOK, "POST", "/_mock/faults", bad[i].rule, &r);
+		if (r.status != 400 || strstr(sbx_strbuf_str(&r.body), bad[i].named) == NULL)
+			fail_msg("%s: want 400 naming %s, got %ld %s", bad[i].rule, bad[i].named,
+				 r.status, sbx_strbuf_str(&r.body));
+		th_resp_free(&r);
+	}
+	th_admin(U, TOK, "GET", "/_mock/faults", NULL, &r);
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(cJSON_GetObjectItem(r.json, "data"),
+								 "rules")), 0);
+	th_resp_free(&r);
+}
+
 /* A fault answers before the handler names the sandbox; the journal row
  * still names the sandbox of the path (issue 19 item 20). */
 static void journal_names_the_sandbox_of_a_faulted_request(void **state)
@@ -317,6 +407,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(http_fault_with_retry_after_and_code, mf_reset),
+		cmocka_unit_test_setup(http_fault_shapes_are_exact, mf_reset),
+		cmocka_unit_test_setup(unknown_rule_keys_are_refused, mf_reset),
 		cmocka_unit_test_setup(journal_names_the_sandbox_of_a_faulted_request, mf_reset),
 		cmocka_unit_test_setup(transport_faults, mf_reset),
 		cmocka_unit_test_setup(hang_until_client_gives_up_or_max, mf_reset),

@@ -260,14 +260,98 @@ static void stuck_destroy(void)
 	sbx_mock_stop(s.m);
 }
 
+/* The body of r is exactly `want`, byte for byte. */
+static void body_is(const th_resp *r, const char *want)
+{
+	if (r->body.len != strlen(want) || memcmp(r->body.data, want, r->body.len) != 0)
+		fail_msg("body: want %s\ngot  %.*s", want, (int)r->body.len,
+			 r->body.data != NULL ? r->body.data : "");
+}
+
+static void gateway_html_page(void)
+{
+	scen s;
+	th_resp r;
+	th_req rq = {.method = "GET", .path = "/v1/sandboxes", .key = "k"};
+	char v[128];
+
+	scen_start(&s, "gateway-html-page");
+	rq.url = s.u;
+	th_do(&rq, &r);
+	assert_int_equal(r.status, 502);
+	body_is(&r, "<html><head><title>502 Bad Gateway</title></head><body><center><h1>502 Bad "
+		    "Gateway</h1></center></body></html>\n");
+	assert_int_equal(th_header_count(&r, "Content-Type"), 1);
+	assert_true(th_header(&r, "Content-Type", v, sizeof(v)));
+	assert_string_equal(v, "text/html");
+	assert_int_equal(th_header_count(&r, "X-Request-Id"), 0);
+	th_resp_free(&r);
+	th_json(s.u, "k", "POST", "/v1/sandboxes", "{\"shape\":\"s-1vcpu-1gb\"}", &r);
+	assert_int_equal(r.status, 200); /* only reads meet the gateway page */
+	th_resp_free(&r);
+	sbx_mock_stop(s.m);
+}
+
+/* The scenario answers a create with `status` and exactly `body`, with the
+ * mock's one X-Request-Id. */
+static void create_answers(const char *name, long status, const char *body)
+{
+	scen s;
+	th_resp r;
+
+	scen_start(&s, name);
+	th_json(s.u, "k", "POST", "/v1/sandboxes", "{\"shape\":\"s-1vcpu-1gb\"}", &r);
+	assert_int_equal(r.status, status);
+	body_is(&r, body);
+	assert_int_equal(th_header_count(&r, "X-Request-Id"), 1);
+	th_resp_free(&r);
+	sbx_mock_stop(s.m);
+}
+
+static void fail_null_data(void)
+{
+	create_answers("fail-null-data", 422, "{\"status\":\"fail\",\"data\":null}");
+}
+
+static void capacity_fail_code(void)
+{
+	create_answers("capacity-fail-code", 503,
+		       "{\"status\":\"fail\",\"data\":{\"error\":\"no host with capacity\","
+		       "\"code\":\"NO_CAPACITY\"}}");
+}
+
+static void fc_request_id_only(void)
+{
+	scen s;
+	th_resp r;
+	char id[64], path[128], v[64];
+
+	scen_start(&s, "fc-request-id-only");
+	assert_int_equal(create(&s, "k", NULL, id, sizeof(id), NULL), 200);
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s", id);
+	th_json(s.u, "k", "GET", path, NULL, &r);
+	assert_int_equal(r.status, 500);
+	body_is(&r, "{\"status\":\"error\",\"message\":\"internal error\",\"code\":500}");
+	assert_int_equal(th_header_count(&r, "X-Request-Id"), 0);
+	assert_int_equal(th_header_count(&r, "X-Fc-Request-Id"), 1);
+	assert_true(th_header(&r, "X-Fc-Request-Id", v, sizeof(v)));
+	assert_string_equal(v, "fc-7f3a9c01");
+	th_resp_free(&r);
+	sbx_mock_stop(s.m);
+}
+
 static const struct {
 	const char *name;
 	void (*check)(void);
 } checks[] = {
 	{"capacity-exhausted", capacity_exhausted},
+	{"capacity-fail-code", capacity_fail_code},
 	{"control-plane-restart", control_plane_restart},
 	{"exec-on-paused", exec_on_paused},
+	{"fail-null-data", fail_null_data},
+	{"fc-request-id-only", fc_request_id_only},
 	{"flaky-network", flaky_network},
+	{"gateway-html-page", gateway_html_page},
 	{"lost-create-response", lost_create_response},
 	{"out-of-credit", out_of_credit},
 	{"over-cap", over_cap},

@@ -191,6 +191,32 @@ static int copy_buf(const cJSON *o, const char *key, char *buf, size_t cap, size
 	return 0;
 }
 
+/* Every member of o is one of keys (NULL-terminated): a typo ("pth",
+ * "dta") would otherwise be ignored and the rule would do something else
+ * than asked (a match without its path matches every request). */
+static int known_keys(const cJSON *o, const char *const *keys, size_t idx, const char *where,
+		      sbx_err *err)
+{
+	const cJSON *it;
+
+	cJSON_ArrayForEach(it, o) {
+		char list[400] = "";
+		size_t i, used = 0;
+
+		for (i = 0; keys[i] != NULL && strcmp(keys[i], it->string) != 0; i++)
+			;
+		if (keys[i] != NULL)
+			continue;
+		for (i = 0; keys[i] != NULL && used < sizeof(list); i++)
+			used += (size_t)snprintf(list + used, sizeof(list) - used, "%s%s",
+						 i > 0 ? ", " : "", keys[i]);
+		sbx_err_set(err, "rule %zu: %s.%.40s is not a known key (known: %s)", idx, where,
+			    it->string, list);
+		return -1;
+	}
+	return 0;
+}
+
 /* http action `field`: the JSend fail data member that carries the message
  * ({"status": "sandbox is not running"}), so that a scenario can send what
  * the mock itself sends; a name of letters, digits and '_', not "code". */
@@ -224,14 +250,15 @@ static int parse_headers(const cJSON *hdrs, mock_fault_action *a, size_t idx, sb
 				    MOCK_FAULT_MAX_HEADERS);
 			return -1;
 		}
-		if (!cJSON_IsString(h) || strlen(h->string) >= 64 || strlen(h->valuestring) >= 256 ||
+		if (!cJSON_IsString(h) || h->string[0] == '\0' || strlen(h->string) >= 48 ||
+		    strlen(h->valuestring) >= 256 ||
 		    strpbrk(h->string, "\r\n:") != NULL || strpbrk(h->valuestring, "\r\n") != NULL) {
 			sbx_err_set(err, "rule %zu: action.headers.%.40s must be a short single-line string",
 				    idx, h->string);
 			return -1;
 		}
-		snprintf(a->hname[a->nheaders], 64, "%s", h->string);
-		snprintf(a->hvalue[a->nheaders], 256, "%s", h->valuestring);
+		snprintf(a->hname[a->nheaders], sizeof(a->hname[0]), "%s", h->string);
+		snprintf(a->hvalue[a->nheaders], sizeof(a->hvalue[0]), "%s", h->valuestring);
 		a->nheaders++;
 	}
 	return 0;
@@ -255,7 +282,10 @@ static int parse_then(const cJSON *then, mock_fault_action *a, size_t idx, sbx_e
 			return 0;
 		}
 	} else if (cJSON_IsObject(then)) {
-		if (opt_number(then, "status", &st, 100, 599, idx, "action.then", err) != 0)
+		static const char *const keys[] = {"status", NULL};
+
+		if (known_keys(then, keys, idx, "action.then", err) != 0 ||
+		    opt_number(then, "status", &st, 100, 599, idx, "action.then", err) != 0)
 			return -1;
 		a->status = (int)st;
 		return 0;
@@ -328,6 +358,137 @@ static int parse_retry_after(const cJSON *v, mock_fault_action *a, size_t idx, s
 	return -1;
 }
 
+/* The keys each action kind takes ("kind" included). */
+static const char *const *action_keys(mock_fault_kind k)
+{
+	static const char *const http[] = {"kind", "status", "envelope", "code", "message", "field",
+					   "retry_after", "headers", "data", "body", "content_type",
+					   NULL};
+	static const char *const hang[] = {"kind", "max_ms", NULL};
+	static const char *const latency[] = {"kind", "dist", "ms", "min_ms", "max_ms", "mu",
+					      "sigma", NULL};
+	static const char *const then[] = {"kind", "then", NULL};
+	static const char *const message[] = {"kind", "message", NULL};
+	static const char *const dribble[] = {"kind", "bytes_per_sec", NULL};
+	static const char *const cut[] = {"kind", "after_frames", NULL};
+	static const char *const host[] = {"kind", "host_id", NULL};
+	static const char *const restart[] = {"kind", "not_ready_ms", NULL};
+	static const char *const polls[] = {"kind", "polls", NULL};
+	static const char *const bare[] = {"kind", NULL};
+
+	switch (k) {
+	case FK_HTTP:
+		return http;
+	case FK_HANG:
+		return hang;
+	case FK_LATENCY:
+		return latency;
+	case FK_COMMIT_THEN_FAIL:
+		return then;
+	case FK_EXEC_AGENT_ERROR:
+		return message;
+	case FK_DRIBBLE:
+		return dribble;
+	case FK_EXEC_STREAM_CUT:
+		return cut;
+	case FK_HOST_DIES:
+		return host;
+	case FK_CP_RESTART:
+		return restart;
+	case FK_RESUME_POLLS:
+		return polls;
+	default:
+		return bare;
+	}
+}
+
+/* http `data`: the envelope's data member as given, kept printed (the
+ * action is a fixed-size copy); `body`: sent as is with `content_type`
+ * instead of any envelope, so neither goes with the envelope's keys. */
+static int parse_http_payload(const cJSON *o, mock_fault_action *a, size_t idx, sbx_err *err)
+{
+	const cJSON *data = cJSON_GetObjectItemCaseSensitive(o, "data");
+	const cJSON *body = cJSON_GetObjectItemCaseSensitive(o, "body");
+	char *printed;
+
+	if (body != NULL) {
+		static const char *const envelope_keys[] = {"envelope", "code", "message", "field", "data"};
+
+		for (size_t i = 0; i < sizeof(envelope_keys) / sizeof(envelope_keys[0]); i++) {
+			if (cJSON_GetObjectItemCaseSensitive(o, envelope_keys[i]) != NULL) {
+				sbx_err_set(err, "rule %zu: action.body is sent as is: action.%s does not "
+					    "go with it", idx, envelope_keys[i]);
+				return -1;
+			}
+		}
+		if (!cJSON_IsString(body) || strlen(body->valuestring) >= sizeof(a->body)) {
+			sbx_err_set(err, "rule %zu: action.body must be a string shorter than %zu bytes",
+				    idx, sizeof(a->body));
+			return -1;
+		}
+		snprintf(a->body, sizeof(a->body), "%s", body->valuestring);
+		a->has_body = true;
+		snprintf(a->content_type, sizeof(a->content_type), "text/plain");
+		if (copy_buf(o, "content_type", a->content_type, sizeof(a->content_type), idx, "action",
+			     err) != 0)
+			return -1;
+		if (strpbrk(a->content_type, "\r\n") != NULL) {
+			sbx_err_set(err, "rule %zu: action.content_type must be a single line", idx);
+			return -1;
+		}
+		return 0;
+	}
+	if (cJSON_GetObjectItemCaseSensitive(o, "content_type") != NULL) {
+		sbx_err_set(err, "rule %zu: action.content_type goes only with action.body", idx);
+		return -1;
+	}
+	if (data == NULL)
+		return 0;
+	if (!cJSON_IsObject(data) && !cJSON_IsString(data) && !cJSON_IsNull(data)) {
+		sbx_err_set(err, "rule %zu: action.data must be an object, a string or null", idx);
+		return -1;
+	}
+	if (cJSON_GetObjectItemCaseSensitive(o, "code") != NULL ||
+	    cJSON_GetObjectItemCaseSensitive(o, "field") != NULL) {
+		sbx_err_set(err, "rule %zu: action.data is the whole data member: put code and the "
+			    "message field inside it, not in action.code or action.field", idx);
+		return -1;
+	}
+	printed = cJSON_PrintUnformatted(data);
+	if (printed == NULL || strlen(printed) >= sizeof(a->data_json)) {
+		sbx_err_set(err, "rule %zu: action.data must print to less than %zu bytes of JSON", idx,
+			    sizeof(a->data_json));
+		free(printed);
+		return -1;
+	}
+	snprintf(a->data_json, sizeof(a->data_json), "%s", printed);
+	free(printed);
+	a->has_data = true;
+	return 0;
+}
+
+static int parse_http(const cJSON *o, mock_fault_action *a, size_t idx, sbx_err *err)
+{
+	double num = 500;
+
+	if (opt_number(o, "status", &num, 100, 599, idx, "action", err) != 0)
+		return -1;
+	a->status = (int)num;
+	if (copy_buf(o, "envelope", a->envelope, sizeof(a->envelope), idx, "action", err) != 0 ||
+	    copy_buf(o, "code", a->code, sizeof(a->code), idx, "action", err) != 0 ||
+	    copy_buf(o, "message", a->message, sizeof(a->message), idx, "action", err) != 0 ||
+	    parse_field(o, a, idx, err) != 0 || parse_http_payload(o, a, idx, err) != 0)
+		return -1;
+	if (a->envelope[0] != '\0' && strcmp(a->envelope, "fail") != 0 &&
+	    strcmp(a->envelope, "error") != 0) {
+		sbx_err_set(err, "rule %zu: action.envelope must be \"fail\" or \"error\"", idx);
+		return -1;
+	}
+	if (parse_retry_after(cJSON_GetObjectItemCaseSensitive(o, "retry_after"), a, idx, err) != 0)
+		return -1;
+	return parse_headers(cJSON_GetObjectItemCaseSensitive(o, "headers"), a, idx, err);
+}
+
 static int parse_action(const cJSON *o, mock_fault_action *a, size_t idx, sbx_err *err)
 {
 	const cJSON *k = cJSON_GetObjectItemCaseSensitive(o, "kind");
@@ -351,26 +512,11 @@ static int parse_action(const cJSON *o, mock_fault_action *a, size_t idx, sbx_er
 		return -1;
 	}
 	a->kind = (mock_fault_kind)kind;
+	if (known_keys(o, action_keys(a->kind), idx, "action", err) != 0)
+		return -1;
 	switch (a->kind) {
 	case FK_HTTP:
-		num = 500;
-		if (opt_number(o, "status", &num, 100, 599, idx, "action", err) != 0)
-			return -1;
-		a->status = (int)num;
-		if (copy_buf(o, "envelope", a->envelope, sizeof(a->envelope), idx, "action", err) != 0 ||
-		    copy_buf(o, "code", a->code, sizeof(a->code), idx, "action", err) != 0 ||
-		    copy_buf(o, "message", a->message, sizeof(a->message), idx, "action", err) != 0 ||
-		    parse_field(o, a, idx, err) != 0)
-			return -1;
-		if (a->envelope[0] != '\0' && strcmp(a->envelope, "fail") != 0 &&
-		    strcmp(a->envelope, "error") != 0) {
-			sbx_err_set(err, "rule %zu: action.envelope must be \"fail\" or \"error\"", idx);
-			return -1;
-		}
-		if (parse_retry_after(cJSON_GetObjectItemCaseSensitive(o, "retry_after"), a, idx,
-				      err) != 0)
-			return -1;
-		return parse_headers(cJSON_GetObjectItemCaseSensitive(o, "headers"), a, idx, err);
+		return parse_http(o, a, idx, err);
 	case FK_HANG:
 		num = 600000;
 		if (opt_number(o, "max_ms", &num, 0, 3600000, idx, "action", err) != 0)
@@ -417,6 +563,8 @@ static int parse_action(const cJSON *o, mock_fault_action *a, size_t idx, sbx_er
 
 static int parse_match(const cJSON *m, rule *r, size_t idx, sbx_err *err)
 {
+	static const char *const match_keys[] = {"method", "path", "tenant", "name_prefix",
+						 "request", NULL};
 	double req = 0;
 
 	if (m == NULL || cJSON_IsNull(m))
@@ -425,6 +573,8 @@ static int parse_match(const cJSON *m, rule *r, size_t idx, sbx_err *err)
 		sbx_err_set(err, "rule %zu: match must be an object", idx);
 		return -1;
 	}
+	if (known_keys(m, match_keys, idx, "match", err) != 0)
+		return -1;
 	if (copy_buf(m, "method", r->method, sizeof(r->method), idx, "match", err) != 0 ||
 	    opt_string(m, "path", &r->path, idx, "match", err) != 0 ||
 	    opt_string(m, "tenant", &r->tenant, idx, "match", err) != 0 ||
@@ -477,12 +627,17 @@ static int parse_fire(const cJSON *fi, rule *r, size_t idx, sbx_err *err)
 
 static rule *parse_rule(const cJSON *o, size_t idx, sbx_err *err)
 {
+	static const char *const rule_keys[] = {"name", "match", "fire", "action", "id", "matched",
+						"fired", NULL};
 	rule *r;
 
 	if (!cJSON_IsObject(o)) {
 		sbx_err_set(err, "rule %zu: must be an object", idx);
 		return NULL;
 	}
+	/* id, matched and fired: a listing posted back (they are replaced) */
+	if (known_keys(o, rule_keys, idx, "rule", err) != 0)
+		return NULL;
 	r = calloc(1, sizeof(*r));
 	if (r == NULL) {
 		sbx_err_set(err, "out of memory");

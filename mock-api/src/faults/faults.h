@@ -51,6 +51,8 @@ typedef enum mock_latency_dist { LAT_FIXED, LAT_UNIFORM, LAT_LOGNORMAL } mock_la
 typedef enum mock_then { THEN_RESET, THEN_CLOSE, THEN_STATUS } mock_then;
 
 #define MOCK_FAULT_MAX_HEADERS 8
+#define MOCK_FAULT_MAX_DATA 2048 /* printed `data` of an http action, bytes */
+#define MOCK_FAULT_MAX_BODY 4096 /* raw `body` of an http action, bytes */
 
 /* A self-contained copy of an action (fixed buffers), safe to use after the
  * engine lock is released. */
@@ -61,9 +63,17 @@ typedef struct mock_fault_action {
 	char code[64];
 	char message[256];
 	char field[32];           /* http fail: the data member carrying message ("" = "error") */
+	/* http `data`: the envelope's data member as given (object, string or
+	 * null), printed; has_data tells `"data": null` from no `data` */
+	bool has_data;
+	char data_json[MOCK_FAULT_MAX_DATA];
+	/* http `body`: sent as is, with content_type, instead of an envelope */
+	bool has_body;
+	char body[MOCK_FAULT_MAX_BODY];
+	char content_type[128];
 	int retry_after;          /* seconds, -1 none */
 	size_t nheaders;
-	char hname[MOCK_FAULT_MAX_HEADERS][64];
+	char hname[MOCK_FAULT_MAX_HEADERS][48]; /* as an answer's header names (mresp) */
 	char hvalue[MOCK_FAULT_MAX_HEADERS][256];
 	int64_t max_ms;           /* hang */
 	mock_latency_dist dist;

@@ -49,19 +49,59 @@ static void hang(mreq *r, int64_t max_ms)
 	}
 }
 
+/* The envelope an http action sends: `envelope` when given, at any status
+ * (a 503 fail with a code is what some gateways send), else success for
+ * 2xx, error for 5xx and fail for the rest. `data` as given replaces the
+ * data member ({field: message, code} by default). */
+static cJSON *fault_envelope(const mock_fault_action *a)
+{
+	const char *kind = a->envelope[0] != '\0' ? a->envelope
+			   : a->status >= 200 && a->status < 300 ? "success"
+			   : a->status >= 500 ? "error" : "fail";
+	cJSON *env = cJSON_CreateObject();
+	cJSON *data = a->has_data ? cJSON_Parse(a->data_json) : NULL;
+
+	cJSON_AddStringToObject(env, "status", kind);
+	if (strcmp(kind, "error") == 0) {
+		cJSON_AddStringToObject(env, "message",
+					a->message[0] != '\0' ? a->message : "injected fault");
+		cJSON_AddNumberToObject(env, "code", a->status);
+		if (data != NULL)
+			cJSON_AddItemToObject(env, "data", data);
+		return env;
+	}
+	if (data == NULL && strcmp(kind, "success") == 0) {
+		data = cJSON_CreateObject();
+	} else if (data == NULL) {
+		data = cJSON_CreateObject();
+		cJSON_AddStringToObject(data, a->field[0] != '\0' ? a->field : "error",
+					a->message[0] != '\0' ? a->message : "injected fault");
+		if (a->code[0] != '\0')
+			cJSON_AddStringToObject(data, "code", a->code);
+	}
+	cJSON_AddItemToObject(env, "data", data);
+	return env;
+}
+
+/* An http action's answer. Its headers are added after Retry-After so that
+ * they win: queue() (http.c) sends only the last of each name and none
+ * whose value is empty, and they replace the mock's Content-Type and
+ * X-Request-Id. */
 static void fault_http(mreq *r, mresp *out)
 {
 	const mock_fault_action *a = &r->fault;
-	bool error = a->envelope[0] != '\0' ? strcmp(a->envelope, "error") == 0 : a->status >= 500;
-	char msg[300];
 
-	snprintf(msg, sizeof(msg), "%s", a->message[0] != '\0' ? a->message : "injected fault");
-	if (a->status >= 200 && a->status < 300) {
-		resp_success(out, a->status, NULL);
-	} else if (error) {
-		resp_error(out, a->status, msg);
+	if (a->has_body) {
+		char *body = strdup(a->body);
+
+		resp_raw(out, a->status, a->content_type, body, body != NULL ? strlen(body) : 0);
 	} else {
-		resp_fail(out, a->status, a->field[0] != '\0' ? a->field : "error", a->code, msg);
+		cJSON *env = fault_envelope(a);
+		size_t len = 0;
+		char *text = mock_json_print(env, &len);
+
+		cJSON_Delete(env);
+		resp_raw(out, a->status, "application/json", text, text != NULL ? len : 0);
 	}
 	if (a->retry_after >= 0) {
 		char v[24];

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 
 /* ---- request facts: key, fault summary, journal ---- */
 
@@ -130,6 +131,19 @@ static void journal_record(mreq *r, int status)
 
 /* ---- answering ---- */
 
+/* True when one of out's headers from index `from` on has this name: a
+ * later header of a name replaces an earlier one and the mock's own
+ * (Content-Type, X-Request-Id), so that a fault sends exactly the headers
+ * it names; an empty value removes the header. */
+static bool names_header(const mresp *out, const char *name, size_t from)
+{
+	for (size_t i = from; i < out->nh; i++) {
+		if (strcasecmp(out->hname[i], name) == 0)
+			return true;
+	}
+	return false;
+}
+
 static enum MHD_Result queue(mreq *r, mresp *out)
 {
 	struct MHD_Response *resp = out->custom;
@@ -142,11 +156,14 @@ static enum MHD_Result queue(mreq *r, mresp *out)
 		out->body = NULL;
 	}
 	out->custom = NULL;
-	if (out->ctype != NULL)
+	if (out->ctype != NULL && !names_header(out, MHD_HTTP_HEADER_CONTENT_TYPE, 0))
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, out->ctype);
-	MHD_add_response_header(resp, "X-Request-Id", r->request_id);
-	for (size_t i = 0; i < out->nh; i++)
-		MHD_add_response_header(resp, out->hname[i], out->hvalue[i]);
+	if (!names_header(out, "X-Request-Id", 0))
+		MHD_add_response_header(resp, "X-Request-Id", r->request_id);
+	for (size_t i = 0; i < out->nh; i++) {
+		if (out->hvalue[i][0] != '\0' && !names_header(out, out->hname[i], i + 1))
+			MHD_add_response_header(resp, out->hname[i], out->hvalue[i]);
+	}
 	rc = MHD_queue_response(r->conn, (unsigned)out->status, resp);
 	MHD_destroy_response(resp);
 	return rc;
@@ -397,7 +414,8 @@ static const char *framing_problem(struct MHD_Connection *conn)
 
 /* Answers on the first call, before the body is read (and before MHD
  * sends 100 Continue), and closes the connection after the answer: MHD
- * then reads neither the body nor anything behind it. */
+ * then reads neither the body nor anything behind it; the close lingers
+ * (linger.c) so that a client still sending reads the answer. */
 static enum MHD_Result answer_early(mreq *r, int status, const char *field, const char *code,
 				    const char *msg)
 {
@@ -409,7 +427,40 @@ static enum MHD_Result answer_early(mreq *r, int status, const char *field, cons
 	resp_header(&out, MHD_HTTP_HEADER_CONNECTION, "close");
 	if (!r->admin)
 		journal_record(r, status);
+	if (!r->self) /* the self daemon's connections are not the API's */
+		linger_mark(r->mock, mock_conn_fd(r->conn));
 	return finish(r, &out);
+}
+
+/* A body still arriving, far past its limit: libmicrohttpd 0.9.75 queues
+ * no answer in the middle of a body, so the 413 is written to the socket
+ * here (nothing else of this request has been sent, and MHD writes
+ * nothing more once told MHD_NO) and the close lingers (linger.c): the
+ * client reads the 413 instead of a reset. */
+static enum MHD_Result answer_mid_body(mreq *r)
+{
+	mresp out;
+	char msg[128], head[512];
+	int fd = mock_conn_fd(r->conn), hlen;
+
+	new_request_id(r);
+	memset(&out, 0, sizeof(out));
+	snprintf(msg, sizeof(msg), "request body is over the %zu-byte limit", r->limit);
+	resp_fail(&out, 413, "body", "PAYLOAD_TOO_LARGE", msg);
+	hlen = snprintf(head, sizeof(head),
+			"HTTP/1.1 413 Payload Too Large\r\nConnection: close\r\n"
+			"Content-Type: application/json\r\nContent-Length: %zu\r\n"
+			"X-Request-Id: %s\r\n\r\n",
+			out.len, r->request_id);
+	/* an empty socket buffer takes these few hundred bytes whole; a
+	 * short write only costs the client its answer, as before */
+	if (fd >= 0 && out.body != NULL && send(fd, head, (size_t)hlen, MSG_NOSIGNAL) == hlen &&
+	    send(fd, out.body, out.len, MSG_NOSIGNAL) == (ssize_t)out.len && !r->self)
+		linger_mark(r->mock, fd);
+	mresp_release(&out);
+	if (!r->admin)
+		journal_record(r, 413);
+	return MHD_NO;
 }
 
 static bool expects_continue(struct MHD_Connection *conn)
@@ -503,6 +554,8 @@ enum MHD_Result mock_http_on_request(void *cls, struct MHD_Connection *conn, con
 		r->route = mock_route_lookup(r->self, r->admin, method, url);
 		r->limit = r->route != NULL && (r->route->flags & ROUTE_FILE_BODY) != 0 ? mock->max_file
 											  : mock->max_json;
+		if (!r->admin && !r->self) /* an early answer's journal names the tenant */
+			r->api_key = auth_key(conn);
 		return check_framing(r);
 	}
 	if (*upload_data_size != 0) {
@@ -519,10 +572,7 @@ enum MHD_Result mock_http_on_request(void *cls, struct MHD_Connection *conn, con
 			*upload_data_size = 0;
 			if (r->discarded <= r->limit + CHUNKED_DISCARD_MAX)
 				return MHD_YES;
-			new_request_id(r);
-			if (!r->admin)
-				journal_record(r, 0);
-			return MHD_NO;
+			return answer_mid_body(r);
 		}
 		if (!sbx_strbuf_append(&r->body, upload_data, *upload_data_size))
 			return MHD_NO;
@@ -579,10 +629,12 @@ void mock_http_on_connection(void *cls, struct MHD_Connection *conn, void **sock
 {
 	sbx_mock *mock = cls;
 
-	if (toe == MHD_CONNECTION_NOTIFY_STARTED)
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
 		atomic_fetch_add(&mock->srv->conns_open, 1);
-	else
+	} else {
 		atomic_fetch_sub(&mock->srv->conns_open, 1);
+		linger_on_close(mock, mock_conn_fd(conn));
+	}
 	chaos_on_connection(cls, conn, socket_context, toe);
 }
 

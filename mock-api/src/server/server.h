@@ -49,6 +49,7 @@ struct mock_server {
 	bool conns_ready;
 	int *conns;
 	size_t nconns, capconns;
+	struct mock_linger *linger; /* linger.c; NULL: closes are abrupt */
 };
 
 /* chaos.c: the registry of open connections (MHD_OPTION_NOTIFY_CONNECTION)
@@ -58,5 +59,16 @@ void chaos_free(sbx_mock *mock);
 void chaos_on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
 			 enum MHD_ConnectionNotificationCode toe);
 size_t chaos_drop_connections(sbx_mock *mock, int keep);
+
+/* linger.c: the graceful close of connections answered before their
+ * request was read (RFC 9112 9.6). init starts its thread (-1: no
+ * lingering, closes stay abrupt); free closes what still lingers. mark:
+ * the connection on fd is answered early, its close is to linger;
+ * on_close (MHD's CLOSED notification, before MHD closes fd): keeps the
+ * socket open, write side shut, reading and dropping up to the bounds. */
+int linger_init(sbx_mock *mock);
+void linger_free(sbx_mock *mock);
+void linger_mark(sbx_mock *mock, int fd);
+void linger_on_close(sbx_mock *mock, int fd);
 
 #endif
