@@ -16,14 +16,20 @@ A path is a word with at least one `/` ending in .c, .h, .py, .sh, .md,
 word preceded by `/`, `:`, `@` or a letter, as in a URL or an absolute
 path, is not one.
 
-Which paths are this repository's (the rule): a path is checked when its
-first component names a folder in one of the places it may be relative to;
+Which paths are this repository's (the rule): a path is checked when
+  - its first component is a top-level folder of the repository
+    (`mock-api/...`, `fuzz/...`: so a renamed folder is found), or
+  - its first component is a folder in one of the places it may be
+    relative to (below) and, when the path has two folders or more, the
+    second is a folder inside that one (`src/guest/cell.c` from mock-api/
+    is ours; langflow's `src/lfx/...` named in lib/, where lib/src has no
+    lfx/, is not);
 otherwise it names another project's file (`spec/egress.md` of the shared
-spec, langflow's `lfx/...`, a placeholder such as `path/to/backend.py`) and
-is left alone. The places, for a file F:
+spec, a placeholder such as `path/to/backend.py`) and is left alone. The
+places, for a file F:
   1. the repository's top level (`mock-api/README.md`, `ci/lint`);
-  2. F's own folder and each folder above it (`src/main.c` from
-     mock-api/README.md, `tests/test_model.c` from mock-api/src/...);
+  2. F's own folder and each folder above it (`src/server/main.c` from
+     mock-api/README.md, `cell/main.c` from mock-api/src/...);
   3. the source roots of F's module: `src/` and `include/` of each of those
      folders (`ops/core.h` from mock-api/src/guest/, `sbx/mock.h` from
      mock-api/, i.e. mock-api/include/sbx/mock.h);
@@ -212,21 +218,37 @@ def check_path(root, rel_dir, path, includes):
         if not os.path.isdir(os.path.join(root, base, rest.split("/", 1)[0])):
             return None  # not one of our folders: another checkout's path
         return None if exists(root, os.path.join(base, rest)) else [base]
-    first = path.split("/", 1)[0]
+    folders = path.split("/")[:-1]
     bases = places(root, rel_dir, includes)
-    if not any(os.path.isdir(os.path.join(root, b, first)) for b in bases):
-        return None  # another project's path
+    if not os.path.isdir(os.path.join(root, folders[0])):
+        lead = folders[:2]  # not a top-level folder: its first two folders must be ours
+        if not any(os.path.isdir(os.path.join(root, b, *lead)) for b in bases):
+            return None  # another project's path
     if any(exists(root, os.path.join(b, path)) for b in bases):
         return None
-    return [b for b in bases if os.path.isdir(os.path.join(root, b, first))]
+    return [b for b in bases if os.path.isdir(os.path.join(root, b, folders[0]))]
 
 
-def tracked(root):
+def tracked(root, prog="paths"):
+    """Every tracked file of the checkout at root, relative to it."""
     out = subprocess.run(["git", "-C", root, "ls-files", "-z"], capture_output=True, text=True)
     if out.returncode != 0:
-        raise SystemExit("paths: %s is no git checkout: %s" % (root, out.stderr.strip()))
-    return [f for f in out.stdout.split("\0")
-            if f and not any(fnmatch.fnmatch(f, s) for s in SKIPPED)]
+        raise SystemExit("%s: %s is no git checkout: %s" % (prog, root, out.stderr.strip()))
+    return [f for f in out.stdout.split("\0") if f]
+
+
+def root_from_args(argv, prog, doc):
+    """The checkout a check reads: --root DIR, else the repository holding
+    ci/; None after --help or a usage error (printed)."""
+    if any(a in ("-h", "--help") for a in argv):
+        print(doc)
+        return None
+    if argv[:1] == ["--root"] and len(argv) == 2:
+        return argv[1]
+    if argv:
+        print("usage: ci/%s.py [--root DIR]" % prog, file=sys.stderr)
+        return None
+    return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def check_file(root, rel, includes, problems):
@@ -254,23 +276,18 @@ def check_file(root, rel, includes, problems):
 
 
 def main(argv):
-    if any(a in ("-h", "--help") for a in argv):
-        print(__doc__)
-        return 0
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    if argv[:1] == ["--root"] and len(argv) == 2:
-        root = argv[1]
-    elif argv:
-        print("usage: ci/paths.py [--root DIR]", file=sys.stderr)
-        return 2
+    root = root_from_args(argv, "paths", __doc__)
+    if root is None:
+        return 0 if argv and argv[0] in ("-h", "--help") else 2
     problems = []
-    files = tracked(root)
+    files = [f for f in tracked(root) if not any(fnmatch.fnmatch(f, s) for s in SKIPPED)]
     includes = sorted({f[:f.index("/include/") + 8] if not f.startswith("include/") else "include"
                        for f in files if f.startswith("include/") or "/include/" in f})
     for rel in files:
         check_file(root, rel, includes, problems)
     for p in problems:
         print("paths: " + p)
+    sys.stdout.flush()
     if problems:
         print("paths: %d path(s) above name no file (ci/paths.py says how paths are resolved)"
               % len(problems), file=sys.stderr)
