@@ -11,7 +11,7 @@
 # usage: bench/mock.sh [BUILD_DIR=build/default] [SECONDS=10]
 # env: NICE (default 10), CONNS (wrk connections, default 32),
 #      CYCLE_THREADS (default 2), WORK_DIR (the mock's --work-dir, e.g. on tmpfs).
-# Run from a release build; the numbers go into mock-api/README.md.
+# Run from a release build; the numbers go into bench/RESULTS.md.
 set -eu
 BUILD=${1:-build/default}
 SECS=${2:-10}

@@ -25,8 +25,8 @@ Allowed to be longer (by name, wherever they are; say why when adding one):
   main         the programs' entry points: option handling, then a straight
                run of setup steps, reads best in one piece;
   parse_args   (conformance/src/main.c) and parse_opt, parse_num_opt
-               (mock-api/src/main.c): option parsers, one case per option,
-               a flat switch that splitting would only scatter.
+               (mock-api/src/server/main.c): option parsers, one case per
+               option, a flat switch that splitting would only scatter.
 Exit status: 0 within limits, 1 findings, 2 usage.
 
 Usage: ci/sizes.py [DIR|FILE ...]   (run from the repo root)

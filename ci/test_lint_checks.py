@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Self-test of ci/lint's structure checks: depcycles.py finds a cycle between
 two real objects (and passes without one), both given directly and through a
-miniature CMake build dir; sizes.py counts files and functions as documented.
+miniature CMake build dir; sizes.py counts files and functions as documented;
+paths.py finds a path named in a comment or Markdown that does not exist and
+leaves other projects' paths alone; toplevel.py refuses a stray top-level file.
 Run: python3 ci/test_lint_checks.py (ctest: lint_checks_selftest)."""
 import json
 import os
@@ -13,6 +15,7 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+import paths  # noqa: E402
 import sizes  # noqa: E402
 
 CC = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
@@ -159,6 +162,126 @@ class Sizes(unittest.TestCase):
             self.assertIn("big.c:1: f101() is 101 lines", out)
         finally:
             shutil.rmtree(tmp)
+
+
+class GitTree(unittest.TestCase):
+    """A small git checkout in a temp dir: files written, then `git add`ed."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="lint-tree-test-")
+        subprocess.run(["git", "init", "-q", self.tmp], check=True)
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp)
+
+    def write(self, files):
+        for name, text in files.items():
+            full = os.path.join(self.tmp, name)
+            os.makedirs(os.path.dirname(full), exist_ok=True)
+            with open(full, "w") as f:
+                f.write(text)
+        subprocess.run(["git", "-C", self.tmp, "add", "-A"], check=True)
+
+
+@unittest.skipIf(shutil.which("git") is None, "needs git")
+class Paths(GitTree):
+    # the tree the named paths point into
+    TREE = {"mock-api/src/ops/core.h": "", "mock-api/src/util/sha256.c": "",
+            "mock-api/include/sbx/mock.h": "", "lib/include/sbx/err.h": "",
+            "fixtures/scenarios/slow.json": "{}", "ci/lint.py": "", "lib/src/gate.c": ""}
+
+    def check(self, files):
+        self.write(dict(self.TREE, **files))
+        return run(os.path.join(HERE, "paths.py"), "--root", self.tmp)
+
+    def test_existing_paths_in_every_resolution_pass(self):
+        rc, out = self.check({
+            # top level; the file's folder and those above it; a module's
+            # src/ and include/; every include/ folder; a glob; a placeholder
+            "mock-api/src/guest/g.c": "/* ops/core.h, src/util/sha256.c, sbx/err.h,\n"
+                                      " * mock-api/src/ops/*.h, fixtures/scenarios/NAME.json */\n",
+            "mock-api/tests/t.c": "// sbx/mock.h (src/util/sha256.c)\n",
+            "ci/x.sh": "#!/bin/sh\n# see ci/lint.py\n",
+            "mock-api/README.md": "[core](src/ops/core.h), ./my-own.json\n"})
+        self.assertEqual(rc, 0, out)
+        self.assertIn("every path", out)
+
+    def test_a_moved_file_is_found_in_each_kind_of_file(self):
+        rc, out = self.check({
+            "mock-api/src/guest/g.c": "#include <sys/stat.h>\n/* moved: ops/gone.h */\n"
+                                      'static const char *s = "ops/nothere.h";\n',
+            "ci/x.py": '"""Reads mock-api/src/main.c."""\nX = "mock-api/src/code.c"  # ci/old.sh\n',
+            "ci/run": "#!/usr/bin/env bash\necho ci/real.sh # mock-api/src/old.c\n",
+            "CMakeLists.txt": "# built from lib/src/gone.c\n",
+            ".github/w.yml": "# like ci/test.sh\nrun: ci/notacomment.sh\n",
+            "mock-api/README.md": "Start at `src/ops/main.c`.\n",
+            "mock-api/cell/main.c": "/* (src/cell.c) */\n",
+            # a renamed folder, named from the top
+            "lib/README.md": "lib/src/gatekeeper/gate.c\n",
+            "lib/src/x.c": "// mock-api/src/opz/core.h\n"})
+        self.assertEqual(rc, 1, out)
+        for finding in ("mock-api/src/guest/g.c:2: ops/gone.h: no such file",
+                        "ci/x.py:1: mock-api/src/main.c", "ci/x.py:2: ci/old.sh",
+                        "ci/run:2: mock-api/src/old.c", "CMakeLists.txt:1: lib/src/gone.c",
+                        ".github/w.yml:1: ci/test.sh", "mock-api/README.md:1: src/ops/main.c",
+                        "mock-api/cell/main.c:1: src/cell.c",
+                        "lib/README.md:1: lib/src/gatekeeper/gate.c",
+                        "lib/src/x.c:1: mock-api/src/opz/core.h"):
+            self.assertIn(finding, out)
+        # code, strings and includes are not comments
+        for code in ("sys/stat.h", "ops/nothere.h", "mock-api/src/code.c", "ci/real.sh",
+                     "ci/notacomment.sh"):
+            self.assertNotIn(code, out)
+
+    def test_other_projects_paths_are_left_alone(self):
+        rc, out = self.check({
+            # lib/src exists, but lib/src/lfx does not: langflow's
+            "lib/GATE.md": "Langflow's src/lfx/src/lfx/utils/registry.py, the SDK's\n"
+                           "spec/egress.md, ../shared/spec/backend-conformance.md,\n"
+                           "path/to/backend.py, https://example.org/ci/gone.md,\n"
+                           "/usr/include/sys/gone.h\n",
+            "mock-api/README.md": "the mock's src/lfx/x.py: paths: outside (langflow's)\n"})
+        self.assertEqual(rc, 0, out)
+
+    def test_a_missing_glob_or_placeholder_match_is_found(self):
+        rc, out = self.check({"README.md": "fixtures/gate/*.json, fixtures/scenarios/NAME.yml\n"})
+        self.assertEqual(rc, 1, out)
+        self.assertIn("fixtures/gate/*.json", out)
+        self.assertIn("fixtures/scenarios/NAME.yml", out)
+
+    def test_the_rule_reads_comments_not_code(self):
+        text = 'x = "a/b.c"  # c/d.h\n"""e/f.py"""\ny = """g/h.md"""\n'
+        kept = paths.readable_text("t.py", text)
+        self.assertIn("c/d.h", kept)
+        self.assertIn("e/f.py", kept)
+        self.assertNotIn("a/b.c", kept)
+        self.assertNotIn("g/h.md", kept)
+        self.assertIsNone(paths.readable_text("data.json", "{}"))
+
+
+@unittest.skipIf(shutil.which("git") is None, "needs git")
+class TopLevel(GitTree):
+    def test_a_stray_top_level_file_fails_and_the_list_passes(self):
+        self.write({"README.md": "", "ci/lint": "", ".github/x.yml": ""})
+        rc, out = run(os.path.join(HERE, "toplevel.py"), "--root", self.tmp)
+        self.assertEqual(rc, 0, out)
+        self.write({"log": "rc=1\n", "scratch/notes.txt": ""})
+        rc, out = run(os.path.join(HERE, "toplevel.py"), "--root", self.tmp)
+        self.assertEqual(rc, 1, out)
+        self.assertIn("log: tracked at the top level but not on ci/toplevel.py's list", out)
+        self.assertIn("scratch: tracked at the top level", out)
+        self.assertNotIn("README.md:", out)
+
+    def test_untracked_files_do_not_count(self):
+        self.write({"README.md": ""})
+        with open(os.path.join(self.tmp, "core"), "w") as f:
+            f.write("")
+        rc, out = run(os.path.join(HERE, "toplevel.py"), "--root", self.tmp)
+        self.assertEqual(rc, 0, out)
+
+    def test_the_repository_itself_is_clean(self):
+        rc, out = run(os.path.join(HERE, "toplevel.py"))
+        self.assertEqual(rc, 0, out)
 
 
 if __name__ == "__main__":

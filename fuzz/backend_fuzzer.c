@@ -1,11 +1,11 @@
 /* Fuzz target: a sandbox backend driven end to end. Each input decodes
- * (fuzz/backend/fz_input.c) into gate settings, a fault plan for the
+ * (conformance/src/fz_input.c) into gate settings, a fault plan for the
  * embedded mock control plane (rules over its 21 actions on the endpoints a
  * backend uses, with times/after), guest behaviour (exit code, output sizes
  * and bytes, sleeps against the timeout, run env) and 1-3 runs, sequential
  * or concurrent; the harness (fuzz/backend/fz_harness.c) runs them through
  * a backend driver process with the conformance runner's library, and the
- * invariants (fuzz/backend/fz_check.c: protocol, refusal, no fallback,
+ * invariants (conformance/src/fz_check.c: protocol, refusal, no fallback,
  * cleanup, result mapping) are checked after every input; a broken one
  * prints what broke, with the settings and fault plan to replay it, and
  * abort()s.

@@ -1,5 +1,5 @@
-/* Fuzz target: sbx-mock's command line (mock_cli_parse, mock-api/src/
- * mock_cli.c: what main() runs before it starts anything).
+/* Fuzz target: sbx-mock's command line (mock_cli_parse,
+ * mock-api/src/server/mock_cli.c: what main() runs before it starts anything).
  *
  * Input: the arguments after "sbx-mock", separated by NUL bytes (at most
  * 48). "@KEYS", "@EMPTYKEYS", "@CTLKEYS", "@DIR", "@FILE" and "@NONE" in an

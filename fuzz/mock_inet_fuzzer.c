@@ -1,6 +1,6 @@
 /* Fuzz target: the simulated internet's parsers of outside input
- * (mock-api/src/inet_rules.h) — the resolver's answer to a DNS query a
- * guest sends (untrusted bytes off the wire), and the hosts file.
+ * (mock-api/src/internet/inet_rules.h) — the resolver's answer to a DNS
+ * query a guest sends (untrusted bytes off the wire), and the hosts file.
  *
  * The first input byte picks the part: even, the rest is one DNS query
  * answered from a fixed hosts table; odd, the rest is a hosts file, and

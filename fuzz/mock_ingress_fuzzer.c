@@ -1,6 +1,6 @@
 /* Fuzz target: the ingress proxy's request rewrite
- * (mock-api/src/ingress.h, mock_ingress_rewrite_head) — the head a host
- * client sends to a preview URL, untrusted bytes, as the guest gets it.
+ * (mock-api/src/server/ingress.h, mock_ingress_rewrite_head) — the head a
+ * host client sends to a preview URL, untrusted bytes, as the guest gets it.
  *
  * The input is a request head (an empty line is appended when it has
  * none; a NUL byte makes it not HTTP, as the proxy's reader says).

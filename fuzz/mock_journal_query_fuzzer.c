@@ -1,4 +1,4 @@
-/* Fuzz target: sbx-mock's request journal (mock-api/src/journal.h), its
+/* Fuzz target: sbx-mock's request journal (mock-api/src/faults/journal.h), its
  * ring and its filters, against a plain reference list.
  *
  * The query-string parsing of GET /_mock/journal is a static function of

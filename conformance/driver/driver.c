@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "sbx/strbuf.h"
+#include "sbx/sys.h"
 
 void sbxd_error_set(sbxd_error *err, const char *type, const char *fmt, ...)
 {
@@ -128,21 +129,6 @@ static cJSON *outcome(cJSON *result, const sbxd_error *err)
 	return o;
 }
 
-static int write_all(int fd, const char *p, size_t n)
-{
-	while (n > 0) {
-		ssize_t w = write(fd, p, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 /* Child side of fork_check: never returns. */
 static void fork_child(const sbxd_vtable *vt, void *be, const char *code, int wfd)
 {
@@ -158,7 +144,7 @@ out_report:
 	o = outcome(res, &err);
 	text = cJSON_PrintUnformatted(o);
 	if (text != NULL)
-		(void)write_all(wfd, text, strlen(text));
+		(void)sbx_write_all(wfd, text, strlen(text));
 	_exit(0);
 }
 

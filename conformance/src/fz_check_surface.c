@@ -1,5 +1,5 @@
 /* fz_check_surface: the invariants of the component, executor and
- * fork_check sessions (fz_surface.c), beside fz_check.c's (which also
+ * fork_check sessions (fz_session.c), beside fz_check.c's (which also
  * apply: protocol, fallback, cleanup of lf- and lf-x- guests, results).
  * Each is judged only where no harmful fault fired in the call's journal
  * window, so a correct backend (the reference) never breaks one:

@@ -1,4 +1,4 @@
-/* sys: full writes, kernel random bytes, the monotonic clock; see
+/* sys: closing once, full writes, kernel random bytes, the monotonic clock; see
  * sbx/sys.h. */
 #include "sbx/sys.h"
 
@@ -6,6 +6,13 @@
 #include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
+
+void sbx_close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
 
 int sbx_write_all(int fd, const void *buf, size_t len)
 {

@@ -1,7 +1,7 @@
 /* cell.h: what the sbx-cell files share — the root builder (root.c), the
  * exec service (exec.c) and the seccomp filter (seccomp.c); main.c ties
  * them together. Design: mock-api/CONTAINMENT.md; wire format:
- * mock-api/src/cell_proto.h.
+ * mock-api/src/guest/cell_proto.h.
  *
  * sbx-cell is PID 1 of one sandbox, single-threaded; it must never trust a
  * byte of a request beyond what it checked, never leave a guest process

@@ -1,5 +1,5 @@
 /* sbx-cell: PID 1 of one sandbox (CONTAINMENT.md). Started by sbx-mock
- * (src/cell.c) in fresh user, mount, PID, network, IPC and UTS namespaces
+ * (src/guest/cell.c) in fresh user, mount, PID, network, IPC and UTS namespaces
  * with fd 3 = its control socket, fds 4/5 = the sandbox's workspace and
  * tmp; argv: <sandbox id> <self-signal port> [pooled] (pooled: a warm
  * pool's cell, built under a placeholder name and handed its sandbox by

@@ -1,4 +1,4 @@
-/* Unit: SHA-256 and HMAC-SHA256 (src/sha256.c), which key the tenant
+/* Unit: SHA-256 and HMAC-SHA256 (src/util/sha256.c), which key the tenant
  * hashes of the durable state, against the published known answers:
  * FIPS 180-2 appendix B and RFC 4231 test cases 1, 2, 4 and 6. */
 #include <setjmp.h>

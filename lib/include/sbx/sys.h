@@ -1,6 +1,7 @@
 /* sys: small system-call helpers every program of sbx-harness needs, so that
- * none keeps its own copy: a full write that survives EINTR and short
- * writes, random bytes from the kernel, and the monotonic clock.
+ * none keeps its own copy: closing a descriptor once, a full write that
+ * survives EINTR and short writes, random bytes from the kernel, and the
+ * monotonic clock.
  *
  * Never falls back silently: a failure is returned with errno set, and the
  * caller decides (a seed may fall back to the clock, a token must not). */
@@ -10,6 +11,10 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
+
+/* Closes *fd when it is open (>= 0) and sets it to -1, so a second call,
+ * or one on a descriptor never opened, is harmless. */
+void sbx_close_fd(int *fd);
 
 /* Writes all len bytes to fd, retrying on EINTR and short writes. Returns 0,
  * or -1 with errno set (a write that returns 0 counts as EIO). */

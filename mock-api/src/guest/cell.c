@@ -11,6 +11,7 @@
 #define _GNU_SOURCE
 #include "guest/cell.h"
 #include "guest/cell_proto.h"
+#include "sbx/sys.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -270,13 +271,6 @@ static int write_maps(pid_t pid, sbx_err *err)
 
 /* ---- start ---- */
 
-static void close_fd(int *fd)
-{
-	if (*fd >= 0)
-		close(*fd);
-	*fd = -1;
-}
-
 /* Clones the child on a block of this frame's stack, lets it go once the
  * maps are written and it sits in its cgroup, and returns only after it
  * exec'd sbx-cell (err_r reaches EOF) or failed (err_r carries errno).
@@ -438,24 +432,24 @@ mock_cell *mock_cell_start(const mock_cell_conf *conf, sbx_err *err)
 		goto out_close;
 	c->ctl = ctl[0];
 	ctl[0] = -1;
-	close_fd(&ctl[1]); /* now the cell's alone: its exit is our EOF */
+	sbx_close_fd(&ctl[1]); /* now the cell's alone: its exit is our EOF */
 	if (wait_ready(c, err) != 0)
 		goto out_close;
-	close_fd(&ep[0]);
-	close_fd(&cc.devnull);
-	close_fd(&cc.exe);
+	sbx_close_fd(&ep[0]);
+	sbx_close_fd(&cc.devnull);
+	sbx_close_fd(&cc.exe);
 	return c;
 
 out_close:
 	for (int i = 0; i < 2; i++) {
-		close_fd(&ctl[i]);
-		close_fd(&sync[i]);
-		close_fd(&ep[i]);
+		sbx_close_fd(&ctl[i]);
+		sbx_close_fd(&sync[i]);
+		sbx_close_fd(&ep[i]);
 	}
-	close_fd(&cc.sync_r);
-	close_fd(&cc.err_w);
-	close_fd(&cc.devnull);
-	close_fd(&cc.exe);
+	sbx_close_fd(&cc.sync_r);
+	sbx_close_fd(&cc.err_w);
+	sbx_close_fd(&cc.devnull);
+	sbx_close_fd(&cc.exe);
 	mock_cell_stop(c);
 	return NULL;
 }
@@ -664,14 +658,14 @@ void mock_cell_stop(mock_cell *c)
 	if (c == NULL)
 		return;
 	pthread_mutex_lock(&c->lock);
-	close_fd(&c->ctl); /* the cell's EOF: it exits by itself too */
+	sbx_close_fd(&c->ctl); /* the cell's EOF: it exits by itself too */
 	pthread_mutex_unlock(&c->lock);
 	if (c->pid > 0) {
 		kill(c->pid, SIGKILL);
 		while (waitpid(c->pid, NULL, __WALL) < 0 && errno == EINTR)
 			;
 	}
-	close_fd(&c->self_fd);
+	sbx_close_fd(&c->self_fd);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
 }

@@ -10,6 +10,7 @@
 #define _GNU_SOURCE
 #include "guest/cell_proto.h"
 #include "guest/guest_internal.h"
+#include "sbx/sys.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -21,7 +22,6 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #define GUEST_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -283,13 +283,6 @@ static pid_t spawn_child(child_plan *cp, int *err_out)
 
 /* ---- mock_proc ---- */
 
-static void close_fd(int *fd)
-{
-	if (*fd >= 0)
-		close(*fd);
-	*fd = -1;
-}
-
 /* The pipes between the mock and a child: [0] read end, [1] write end. */
 enum { PIPE_IN, PIPE_OUT, PIPE_ERR, PIPE_STATUS, NPIPES };
 
@@ -307,8 +300,8 @@ static int pipes_open(int pipes[NPIPES][2], sbx_err *err)
 static void pipes_close(int pipes[NPIPES][2])
 {
 	for (int i = 0; i < NPIPES; i++) {
-		close_fd(&pipes[i][0]);
-		close_fd(&pipes[i][1]);
+		sbx_close_fd(&pipes[i][0]);
+		sbx_close_fd(&pipes[i][1]);
 	}
 }
 
@@ -317,10 +310,10 @@ static void pipes_close(int pipes[NPIPES][2])
  * staying in pipes. */
 static void proc_take_ends(mock_proc *p, int pipes[NPIPES][2], const mock_exec_spec *spec)
 {
-	close_fd(&pipes[PIPE_IN][0]);
-	close_fd(&pipes[PIPE_OUT][1]);
-	close_fd(&pipes[PIPE_ERR][1]);
-	close_fd(&pipes[PIPE_STATUS][1]);
+	sbx_close_fd(&pipes[PIPE_IN][0]);
+	sbx_close_fd(&pipes[PIPE_OUT][1]);
+	sbx_close_fd(&pipes[PIPE_ERR][1]);
+	sbx_close_fd(&pipes[PIPE_STATUS][1]);
 	p->in_fd = pipes[PIPE_IN][1];
 	p->out_fd = pipes[PIPE_OUT][0];
 	p->err_fd = pipes[PIPE_ERR][0];
@@ -331,7 +324,7 @@ static void proc_take_ends(mock_proc *p, int pipes[NPIPES][2], const mock_exec_s
 	p->stdin_data = spec->stdin_data;
 	p->stdin_len = spec->stdin_data != NULL ? spec->stdin_len : 0;
 	if (p->stdin_len == 0 && !spec->keep_stdin)
-		close_fd(&p->in_fd);
+		sbx_close_fd(&p->in_fd);
 }
 
 /* Plain: reads the status pipe, which carries an errno only when execve
@@ -347,7 +340,7 @@ static bool proc_adopt(mock_proc *p, pid_t pid, int pipes[NPIPES][2], const mock
 	do {
 		r = read(pipes[PIPE_STATUS][0], code, sizeof(*code));
 	} while (r < 0 && errno == EINTR);
-	close_fd(&pipes[PIPE_STATUS][0]);
+	sbx_close_fd(&pipes[PIPE_STATUS][0]);
 	p->pid = pid;
 	return r == (ssize_t)sizeof(*code);
 }
@@ -476,7 +469,7 @@ static void feed_stdin(mock_proc *p)
 		}
 		p->stdin_off += (size_t)w;
 	}
-	close_fd(&p->in_fd);
+	sbx_close_fd(&p->in_fd);
 }
 
 /* Contained: EXITED from the cell's status pipe (when block, waiting for
@@ -494,7 +487,7 @@ static void cell_wait(mock_proc *p, bool block)
 	else
 		p->wstatus = SIGKILL; /* as waitpid reports a SIGKILL death */
 	p->exited = true;
-	close_fd(&p->status_fd);
+	sbx_close_fd(&p->status_fd);
 }
 
 /* Whether the process exited, waiting for it when block. */
@@ -537,7 +530,7 @@ static ssize_t read_some(int *fd, char *buf, size_t cap)
 		return 0;
 	r = read(*fd, buf, cap);
 	if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) {
-		close_fd(fd);
+		sbx_close_fd(fd);
 		return 0;
 	}
 	return r < 0 ? 0 : r;
@@ -620,11 +613,11 @@ int mock_proc_finish(mock_proc *p)
 {
 	int code = -1;
 
-	close_fd(&p->in_fd);
-	close_fd(&p->out_fd);
-	close_fd(&p->err_fd);
+	sbx_close_fd(&p->in_fd);
+	sbx_close_fd(&p->out_fd);
+	sbx_close_fd(&p->err_fd);
 	proc_wait(p, true);
-	close_fd(&p->status_fd);
+	sbx_close_fd(&p->status_fd);
 	if (WIFEXITED(p->wstatus))
 		code = WEXITSTATUS(p->wstatus);
 	else if (WIFSIGNALED(p->wstatus))
@@ -633,20 +626,12 @@ int mock_proc_finish(mock_proc *p)
 	return code;
 }
 
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 int mock_guest_exec(mock_guest *g, const mock_exec_spec *spec, int64_t timeout_ms, const mock_exec_io *io,
 		    mock_exec_result *r, sbx_err *err)
 {
 	mock_proc p;
 	char buf[16384];
-	int64_t deadline = timeout_ms > 0 ? mono_ms() + timeout_ms : INT64_MAX;
+	int64_t deadline = timeout_ms > 0 ? sbx_mono_ms() + timeout_ms : INT64_MAX;
 
 	r->exit_code = -1;
 	r->timed_out = false;
@@ -661,7 +646,7 @@ int mock_guest_exec(mock_guest *g, const mock_exec_spec *spec, int64_t timeout_m
 			break;
 		if (n > 0)
 			io->output(io->arg, which, buf, (size_t)n);
-		if (mono_ms() >= deadline) {
+		if (sbx_mono_ms() >= deadline) {
 			r->timed_out = true;
 			mock_proc_kill(&p);
 			break;

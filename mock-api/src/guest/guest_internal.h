@@ -1,6 +1,6 @@
 /* guest_internal: what the guest_*.c files share and nobody else may see —
  * the guest struct and the process-group bookkeeping.
- * Outside mock-api/src/guest*.c include guest.h instead.
+ * Outside mock-api/src/guest/guest*.c include guest.h instead.
  *
  * Layering (no file calls one above it):
  *   guest.c        modes, trees, process groups, signal hygiene

@@ -9,6 +9,7 @@
  * thread was joined (eviction of an exited one, or procs_free). */
 #define _GNU_SOURCE
 #include "guest/guest_procs_internal.h"
+#include "sbx/sys.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -32,13 +33,6 @@ int64_t mproc_wall_ms(void)
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void close_fd(int *fd)
-{
-	if (*fd >= 0)
-		close(*fd);
-	*fd = -1;
 }
 
 /* ---- signals ---- */
@@ -243,7 +237,7 @@ static void reader_drain(mproc_table *t, mproc *p, int *fd, int stream, char *bu
 	if (r < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
 	if (r <= 0) {
-		close_fd(fd);
+		sbx_close_fd(fd);
 		return;
 	}
 	pthread_mutex_lock(&t->lock);
@@ -298,7 +292,7 @@ static void *reader_main(void *arg)
 	p->state = MPROC_EXITED;
 	p->finished_ms = mproc_wall_ms();
 	ring_push(p, MPROC_STREAM_EXIT, NULL, 0);
-	close_fd(&p->in_fd);
+	sbx_close_fd(&p->in_fd);
 	pthread_cond_broadcast(&t->cv);
 	pthread_mutex_unlock(&t->lock);
 	return NULL;
@@ -350,10 +344,10 @@ static void mproc_free(mproc *p)
 		pthread_join(p->thread, NULL);
 	else
 		mock_proc_finish(&p->proc);
-	close_fd(&p->out_fd);
-	close_fd(&p->err_fd);
-	close_fd(&p->in_fd);
-	close_fd(&p->master);
+	sbx_close_fd(&p->out_fd);
+	sbx_close_fd(&p->err_fd);
+	sbx_close_fd(&p->in_fd);
+	sbx_close_fd(&p->master);
 	ring_free(p);
 	free(p->cmd);
 	free(p->cwd);
@@ -428,7 +422,7 @@ static int pty_open(mock_guest *g, unsigned rows, unsigned cols, int *master, in
 
 out_fail:
 	sbx_err_set(err, "pseudo-terminal: %s", strerror(errno));
-	close_fd(master);
+	sbx_close_fd(master);
 	return -1;
 }
 
@@ -463,15 +457,15 @@ static int mproc_spawn(mock_guest *g, mproc *p, const mock_mproc_req *q, int *st
 		return -1;
 	spec.tty_fd = slave;
 	if (mock_proc_spawn(g, &spec, &p->proc, err) != 0) {
-		close_fd(&slave);
+		sbx_close_fd(&slave);
 		*status = strncmp(err->msg, "exec:", 5) == 0 ? 400 : 500;
 		return -1;
 	}
-	close_fd(&slave); /* the guest holds it now: EIO on the master when it lets go */
+	sbx_close_fd(&slave); /* the guest holds it now: EIO on the master when it lets go */
 	if (q->pty) {
-		close_fd(&p->proc.out_fd); /* the pipes carried nothing */
-		close_fd(&p->proc.err_fd);
-		close_fd(&p->proc.in_fd);
+		sbx_close_fd(&p->proc.out_fd); /* the pipes carried nothing */
+		sbx_close_fd(&p->proc.err_fd);
+		sbx_close_fd(&p->proc.in_fd);
 		p->out_fd = fcntl(p->master, F_DUPFD_CLOEXEC, 0);
 		fcntl(p->out_fd, F_SETFL, O_NONBLOCK);
 	} else {

@@ -1,6 +1,6 @@
 /* model_internal: what the model_*.c files share and nobody else may call —
  * the sandbox storage and its indexes, the shared validation and lookup
- * helpers. Outside mock-api/src/model*.c include model.h instead.
+ * helpers. Outside mock-api/src/model/model*.c include model.h instead.
  *
  * Layering inside the model (no file calls one above it):
  *   model.c           tenants, catalog, clock, ids, indexes, settings

@@ -62,7 +62,7 @@ struct sbx_mock {
 	 * cut its connections through the hook, never by name (layering) */
 	struct mock_ingress *ingress;
 	void (*ingress_cut)(struct mock_ingress *in, const char *sandbox_id);
-	/* The per-sandbox self-signal listeners (server/self_listen.c), as
+	/* The per-sandbox self-signal listeners (handlers/self_listen.c), as
 	 * hooks the server fills (sbx_mock_start): the operations register a
 	 * started guest's listener and drop a destroyed one's without
 	 * calling the server by name. NULL (a mock built by hand, as the
