@@ -26,13 +26,13 @@ void api_files_put(mreq *r, mresp *out, mock_tenant *t)
 	const char *path = req_query(r, "path");
 	mock_op op;
 	char id[64];
+	int rc;
 
 	if (!files_path_ok(r, out, path))
 		return;
 	api_op_init(&op, r, t, id, sizeof(id));
-	api_op_answer(r, out, &op, 200,
-		      mock_op_file_write(&op, path, r->body.data, r->body.len) == 0 ? cJSON_CreateObject()
-										: NULL);
+	rc = mock_op_file_write(&op, path, r->body.data, r->body.len);
+	api_op_answer(r, out, &op, 200, rc == 0 ? cJSON_CreateObject() : NULL);
 }
 
 void api_files_get(mreq *r, mresp *out, mock_tenant *t)
