@@ -13,6 +13,9 @@ its own rank and on lower ranks, never on a higher one:
     defines. A function or variable of a higher rank is a finding.
   - only_in: a header (e.g. microhttpd.h, "..." or <...>) that only the
     listed folders may include.
+  - forbidden: folders a folder may not depend on although they rank lower
+    (mock-api: handlers reach the guests only through ops), for includes
+    and calls alike.
   - every .c and .h of the tree lives in a ranked folder.
 Each finding names file:line, the edge and the ranks, e.g.
   mock-api/src/ops/ops.c:153: calls mock_sleep_ms (http/resp.c): ops (rank 2) -> http (rank 4)
@@ -44,6 +47,15 @@ class Tree:
         self.abs_root = os.path.normpath(os.path.join(src, self.root))
         self.ranks = conf["ranks"]
         self.only_in = conf.get("only_in", {})
+        self.forbidden = conf.get("forbidden", {})
+
+    def refuses(self, a, b):
+        """Why folder a may not depend on folder b, or None."""
+        if self.ranks[b] > self.ranks[a]:
+            return self.edge(a, b)
+        if b in self.forbidden.get(a, ()):
+            return "%s may not depend on %s (forbidden in the layers' config)" % (a, b)
+        return None
 
     def folder_of(self, path):
         """The ranked folder of an absolute path inside the tree, '' at its
@@ -110,8 +122,9 @@ def check_includes(tree, problems):
             if m.group(1) != '"':
                 continue
             target = include_target(tree, path, name)
-            if target in tree.ranks and tree.ranks[target] > tree.ranks[folder]:
-                problems.append("%s: includes \"%s\": %s" % (where, name, tree.edge(folder, target)))
+            why = tree.refuses(folder, target) if target in tree.ranks else None
+            if why is not None:
+                problems.append("%s: includes \"%s\": %s" % (where, name, why))
 
 
 def first_use(path, sym):
@@ -159,7 +172,8 @@ def check_calls(tree, build, problems):
         for sym in sorted(depcycles.nm_symbols(obj)[1]):
             for other in sorted(definers.get(sym, ())):
                 to = tree.folder_of(other)
-                if to not in tree.ranks or tree.ranks[to] <= tree.ranks[folder]:
+                why = tree.refuses(folder, to) if to in tree.ranks else None
+                if why is None:
                     continue
                 key = (src, sym, other)
                 if key in seen:
@@ -167,7 +181,7 @@ def check_calls(tree, build, problems):
                 seen.add(key)
                 problems.append("%s:%d: calls %s (%s): %s" %
                                 (tree.show(src), first_use(src, sym), sym,
-                                 os.path.relpath(other, tree.abs_root), tree.edge(folder, to)))
+                                 os.path.relpath(other, tree.abs_root), why))
     return True
 
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Self-test of ci/layers.py on a small tree of its own (a temp dir): a call
 or an include up the layers fails with file:line, the edge and the ranks; a
-header outside its only_in folders fails; a file outside a ranked folder
-fails; a tree whose dependencies all point down passes.
+header outside its only_in folders fails; a call or an include of a
+forbidden lower folder fails; a file outside a ranked folder fails; a tree whose dependencies all point down passes.
 Run: python3 ci/test_layers.py (ctest: lint_layers_selftest)."""
 import json
 import os
@@ -17,7 +17,7 @@ LAYERS = os.path.join(HERE, "layers.py")
 CC = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
 
 CONFIG = {"trees": [{"root": "src", "ranks": {"low": 0, "mid": 1, "high": 2},
-                     "only_in": {"web.h": ["high"]}}]}
+                     "only_in": {"web.h": ["high"]}, "forbidden": {"high": ["low"]}}]}
 CLEAN = {
     "low/low.h": "#pragma once\nint low_fn(int x);\n",
     "low/low.c": '#include "low/low.h"\nint low_fn(int x) { return x + 1; }\n',
@@ -90,6 +90,17 @@ class Layers(unittest.TestCase):
         rc, out = self.lint(files)
         self.assertEqual(rc, 1, out)
         self.assertIn("src/mid/mid.c:2: includes high/web.h, which only high may include", out)
+
+    def test_a_forbidden_lower_folder_fails(self):
+        # high may reach low only through mid: an include and a call that
+        # skip mid are both findings, though low ranks lower
+        skip = ('#include "mid/mid.h"\n#include "low/low.h"\n#include "web.h"\n'
+                "int web_fn(int x) { return mid_fn(low_fn(x)); }\n")
+        rc, out = self.lint(dict(CLEAN, **{"high/high.c": skip}))
+        self.assertEqual(rc, 1, out)
+        for finding in ('src/high/high.c:2: includes "low/low.h": high may not depend on low',
+                        "src/high/high.c:4: calls low_fn (low/low.c): high may not depend on low"):
+            self.assertIn(finding, out)
 
     def test_a_file_outside_the_ranked_folders_fails(self):
         files = dict(CLEAN)

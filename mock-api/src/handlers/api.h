@@ -34,16 +34,24 @@ bool api_parse_egress(sbx_mock *mock, const cJSON *item, sbx_egress_list *list, 
  * false with a 400 naming it. */
 bool api_query_u(mreq *r, mresp *out, const char *key, uint64_t lo, uint64_t hi, uint64_t def, uint64_t *v);
 
+/* ---- api_util.c: commands (exec, managed processes) ---- */
+
+/* args (an array of strings, NULL: none) into cmd's args; env (an object
+ * of strings, NULL: none) into cmd's env overrides. The strings stay the
+ * request's; the lists are cmd's (api_cmd_free, also after a failure).
+ * false with the 400 (or 500) set. */
+bool api_cmd_args(const cJSON *args, mock_cmd_req *cmd, mresp *out);
+bool api_cmd_env(const cJSON *env, mock_cmd_req *cmd, mresp *out);
+void api_cmd_free(mock_cmd_req *cmd);
+
 /* ---- api_util.c: NDJSON streams ---- */
 
-/* Copies what is pending in a stream's buffer from *off to out (at most
- * max): the count, or 0 when nothing is left (the buffer is reset then). */
-size_t api_pending_take(sbx_strbuf *pending, size_t *off, char *out, size_t max);
-/* Answers an application/x-ndjson stream read by reader on a worker thread
- * (mock_blocking_response: free_fn runs once, also when this fails with a
- * 500). */
-void api_ndjson_response(mreq *r, mresp *out, MHD_ContentReaderCallback reader, void *cls,
-			 MHD_ContentReaderFreeCallback free_fn, void (*cancel)(void *cls));
+/* Answers an operation's stream (ops.h) as application/x-ndjson, read on
+ * a worker thread (mock_blocking_response) as the client takes it; ends
+ * when the stream is done, cut, the client leaves or the mock stops. s
+ * ends (mock_op_stream_end) with the answer, also when this fails with a
+ * 500. */
+void api_stream_answer(mreq *r, mresp *out, mock_op_stream *s);
 
 /* ---- api_util.c: paging ---- */
 
@@ -58,6 +66,8 @@ cJSON *api_page_wrap(cJSON *data, size_t total, size_t limit, size_t offset);
 
 /* An operation on the sandbox of path segment 2, with r's fired fault. */
 void api_op_init(mock_op *op, mreq *r, mock_tenant *t, char *idbuf, size_t cap);
+/* Notes the sandbox op found for the journal (r->sandbox_id). */
+void api_op_found(mreq *r, const mock_op *op);
 /* Answers v with status, or op->err when v is NULL; notes the sandbox
  * found for the journal. True when v was answered. */
 bool api_op_answer(mreq *r, mresp *out, const mock_op *op, int status, cJSON *v);

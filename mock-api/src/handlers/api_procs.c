@@ -4,9 +4,8 @@
  * api_procs_stream.c's. Field names are the Python SDK's (ManagedProcess,
  * ManagedProcessCreateRequest, PTYSize).
  *
- * Each handler parses, marks the sandbox busy (mock_op_procs_begin or, to
- * start one, mock_op_exec_begin), makes one guest call and renders. Never
- * take the model lock here. */
+ * Each handler parses, calls one operation (mock_op_process_*,
+ * ops_procs.c) and renders its view or refusal. */
 #define _GNU_SOURCE
 #include "handlers/api.h"
 
@@ -16,7 +15,6 @@
 #include <string.h>
 
 #include "util/base64.h"
-#include "guest/guest_procs.h"
 
 #define WAIT_DEFAULT_MS	 30000
 #define WAIT_MAX_MS	 300000
@@ -38,111 +36,59 @@ bool api_procs_id(mreq *r, mresp *out, char *buf, size_t cap)
 
 /* ---- create ---- */
 
-typedef struct create_args {
-	mock_mproc_req q;
-	const char **args;
-	mock_exec_env env;
-} create_args;
-
-static bool parse_args(const cJSON *b, create_args *a, mresp *out)
-{
-	const cJSON *args = NULL, *it;
-	size_t i = 0;
-
-	if (!api_get_kind(b, "args", true, &args, out))
-		return false;
-	a->q.exec.nargs = args != NULL ? (size_t)cJSON_GetArraySize(args) : 0;
-	a->args = calloc(a->q.exec.nargs + 1, sizeof(char *));
-	if (a->args == NULL) {
-		resp_error(out, 500, "out of memory");
-		return false;
-	}
-	cJSON_ArrayForEach(it, args)
-	{
-		if (!cJSON_IsString(it)) {
-			resp_fail(out, 400, "args", "INVALID_REQUEST",
-				  "args must be an array of strings");
-			return false;
-		}
-		a->args[i++] = it->valuestring;
-	}
-	a->q.exec.args = a->args;
-	return true;
-}
-
-/* pty: {rows, cols}, each 1..MOCK_MPROC_PTY_MAX (0 or absent: 24x80). */
+/* pty: {rows, cols}, each 1..MOCK_PROCESS_PTY_MAX (0 or absent: 24x80). */
 static bool parse_pty(const cJSON *pty, unsigned *rows, unsigned *cols, mresp *out)
 {
 	int64_t rv = 0, cv = 0;
 
-	if (!api_get_int(pty, "rows", 0, MOCK_MPROC_PTY_MAX, &rv, NULL, out) ||
-	    !api_get_int(pty, "cols", 0, MOCK_MPROC_PTY_MAX, &cv, NULL, out))
+	if (!api_get_int(pty, "rows", 0, MOCK_PROCESS_PTY_MAX, &rv, NULL, out) ||
+	    !api_get_int(pty, "cols", 0, MOCK_PROCESS_PTY_MAX, &cv, NULL, out))
 		return false;
 	*rows = rv > 0 ? (unsigned)rv : PTY_DEFAULT_ROWS;
 	*cols = cv > 0 ? (unsigned)cv : PTY_DEFAULT_COLS;
 	return true;
 }
 
-static bool parse_create(const cJSON *b, create_args *a, mresp *out)
+static bool parse_create(const cJSON *b, mock_process_req *q, mresp *out)
 {
-	const cJSON *env = NULL, *pty = NULL, *it;
+	const cJSON *args = NULL, *env = NULL, *pty = NULL;
+	mock_cmd_req *c = &q->cmd;
 
-	if (!api_get_str(b, "cmd", &a->q.exec.cmd, out) ||
-	    !api_get_str(b, "cwd", &a->q.exec.cwd, out) ||
-	    !api_get_kind(b, "env", false, &env, out) ||
-	    !api_get_kind(b, "pty", false, &pty, out) || !parse_args(b, a, out))
+	if (!api_get_str(b, "cmd", &c->cmd, out) || !api_get_str(b, "cwd", &c->cwd, out) ||
+	    !api_get_kind(b, "env", false, &env, out) || !api_get_kind(b, "pty", false, &pty, out) ||
+	    !api_get_kind(b, "args", true, &args, out) || !api_cmd_args(args, c, out))
 		return false;
-	if ((a->q.exec.cmd == NULL || a->q.exec.cmd[0] == '\0') && pty != NULL)
-		a->q.exec.cmd = PTY_DEFAULT_SHELL;
-	if (a->q.exec.cmd == NULL || a->q.exec.cmd[0] == '\0') {
+	if ((c->cmd == NULL || c->cmd[0] == '\0') && pty != NULL)
+		c->cmd = PTY_DEFAULT_SHELL;
+	if (c->cmd == NULL || c->cmd[0] == '\0') {
 		resp_fail(out, 400, "cmd", "INVALID_REQUEST",
 			  "cmd is required for a pipe process (an executable, not a shell line; "
 			  "a PTY without one runs the shell " PTY_DEFAULT_SHELL ")");
 		return false;
 	}
-	if (a->q.exec.cwd != NULL && a->q.exec.cwd[0] != '\0' && a->q.exec.cwd[0] != '/') {
+	if (c->cwd != NULL && c->cwd[0] != '\0' && c->cwd[0] != '/') {
 		resp_fail(out, 400, "cwd", "INVALID_REQUEST", "cwd must be an absolute path");
 		return false;
 	}
-	cJSON_ArrayForEach(it, env)
-	{
-		if (!cJSON_IsString(it)) {
-			resp_fail(out, 400, "env", "INVALID_REQUEST", "env values must be strings");
-			return false;
-		}
-	}
-	a->q.pty = pty != NULL;
-	return pty == NULL || parse_pty(pty, &a->q.rows, &a->q.cols, out);
+	if (!api_cmd_env(env, c, out))
+		return false;
+	q->pty = pty != NULL;
+	return pty == NULL || parse_pty(pty, &q->rows, &q->cols, out);
 }
 
 void api_procs_create(mreq *r, mresp *out, mock_tenant *t)
 {
-	cJSON *b = api_body_object(r, out, true), *v = NULL;
-	create_args a;
+	cJSON *b = api_body_object(r, out, true);
+	mock_process_req q;
 	mock_op op;
 	char id[64];
-	mock_guest *g;
-	sbx_err err = {{0}};
-	int status = 500;
 
-	memset(&a, 0, sizeof(a));
-	if (b == NULL || !parse_create(b, &a, out))
-		goto out_free;
-	api_op_init(&op, r, t, id, sizeof(id));
-	g = mock_op_exec_begin(&op, cJSON_GetObjectItemCaseSensitive(b, "env"), &a.env);
-	if (g != NULL) {
-		a.q.exec.env = (const char *const *)a.env.kv;
-		a.q.exec.nenv = a.env.n;
-		v = mock_mproc_create(g, &a.q, &status, &err);
-		mock_op_io_end(r->mock, op.sb);
-		if (v == NULL)
-			mock_err_set(&op.err, status, status == 400 ? "INVALID_REQUEST" : "",
-				     status == 400 ? "cmd" : "error", "%s", err.msg);
+	memset(&q, 0, sizeof(q));
+	if (b != NULL && parse_create(b, &q, out)) {
+		api_op_init(&op, r, t, id, sizeof(id));
+		api_op_answer(r, out, &op, 200, mock_op_process_create(&op, &q));
 	}
-	api_op_answer(r, out, &op, 200, v);
-out_free:
-	free(a.args);
-	mock_exec_env_free(&a.env);
+	api_cmd_free(&q.cmd);
 }
 
 /* ---- list, get, wait, delete ---- */
@@ -151,16 +97,9 @@ void api_procs_list(mreq *r, mresp *out, mock_tenant *t)
 {
 	mock_op op;
 	char id[64];
-	mock_guest *g;
-	cJSON *v = NULL;
 
 	api_op_init(&op, r, t, id, sizeof(id));
-	g = mock_op_procs_begin(&op, false);
-	if (g != NULL) {
-		v = mock_mproc_list(g);
-		mock_op_io_end(r->mock, op.sb);
-	}
-	api_op_answer(r, out, &op, 200, v);
+	api_op_answer(r, out, &op, 200, mock_op_process_list(&op));
 }
 
 static bool gone_cb(void *arg)
@@ -168,17 +107,16 @@ static bool gone_cb(void *arg)
 	return req_client_gone(arg) || atomic_load(&((mreq *)arg)->mock->stopping);
 }
 
-/* The shared frame of get, wait and delete: the process's view from fn. */
+/* The shared frame of get, wait and delete: parse, one operation, its view. */
 typedef enum { PROC_GET, PROC_WAIT, PROC_DELETE } proc_view_kind;
 
 static void proc_view(mreq *r, mresp *out, mock_tenant *t, proc_view_kind k)
 {
 	const char *scope = req_query(r, "scope");
-	char id[64], pid[MOCK_MPROC_ID_MAX + 1];
+	char id[64], pid[MOCK_PROCESS_ID_MAX + 1];
 	uint64_t ms = 0;
 	mock_op op;
-	mock_guest *g;
-	cJSON *v = NULL;
+	cJSON *v;
 
 	if (!api_procs_id(r, out, pid, sizeof(pid)))
 		return;
@@ -192,21 +130,13 @@ static void proc_view(mreq *r, mresp *out, mock_tenant *t, proc_view_kind k)
 	    (k == PROC_DELETE && !api_query_u(r, out, "grace_ms", 0, GRACE_MAX_MS, 0, &ms)))
 		return;
 	api_op_init(&op, r, t, id, sizeof(id));
-	g = mock_op_procs_begin(&op, k == PROC_DELETE);
-	if (g == NULL) {
-		api_op_answer(r, out, &op, 200, NULL);
-		return;
-	}
 	if (k == PROC_GET)
-		v = mock_mproc_get(g, pid);
+		v = mock_op_process_get(&op, pid);
 	else if (k == PROC_WAIT)
-		v = mock_mproc_wait(g, pid, scope != NULL && strcmp(scope, "tree") == 0,
-				    (int64_t)ms, gone_cb, r);
+		v = mock_op_process_wait(&op, pid, scope != NULL && strcmp(scope, "tree") == 0,
+					 (int64_t)ms, gone_cb, r);
 	else
-		v = mock_mproc_terminate(g, pid, (int64_t)ms);
-	mock_op_io_end(r->mock, op.sb);
-	if (v == NULL)
-		mock_err_set(&op.err, 404, "NOT_FOUND", "process_id", "process %s not found", pid);
+		v = mock_op_process_terminate(&op, pid, (int64_t)ms);
 	api_op_answer(r, out, &op, 200, v);
 }
 
@@ -227,16 +157,9 @@ void api_procs_delete(mreq *r, mresp *out, mock_tenant *t)
 
 /* ---- input, stdin/close, resize, signal ---- */
 
-typedef enum { CTL_INPUT, CTL_CLOSE, CTL_RESIZE, CTL_SIGNAL } ctl_kind;
-
-typedef struct ctl_args {
-	char *data; /* input, decoded */
-	size_t len;
-	unsigned rows, cols; /* resize */
-	int sig;	     /* signal */
-} ctl_args;
-
-static bool parse_input(const cJSON *b, ctl_args *a, mresp *out)
+/* The control request; an input's data is decoded into *data (the
+ * caller frees it). */
+static bool parse_input(const cJSON *b, mock_process_ctl *a, char **data, mresp *out)
 {
 	const char *b64 = NULL, *text = NULL;
 	char why[128];
@@ -247,7 +170,8 @@ static bool parse_input(const cJSON *b, ctl_args *a, mresp *out)
 		resp_fail(out, 400, "data_base64", "INVALID_REQUEST", "data_base64 is required");
 		return false;
 	}
-	a->data = b64 != NULL ? mock_b64_decode(b64, &a->len, why, sizeof(why)) : strdup(text);
+	*data = b64 != NULL ? mock_b64_decode(b64, &a->len, why, sizeof(why)) : strdup(text);
+	a->data = *data;
 	if (a->data == NULL) {
 		resp_fail(out, 400, "data_base64", "INVALID_REQUEST",
 			  b64 != NULL ? why : "out of memory");
@@ -255,31 +179,31 @@ static bool parse_input(const cJSON *b, ctl_args *a, mresp *out)
 	}
 	if (b64 == NULL)
 		a->len = strlen(text);
-	if (a->len > MOCK_MPROC_INPUT_MAX) {
+	if (a->len > MOCK_PROCESS_INPUT_MAX) {
 		snprintf(why, sizeof(why), "input is %zu bytes, over the limit of %u per request",
-			 a->len, MOCK_MPROC_INPUT_MAX);
+			 a->len, MOCK_PROCESS_INPUT_MAX);
 		resp_fail(out, 400, "data_base64", "INVALID_REQUEST", why);
 		return false;
 	}
 	return true;
 }
 
-static bool parse_ctl(mreq *r, mresp *out, ctl_kind k, ctl_args *a)
+static bool parse_ctl(mreq *r, mresp *out, mock_process_ctl *a, char **data)
 {
-	cJSON *b = k == CTL_CLOSE ? NULL : api_body_object(r, out, true);
+	cJSON *b = a->kind == MOCK_PROCESS_STDIN_CLOSE ? NULL : api_body_object(r, out, true);
 	const char *name = NULL;
 	int64_t rows = 0, cols = 0;
 
-	if (k == CTL_CLOSE)
+	if (a->kind == MOCK_PROCESS_STDIN_CLOSE)
 		return true;
 	if (b == NULL)
 		return false;
-	if (k == CTL_INPUT)
-		return parse_input(b, a, out);
-	if (k == CTL_SIGNAL) {
+	if (a->kind == MOCK_PROCESS_INPUT)
+		return parse_input(b, a, data, out);
+	if (a->kind == MOCK_PROCESS_SIGNAL) {
 		if (!api_get_str(b, "signal", &name, out))
 			return false;
-		a->sig = mock_mproc_signal_number(name);
+		a->sig = mock_op_signal_number(name);
 		if (a->sig == 0)
 			resp_fail(
 				out, 400, "signal", "INVALID_REQUEST",
@@ -287,8 +211,8 @@ static bool parse_ctl(mreq *r, mresp *out, ctl_kind k, ctl_args *a)
 				"SIGUSR1, SIGUSR2, SIGWINCH");
 		return a->sig != 0;
 	}
-	if (!api_get_int(b, "rows", 1, MOCK_MPROC_PTY_MAX, &rows, NULL, out) ||
-	    !api_get_int(b, "cols", 1, MOCK_MPROC_PTY_MAX, &cols, NULL, out))
+	if (!api_get_int(b, "rows", 1, MOCK_PROCESS_PTY_MAX, &rows, NULL, out) ||
+	    !api_get_int(b, "cols", 1, MOCK_PROCESS_PTY_MAX, &cols, NULL, out))
 		return false;
 	if (rows == 0 || cols == 0) {
 		resp_fail(out, 400, rows == 0 ? "rows" : "cols", "INVALID_REQUEST",
@@ -300,78 +224,35 @@ static bool parse_ctl(mreq *r, mresp *out, ctl_kind k, ctl_args *a)
 	return true;
 }
 
-static cJSON *ctl_run(mock_guest *g, const char *pid, ctl_kind k, const ctl_args *a, mock_err *e)
+static void proc_ctl(mreq *r, mresp *out, mock_tenant *t, mock_process_ctl_kind k)
 {
-	sbx_err err = {{0}};
-	uint64_t seq = 0;
-	int status = 500, rc;
-	cJSON *d;
-
-	if (k == CTL_INPUT)
-		rc = mock_mproc_input(g, pid, a->data, a->len, &seq, &status, &err);
-	else if (k == CTL_CLOSE)
-		rc = mock_mproc_stdin_close(g, pid, &status, &err);
-	else if (k == CTL_RESIZE)
-		rc = mock_mproc_resize(g, pid, a->rows, a->cols, &status, &err);
-	else
-		rc = mock_mproc_signal(g, pid, a->sig, &status, &err);
-	if (rc != 0) {
-		mock_err_set(e, status,
-			     status == 404   ? "NOT_FOUND"
-			     : status == 409 ? "INVALID_STATE"
-					     : "",
-			     status == 404 ? "process_id" : "error", "%s", err.msg);
-		return NULL;
-	}
-	d = cJSON_CreateObject();
-	if (k == CTL_INPUT)
-		cJSON_AddNumberToObject(d, "input_seq", (double)seq);
-	else if (k == CTL_RESIZE)
-		cJSON_AddNumberToObject(d, "rows", a->rows),
-			cJSON_AddNumberToObject(d, "cols", a->cols);
-	else
-		cJSON_AddBoolToObject(d, k == CTL_CLOSE ? "closed" : "signaled", true);
-	return d;
-}
-
-static void proc_ctl(mreq *r, mresp *out, mock_tenant *t, ctl_kind k)
-{
-	char id[64], pid[MOCK_MPROC_ID_MAX + 1];
-	ctl_args a;
+	char id[64], pid[MOCK_PROCESS_ID_MAX + 1], *data = NULL;
+	mock_process_ctl a = {.kind = k};
 	mock_op op;
-	mock_guest *g;
-	cJSON *v = NULL;
 
-	memset(&a, 0, sizeof(a));
-	if (!api_procs_id(r, out, pid, sizeof(pid)) || !parse_ctl(r, out, k, &a))
-		goto out_free;
-	api_op_init(&op, r, t, id, sizeof(id));
-	g = mock_op_procs_begin(&op, true);
-	if (g != NULL) {
-		v = ctl_run(g, pid, k, &a, &op.err);
-		mock_op_io_end(r->mock, op.sb);
+	if (api_procs_id(r, out, pid, sizeof(pid)) && parse_ctl(r, out, &a, &data)) {
+		api_op_init(&op, r, t, id, sizeof(id));
+		api_op_answer(r, out, &op, 200, mock_op_process_control(&op, pid, &a));
 	}
-	api_op_answer(r, out, &op, 200, v);
-out_free:
-	free(a.data);
+	free(data);
 }
 
 void api_procs_input(mreq *r, mresp *out, mock_tenant *t)
 {
-	proc_ctl(r, out, t, CTL_INPUT);
+	proc_ctl(r, out, t, MOCK_PROCESS_INPUT);
 }
 
 void api_procs_stdin_close(mreq *r, mresp *out, mock_tenant *t)
 {
-	proc_ctl(r, out, t, CTL_CLOSE);
+	proc_ctl(r, out, t, MOCK_PROCESS_STDIN_CLOSE);
 }
 
 void api_procs_resize(mreq *r, mresp *out, mock_tenant *t)
 {
-	proc_ctl(r, out, t, CTL_RESIZE);
+	proc_ctl(r, out, t, MOCK_PROCESS_RESIZE);
 }
 
 void api_procs_signal(mreq *r, mresp *out, mock_tenant *t)
 {
-	proc_ctl(r, out, t, CTL_SIGNAL);
+	proc_ctl(r, out, t, MOCK_PROCESS_SIGNAL);
 }

@@ -9,6 +9,7 @@
 #include "http/workers.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -241,10 +242,15 @@ void api_op_init(mock_op *op, mreq *r, mock_tenant *t, char *idbuf, size_t cap)
 	op->fault = api_fault(r);
 }
 
-bool api_op_answer(mreq *r, mresp *out, const mock_op *op, int status, cJSON *v)
+void api_op_found(mreq *r, const mock_op *op)
 {
 	if (op->found[0] != '\0')
 		snprintf(r->sandbox_id, sizeof(r->sandbox_id), "%s", op->found);
+}
+
+bool api_op_answer(mreq *r, mresp *out, const mock_op *op, int status, cJSON *v)
+{
+	api_op_found(r, op);
 	if (v == NULL) {
 		resp_mock_err(out, &op->err);
 		return false;
@@ -263,8 +269,7 @@ void api_ok(mresp *out, const char *key)
 
 void api_op_ok(mreq *r, mresp *out, const mock_op *op, int rc, const char *key)
 {
-	if (op->found[0] != '\0')
-		snprintf(r->sandbox_id, sizeof(r->sandbox_id), "%s", op->found);
+	api_op_found(r, op);
 	if (rc != 0)
 		resp_mock_err(out, &op->err);
 	else
@@ -309,29 +314,155 @@ void api_coll_delete(mreq *r, mresp *out, mock_tenant *t, mock_coll c, const cha
 		api_ok(out, deleted_key);
 }
 
-/* ---- NDJSON streams ---- */
+/* ---- commands (exec, managed processes) ---- */
 
-size_t api_pending_take(sbx_strbuf *pending, size_t *off, char *out, size_t max)
+bool api_cmd_args(const cJSON *args, mock_cmd_req *cmd, mresp *out)
+{
+	const char **list;
+	const cJSON *it;
+	size_t i = 0;
+
+	cmd->nargs = args != NULL ? (size_t)cJSON_GetArraySize(args) : 0;
+	cmd->args = list = calloc(cmd->nargs + 1, sizeof(char *));
+	if (list == NULL) {
+		resp_error(out, 500, "out of memory");
+		return false;
+	}
+	cJSON_ArrayForEach(it, args) {
+		if (!cJSON_IsString(it)) {
+			resp_fail(out, 400, "args", "INVALID_REQUEST", "args must be an array of strings");
+			return false;
+		}
+		list[i++] = it->valuestring;
+	}
+	return true;
+}
+
+bool api_cmd_env(const cJSON *env, mock_cmd_req *cmd, mresp *out)
+{
+	mock_env_var *vars;
+	const cJSON *it;
+	size_t n = env != NULL ? (size_t)cJSON_GetArraySize(env) : 0;
+
+	cmd->env = vars = calloc(n + 1, sizeof(*vars));
+	if (vars == NULL) {
+		resp_error(out, 500, "out of memory");
+		return false;
+	}
+	cJSON_ArrayForEach(it, env) {
+		if (!cJSON_IsString(it)) {
+			resp_fail(out, 400, "env", "INVALID_REQUEST", "env values must be strings");
+			return false;
+		}
+		vars[cmd->nenv++] = (mock_env_var){.key = it->string, .value = it->valuestring};
+	}
+	return true;
+}
+
+void api_cmd_free(mock_cmd_req *cmd)
+{
+	free((void *)cmd->args);
+	free((void *)cmd->env);
+	cmd->args = NULL;
+	cmd->env = NULL;
+}
+
+/* ---- NDJSON streams: the one reader of an operation's stream ---- */
+
+/* An answer fed from an operation's stream (mock_op_stream_next) as the
+ * client reads it, on the worker thread of mock_blocking_response. */
+typedef struct stream_answer {
+	sbx_mock *mock;
+	mock_op_stream *s;
+	sbx_strbuf pending; /* frames not yet sent, from pend_off */
+	size_t pend_off;
+	bool done;
+	atomic_bool gone; /* the client went away (stream_cancel) */
+	/* The client's socket, polled while the stream is silent (the
+	 * suspended connection does not notice a hang-up by itself). Once the
+	 * connection is closed the number may be reused: then it can only say
+	 * "gone" about a stream whose client is gone anyway, or "alive" until
+	 * stream_cancel comes. */
+	int conn_fd;
+} stream_answer;
+
+/* Copies what is pending from pend_off to out (at most max): the count,
+ * or 0 when nothing is left (the buffer is reset then). */
+static size_t pending_take(stream_answer *a, char *out, size_t max)
 {
 	size_t n;
 
-	if (*off >= pending->len) {
-		sbx_strbuf_reset(pending);
-		*off = 0;
+	if (a->pend_off >= a->pending.len) {
+		sbx_strbuf_reset(&a->pending);
+		a->pend_off = 0;
 		return 0;
 	}
-	n = pending->len - *off;
+	n = a->pending.len - a->pend_off;
 	if (n > max)
 		n = max;
-	memcpy(out, pending->data + *off, n);
-	*off += n;
+	memcpy(out, a->pending.data + a->pend_off, n);
+	a->pend_off += n;
 	return n;
 }
 
-void api_ndjson_response(mreq *r, mresp *out, MHD_ContentReaderCallback reader, void *cls,
-			 MHD_ContentReaderFreeCallback free_fn, void (*cancel)(void *cls))
+static ssize_t stream_reader(void *cls, uint64_t pos, char *out, size_t max)
 {
-	out->custom = mock_blocking_response(r, MHD_SIZE_UNKNOWN, reader, cls, free_fn, cancel);
+	stream_answer *a = cls;
+	size_t n;
+
+	(void)pos;
+	while ((n = pending_take(a, out, max)) == 0) {
+		int rc;
+
+		if (a->done)
+			return MHD_CONTENT_READER_END_OF_STREAM;
+		if (atomic_load(&a->mock->stopping) || atomic_load(&a->gone))
+			return MHD_CONTENT_READER_END_WITH_ERROR;
+		if (mock_fd_gone(a->conn_fd)) {
+			atomic_store(&a->gone, true);
+			return MHD_CONTENT_READER_END_WITH_ERROR;
+		}
+		rc = mock_op_stream_next(a->s, &a->pending);
+		if (rc == MOCK_STREAM_CUT)
+			return MHD_CONTENT_READER_END_WITH_ERROR;
+		a->done = rc == MOCK_STREAM_DONE;
+	}
+	return (ssize_t)n;
+}
+
+static void stream_free(void *cls)
+{
+	stream_answer *a = cls;
+
+	mock_op_stream_end(a->s);
+	sbx_strbuf_free(&a->pending);
+	free(a);
+}
+
+/* From the server thread: the client is gone, stop waiting for frames. */
+static void stream_cancel(void *cls)
+{
+	stream_answer *a = cls;
+
+	atomic_store(&a->gone, true);
+}
+
+void api_stream_answer(mreq *r, mresp *out, mock_op_stream *s)
+{
+	stream_answer *a = calloc(1, sizeof(*a));
+
+	if (a == NULL) {
+		mock_op_stream_end(s);
+		resp_error(out, 500, "out of memory");
+		return;
+	}
+	a->mock = r->mock;
+	a->s = s;
+	a->conn_fd = req_conn_fd(r);
+	sbx_strbuf_init(&a->pending);
+	/* stream_reader waits for the operation: it runs on a worker thread */
+	out->custom = mock_blocking_response(r, MHD_SIZE_UNKNOWN, stream_reader, a, stream_free,
+					     stream_cancel);
 	if (out->custom == NULL) {
 		resp_error(out, 500, "out of memory");
 		return;

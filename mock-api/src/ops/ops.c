@@ -31,7 +31,7 @@ void ops_tick(sbx_mock *mock)
 	mock_tick(mock->model, mock_on_state_change, mock);
 }
 
-static bool fault_is(const mock_op *op, mock_fault_kind k)
+bool ops_fault_is(const mock_op *op, mock_fault_kind k)
 {
 	return op->fault != NULL && op->fault->kind == k;
 }
@@ -136,7 +136,7 @@ static int64_t timing_ms(sbx_mock *mock, const char *what)
 cJSON *mock_op_create(mock_op *op, const mock_create_req *q)
 {
 	sbx_mock *mock = op->mock;
-	bool failed = fault_is(op, FK_CREATE_FAILED);
+	bool failed = ops_fault_is(op, FK_CREATE_FAILED);
 	sbx_err gerr = {{0}};
 	mock_sandbox *sb;
 	mock_guest *g;
@@ -236,7 +236,7 @@ cJSON *mock_op_pause(mock_op *op, int *status)
 	if (sb != NULL) {
 		rc = mock_sandbox_pause(m, sb, &op->err);
 		if (rc >= 0) {
-			if (rc == 202 && fault_is(op, FK_PAUSE_ERROR))
+			if (rc == 202 && ops_fault_is(op, FK_PAUSE_ERROR))
 				mock_sandbox_pause_ends_in_error(m, sb);
 			mock_guest_pause(sb->guest, true, NULL);
 			v = mock_sandbox_view(m, sb);
@@ -261,7 +261,7 @@ cJSON *mock_op_resume(mock_op *op, int *status)
 
 		rc = mock_sandbox_resume(m, sb, &op->err);
 		if (rc >= 0) {
-			if (rc == 202 && fault_is(op, FK_RESUME_POLLS))
+			if (rc == 202 && ops_fault_is(op, FK_RESUME_POLLS))
 				sb->resume_polls = op->fault->polls;
 			mock_guest_pause(sb->guest, false, NULL);
 			v = mock_sandbox_view(m, sb);
@@ -294,7 +294,7 @@ cJSON *mock_op_destroy(mock_op *op)
 
 	sb = ops_begin(op, true);
 	if (sb != NULL) {
-		if (fault_is(op, FK_DESTROY_STUCK))
+		if (ops_fault_is(op, FK_DESTROY_STUCK))
 			sb->destroy_stuck = true;
 		mock_sandbox_destroy(m, sb, &now, &e);
 		/* a guest's own /self/delete (no tenant: self.c) keeps its

@@ -1,6 +1,6 @@
 /* ops: the operations of the mock control plane, below HTTP — create,
- * fork, pause, resume, destroy, exec and file setup, and every other read
- * or change of the model a request makes. An operation takes the model
+ * fork, pause, resume, destroy, exec, files, managed processes, and every
+ * other read or change of the model a request makes. An operation takes the model
  * lock, runs the clock (mock_tick), applies timing profiles and the effects
  * of a fired fault rule, and drives the guest; it reports a refusal as a
  * mock_err for the HTTP layer to render unchanged.
@@ -20,10 +20,14 @@
 #include <cjson/cJSON.h>
 
 #include "faults/faults.h"
-#include "guest/guest.h"
 #include "model/model.h"
 #include "sbx/err.h"
 #include "sbx/mock.h"
+#include "sbx/strbuf.h"
+
+/* The guests are the operations' to drive (guest/guest.h): above ops
+ * they are only a name. */
+typedef struct mock_guest mock_guest;
 
 /* One operation on a sandbox named by the request. The caller fills mock,
  * t (NULL: any tenant's sandbox, for the self-signal listener), id and
@@ -34,7 +38,7 @@ typedef struct mock_op {
 	const char *id;                 /* the sandbox id the request names; NULL: none (404) */
 	const mock_fault_action *fault; /* the fault rule that fired, NULL when none */
 	char found[MOCK_ID_MAX];        /* out: the id of the sandbox found, "" when none */
-	mock_sandbox *sb;               /* out: exec/files: the sandbox to pass to *_end */
+	mock_sandbox *sb;               /* out: a guest operation: the sandbox it holds busy */
 	int64_t poll_ms;                /* out: pause/resume: the transition's duration */
 	mock_err err;                   /* out: the refusal */
 } mock_op;
@@ -87,24 +91,129 @@ size_t mock_op_guest_groups(sbx_mock *mock, mock_guest_group *out, size_t cap);
  * it is destroyed. */
 mock_tenant *mock_op_sandbox_tenant(sbx_mock *mock, const char *id, mock_err *e);
 
-/* ---- exec and files (ops_res.c) ----
- * begin: the running sandbox's guest, marked busy (op->sb set), or NULL
- * with op->err set; every begin that succeeded is paired with one end. */
-typedef struct mock_exec_env {
-	char **kv;   /* "K=V": the sandbox envs overridden by the exec's */
-	size_t n;
-	bool isolate_net; /* egress is closed: run without a network */
-} mock_exec_env;
-mock_guest *mock_op_exec_begin(mock_op *op, const cJSON *env, mock_exec_env *xe);
-void mock_exec_env_free(mock_exec_env *xe);
-mock_guest *mock_op_files_begin(mock_op *op);
-/* Managed processes (ops_procs.c): the sandbox's guest, marked busy (pair
- * with mock_op_io_end), or NULL with op->err set: 404 no such sandbox of
- * op->t, 409 when its guest is gone or, with running, it is not running
- * (control calls; reads also serve a paused sandbox). Starting one uses
- * mock_op_exec_begin. */
-mock_guest *mock_op_procs_begin(mock_op *op, bool running);
-void mock_op_io_end(sbx_mock *mock, mock_sandbox *sb);
+/* ---- exec, files and managed processes (ops_exec.c, ops_files.c,
+ * ops_procs.c) ----
+ * Each operation goes down once and comes back once: it finds the
+ * caller's sandbox and marks it busy (its guest cannot be freed under the
+ * call), does the guest's work without the model lock, and unmarks it
+ * before it returns (a stream: at mock_op_stream_end). The exec faults
+ * (exec_agent_error, exec_oom, exec_stream_cut, exec_heartbeats_only)
+ * are applied here, from op->fault. A refusal is op->err: 404 no such
+ * sandbox of op->t, 409 NOT_RUNNING, 400 a bad request the guest found. */
+
+/* An env override of an exec or process: key must be one of the
+ * sandbox's declared envs. */
+typedef struct mock_env_var {
+	const char *key, *value;
+} mock_env_var;
+
+/* A command as the request gives it. */
+typedef struct mock_cmd_req {
+	const char *cmd;         /* an executable, not a shell line */
+	const char *const *args; /* after cmd */
+	size_t nargs;
+	const mock_env_var *env; /* overrides of the sandbox's envs */
+	size_t nenv;
+	const char *cwd;         /* NULL or "": /workspace */
+} mock_cmd_req;
+
+typedef struct mock_exec_req {
+	mock_cmd_req cmd;
+	const char *stdin_data; /* NULL: none */
+	size_t stdin_len;
+	int64_t timeout_ms;     /* buffered exec: 0 none */
+} mock_exec_req;
+
+/* Where a buffered exec's output goes (the caller's, e.g. an answer being
+ * written): start(ctx) once the command is about to start, false refusing
+ * it (outcome->refused; the caller said why); output(ctx, which, ...)
+ * each piece (which 1 stdout, 2 stderr); gone(ctx) true kills the
+ * command (its reader left). start and gone may be NULL. */
+typedef struct mock_exec_sink {
+	bool (*start)(void *ctx);
+	void (*output)(void *ctx, int which, const char *buf, size_t n);
+	bool (*gone)(void *ctx);
+	void *ctx;
+} mock_exec_sink;
+
+typedef struct mock_exec_outcome {
+	int exit_code;   /* 124 timed out, 137 exec_oom, -1 did not start */
+	char error[512]; /* "" or why: did not start, timed out, exec_agent_error's message */
+	int64_t exec_ms;
+	bool refused;    /* sink->start said no: nothing ran */
+} mock_exec_outcome;
+
+/* Runs q's command in the sandbox to its end (or timeout, or gone): 0
+ * with *res, -1 with op->err (the command did not start for a reason of
+ * the sandbox: not found, not running, an undeclared env key). */
+int mock_op_exec(mock_op *op, const mock_exec_req *q, const mock_exec_sink *sink,
+		 mock_exec_outcome *res);
+
+/* A stream of NDJSON frames an operation produces while it runs, read on
+ * the caller's thread: mock_op_stream_next waits a little (at most
+ * MOCK_STREAM_WAIT_MS) and appends what came, a heartbeat frame when
+ * silent for the mock's heartbeat interval; MOCK_STREAM_DONE after the
+ * last frame, MOCK_STREAM_CUT when the stream must break off (the
+ * exec_stream_cut fault), else MOCK_STREAM_MORE. mock_op_stream_end ends
+ * the operation (a command still running is killed) and frees s. */
+#define MOCK_STREAM_WAIT_MS 200
+typedef struct mock_op_stream mock_op_stream;
+enum { MOCK_STREAM_MORE, MOCK_STREAM_DONE, MOCK_STREAM_CUT };
+int mock_op_stream_next(mock_op_stream *s, sbx_strbuf *out);
+void mock_op_stream_end(mock_op_stream *s);
+/* exec ?stream: {"stdout"|"stderr": text} frames, {"hb":true}, then
+ * {"exit_code":N} (after {"error":why} when it did not start). NULL with
+ * op->err. */
+mock_op_stream *mock_op_exec_stream(mock_op *op, const mock_exec_req *q);
+
+/* Files (ops_files.c): path is the guest's absolute path (the guest
+ * layer confines it): 400 INVALID_PATH, 404 NOT_FOUND, 409 not a regular
+ * file, all naming "path"; a read over the mock's file size limit is a
+ * 413. write: 0 or -1 with op->err; read: the bytes (the caller frees
+ * them) or NULL with op->err. */
+int mock_op_file_write(mock_op *op, const char *path, const void *data, size_t len);
+char *mock_op_file_read(mock_op *op, const char *path, size_t *len);
+
+/* Managed processes (ops_procs.c): views with the Python SDK's field
+ * names, or NULL with op->err. Reads (list, get, wait, connect) also
+ * serve a paused sandbox; changes need a running one. */
+#define MOCK_PROCESS_ID_MAX    24     /* a process id's length */
+#define MOCK_PROCESS_PTY_MAX   1000u  /* rows and cols of a PTY, each */
+#define MOCK_PROCESS_INPUT_MAX 65536u /* bytes of one input */
+typedef struct mock_process_req {
+	mock_cmd_req cmd;
+	bool pty;
+	unsigned rows, cols; /* pty: 1..MOCK_PROCESS_PTY_MAX */
+} mock_process_req;
+cJSON *mock_op_process_create(mock_op *op, const mock_process_req *q);
+cJSON *mock_op_process_list(mock_op *op);
+cJSON *mock_op_process_get(mock_op *op, const char *pid);
+/* Waits up to timeout_ms for the leader (tree: the whole tree) to exit,
+ * or until stop(arg) says so. */
+cJSON *mock_op_process_wait(mock_op *op, const char *pid, bool tree, int64_t timeout_ms,
+			    bool (*stop)(void *arg), void *arg);
+/* SIGTERM to the tree, SIGKILL after grace_ms. */
+cJSON *mock_op_process_terminate(mock_op *op, const char *pid, int64_t grace_ms);
+typedef enum mock_process_ctl_kind {
+	MOCK_PROCESS_INPUT,       /* data, len: {input_seq} */
+	MOCK_PROCESS_STDIN_CLOSE, /* {closed: true} */
+	MOCK_PROCESS_RESIZE,      /* rows, cols: {rows, cols} */
+	MOCK_PROCESS_SIGNAL       /* sig: {signaled: true} */
+} mock_process_ctl_kind;
+typedef struct mock_process_ctl {
+	mock_process_ctl_kind kind;
+	const void *data;
+	size_t len;
+	unsigned rows, cols;
+	int sig;
+} mock_process_ctl;
+cJSON *mock_op_process_control(mock_op *op, const char *pid, const mock_process_ctl *c);
+/* The connect stream of process pid from after event number after: its
+ * numbered events (guest_procs.h's frames), heartbeats, the exit event
+ * last. NULL with op->err (404 when there is no such process). */
+mock_op_stream *mock_op_process_connect(mock_op *op, const char *pid, uint64_t after);
+/* The number of a signal the SDK names ("SIGTERM"...), 0 when none. */
+int mock_op_signal_number(const char *name);
 /* ---- metrics (ops_metrics.c) ---- */
 /* The sandbox's CPU and memory now: 404 another tenant's, 409 one without
  * a guest (creating, destroyed, failed), 501 in plain guest mode. */
@@ -208,7 +317,7 @@ void mock_destroy_guest(sbx_mock *mock, mock_sandbox *sb);
 /* Lock held: when sb is destroyed (or dropped by a reset), its guest is
  * killed and no request holds sb (busy 0), queues the guest to be freed
  * and sets sb->guest to NULL; otherwise nothing. The last holder's end
- * (mock_op_io_end, create, fork) calls it again. */
+ * (ops_io_end, create, fork) calls it again. */
 void mock_guest_release(sbx_mock *mock, mock_sandbox *sb);
 /* Frees the queued guests (their processes are dead; their trees are
  * removed here, outside the lock, as they may be large). Without the lock. */

@@ -1,11 +1,14 @@
 /* ops_internal: what the operations' files (ops*.c) share — the clock
- * tick and the prologue of an operation on one sandbox. Outside ops/
+ * tick, the prologue of an operation on one sandbox, the fault test, and
+ * the begin and end of an operation that drives a guest (exec, files,
+ * processes) with its streams. Outside ops/
  * include ops.h instead. */
 #ifndef SBX_MOCK_OPS_INTERNAL_H
 #define SBX_MOCK_OPS_INTERNAL_H
 
 #include <stdbool.h>
 
+#include "guest/guest.h"
 #include "ops/core.h"
 #include "ops/ops.h"
 
@@ -18,5 +21,40 @@ mock_sandbox *ops_find(mock_op *op);
  * the clock when tick, and finds the sandbox (ops_find). The lock is held
  * on return in both cases; the caller unlocks. */
 mock_sandbox *ops_begin(mock_op *op, bool tick);
+/* Whether op's fired fault rule is of kind k. */
+bool ops_fault_is(const mock_op *op, mock_fault_kind k);
+
+/* ---- guest I/O (ops_exec.c) ---- */
+
+/* A command's environment: "K=V", the sandbox's envs overridden by the
+ * request's. */
+typedef struct ops_env {
+	char **kv;
+	size_t n;
+	bool isolate_net; /* egress is closed: run without a network */
+} ops_env;
+void ops_env_free(ops_env *e);
+/* The running sandbox's guest, marked busy and touched (op->sb set), or
+ * NULL with op->err set. With cmd, its env is checked against the
+ * sandbox's envs and built into *env. Every begin that succeeded is paired
+ * with one ops_io_end(op->mock, op->sb). Takes the lock. */
+mock_guest *ops_io_begin(mock_op *op, const mock_cmd_req *cmd, ops_env *env);
+void ops_io_end(sbx_mock *mock, mock_sandbox *sb);
+/* The guest's spec of cmd run with env. */
+void ops_exec_spec(mock_exec_spec *spec, const mock_cmd_req *cmd, const ops_env *env);
+
+/* A stream (ops.h): next appends the frames of one wait, end ends the
+ * operation; the kinds embed it first. */
+struct mock_op_stream {
+	sbx_mock *mock;
+	mock_sandbox *sb;  /* busy until end */
+	mock_guest *g;
+	int64_t quiet_ms;  /* since the last frame */
+	int (*next)(mock_op_stream *s, sbx_strbuf *out);
+	void (*end)(mock_op_stream *s);
+};
+/* Counts a silent wait of s; true when a heartbeat is due (and restarts
+ * the count). */
+bool ops_stream_quiet(mock_op_stream *s);
 
 #endif

@@ -1,10 +1,10 @@
 /* ops_res: the operations on what hangs off a sandbox or a tenant (ops.h)
- * — exec and file setup, egress and bandwidth, a sandbox's networks and
- * disks, and a tenant's network, disk and template collections.
+ * — ingress, egress and bandwidth, a sandbox's networks and disks, and a
+ * tenant's network, disk and template collections.
  *
  * Never parse a request or shape an HTTP answer here, and never hold the
- * model lock across guest I/O: exec and file transfers run between a
- * *_begin (sandbox marked busy) and mock_op_io_end. */
+ * model lock across guest I/O: the ingress socket is made while the
+ * sandbox is marked busy, and ops_io_end unmarks it. */
 #define _GNU_SOURCE
 #include "ops/ops.h"
 #include "ops/ops_internal.h"
@@ -14,133 +14,6 @@
 #include <string.h>
 
 #include "ops/core.h" /* struct sbx_mock */
-
-/* ---- exec and files ---- */
-
-/* Exec runs without a network when every egress rule is a 240.0.0.0/4
- * block (the SDK's "no egress"). */
-static bool egress_is_off(const sbx_egress_list *l)
-{
-	if (l->is_null || l->count == 0)
-		return false;
-	for (size_t i = 0; i < l->count; i++) {
-		const sbx_egress_rule *rule = &l->rules[i];
-
-		if (rule->kind != SBX_RULE_IPV4 || rule->prefix_len < 4 || (rule->addr[0] & 0xf0) != 0xf0)
-			return false;
-	}
-	return true;
-}
-
-void mock_exec_env_free(mock_exec_env *xe)
-{
-	for (size_t i = 0; i < xe->n; i++)
-		free(xe->kv[i]);
-	free(xe->kv);
-	xe->kv = NULL;
-	xe->n = 0;
-}
-
-/* "K=V" from the sandbox envs overridden by the exec's env; an exec env
- * key the sandbox did not declare is a 400. Lock held. */
-static bool build_env(mock_op *op, const mock_sandbox *sb, const cJSON *env, mock_exec_env *xe)
-{
-	const cJSON *it;
-	size_t n = (size_t)cJSON_GetArraySize(sb->envs);
-
-	if (env != NULL) {
-		cJSON_ArrayForEach(it, env) {
-			if (cJSON_GetObjectItemCaseSensitive(sb->envs, it->string) == NULL) {
-				mock_err_set(&op->err, 400, "INVALID_ENV", "env",
-					     "env key \"%.64s\" is not declared in the sandbox's envs; exec may only override declared keys",
-					     it->string);
-				return false;
-			}
-		}
-	}
-	xe->kv = calloc(n + 1, sizeof(char *));
-	if (xe->kv == NULL)
-		goto out_oom;
-	cJSON_ArrayForEach(it, sb->envs) {
-		const cJSON *ov = env != NULL ? cJSON_GetObjectItemCaseSensitive(env, it->string) : NULL;
-		const char *val = ov != NULL ? ov->valuestring : it->valuestring;
-		size_t len = strlen(it->string) + strlen(val) + 2;
-		char *kv = malloc(len);
-
-		if (kv == NULL)
-			goto out_oom;
-		snprintf(kv, len, "%s=%s", it->string, val);
-		xe->kv[xe->n++] = kv;
-	}
-	return true;
-out_oom:
-	mock_err_set(&op->err, 500, "", "error", "out of memory");
-	return false;
-}
-
-/* The running sandbox's guest, marked busy and touched. Lock held. */
-static mock_guest *io_begin(mock_op *op, mock_sandbox **sbp)
-{
-	mock_sandbox *sb = ops_find(op);
-
-	*sbp = NULL;
-	if (sb != NULL && (sb->status != ST_RUNNING || sb->guest == NULL)) {
-		mock_err_set(&op->err, 409, "NOT_RUNNING", "status", "sandbox is not running");
-		return NULL;
-	}
-	*sbp = sb;
-	return sb != NULL ? sb->guest : NULL;
-}
-
-mock_guest *mock_op_exec_begin(mock_op *op, const cJSON *env, mock_exec_env *xe)
-{
-	mock_model *m = op->mock->model;
-	mock_sandbox *sb;
-	mock_guest *g;
-
-	memset(xe, 0, sizeof(*xe));
-	pthread_mutex_lock(&m->lock);
-	ops_tick(op->mock);
-	g = io_begin(op, &sb);
-	if (g != NULL && !build_env(op, sb, env, xe))
-		g = NULL;
-	if (g != NULL) {
-		sb->busy++;
-		mock_sandbox_touch(m, sb);
-		xe->isolate_net = egress_is_off(&sb->egress);
-		op->sb = sb;
-	}
-	pthread_mutex_unlock(&m->lock);
-	return g;
-}
-
-mock_guest *mock_op_files_begin(mock_op *op)
-{
-	mock_model *m = op->mock->model;
-	mock_sandbox *sb;
-	mock_guest *g;
-
-	pthread_mutex_lock(&m->lock);
-	ops_tick(op->mock);
-	g = io_begin(op, &sb);
-	if (g != NULL) {
-		sb->busy++;
-		mock_sandbox_touch(m, sb);
-		op->sb = sb;
-	}
-	pthread_mutex_unlock(&m->lock);
-	return g;
-}
-
-void mock_op_io_end(sbx_mock *mock, mock_sandbox *sb)
-{
-	pthread_mutex_lock(&mock->model->lock);
-	sb->busy--;
-	mock_sandbox_touch(mock->model, sb);
-	mock_guest_release(mock, sb); /* the last holder of a destroyed one */
-	pthread_mutex_unlock(&mock->model->lock);
-	mock_op_reap_guests(mock);
-}
 
 /* ---- ingress ---- */
 
@@ -169,7 +42,7 @@ int mock_op_ingress_socket(sbx_mock *mock, const char *id, int *status, sbx_err 
 	if (g == NULL)
 		return -1;
 	fd = mock_guest_socket(g, err);
-	mock_op_io_end(mock, sb);
+	ops_io_end(mock, sb);
 	*status = 502;
 	return fd;
 }
