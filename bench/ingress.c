@@ -20,7 +20,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "sbx/http.h"
+#include "sbx/http_client.h"
 #include "sbx/mock.h"
 
 #include "lib/bench_api.h"

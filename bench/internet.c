@@ -23,7 +23,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "sbx/http.h"
+#include "sbx/http_client.h"
 #include "sbx/mock.h"
 #include "sbx/strbuf.h"
 

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "sbx/http.h"
+#include "sbx/http_client.h"
 #include "sbx/strbuf.h"
 #include "sbx/sys.h"
 

@@ -20,7 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "sbx/http.h"
+#include "sbx/http_client.h"
 #include "sbx/mock.h"
 
 #include "lib/bench_api.h"

@@ -34,7 +34,7 @@
 
 #include "backend/fz_harness.h"
 #include "backend/fz_zygote.h"
-#include "sbx/http.h"
+#include "sbx/http_client.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);

@@ -26,6 +26,7 @@
 #include <cjson/cJSON.h>
 
 #include "../mock-api/src/faults/faults.h"
+#include "../mock-api/src/util/path_match.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -28,6 +28,7 @@
 
 #include "../mock-api/src/faults/faults.h"
 #include "../mock-api/src/faults/journal.h"
+#include "../mock-api/src/util/path_match.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -34,7 +34,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "../mock-api/src/handlers/record.h"
+#include "../mock-api/src/proxy/record.h"
 #include "sbx/strbuf.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -52,7 +52,7 @@
 #include "../mock-api/src/state/mutation_log.h"
 #include "../mock-api/src/server/server.h"
 #include "../mock-api/src/util/sha256.h"
-#include "sbx/http.h"
+#include "sbx/http_client.h"
 #include "sbx/mock.h"
 #include "sbx/strbuf.h"
 

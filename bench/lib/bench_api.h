@@ -8,7 +8,7 @@
 
 #include <stddef.h>
 
-#include "sbx/http.h"
+#include "sbx/http_client.h"
 
 /* The name failures are printed with ("bench-contain"). */
 void bench_set_name(const char *name);

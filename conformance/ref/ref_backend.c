@@ -20,7 +20,7 @@
 
 #include "ref.h"
 #include "sbx/sys.h"
-#include "sbx/http.h"
+#include "sbx/http_client.h"
 #include "sbx/strbuf.h"
 
 /* ---- capabilities ---- */

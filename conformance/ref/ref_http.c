@@ -1,12 +1,12 @@
 /* ref_http: see ref_http.h. The CreateOS integration's view of libsbx's
- * HTTP client (sbx/http.h): the error classes and JSend unwrapping. Must
+ * HTTP client (sbx/http_client.h): the error classes and JSend unwrapping. Must
  * never retry a request and never hide a failed exchange as a success. */
 #include "ref_http.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "sbx/http.h"
+#include "sbx/http_client.h"
 
 struct ref_http {
 	sbx_http_client *client;

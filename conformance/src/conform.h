@@ -21,7 +21,7 @@
 #include <cjson/cJSON.h>
 
 #include "sbx/err.h"
-#include "sbx/http.h"
+#include "sbx/http_client.h"
 #include "sbx/strbuf.h"
 
 #ifndef SBX_CONFORM_VERSION

@@ -4,7 +4,7 @@
  * journal counts, the tenant's sandboxes and live guests).
  *
  * The only file of the runner that speaks HTTP (through libsbx's client,
- * sbx/http.h). Never uses another case's
+ * sbx/http_client.h). Never uses another case's
  * key, never retries, and never decides a verdict except marking a harness
  * error when the control plane cannot be read. */
 #define _GNU_SOURCE
@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "conform.h"
-#include "sbx/http.h"
+#include "sbx/http_client.h"
 
 int cf_control_plane_open(struct cf_config *cf, sbx_err *err)
 {

@@ -20,7 +20,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "sbx/http.h"
+#include "sbx/http_client.h"
 #include "sbx/sys.h"
 
 /* ---- the loopback server ----

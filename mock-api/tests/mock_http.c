@@ -8,7 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "sbx/http.h"
+#include "sbx/http_client.h"
 
 bool th_strict_json = true;
 

@@ -1,5 +1,5 @@
 /* mock_http: a tiny client for the mock's integration tests, on libsbx's
- * HTTP client (sbx/http.h). Each call is one request on a fresh client, so a
+ * HTTP client (sbx/http_client.h). Each call is one request on a fresh client, so a
  * fresh connection; the answer's status, body and headers are kept for
  * asserts. curl.h is included only for the CURLE_* codes tests compare. */
 #ifndef SBX_MOCK_TEST_HTTP_H

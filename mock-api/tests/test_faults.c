@@ -10,6 +10,7 @@
 
 #include "faults.h"
 #include "journal.h"
+#include "util/path_match.h"
 
 static int add(mock_faults *f, const char *json, sbx_err *err)
 {

@@ -30,7 +30,7 @@
 #include <sys/wait.h>
 
 #include "mock_fixture.h"
-#include "self.h"
+#include "self_listen.h"
 
 #define NS_PORT 1029
 

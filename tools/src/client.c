@@ -1,4 +1,4 @@
-/* client: requests through libsbx's HTTP client (sbx/http.h), JSend parsing
+/* client: requests through libsbx's HTTP client (sbx/http_client.h), JSend parsing
  * and error mapping; see client.h. Never prints, never retries, never exits. */
 #include "client.h"
 
@@ -9,7 +9,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "sbx/http.h"
+#include "sbx/http_client.h"
 #include "sbx/strbuf.h"
 
 #define CTL_USER_AGENT "sbxctl/0.1"

@@ -1,5 +1,5 @@
 /* client: the one place where sbxctl talks HTTP. It sends requests with
- * libsbx's HTTP client (sbx/http.h), parses the JSend envelope, and maps failures to the SDK's error
+ * libsbx's HTTP client (sbx/http_client.h), parses the JSend envelope, and maps failures to the SDK's error
  * classes (AuthError, NotFoundError, ...) with the status, the server's
  * message and the request id.
  *
@@ -13,7 +13,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "sbx/http.h"
+#include "sbx/http_client.h"
 #include "sbx/strbuf.h"
 
 typedef enum ctl_errclass {

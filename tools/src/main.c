@@ -4,7 +4,7 @@
 #include <stdio.h>
 
 #include "ctl.h"
-#include "sbx/http.h"
+#include "sbx/http_client.h"
 
 int main(int argc, char **argv)
 {

@@ -130,7 +130,7 @@ bool sbx_mock_egress_enforced(const sbx_mock *mock);
  * why it is off when self_listen_optional kept it from failing the start.
  * In plain guest mode it listens on the host; in contained mode the URL is
  * the address inside every sandbox (each has its own listener there, see
- * mock-api/src/handlers/self.h), and nothing listens on the host. */
+ * mock-api/src/listen/self_listen.h), and nothing listens on the host. */
 const char *sbx_mock_self_url(const sbx_mock *mock);
 const char *sbx_mock_self_note(const sbx_mock *mock);
 /* The preview-URL proxy, "http://127.0.0.1:PORT" (a sandbox's

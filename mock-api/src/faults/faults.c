@@ -1,5 +1,6 @@
 /* faults: rule parsing, matching and firing; see faults.h. No HTTP here. */
 #include "faults/faults.h"
+#include "util/path_match.h"
 
 #include <errno.h>
 #include <math.h>
@@ -771,33 +772,6 @@ int mock_faults_delete(mock_faults *f, unsigned id)
 }
 
 /* ---- matching ---- */
-
-bool mock_path_match(const char *pattern, const char *path)
-{
-	const char *p = pattern, *s = path;
-
-	while (*p != '\0') {
-		if (p[0] == '*' && p[1] == '\0')
-			return true;
-		if (*p == '{') {
-			const char *close = strchr(p, '}');
-
-			if (close == NULL)
-				return false;
-			if (*s == '\0' || *s == '/')
-				return false; /* a segment must be non-empty */
-			while (*s != '\0' && *s != '/')
-				s++;
-			p = close + 1;
-			continue;
-		}
-		if (*p != *s)
-			return false;
-		p++;
-		s++;
-	}
-	return *s == '\0';
-}
 
 /* The literal head of r's path pattern matches (stops at the first
  * difference, so never reads past the end of path). */

@@ -121,8 +121,5 @@ double mock_faults_latency_ms(mock_faults *f, const mock_fault_action *a);
 /* Fills buf with pseudo-random bytes from the seeded RNG. */
 void mock_faults_random_bytes(mock_faults *f, unsigned char *buf, size_t len);
 
-/* Path pattern match: "{...}" matches one segment, a trailing "*" any rest.
- * Shared with the journal filters. */
-bool mock_path_match(const char *pattern, const char *path);
 
 #endif

@@ -1,5 +1,6 @@
 /* journal: a ring of request records; see journal.h. */
 #include "faults/journal.h"
+#include "util/path_match.h"
 
 #include <pthread.h>
 #include <stdlib.h>

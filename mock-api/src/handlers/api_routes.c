@@ -6,7 +6,7 @@
  * Never match a path string anywhere else to decide policy: add a row (or a
  * flag) here instead. */
 #include "handlers/api.h"
-#include "handlers/record.h"
+#include "proxy/record.h"
 #include "http/route.h"
 
 #include <string.h>

@@ -1,5 +1,5 @@
 /* dispatch: the handlers' entry points that the server's request pipeline
- * (server/http.c) calls: the control-plane API (api_routes.c), admin
+ * (server/pipeline.c) calls: the control-plane API (api_routes.c), admin
  * (admin.c) and self-signal (self.c) dispatchers, each through route.c
  * (which logs durable mutations). */
 #ifndef SBX_MOCK_DISPATCH_H

@@ -3,7 +3,7 @@
  * real VM the agent on 127.0.0.1:1029 knows whose VM it is. Finding the
  * caller's sandbox is the routes' ROUTE_AUTH step, by guest mode:
  *  - contained (every mode but plain): the sandbox whose own listener
- *    accepted the connection (self_listen.c; see self.h). The listener
+ *    accepted the connection (listen/self_listen.c). The listener
  *    lives in the sandbox's network namespace, so a guest reaches only its
  *    own; nothing in the request names a sandbox;
  *  - plain: one host listener for every guest, so the caller is found the
@@ -22,7 +22,7 @@
 #define _GNU_SOURCE
 #include "ops/ops.h"
 #include "http/route.h"
-#include "handlers/self.h"
+#include "listen/self_listen.h"
 #include "handlers/dispatch.h"
 
 #include <dirent.h>

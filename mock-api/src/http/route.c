@@ -5,6 +5,7 @@
  * It must never know a particular route: everything route-specific is a
  * row's flags or its handler. */
 #include "http/route.h"
+#include "util/path_match.h"
 #include "state/durable.h"
 
 #include <stdio.h>

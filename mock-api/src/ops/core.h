@@ -27,7 +27,7 @@
 
 struct MHD_Daemon;                        /* the server's (microhttpd) */
 struct mock_server;                       /* the server's own (server/server.h) */
-typedef struct mock_rec mock_rec;         /* record/replay (handlers/record.h) */
+typedef struct mock_rec mock_rec;         /* record/replay (proxy/record.h) */
 typedef struct mock_mutlog mock_mutlog;   /* the state log (state/mutation_log.h) */
 
 struct sbx_mock {
@@ -62,7 +62,7 @@ struct sbx_mock {
 	 * cut its connections through the hook, never by name (layering) */
 	struct mock_ingress *ingress;
 	void (*ingress_cut)(struct mock_ingress *in, const char *sandbox_id);
-	/* The per-sandbox self-signal listeners (handlers/self_listen.c), as
+	/* The per-sandbox self-signal listeners (listen/self_listen.c), as
 	 * hooks the server fills (sbx_mock_start): the operations register a
 	 * started guest's listener and drop a destroyed one's without
 	 * calling the server by name. NULL (a mock built by hand, as the

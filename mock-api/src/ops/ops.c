@@ -153,7 +153,7 @@ cJSON *mock_op_create(mock_op *op, const mock_create_req *q)
 	pthread_mutex_unlock(&mock->model->lock);
 	if (sb == NULL)
 		return NULL;
-	g = mock_guest_start_create(mock, sb, &gerr);
+	g = mock_op_guest_start_create(mock, sb, &gerr);
 	ms = timing_ms(mock, "create");
 	if (ms > 0)
 		mock_sleep_ms(mock, ms);
@@ -202,7 +202,7 @@ cJSON *mock_op_fork(mock_op *op, const mock_fork_req *q)
 		return NULL;
 	g = src->guest != NULL && mock_guest_seed(mock->work_dir, sb->id, src->guest, &gerr) != 0
 		    ? NULL
-		    : mock_guest_start(mock, sb, &gerr);
+		    : mock_op_guest_start(mock, sb, &gerr);
 	if (g != NULL && src->guest != NULL && mock_guest_copy(g, src->guest, &gerr) != 0) {
 		mock_guest_free(g, true);
 		g = NULL;
@@ -211,7 +211,7 @@ cJSON *mock_op_fork(mock_op *op, const mock_fork_req *q)
 	src->busy--;
 	sb->busy--;
 	sb->guest = g;
-	mock_guest_release(mock, src); /* destroyed while it was copied */
+	mock_op_guest_release(mock, src); /* destroyed while it was copied */
 	if (g == NULL)
 		mock_sandbox_set_boot_failed(mock->model, sb);
 	else if (sb->status == ST_DESTROYED || sb->tenant == NULL)
@@ -307,7 +307,7 @@ cJSON *mock_op_destroy(mock_op *op)
 				mock_egress_unwire(op->mock, sb);
 			kill_guest(op->mock, sb->guest);
 			sb->self_deleted = true;
-			mock_guest_release(op->mock, sb);
+			mock_op_guest_release(op->mock, sb);
 		}
 		d = cJSON_CreateObject();
 		cJSON_AddStringToObject(d, "id", sb->id);
@@ -438,7 +438,7 @@ cJSON *mock_op_resize(mock_op *op, unsigned disk_mib)
 	}
 	/* the guest's disk grows first: a disk that cannot grow is no resize */
 	if (sb != NULL &&
-	    mock_guest_resize(sb->guest, mock_guest_disk_mib(op->mock, disk_mib), &gerr) != 0) {
+	    mock_guest_resize(sb->guest, mock_op_guest_disk_mib(op->mock, disk_mib), &gerr) != 0) {
 		mock_err_set(&op->err, 500, "", "error", "resize failed: %s", gerr.msg);
 		sb = NULL;
 	}
@@ -532,7 +532,7 @@ void mock_on_state_change(mock_sandbox *sb, mock_status from, void *arg)
 		mock_destroy_guest(arg, sb);
 }
 
-unsigned mock_guest_disk_mib(sbx_mock *mock, unsigned disk_mib)
+unsigned mock_op_guest_disk_mib(sbx_mock *mock, unsigned disk_mib)
 {
 	unsigned cap = atomic_load(&mock->disk_max_mib);
 
@@ -573,7 +573,7 @@ static mock_guest_opts guest_opts(sbx_mock *mock, const mock_sandbox *sb)
 			     .pids_max = MOCK_GUEST_PIDS_MAX,
 			     /* durable: the files must outlive the mock, so they
 			      * stay on the host's disk (unbounded; README) */
-			     .disk_mib = mock_guest_disk_mib(mock, sb->disk_mib),
+			     .disk_mib = mock_op_guest_disk_mib(mock, sb->disk_mib),
 			     .filter = mock->cell_filter};
 
 	return o;
@@ -609,7 +609,7 @@ static mock_guest *guest_attach(sbx_mock *mock, const mock_sandbox *sb, mock_gue
 	int fd = mock_guest_take_self_fd(g);
 
 	/* the cell's self-signal listener: the mock accepts on it, and which
-	 * listener accepted names the caller's sandbox (self.h). Without an
+	 * listener accepted names the caller's sandbox (listen/self_listen.h). Without an
 	 * endpoint it is closed (add closes it), so a guest's connection is
 	 * refused at once */
 	if (fd >= 0)
@@ -622,14 +622,14 @@ static mock_guest *guest_attach(sbx_mock *mock, const mock_sandbox *sb, mock_gue
 	return g;
 }
 
-mock_guest *mock_guest_start(sbx_mock *mock, const mock_sandbox *sb, sbx_err *err)
+mock_guest *mock_op_guest_start(sbx_mock *mock, const mock_sandbox *sb, sbx_err *err)
 {
 	mock_guest_opts o = guest_opts(mock, sb);
 
 	return guest_attach(mock, sb, mock_guest_new(mock->work_dir, sb->id, mock->gmode, &o, err), err);
 }
 
-mock_guest *mock_guest_start_create(sbx_mock *mock, const mock_sandbox *sb, sbx_err *err)
+mock_guest *mock_op_guest_start_create(sbx_mock *mock, const mock_sandbox *sb, sbx_err *err)
 {
 	mock_guest_opts o = guest_opts(mock, sb);
 	mock_guest *g = guest_from_pool(mock, sb, &o);
@@ -649,7 +649,7 @@ void mock_destroy_guest(sbx_mock *mock, mock_sandbox *sb)
 	/* a guest already killed had its listener removed then; one that
 	 * deleted itself keeps it until reset (mock_op_destroy) */
 	if (sb->self_deleted || mock_guest_dead(sb->guest)) {
-		mock_guest_release(mock, sb);
+		mock_op_guest_release(mock, sb);
 		return;
 	}
 	self_listen_remove(mock, sb->id);
@@ -660,10 +660,10 @@ void mock_destroy_guest(sbx_mock *mock, mock_sandbox *sb)
 	if (mock->pool == NULL)
 		mock_egress_unwire(mock, sb);
 	kill_guest(mock, sb->guest);
-	mock_guest_release(mock, sb);
+	mock_op_guest_release(mock, sb);
 }
 
-void mock_guest_release(sbx_mock *mock, mock_sandbox *sb)
+void mock_op_guest_release(sbx_mock *mock, mock_sandbox *sb)
 {
 	mock_model *m = mock->model;
 
@@ -735,7 +735,7 @@ void mock_reset_all(sbx_mock *mock)
 			mock_egress_unwire(mock, sb);
 		kill_guest(mock, sb->guest);
 		sb->tenant = NULL; /* dropped: released like a destroyed one */
-		mock_guest_release(mock, sb);
+		mock_op_guest_release(mock, sb);
 	}
 	mock_model_reset(m);
 	pthread_mutex_unlock(&m->lock);

@@ -312,28 +312,28 @@ void mock_op_kill_guests(sbx_mock *mock);
 /* mock_tick's callback: a sandbox that became paused is SIGSTOPped, one
  * that became destroyed loses its guest. arg is the sbx_mock. */
 void mock_on_state_change(mock_sandbox *sb, mock_status from, void *arg);
-/* Kills the guest's processes and releases it (mock_guest_release). */
+/* Kills the guest's processes and releases it (mock_op_guest_release). */
 void mock_destroy_guest(sbx_mock *mock, mock_sandbox *sb);
 /* Lock held: when sb is destroyed (or dropped by a reset), its guest is
  * killed and no request holds sb (busy 0), queues the guest to be freed
  * and sets sb->guest to NULL; otherwise nothing. The last holder's end
  * (ops_io_end, create, fork) calls it again. */
-void mock_guest_release(sbx_mock *mock, mock_sandbox *sb);
+void mock_op_guest_release(sbx_mock *mock, mock_sandbox *sb);
 /* Frees the queued guests (their processes are dead; their trees are
  * removed here, outside the lock, as they may be large). Without the lock. */
 void mock_op_reap_guests(sbx_mock *mock);
 /* Starts sb's guest (its tree and, contained, its cell in a cgroup of
  * the shape's memory and MOCK_GUEST_PIDS_MAX processes); NULL + err. */
 #define MOCK_GUEST_PIDS_MAX 512
-mock_guest *mock_guest_start(sbx_mock *mock, const mock_sandbox *sb, sbx_err *err);
+mock_guest *mock_op_guest_start(sbx_mock *mock, const mock_sandbox *sb, sbx_err *err);
 /* The same for a create: a warm pool's guest bound to sb when one is ready
  * (cell_pool.h), else a fresh one. Forks and restores start fresh ones
  * (their cells begin from copied files). */
-mock_guest *mock_guest_start_create(sbx_mock *mock, const mock_sandbox *sb, sbx_err *err);
+mock_guest *mock_op_guest_start_create(sbx_mock *mock, const mock_sandbox *sb, sbx_err *err);
 /* The size of a guest disk for a sandbox of disk_mib: disk_mib, or the
  * guest_disk_max_mib setting when that is smaller; 0 (the host tree,
  * unbounded) with --state-dir. */
-unsigned mock_guest_disk_mib(sbx_mock *mock, unsigned disk_mib);
+unsigned mock_op_guest_disk_mib(sbx_mock *mock, unsigned disk_mib);
 /* Frees every guest (live and destroyed sandboxes), removing their trees
  * when remove (the queued ones of destroyed sandboxes always). At stop
  * only. */

@@ -123,7 +123,7 @@ void ops_io_end(sbx_mock *mock, mock_sandbox *sb)
 	pthread_mutex_lock(&mock->model->lock);
 	sb->busy--;
 	mock_sandbox_touch(mock->model, sb);
-	mock_guest_release(mock, sb); /* the last holder of a destroyed one */
+	mock_op_guest_release(mock, sb); /* the last holder of a destroyed one */
 	pthread_mutex_unlock(&mock->model->lock);
 	mock_op_reap_guests(mock);
 }

@@ -79,7 +79,7 @@ cJSON *mock_op_sandbox_metrics(mock_op *op)
 	}
 	pthread_mutex_lock(&m->lock);
 	sb->busy--;
-	mock_guest_release(op->mock, sb); /* the last holder of a destroyed one */
+	mock_op_guest_release(op->mock, sb); /* the last holder of a destroyed one */
 	pthread_mutex_unlock(&m->lock);
 	mock_op_reap_guests(op->mock);
 	return o;
@@ -176,7 +176,7 @@ cJSON *mock_op_user_metrics(mock_op *op)
 	o = user_view(m, op, &s, &sum, unread);
 	for (size_t i = 0; i < s.nheld; i++) {
 		s.held[i]->busy--;
-		mock_guest_release(op->mock, s.held[i]);
+		mock_op_guest_release(op->mock, s.held[i]);
 	}
 	pthread_mutex_unlock(&m->lock);
 	mock_op_reap_guests(op->mock);

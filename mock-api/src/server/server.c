@@ -13,10 +13,10 @@
 #include "server/server.h"
 #include "internet/internet.h"
 
-#include "server/http.h"
+#include "server/pipeline.h"
 #include "server/ingress.h"
 #include "ops/ops.h"
-#include "handlers/self.h"
+#include "listen/self_listen.h"
 #include "ops/settings.h"
 #include "sbx/sys.h"
 
@@ -167,13 +167,13 @@ static int start_daemon(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *err
 		sbx_err_set(err, "listen host \"%s\" is not an IPv4 address", cfg->listen_host);
 		return -1;
 	}
-	mock->srv->daemon = MHD_start_daemon(flags, cfg->listen_port, mock_http_on_accept, mock,
-					mock_http_on_request, mock,
-					MHD_OPTION_EXTERNAL_LOGGER, mock_http_on_log, mock,
+	mock->srv->daemon = MHD_start_daemon(flags, cfg->listen_port, mock_pipeline_on_accept, mock,
+					mock_pipeline_on_request, mock,
+					MHD_OPTION_EXTERNAL_LOGGER, mock_pipeline_on_log, mock,
 					MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
-					MHD_OPTION_NOTIFY_COMPLETED, mock_http_on_completed, mock,
-					MHD_OPTION_URI_LOG_CALLBACK, mock_http_on_uri, mock,
-					MHD_OPTION_NOTIFY_CONNECTION, mock_http_on_connection, mock,
+					MHD_OPTION_NOTIFY_COMPLETED, mock_pipeline_on_completed, mock,
+					MHD_OPTION_URI_LOG_CALLBACK, mock_pipeline_on_uri, mock,
+					MHD_OPTION_NOTIFY_CONNECTION, mock_pipeline_on_connection, mock,
 					MHD_OPTION_CONNECTION_TIMEOUT, idle_s,
 					/* above max_conns: MHD's limit is never what refuses */
 					MHD_OPTION_CONNECTION_LIMIT, mock->srv->max_conns + 64 + 16 * pool,
@@ -225,10 +225,10 @@ static int start_self_contained(sbx_mock *mock, uint16_t port, sbx_err *err)
 	mock->self_daemon = MHD_start_daemon(
 		MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC |
 			MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG,
-		0, NULL, NULL, mock_http_on_request, mock,
-		MHD_OPTION_EXTERNAL_LOGGER, mock_http_on_log, mock,
-		MHD_OPTION_NOTIFY_COMPLETED, mock_http_on_completed, mock,
-		MHD_OPTION_URI_LOG_CALLBACK, mock_http_on_uri, mock,
+		0, NULL, NULL, mock_pipeline_on_request, mock,
+		MHD_OPTION_EXTERNAL_LOGGER, mock_pipeline_on_log, mock,
+		MHD_OPTION_NOTIFY_COMPLETED, mock_pipeline_on_completed, mock,
+		MHD_OPTION_URI_LOG_CALLBACK, mock_pipeline_on_uri, mock,
 		MHD_OPTION_NOTIFY_CONNECTION, mock_self_listen_on_connection, mock,
 		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
 		MHD_OPTION_CONNECTION_LIMIT, (unsigned)SBX_SELF_CONN_LIMIT,
@@ -263,11 +263,11 @@ static int start_self_daemon(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err
 		return start_self_contained(mock, port, err);
 	mock->self_daemon = MHD_start_daemon(
 		MHD_USE_AUTO_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, port,
-		NULL, NULL, mock_http_on_request, mock,
-		MHD_OPTION_EXTERNAL_LOGGER, mock_http_on_log, mock,
+		NULL, NULL, mock_pipeline_on_request, mock,
+		MHD_OPTION_EXTERNAL_LOGGER, mock_pipeline_on_log, mock,
 		MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
-		MHD_OPTION_NOTIFY_COMPLETED, mock_http_on_completed, mock,
-		MHD_OPTION_URI_LOG_CALLBACK, mock_http_on_uri, mock,
+		MHD_OPTION_NOTIFY_COMPLETED, mock_pipeline_on_completed, mock,
+		MHD_OPTION_URI_LOG_CALLBACK, mock_pipeline_on_uri, mock,
 		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
 		MHD_OPTION_CONNECTION_LIMIT, (unsigned)256,
 		MHD_OPTION_END);

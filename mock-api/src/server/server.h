@@ -3,7 +3,7 @@
  * drive a whole mock, every internal header of the request side at once:
  * the core (ops/core.h: struct sbx_mock), the request types
  * (http/request.h), the handlers' dispatchers (handlers/dispatch.h),
- * record/replay (handlers/record.h) and durable state (state/durable.h).
+ * record/replay (proxy/record.h) and durable state (state/durable.h).
  *
  * Nothing outside server/ includes it (ci/layers.py): the layers below
  * see struct sbx_mock through ops/core.h, never the server's own calls. */
@@ -20,7 +20,7 @@
 #include <microhttpd.h>
 
 #include "handlers/dispatch.h"
-#include "handlers/record.h"
+#include "proxy/record.h"
 #include "http/request.h"
 #include "ops/core.h"
 #include "state/durable.h"

@@ -315,7 +315,7 @@ int mock_durable_start(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *err)
 		 * deadlocked here; no request is served before this returns,
 		 * so nothing else changes the sandboxes meanwhile */
 		pthread_mutex_unlock(&m->lock);
-		g = mock_guest_start(mock, sb, &gerr);
+		g = mock_op_guest_start(mock, sb, &gerr);
 		pthread_mutex_lock(&m->lock);
 		sb->guest = g;
 		if (sb->guest == NULL) {

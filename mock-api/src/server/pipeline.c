@@ -12,7 +12,7 @@
  * resumes it, and the pool thread queues the answer. Handlers never queue
  * an answer themselves; this file is the only one that does. */
 #define _GNU_SOURCE
-#include "server/http.h"
+#include "server/pipeline.h"
 
 #include "server/fault_apply.h"
 #include "util/json_print.h"
@@ -501,13 +501,13 @@ static enum MHD_Result check_framing(mreq *r)
 	return MHD_YES;
 }
 
-/* What mock_http_on_uri hands MHD as the request's context when the raw
+/* What mock_pipeline_on_uri hands MHD as the request's context when the raw
  * URI holds %00: MHD decodes the path and the query to C strings, which a
  * NUL would cut short ("/workspace/a%00/../../etc" read as "/workspace/a"),
  * so the request is refused whole (check_framing). Never freed. */
 static char uri_nul_mark;
 
-void *mock_http_on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
+void *mock_pipeline_on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
 {
 	(void)cls;
 	(void)conn;
@@ -521,7 +521,7 @@ static bool self_conn(const sbx_mock *mock, struct MHD_Connection *conn)
 	return ci != NULL && ci->daemon == mock->self_daemon;
 }
 
-enum MHD_Result mock_http_on_request(void *cls, struct MHD_Connection *conn, const char *url,
+enum MHD_Result mock_pipeline_on_request(void *cls, struct MHD_Connection *conn, const char *url,
 				     const char *method, const char *version,
 				     const char *upload_data, size_t *upload_data_size,
 				     void **con_cls)
@@ -594,7 +594,7 @@ enum MHD_Result mock_http_on_request(void *cls, struct MHD_Connection *conn, con
 	return dispatch(r);
 }
 
-void mock_http_on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+void mock_pipeline_on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 			    enum MHD_RequestTerminationCode toe)
 {
 	mreq *r = *con_cls;
@@ -615,7 +615,7 @@ void mock_http_on_completed(void *cls, struct MHD_Connection *conn, void **con_c
 	*con_cls = NULL;
 }
 
-enum MHD_Result mock_http_on_accept(void *cls, const struct sockaddr *addr, socklen_t addrlen)
+enum MHD_Result mock_pipeline_on_accept(void *cls, const struct sockaddr *addr, socklen_t addrlen)
 {
 	sbx_mock *mock = cls;
 
@@ -624,7 +624,7 @@ enum MHD_Result mock_http_on_accept(void *cls, const struct sockaddr *addr, sock
 	return atomic_load(&mock->srv->conns_open) >= mock->srv->max_conns ? MHD_NO : MHD_YES;
 }
 
-void mock_http_on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+void mock_pipeline_on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
 			     enum MHD_ConnectionNotificationCode toe)
 {
 	sbx_mock *mock = cls;
@@ -638,7 +638,7 @@ void mock_http_on_connection(void *cls, struct MHD_Connection *conn, void **sock
 	chaos_on_connection(cls, conn, socket_context, toe);
 }
 
-void mock_http_on_log(void *cls, const char *fmt, va_list ap)
+void mock_pipeline_on_log(void *cls, const char *fmt, va_list ap)
 {
 	sbx_mock *mock = cls;
 

@@ -3,7 +3,7 @@
  * sbxctl, the conformance runner, the reference backend, the mock's record
  * mode, the mock's tests and the benchmarks all send their requests through
  * this module, so that timeouts, connection reuse and error messages behave
- * the same everywhere and only lib/src/http.c knows libcurl.
+ * the same everywhere and only lib/src/http_client.c knows libcurl.
  *
  * A client holds a base URL, header lines sent on every request (X-Api-Key,
  * Accept...), timeouts and a connection policy. A request names a method, a

@@ -1,7 +1,7 @@
-/* http: the one libcurl client of sbx-harness; see sbx/http.h.
+/* http: the one libcurl client of sbx-harness; see sbx/http_client.h.
  * The only source file that creates libcurl handles. Never retries, never
  * prints, never follows redirects. */
-#include "sbx/http.h"
+#include "sbx/http_client.h"
 
 #include <pthread.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
-/* self: the guests' self-signal endpoint's identity — where a request on
- * the self-signal daemon comes from.
+/* listen: the guests' self-signal endpoint's per-sandbox listeners and their
+ * acceptor — where a request on the self-signal daemon comes from.
  *
  * In contained mode (every guest mode but plain) each sandbox has its own
  * listening socket, made by its cell inside the sandbox's network
@@ -12,8 +12,8 @@
  *
  * Must never trust anything the peer sends for identity, and never shut
  * down a socket MHD has already closed. */
-#ifndef SBX_MOCK_SELF_H
-#define SBX_MOCK_SELF_H
+#ifndef SBX_MOCK_SELF_LISTEN_H
+#define SBX_MOCK_SELF_LISTEN_H
 
 #include <stdbool.h>
 #include <stddef.h>

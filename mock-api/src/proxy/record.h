@@ -7,7 +7,7 @@
 #define SBX_MOCK_RECORD_H
 
 #include "http/request.h"
-#include "sbx/http.h"
+#include "sbx/http_client.h"
 #include "sbx/strbuf.h"
 
 #define REC_MAX_KEYS 256

@@ -4,7 +4,7 @@
  * wrong; and matching each request against the next recorded exchange. */
 
 #define _GNU_SOURCE
-#include "handlers/record.h"
+#include "proxy/record.h"
 
 #include <errno.h>
 #include <stdio.h>

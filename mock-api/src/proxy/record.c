@@ -20,7 +20,7 @@
  * touches the model: in these modes the mock holds no sandbox state. */
 
 #define _GNU_SOURCE
-#include "handlers/record.h"
+#include "proxy/record.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -30,7 +30,7 @@
 #include <sys/stat.h>
 #include <strings.h>
 
-#include "sbx/http.h"
+#include "sbx/http_client.h"
 
 const char *const mock_rec_auth_headers[3] = {"X-Auth-Token", "X-Access-Token", "X-Api-Key"};
 /* Response headers worth keeping (besides Content-Type and X-Request-Id). */

@@ -1,5 +1,5 @@
 /* self_listen: the per-sandbox self-signal listeners of contained mode and
- * the record of which listener accepted which connection; see self.h.
+ * the record of which listener accepted which connection; see self_listen.h.
  *
  * One acceptor thread waits (epoll) on every registered listener and on an
  * eventfd that wakes it to stop. It accepts under the registry lock, so a
@@ -15,7 +15,7 @@
  * calls back into it), and never shut down a connection not yet attached
  * (MHD may already have closed and reused its fd). */
 #define _GNU_SOURCE
-#include "handlers/self.h"
+#include "listen/self_listen.h"
 
 #include "http/request.h"
 
