@@ -2,7 +2,10 @@
  * namespace and pivoted into (CONTAINMENT.md, "Inside the cell" step 1):
  * a tmpfs root, read-only binds of the host's system directories, a
  * minimal /etc written fresh, the sandbox's workspace and tmp, its own
- * /proc and a minimal /dev.
+ * /proc and a minimal /dev. With a rootfs image (CELL_IMAGE_FD; IMAGES.md)
+ * the image is the overlay's lowest layer instead of the host's system
+ * directories, and the skeleton above it holds only the mount points and
+ * the sandbox's name files.
  *
  * Must never bind anything of the host that is not on the lists below
  * (no /etc/shadow, no homes, no /sys, no /run) and never leave the old root
@@ -17,6 +20,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -47,6 +51,8 @@ struct cell_mount_attr {
 #define DISK "/tmp"
 #define SKEL DISK "/s"
 #define NEWROOT DISK "/m"
+/* the rootfs image's mount point (read-only; below SKEL in the overlay) */
+#define IMAGE DISK "/i"
 /* fork: what the mock copied from the source's disk, copied in first, and
  * the source's name, which the name files it carries were written for */
 #define SEED "/proc/self/fd/4/../seed"
@@ -113,6 +119,37 @@ static int mirror(const char *src, bool skel, char *err, size_t cap)
 	return 0;
 }
 
+/* The image the mock handed over (CELL_IMAGE_FD), mounted read-only at
+ * IMAGE: its idmapped detached mount moved in, or its directory bound.
+ * 0, 1 when there is none (the host-skeleton root), -1 with err set. */
+static int mount_image(char *err, size_t cap)
+{
+	const char *kind = getenv(CELL_IMAGE_ENV);
+	char src[32];
+
+	if (kind == NULL)
+		return 1;
+	if (mkdir(IMAGE, 0755) != 0 && errno != EEXIST)
+		return fail(err, cap, "mkdir", IMAGE);
+	if (strcmp(kind, "idmapped") == 0) {
+		if (syscall(CELL_SYS_MOVE_MOUNT, CELL_IMAGE_FD, "", AT_FDCWD, IMAGE,
+			    CELL_MOVE_MOUNT_F_EMPTY_PATH) != 0)
+			return fail(err, cap, "attach the rootfs image at", IMAGE);
+	} else if (strcmp(kind, "dir") == 0) {
+		snprintf(src, sizeof(src), "/proc/self/fd/%d", CELL_IMAGE_FD);
+		if (mount(src, IMAGE, NULL, MS_BIND | MS_REC, NULL) != 0)
+			return fail(err, cap, "bind the rootfs image at", IMAGE);
+	} else {
+		snprintf(err, cap, "%s=%.32s: expected idmapped or dir", CELL_IMAGE_ENV, kind);
+		return -1;
+	}
+	close(CELL_IMAGE_FD);
+	/* the overlay never writes its lower layers; read-only all the same */
+	if (set_attr(IMAGE, CELL_ATTR_RDONLY | CELL_ATTR_NODEV, CELL_AT_RECURSIVE) != 0)
+		return fail(err, cap, "make read-only", IMAGE);
+	return 0;
+}
+
 static int write_file(const char *rel, const char *text, char *err, size_t cap)
 {
 	char path[PATH_MAX];
@@ -151,18 +188,30 @@ static int write_os_release(char *err, size_t cap)
 	return write_file("/etc/os-release", text, err, cap);
 }
 
+/* the simulated internet's resolver (mock-api/INTERNET.md); with egress
+ * stored only, nothing answers there and lookups fail fast */
+#define CELL_RESOLV_CONF "nameserver 169.254.169.253\noptions timeout:1 attempts:1\n"
+
 static const char *const etc_binds[] = {"/etc/alternatives", "/etc/ssl", "/etc/ld.so.cache",
 					"/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime"};
 
 /* /etc: fresh accounts and name files (the host's users are nobody's
  * business here), plus the mount points of what programs need to run. */
-static int build_etc(const char *hostname, char *err, size_t cap)
+static int build_etc(const char *hostname, bool image, char *err, size_t cap)
 {
 	char hosts[256], name[128];
 
 	if (mkdir(SKEL "/etc", 0755) != 0)
 		return fail(err, cap, "mkdir", SKEL "/etc");
 	cell_name_texts(hostname, name, sizeof(name), hosts, sizeof(hosts));
+	/* the sandbox's name and resolver above the image's /etc; its
+	 * accounts, os-release and the rest are the image's own */
+	if (image)
+		return write_file("/etc/hosts", hosts, err, cap) != 0 ||
+			       write_file("/etc/hostname", name, err, cap) != 0 ||
+			       write_file("/etc/resolv.conf", CELL_RESOLV_CONF, err, cap) != 0
+			       ? -1
+			       : 0;
 	if (write_file("/etc/passwd",
 		       "root:x:0:0:root:/root:/bin/sh\n"
 		       "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
@@ -172,10 +221,7 @@ static int build_etc(const char *hostname, char *err, size_t cap)
 	    write_file("/etc/hostname", name, err, cap) != 0 ||
 	    write_file("/etc/nsswitch.conf", "passwd: files\ngroup: files\nhosts: files dns\n", err,
 		       cap) != 0 ||
-	    /* the simulated internet's resolver (mock-api/INTERNET.md); with
-	     * egress stored only, nothing answers there and lookups fail fast */
-	    write_file("/etc/resolv.conf", "nameserver 169.254.169.253\noptions timeout:1 attempts:1\n",
-		       err, cap) != 0 ||
+	    write_file("/etc/resolv.conf", CELL_RESOLV_CONF, err, cap) != 0 ||
 	    write_os_release(err, cap) != 0)
 		return -1;
 	for (size_t i = 0; i < sizeof(etc_binds) / sizeof(etc_binds[0]); i++) {
@@ -229,8 +275,9 @@ static const char *const sys_dirs[] = {"/usr", "/bin", "/sbin", "/lib", "/lib32"
 
 /* The overlay's lower layer: the directories of a Debian-like root (mount
  * points among them), the system directories' mount points (merged-/usr
- * symlinks stay symlinks) and /etc. */
-static int build_skel(const char *hostname, char *err, size_t cap)
+ * symlinks stay symlinks) and /etc; above an image, the directories and
+ * the name files only. */
+static int build_skel(const char *hostname, bool image, char *err, size_t cap)
 {
 	static const struct {
 		const char *path;
@@ -249,11 +296,11 @@ static int build_skel(const char *hostname, char *err, size_t cap)
 		if (mkdir(path, 0755) != 0 || chmod(path, dirs[i].mode) != 0)
 			return fail(err, cap, "mkdir", path);
 	}
-	for (size_t i = 0; i < sizeof(sys_dirs) / sizeof(sys_dirs[0]); i++) {
+	for (size_t i = 0; !image && i < sizeof(sys_dirs) / sizeof(sys_dirs[0]); i++) {
 		if (mirror(sys_dirs[i], true, err, cap) != 0)
 			return -1;
 	}
-	if (build_etc(hostname, err, cap) != 0)
+	if (build_etc(hostname, image, err, cap) != 0)
 		return -1;
 	/* the lower layer must not change under the overlay */
 	return set_attr(SKEL, CELL_ATTR_RDONLY, 0) == 0 ? 0 : fail(err, cap, "make read-only", SKEL);
@@ -276,19 +323,22 @@ static int mask_host_facts(char *err, size_t cap)
 	return 0;
 }
 
-/* The merged root: the overlay, then the read-only system binds, the
- * sandbox's workspace and tmp (on the disk), its own /proc and /dev. */
-static int build_tree(char *err, size_t cap)
+/* The merged root: the overlay (over the image, when there is one, or
+ * else with the read-only system binds on it), the sandbox's workspace and
+ * tmp (on the disk), its own /proc and /dev. */
+static int build_tree(bool image, char *err, size_t cap)
 {
-	const char *opts = "lowerdir=" SKEL ",upperdir=" DISK "/u,workdir=" DISK "/w,userxattr";
+	const char *opts = image ? "lowerdir=" SKEL ":" IMAGE ",upperdir=" DISK "/u,workdir=" DISK
+				   "/w,userxattr"
+				 : "lowerdir=" SKEL ",upperdir=" DISK "/u,workdir=" DISK "/w,userxattr";
 
 	if (mount("overlay", NEWROOT, "overlay", MS_NOSUID | MS_NODEV, opts) != 0)
 		return fail(err, cap, "mount overlay on", NEWROOT);
-	for (size_t i = 0; i < sizeof(sys_dirs) / sizeof(sys_dirs[0]); i++) {
+	for (size_t i = 0; !image && i < sizeof(sys_dirs) / sizeof(sys_dirs[0]); i++) {
 		if (mirror(sys_dirs[i], false, err, cap) != 0)
 			return -1;
 	}
-	for (size_t i = 0; i < sizeof(etc_binds) / sizeof(etc_binds[0]); i++) {
+	for (size_t i = 0; !image && i < sizeof(etc_binds) / sizeof(etc_binds[0]); i++) {
 		if (mirror(etc_binds[i], false, err, cap) != 0)
 			return -1;
 	}
@@ -319,12 +369,16 @@ static void seed_from(char *name, size_t cap)
 int cell_root_build(const char *hostname, char *err, size_t cap)
 {
 	char from[CELL_NAME_MAX + 2];
+	int image;
 
 	seed_from(from, sizeof(from));
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
 		return fail(err, cap, "make private", "/");
-	if (cell_disk_mount(DISK, SEED, err, cap) != 0 || build_skel(hostname, err, cap) != 0 ||
-	    build_tree(err, cap) != 0)
+	if (cell_disk_mount(DISK, SEED, err, cap) != 0)
+		return -1;
+	image = mount_image(err, cap);
+	if (image < 0 || build_skel(hostname, image == 0, err, cap) != 0 ||
+	    build_tree(image == 0, err, cap) != 0)
 		return -1;
 	/* pivot_root(".", "."): the old root ends up under the new one and is
 	 * detached at once; no directory for it is needed. The disk goes with

@@ -85,6 +85,15 @@ typedef struct sbx_mock_config {
 	 * its teardown). No pool for plain guests, --state-dir or record and
 	 * replay. */
 	unsigned warm_pool;
+	/* Rootfs images (mock-api/IMAGES.md): a store written by
+	 * mock-api/images/build-image (its index names the images) and
+	 * NAME=DIR pairs (which win). Contained guests whose rootfs names a
+	 * usable image get a root built on it; every other name, and every
+	 * name without these, the host-skeleton root (said at start and in
+	 * GET /_mock/settings). */
+	const char *images;
+	const char *const *image_pairs;
+	size_t nimage_pairs;
 } sbx_mock_config;
 
 void sbx_mock_config_init(sbx_mock_config *cfg);
@@ -119,6 +128,9 @@ const char *sbx_mock_cgroups_note(const sbx_mock *mock);
 /* "enforced (simulated internet)" or "not enforced: <why>" (also for
  * plain guests and --egress stored). */
 const char *sbx_mock_egress_note(const sbx_mock *mock);
+/* Which root each rootfs name's guests get: "rootfs: devbox:1 = image DIR
+ * (...); other names: the host-skeleton root", or why no image is used. */
+const char *sbx_mock_rootfs_note(const sbx_mock *mock);
 /* For an unprivileged process that wants egress enforced: enters a user
  * namespace of its own (mock-api/INTERNET.md, "Unprivileged"). Call it
  * before any thread exists, before sbx_mock_start. 0 (as root: nothing to

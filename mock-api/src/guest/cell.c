@@ -39,6 +39,9 @@
 #ifndef SBX_MOCK_CELL_INSTALL
 #define SBX_MOCK_CELL_INSTALL "/usr/local/libexec/sbx-harness/sbx-cell"
 #endif
+#ifndef AT_RECURSIVE
+#define AT_RECURSIVE 0x8000
+#endif
 #ifndef CLOSE_RANGE_CLOEXEC
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
 #endif
@@ -127,9 +130,11 @@ typedef struct cell_child {
 	int err_w;        /* an errno when something before execve failed */
 	int ctl, devnull, exe;
 	int bpf;          /* the filter's memfd, or -1 */
+	int image;        /* the image's idmapped detached mount, or -1 */
 	const char *ws, *tmp;
+	const char *image_dir; /* an image directory to open as the cell's, or NULL */
 	char *argv[5];
-	char *envp[3];
+	char *envp[4];
 	char port[8];
 	char disk[40];
 } cell_child;
@@ -146,17 +151,17 @@ static _Noreturn void child_fail(const cell_child *cc)
 /* Closes every descriptor but the ones the child uses (system calls only). */
 static void close_others(const cell_child *cc)
 {
-	int keep[6] = {cc->sync_r, cc->err_w, cc->ctl, cc->devnull, cc->exe, cc->bpf};
+	int keep[7] = {cc->sync_r, cc->err_w, cc->ctl, cc->devnull, cc->exe, cc->bpf, cc->image};
 	unsigned lo = 0;
 
-	for (size_t i = 1; i < 6; i++) /* ascending; -1 (no filter) first */
+	for (size_t i = 1; i < 7; i++) /* ascending; -1 (no filter, no image) first */
 		for (size_t j = i; j > 0 && keep[j - 1] > keep[j]; j--) {
 			int t = keep[j];
 
 			keep[j] = keep[j - 1];
 			keep[j - 1] = t;
 		}
-	for (size_t i = 0; i < 6; i++) {
+	for (size_t i = 0; i < 7; i++) {
 		if (keep[i] < 0 || (unsigned)keep[i] < lo)
 			continue;
 		if ((unsigned)keep[i] > lo)
@@ -173,7 +178,7 @@ static int cell_child_main(void *arg)
 	struct sigaction dfl = {.sa_handler = SIG_DFL};
 	sigset_t none;
 	char go = 0;
-	int hi[5] = {-1, -1, -1, -1, -1}, ws, tmp;
+	int hi[6] = {-1, -1, -1, -1, -1, -1}, ws, tmp, image = cc->image;
 
 	/* the clone copied every descriptor of the mock; only the start's own
 	 * stay. A copy held here keeps the mock's open: the sync pipe's write
@@ -188,7 +193,9 @@ static int cell_child_main(void *arg)
 	 * uid on the host: the work dir may be closed to root inside */
 	ws = open(cc->ws, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	tmp = open(cc->tmp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (ws < 0 || tmp < 0)
+	if (cc->image_dir != NULL)
+		image = open(cc->image_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (ws < 0 || tmp < 0 || (cc->image_dir != NULL && image < 0))
 		child_fail(cc);
 	/* copies above 0-5 first (a source may sit on a target), then onto
 	 * 0-5 with dup2, whose copies are not close-on-exec */
@@ -198,14 +205,19 @@ static int cell_child_main(void *arg)
 	hi[3] = fcntl(cc->devnull, F_DUPFD_CLOEXEC, 10);
 	if (cc->bpf >= 0)
 		hi[4] = fcntl(cc->bpf, F_DUPFD_CLOEXEC, 10);
+	if (image >= 0)
+		hi[5] = fcntl(image, F_DUPFD_CLOEXEC, 10);
 	if (hi[0] < 0 || hi[1] < 0 || hi[2] < 0 || hi[3] < 0 || (cc->bpf >= 0 && hi[4] < 0) ||
-	    dup2(hi[3], 0) < 0 || dup2(hi[3], 1) < 0 || dup2(hi[3], 2) < 0 ||
-	    dup2(hi[2], CELL_CTL_FD) < 0 || dup2(hi[0], 4) < 0 || dup2(hi[1], 5) < 0 ||
-	    (cc->bpf >= 0 && dup2(hi[4], CELL_BPF_FD) < 0))
+	    (image >= 0 && hi[5] < 0) || dup2(hi[3], 0) < 0 || dup2(hi[3], 1) < 0 ||
+	    dup2(hi[3], 2) < 0 || dup2(hi[2], CELL_CTL_FD) < 0 || dup2(hi[0], 4) < 0 ||
+	    dup2(hi[1], 5) < 0)
 		child_fail(cc);
-	/* nothing else of the mock's crosses into the cell */
-	syscall(SYS_close_range, cc->bpf >= 0 ? (unsigned)CELL_BPF_FD + 1 : (unsigned)CELL_BPF_FD, ~0U,
-		CLOSE_RANGE_CLOEXEC);
+	/* nothing else of the mock's crosses into the cell: all from 6 up
+	 * close at exec but the filter and the image, put there after */
+	syscall(SYS_close_range, (unsigned)CELL_BPF_FD, ~0U, CLOSE_RANGE_CLOEXEC);
+	if ((cc->bpf >= 0 && dup2(hi[4], CELL_BPF_FD) < 0) ||
+	    (image >= 0 && dup2(hi[5], CELL_IMAGE_FD) < 0))
+		child_fail(cc);
 	/* root of the new user namespace: raw calls, this task only */
 	if (syscall(SYS_setresgid, 0, 0, 0) != 0)
 		child_fail(cc);
@@ -375,10 +387,35 @@ static int wait_ready(mock_cell *c, sbx_err *err)
 	return -1;
 }
 
+/* The image's ids are mapped by userns's map (image uid 0 = root inside
+ * the cells); the mount is consumed by the cell's move into its mount
+ * namespace, so one per cell. Needs CAP_SYS_ADMIN of the host. */
+int mock_cell_image_tree(const char *dir, int userns, sbx_err *err)
+{
+	struct {
+		uint64_t attr_set, attr_clr, propagation, userns_fd;
+	} a = {.attr_set = CELL_MOUNT_ATTR_RDONLY | CELL_MOUNT_ATTR_IDMAP, .userns_fd = (uint64_t)userns};
+	int fd = (int)syscall(CELL_SYS_OPEN_TREE, AT_FDCWD, dir,
+			      CELL_OPEN_TREE_CLONE | O_CLOEXEC | AT_RECURSIVE);
+
+	if (fd < 0) {
+		sbx_err_set(err, "cell: open_tree %s: %s", dir, strerror(errno));
+		return -1;
+	}
+	if (syscall(CELL_SYS_MOUNT_SETATTR, fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &a, sizeof(a)) != 0) {
+		sbx_err_set(err, "cell: idmap the rootfs image %s: %s", dir, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
 /* argv, envp and the descriptors for the child; -1 with err set. */
 static int child_prepare(cell_child *cc, const mock_cell_conf *conf, const char *path, int ctl_child,
 			 sbx_err *err)
 {
+	int e = 1;
+
 	cc->ws = conf->ws;
 	cc->tmp = conf->tmp;
 	cc->ctl = ctl_child;
@@ -391,8 +428,18 @@ static int child_prepare(cell_child *cc, const mock_cell_conf *conf, const char 
 	snprintf(cc->disk, sizeof(cc->disk), CELL_DISK_ENV "=%u", conf->disk_mib);
 	cc->envp[0] = cc->disk;
 	cc->bpf = conf->filter != NULL ? conf->filter->fd : -1;
-	cc->envp[1] = cc->bpf >= 0 ? CELL_BPF_ENV "=1" : NULL;
-	cc->envp[2] = NULL;
+	if (cc->bpf >= 0)
+		cc->envp[e++] = CELL_BPF_ENV "=1";
+	if (conf->image_dir != NULL && conf->image_idmapped) {
+		cc->image = mock_cell_image_tree(conf->image_dir, conf->image_userns, err);
+		if (cc->image < 0)
+			return -1;
+		cc->envp[e++] = CELL_IMAGE_ENV "=idmapped";
+	} else if (conf->image_dir != NULL) {
+		cc->image_dir = conf->image_dir;
+		cc->envp[e++] = CELL_IMAGE_ENV "=dir";
+	}
+	cc->envp[e] = NULL;
 	cc->devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
 	cc->exe = open(path, O_PATH | O_CLOEXEC);
 	if (cc->devnull < 0 || cc->exe < 0) {
@@ -406,7 +453,8 @@ static int child_prepare(cell_child *cc, const mock_cell_conf *conf, const char 
 mock_cell *mock_cell_start(const mock_cell_conf *conf, sbx_err *err)
 {
 	mock_cell *c = calloc(1, sizeof(*c));
-	cell_child cc = {.sync_r = -1, .err_w = -1, .ctl = -1, .devnull = -1, .exe = -1, .bpf = -1};
+	cell_child cc = {.sync_r = -1, .err_w = -1, .ctl = -1, .devnull = -1, .exe = -1, .bpf = -1,
+			 .image = -1};
 	int ctl[2] = {-1, -1}, sync[2] = {-1, -1}, ep[2] = {-1, -1};
 
 	if (c == NULL) {
@@ -433,6 +481,7 @@ mock_cell *mock_cell_start(const mock_cell_conf *conf, sbx_err *err)
 	c->ctl = ctl[0];
 	ctl[0] = -1;
 	sbx_close_fd(&ctl[1]); /* now the cell's alone: its exit is our EOF */
+	sbx_close_fd(&cc.image); /* the cell's copy is the one it mounts */
 	if (wait_ready(c, err) != 0)
 		goto out_close;
 	sbx_close_fd(&ep[0]);
@@ -450,6 +499,7 @@ out_close:
 	sbx_close_fd(&cc.err_w);
 	sbx_close_fd(&cc.devnull);
 	sbx_close_fd(&cc.exe);
+	sbx_close_fd(&cc.image);
 	mock_cell_stop(c);
 	return NULL;
 }

@@ -54,6 +54,14 @@ typedef struct mock_cell_conf {
 	mock_cell_place_fn place; /* may be NULL */
 	mock_cell_around_fn join, leave; /* both or neither */
 	void *place_arg;		 /* place's, join's and leave's */
+	/* a rootfs image as the root's lowest layer (IMAGES.md), or NULL: the
+	 * host-skeleton root. With image_idmapped (the mock is root) the cell
+	 * gets a read-only mount of image_dir idmapped by image_userns (a user
+	 * namespace whose map is the cells'), made here for each cell; else
+	 * image_dir itself, which must be owned by the ids root inside is */
+	const char *image_dir;
+	bool image_idmapped;
+	int image_userns;
 } mock_cell_conf;
 
 /* Whether cells can start here: user namespaces, and the sbx-cell program
@@ -66,6 +74,11 @@ bool mock_cell_host_root(void);
 /* The host uid/gid root inside a cell is; -1 when the mock is not root
  * (files it makes for a guest then need no chown). */
 uid_t mock_cell_owner(void);
+
+/* A detached read-only mount of dir, idmapped by userns's map: what a
+ * cell with image_idmapped gets (one per cell). The fd, or -1 with err
+ * set (not root, or dir's filesystem cannot be idmapped). */
+int mock_cell_image_tree(const char *dir, int userns, sbx_err *err);
 
 /* Starts the cell and waits (5 s at most) for READY. NULL + err: the
  * cell's own FAIL message, or what failed here. */

@@ -28,6 +28,22 @@
  * it a cell compiles the same program itself */
 #define CELL_BPF_FD 6
 #define CELL_BPF_ENV "SBX_CELL_BPF"
+/* A rootfs image (mock-api/IMAGES.md) as the lower layer of the cell's
+ * root: a handle at this fd, and CELL_IMAGE_ENV saying what it is —
+ * "idmapped": a detached mount of the image, read-only and idmapped by the
+ * mock (as root: the image's uid 0 is root inside), which the cell moves
+ * into its mount namespace; "dir": an O_PATH handle of a directory the
+ * cell's root owns (unprivileged: a copy owned by the mock's user), which
+ * the cell binds read-only. Absent: the host-skeleton root. */
+#define CELL_IMAGE_FD 7
+#define CELL_IMAGE_ENV "SBX_CELL_IMAGE"
+#define CELL_SYS_OPEN_TREE 428
+#define CELL_SYS_MOVE_MOUNT 429
+#define CELL_SYS_MOUNT_SETATTR 442
+#define CELL_OPEN_TREE_CLONE 1
+#define CELL_MOVE_MOUNT_F_EMPTY_PATH 0x4
+#define CELL_MOUNT_ATTR_RDONLY 0x1ULL
+#define CELL_MOUNT_ATTR_IDMAP 0x00100000ULL
 /* Setting a disk's size (the mock's resize, a pooled cell's BIND): the new
  * mount API by number, as glibc < 2.36 has no wrappers and <linux/mount.h>
  * clashes with <sys/mount.h>; system calls added since 5.1 have one number

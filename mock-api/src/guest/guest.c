@@ -10,6 +10,7 @@
 #define _GNU_SOURCE
 #include "guest/guest_internal.h"
 #include "guest/cell_proto.h"
+#include "guest/images.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -127,6 +128,11 @@ static int start_cell(mock_guest *g, const char *id, const mock_guest_opts *o, s
 		conf.disk_mib = o->disk_mib;
 		conf.pooled = o->pooled;
 		conf.filter = o->filter;
+		if (o->image != NULL) {
+			conf.image_dir = o->image->dir;
+			conf.image_idmapped = o->image->idmapped;
+			conf.image_userns = o->image->userns;
+		}
 	}
 	if (o != NULL && o->cgroups != NULL) {
 		g->cg = mock_cgroup_create(o->cgroups, id, o->mem_bytes, o->pids_max, err);

@@ -43,6 +43,7 @@ typedef struct mock_guest mock_guest;
 
 struct mock_cgroups;
 struct mock_cell_filter;
+struct mock_image;
 
 /* What a contained guest's cell needs from the mock besides its tree. */
 typedef struct mock_guest_opts {
@@ -57,6 +58,9 @@ typedef struct mock_guest_opts {
 	/* contained: the cells' seccomp program, compiled once (cell.h); NULL:
 	 * each cell compiles its own */
 	const struct mock_cell_filter *filter;
+	/* contained: the rootfs image the root is built on (images.h), or
+	 * NULL: the host-skeleton root */
+	const struct mock_image *image;
 } mock_guest_opts;
 
 /* Makes the tree and, contained, starts the cell (opts may be NULL). */

@@ -14,6 +14,7 @@
 #include "state/durable.h"
 
 #include "ops/scenario.h"
+#include "ops/rootfs.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -417,6 +418,13 @@ static void a_pool(mreq *r, mresp *out)
 	resp_success(out, 200, mock_op_pool_view(r->mock));
 }
 
+/* GET /_mock/images: the rootfs images and which root each name gets
+ * (IMAGES.md). */
+static void a_images(mreq *r, mresp *out)
+{
+	resp_success(out, 200, mock_op_images_view(r->mock));
+}
+
 /* GET /_mock/egress/links: the simulated internet's links and chains. */
 static void a_egress_links(mreq *r, mresp *out)
 {
@@ -468,6 +476,7 @@ ADMIN_ROUTE(a_journal)
 ADMIN_ROUTE(a_journal_count)
 ADMIN_ROUTE(a_journal_clear)
 ADMIN_ROUTE(a_pool)
+ADMIN_ROUTE(a_images)
 ADMIN_ROUTE(a_egress_links)
 
 /* Admin requests are never durable; the non-GET ones block (as every
@@ -491,6 +500,7 @@ const mock_route mock_admin_routes[] = {
 	{"DELETE", "/_mock/journal", ROUTE_BLOCKS, a_journal_clear_route},
 	{"GET", "/_mock/journal/count", 0, a_journal_count_route},
 	{"GET", "/_mock/pool", 0, a_pool_route},
+	{"GET", "/_mock/images", 0, a_images_route},
 	{"GET", "/_mock/egress/links", 0, a_egress_links_route},
 };
 const size_t mock_admin_nroutes = sizeof(mock_admin_routes) / sizeof(mock_admin_routes[0]);

@@ -49,6 +49,13 @@ struct sbx_mock {
 	/* contained: the cells' seccomp program, compiled once (cell.h), or
 	 * NULL (each cell compiles its own) */
 	struct mock_cell_filter *cell_filter;
+	/* contained: the rootfs images (guest/images.h; IMAGES.md), or NULL:
+	 * every root the host skeleton; rootfs_note says which name gets
+	 * which root; pool_image is the image the warm pool's cells are
+	 * built on (the default rootfs's, or NULL) */
+	struct mock_images *images;
+	const struct mock_image *pool_image;
+	char rootfs_note[1024];
 	char egress_note[600];        /* "enforced (simulated internet)", or why not */
 	uint64_t egress_seq;          /* under the model lock: orders egress syncs */
 	char cgroups_note[2048];      /* what cgroups are used, or why none; what was swept */

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "guest/cell_pool.h"
+#include "ops/rootfs.h"
 #include "ops/core.h" /* struct sbx_mock, mock_sleep_ms */
 
 /* Cuts the sandbox's open ingress connections (through the server's hook:
@@ -574,7 +575,9 @@ static mock_guest_opts guest_opts(sbx_mock *mock, const mock_sandbox *sb)
 			     /* durable: the files must outlive the mock, so they
 			      * stay on the host's disk (unbounded; README) */
 			     .disk_mib = mock_op_guest_disk_mib(mock, sb->disk_mib),
-			     .filter = mock->cell_filter};
+			     .filter = mock->cell_filter,
+			     /* its rootfs's image, or NULL: the host skeleton */
+			     .image = mock_rootfs_image(mock, sb->rootfs)};
 
 	return o;
 }
@@ -588,7 +591,8 @@ static mock_guest *guest_from_pool(sbx_mock *mock, const mock_sandbox *sb, const
 	sbx_err berr = {{0}};
 	mock_guest *g;
 
-	if (mock->pool == NULL || o->disk_mib == 0)
+	/* the pool's cells are built on one root (the default rootfs's) */
+	if (mock->pool == NULL || o->disk_mib == 0 || o->image != mock->pool_image)
 		return NULL;
 	g = mock_pool_take(mock->pool);
 	if (g == NULL || mock_guest_bind(g, mock->work_dir, sb->id, o->mem_bytes, o->disk_mib, &berr) == 0)

@@ -7,6 +7,7 @@
 #include "ops/settings.h"
 
 #include "ops/core.h"
+#include "ops/rootfs.h"
 
 #include <errno.h>
 #include <math.h>
@@ -84,6 +85,9 @@ static void add_read_only(const sbx_mock *mock, cJSON *o)
 	cJSON_AddStringToObject(o, "egress", mock->egress_note);
 	/* each contained sandbox has its own PID namespace */
 	cJSON_AddBoolToObject(o, "guest_pid_namespace", mock->gmode == GUEST_CONTAINED);
+	/* which root each rootfs name's guests get (IMAGES.md) */
+	cJSON_AddItemToObject(o, "rootfs", mock_rootfs_backing_view(mock));
+	cJSON_AddStringToObject(o, "rootfs_note", mock->rootfs_note);
 }
 
 /* "sandbox_cap, cap_status, ...", for the message naming an unknown key. */

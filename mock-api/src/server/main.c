@@ -66,6 +66,12 @@ static const char usage[] =
 	"  --warm-pool N           contained cells built ahead of creates, handed out\n"
 	"                          once each; deletes are torn down after their answer\n"
 	"                          (default 2, at most 64, 0 = off)\n"
+	"  --images DIR            rootfs images from the store DIR (mock-api/images/build-image\n"
+	"                          writes it: /var/cache/sbx-harness/images as root): a\n"
+	"                          sandbox whose rootfs names one gets a root built on it\n"
+	"                          (mock-api/IMAGES.md); without, every root is the host\n"
+	"                          skeleton (said at start and in GET /_mock/settings)\n"
+	"  --image NAME=DIR        the rootfs directory DIR serves NAME (devbox:1); repeatable\n"
 	"  --quiet                 no log lines on stderr\n"
 	"  --help                  this text\n"
 	"Exit codes: 0 stopped by SIGINT/SIGTERM, 2 usage or setup error.\n";
@@ -163,6 +169,8 @@ static int run(mock_cli *c)
 			userns_note[0] != '\0' ? "; " : "", userns_note);
 	if (sbx_mock_cgroups_note(mock) != NULL && !c->cfg.quiet)
 		fprintf(stderr, "sbx-mock: %s\n", sbx_mock_cgroups_note(mock));
+	if (!c->cfg.quiet)
+		fprintf(stderr, "sbx-mock: %s\n", sbx_mock_rootfs_note(mock));
 	if (!sbx_mock_guests_contained(mock))
 		fprintf(stderr, "sbx-mock: WARNING: --guest-mode plain: guest code is NOT contained; it "
 				"runs as this user with all of its access (never use it for untrusted code)\n");

@@ -153,7 +153,7 @@ enum {
 	OPT_SCENARIO_DIR, OPT_RECORD_UPSTREAM, OPT_RECORD_TO, OPT_REPLAY,
 	OPT_STATE_DIR, OPT_SELF_LISTEN, OPT_RECORD_OVERWRITE, OPT_EGRESS, OPT_INTERNET_HOSTS,
 	OPT_STATE_REPAIR, OPT_MAX_CONNS, OPT_IDLE_TIMEOUT, OPT_CHECK_STATE, OPT_INGRESS_LISTEN,
-	OPT_WARM_POOL,
+	OPT_WARM_POOL, OPT_IMAGES, OPT_IMAGE,
 };
 
 static const struct option options[] = {
@@ -194,6 +194,8 @@ static const struct option options[] = {
 	{"self-listen", required_argument, NULL, OPT_SELF_LISTEN},
 	{"ingress-listen", required_argument, NULL, OPT_INGRESS_LISTEN},
 	{"warm-pool", required_argument, NULL, OPT_WARM_POOL},
+	{"images", required_argument, NULL, OPT_IMAGES},
+	{"image", required_argument, NULL, OPT_IMAGE},
 	{"quiet", no_argument, NULL, OPT_QUIET},
 	{"help", no_argument, NULL, OPT_HELP},
 	{NULL, 0, NULL, 0},
@@ -292,6 +294,16 @@ static int parse_opt(int opt, const char *arg, mock_cli *c)
 		if (ctl_at(arg) != 0)
 			return cli_fail(c, "--admin-token: control characters are not allowed (byte %zu)", ctl_at(arg));
 		c->cfg.admin_token = arg;
+		return 0;
+	case OPT_IMAGES:
+		c->cfg.images = arg;
+		return 0;
+	case OPT_IMAGE:
+		if (strchr(arg, '=') == NULL || c->cfg.nimage_pairs == MOCK_CLI_MAX_IMAGES)
+			return cli_fail(c, "--image \"%.80s\": expected NAME=DIR, at most %d times", arg,
+					 MOCK_CLI_MAX_IMAGES);
+		c->image_pairs[c->cfg.nimage_pairs++] = arg;
+		c->cfg.image_pairs = c->image_pairs;
 		return 0;
 	case OPT_API_KEY:
 		if (arg[0] == '\0' || c->nkeys == MAX_KEYS)

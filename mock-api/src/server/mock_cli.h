@@ -15,12 +15,14 @@
 /* --warm-pool's largest value (cell_pool.h MOCK_POOL_MAX: the header of
  * the pool itself is not the parser's business) */
 #define MOCK_CLI_WARM_POOL_MAX 64
+#define MOCK_CLI_MAX_IMAGES 32
 
 typedef struct mock_cli {
 	sbx_mock_config cfg;
 	char host[256];
 	char *keys[MOCK_CLI_MAX_KEYS];
 	size_t nkeys;
+	const char *image_pairs[MOCK_CLI_MAX_IMAGES]; /* --image NAME=DIR, argv's strings */
 	int any_key; /* -1 unset */
 	bool record_overwrite;
 	char scenario_file[4096]; /* "./NAME" for --scenario NAME naming a file here */

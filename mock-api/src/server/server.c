@@ -18,6 +18,7 @@
 #include "ops/ops.h"
 #include "listen/self_listen.h"
 #include "ops/settings.h"
+#include "ops/rootfs.h"
 #include "sbx/sys.h"
 
 #include <errno.h>
@@ -473,6 +474,8 @@ static int start_guests(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *err
 
 	if (mock_guest_mode_detect(cfg->guest_mode, &mock->gmode, err) != 0)
 		return -1;
+	if (mock_rootfs_open(mock, cfg->images, cfg->image_pairs, cfg->nimage_pairs, err) != 0)
+		return -1;
 	if (mock->gmode != GUEST_CONTAINED)
 		return start_internet(mock, cfg, err);
 	/* compiled once here, not by each cell (~15 ms of CPU a create); when
@@ -547,6 +550,7 @@ static int start_pool(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *err)
 	pc.opts.pids_max = MOCK_GUEST_PIDS_MAX;
 	pc.opts.disk_mib = MOCK_POOL_IDLE_DISK_MIB;
 	pc.opts.filter = mock->cell_filter;
+	pc.opts.image = mock->pool_image;
 	if (mock->inet != NULL) {
 		pc.prepare = mock_egress_prewire;
 		pc.discard = mock_egress_unprewire;
@@ -690,6 +694,11 @@ bool sbx_mock_egress_enforced(const sbx_mock *mock)
 	return mock->inet != NULL;
 }
 
+const char *sbx_mock_rootfs_note(const sbx_mock *mock)
+{
+	return mock->rootfs_note;
+}
+
 const char *sbx_mock_cgroups_note(const sbx_mock *mock)
 {
 	return mock->gmode == GUEST_CONTAINED ? mock->cgroups_note : NULL;
@@ -726,6 +735,7 @@ void sbx_mock_stop(sbx_mock *mock)
 	mock_cg_owner_release(mock->srv->cg_owner); /* after: a sweep finds nothing to do */
 	mock_internet_stop(mock->inet);    /* every sandbox's link is gone */
 	mock_cell_filter_free(mock->cell_filter); /* every cell that read it is gone */
+	mock_rootfs_close(mock); /* every cell that mounted one is gone */
 	mock_self_listen_free(mock); /* after the daemon: its callbacks use it */
 	if (mock->own_work_dir)
 		rmdir(mock->work_dir);
