@@ -26,6 +26,13 @@
  * 0, or -1 with a message in err (what failed, on which path). */
 int cell_root_build(const char *hostname, char *err, size_t cap);
 
+/* trust.c: the guest's system trust bundle (the host's + CELL_TRUST_ENV's
+ * CA). Nothing to do without that variable. write: in the lower layer skel,
+ * before it is made read-only; bind: after the host's /etc/ssl is bound
+ * in newroot, covers its bundle with the copy. 0, or -1 with err set. */
+int cell_trust_write(const char *skel, char *err, size_t cap);
+int cell_trust_bind(const char *skel, const char *newroot, char *err, size_t cap);
+
 /* Mounts the sandbox's disk at dir (tmpfs of $SBX_CELL_DISK_MIB MiB, or
  * with 0 a bind of the host tree), copies seed into it when it exists, makes
  * its u, w, m, workspace and tmp, and keeps a handle of it at CELL_DISK_FD

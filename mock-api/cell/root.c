@@ -182,7 +182,7 @@ static int build_etc(const char *hostname, char *err, size_t cap)
 		if (mirror(etc_binds[i], true, err, cap) != 0)
 			return -1;
 	}
-	return 0;
+	return cell_trust_write(SKEL, err, cap);
 }
 
 /* /dev: a small tmpfs with binds of the harmless character devices (a
@@ -242,7 +242,8 @@ static int build_skel(const char *hostname, char *err, size_t cap)
 	char path[PATH_MAX];
 
 	if ((mkdir(SKEL, 0755) != 0 && errno != EEXIST) ||
-	    mount("tmpfs", SKEL, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m") != 0)
+	    /* a limit, not a reservation: room for the trust bundle (trust.c) */
+	    mount("tmpfs", SKEL, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=4m") != 0)
 		return fail(err, cap, "mount tmpfs on", SKEL);
 	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
 		snprintf(path, sizeof(path), SKEL "%s", dirs[i].path);
@@ -292,6 +293,8 @@ static int build_tree(char *err, size_t cap)
 		if (mirror(etc_binds[i], false, err, cap) != 0)
 			return -1;
 	}
+	if (cell_trust_bind(SKEL, NEWROOT, err, cap) != 0)
+		return -1;
 	if (bind(DISK "/workspace", NEWROOT "/workspace", false, err, cap) != 0 ||
 	    bind(DISK "/tmp", NEWROOT "/tmp", false, err, cap) != 0)
 		return -1;

@@ -128,7 +128,8 @@ typedef struct cell_child {
 	int bpf;          /* the filter's memfd, or -1 */
 	const char *ws, *tmp;
 	char *argv[5];
-	char *envp[3];
+	char *envp[4];
+	char *trust; /* CELL_TRUST_ENV=PEM, malloc'd before the clone; or NULL */
 	char port[8];
 	char disk[40];
 } cell_child;
@@ -397,8 +398,23 @@ static int child_prepare(cell_child *cc, const mock_cell_conf *conf, const char 
 	snprintf(cc->disk, sizeof(cc->disk), CELL_DISK_ENV "=%u", conf->disk_mib);
 	cc->envp[0] = cc->disk;
 	cc->bpf = conf->filter != NULL ? conf->filter->fd : -1;
-	cc->envp[1] = cc->bpf >= 0 ? CELL_BPF_ENV "=1" : NULL;
+	cc->envp[1] = NULL;
 	cc->envp[2] = NULL;
+	cc->envp[3] = NULL;
+	if (conf->trust_pem != NULL && strlen(conf->trust_pem) <= CELL_TRUST_MAX &&
+	    asprintf(&cc->trust, CELL_TRUST_ENV "=%s", conf->trust_pem) < 0) {
+		cc->trust = NULL;
+		sbx_err_set(err, "out of memory");
+		return -1;
+	}
+	{
+		size_t n = 1;
+
+		if (cc->bpf >= 0)
+			cc->envp[n++] = CELL_BPF_ENV "=1";
+		if (cc->trust != NULL)
+			cc->envp[n++] = cc->trust;
+	}
 	cc->devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
 	cc->exe = open(path, O_PATH | O_CLOEXEC);
 	if (cc->devnull < 0 || cc->exe < 0) {
@@ -444,6 +460,7 @@ mock_cell *mock_cell_start(const mock_cell_conf *conf, sbx_err *err)
 	close_fd(&ep[0]);
 	close_fd(&cc.devnull);
 	close_fd(&cc.exe);
+	free(cc.trust);
 	return c;
 
 out_close:
@@ -456,6 +473,7 @@ out_close:
 	close_fd(&cc.err_w);
 	close_fd(&cc.devnull);
 	close_fd(&cc.exe);
+	free(cc.trust);
 	mock_cell_stop(c);
 	return NULL;
 }

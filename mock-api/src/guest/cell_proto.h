@@ -28,6 +28,15 @@
  * it a cell compiles the same program itself */
 #define CELL_BPF_FD 6
 #define CELL_BPF_ENV "SBX_CELL_BPF"
+/* A CA certificate (PEM, public) the cell adds to the guest's system trust
+ * bundle (cell/trust.c); at most CELL_TRUST_MAX bytes. */
+#define CELL_TRUST_ENV "SBX_CELL_TRUST"
+#define CELL_TRUST_MAX 16384
+/* The certificate alone, in the guest's /etc: Node reads only its own
+ * bundled roots, and NODE_EXTRA_CA_CERTS (the mock's exec sets it to
+ * this) adds to them; the whole system bundle there would cost every node
+ * start ~20 ms. */
+#define CELL_TRUST_CA_FILE "/etc/sbx-internet-ca.crt"
 /* Setting a disk's size (the mock's resize, a pooled cell's BIND): the new
  * mount API by number, as glibc < 2.36 has no wrappers and <linux/mount.h>
  * clashes with <sys/mount.h>; system calls added since 5.1 have one number

@@ -57,6 +57,9 @@ typedef struct mock_guest_opts {
 	/* contained: the cells' seccomp program, compiled once (cell.h); NULL:
 	 * each cell compiles its own */
 	const struct mock_cell_filter *filter;
+	/* contained: a CA certificate (PEM) the guest's trust store adds to
+	 * the host's (the simulated internet's, INTERNET.md "TLS"); NULL: none */
+	const char *trust_pem;
 } mock_guest_opts;
 
 /* Makes the tree and, contained, starts the cell (opts may be NULL). */

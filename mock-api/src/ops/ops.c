@@ -574,7 +574,8 @@ static mock_guest_opts guest_opts(sbx_mock *mock, const mock_sandbox *sb)
 			     /* durable: the files must outlive the mock, so they
 			      * stay on the host's disk (unbounded; README) */
 			     .disk_mib = mock_guest_disk_mib(mock, sb->disk_mib),
-			     .filter = mock->cell_filter};
+			     .filter = mock->cell_filter,
+			     .trust_pem = mock->inet_ca_pem};
 
 	return o;
 }
