@@ -20,6 +20,7 @@
 #include <limits.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -522,7 +523,14 @@ mock_inet_tls_conn *mock_inet_tls_accept(mock_inet_tls *t, int fd, const char *f
 					 int stopfd)
 {
 	mock_inet_tls_conn *c = calloc(1, sizeof(*c));
+	sigset_t pipe_sig;
 
+	/* OpenSSL writes with write(2): a client gone mid-answer must give
+	 * EPIPE, not a SIGPIPE that kills a process embedding the mock (the
+	 * signal is this thread's, and stays pending until it exits) */
+	sigemptyset(&pipe_sig);
+	sigaddset(&pipe_sig, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipe_sig, NULL);
 	if (c == NULL)
 		return NULL;
 	c->t = t;

@@ -38,7 +38,8 @@ int mock_inet_tls_name_ok(const char *name);
 
 /* One connection's server side, over a non-blocking socket. */
 typedef struct mock_inet_tls_conn mock_inet_tls_conn;
-/* Handshakes on fd until end_ms (sbx_mono_ms) or stopfd is readable;
+/* Blocks SIGPIPE in the calling thread (a connection's own), then
+ * handshakes on fd until end_ms (sbx_mono_ms) or stopfd is readable;
  * fallback: the name of the leaf when the client sends no SNI (the
  * address it dialled). NULL when it did not complete (garbage, a refused
  * name, a client that gave up, the deadline): the caller closes fd. */
