@@ -11,7 +11,7 @@ build=$(bash "$ci/bootstrap" --list build) || bad "--list build exited non-zero"
 test=$(SBX_WITH_CHROMIUM=1 bash "$ci/bootstrap" --list test) || bad "--list test exited non-zero"
 has() { grep -qx "$2" <<< "$1"; }
 for p in build-essential cmake pkg-config libmicrohttpd-dev libcurl4-openssl-dev libcjson-dev \
-         libcmocka-dev libseccomp-dev python3; do
+         libcmocka-dev libseccomp-dev libnftables-dev libmnl-dev libssl-dev python3; do
   has "$build" "$p" || bad "build lacks $p"
   has "$test" "$p" || bad "test lacks $p"
 done

@@ -26,6 +26,15 @@
  * 0, or -1 with a message in err (what failed, on which path). */
 int cell_root_build(const char *hostname, char *err, size_t cap);
 
+/* trust.c: the guest's system trust bundle (the root's own + CELL_TRUST_ENV's
+ * CA). Nothing to do without that variable. write: in the lower layer skel,
+ * before it is made read-only, from the bundle under from ("": the host's;
+ * an image's mount point: the image's, which the copy then shadows in the
+ * overlay); bind: with the host's /etc/ssl bound in newroot, covers its
+ * bundle with the copy (not needed over an image). 0, or -1 with err set. */
+int cell_trust_write(const char *skel, const char *from, char *err, size_t cap);
+int cell_trust_bind(const char *skel, const char *newroot, char *err, size_t cap);
+
 /* Mounts the sandbox's disk at dir (tmpfs of $SBX_CELL_DISK_MIB MiB, or
  * with 0 a bind of the host tree), copies seed into it when it exists, makes
  * its u, w, m, workspace and tmp, and keeps a handle of it at CELL_DISK_FD

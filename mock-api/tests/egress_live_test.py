@@ -72,10 +72,10 @@ print(json.dumps([out[i] for i in range(len(dests))]))
 
 
 class Mock:
-    def __init__(self, binary, hosts):
+    def __init__(self, binary, hosts, extra=()):
         self.proc = subprocess.Popen(
             [binary, "--listen", "127.0.0.1:0", "--self-listen", "off", "--cap", "1000",
-             "--internet-hosts", hosts, "--warm-pool", "4"],
+             "--internet-hosts", hosts, "--warm-pool", "4", *extra],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.url = self.token = None
         self.enforced = False

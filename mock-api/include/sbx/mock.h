@@ -71,6 +71,10 @@ typedef struct sbx_mock_config {
 	 * and answered by the oracle; guests have loopback only). */
 	const char *egress;
 	const char *internet_hosts;  /* the resolver's names; NULL: fixtures/internet/hosts.json */
+	/* The simulated internet's TLS CA (mock-api/INTERNET.md, "TLS"):
+	 * "CERT,KEY" (PEM files); NULL: kept in state_dir when there is one
+	 * (internet-ca.crt/.key), else made at start. */
+	const char *internet_ca;
 	/* Virtual fault delays (the backend fuzzer): a hang, a latency and a
 	 * dribble's pauses take no wall time; the answer (or the dropped
 	 * connection) is the one the delay would end in. Default false. */

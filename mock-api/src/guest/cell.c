@@ -134,7 +134,8 @@ typedef struct cell_child {
 	const char *ws, *tmp;
 	const char *image_dir; /* an image directory to open as the cell's, or NULL */
 	char *argv[5];
-	char *envp[4];
+	char *envp[5]; /* disk, bpf, image, trust, NULL */
+	char *trust; /* CELL_TRUST_ENV=PEM, malloc'd before the clone; or NULL */
 	char port[8];
 	char disk[40];
 } cell_child;
@@ -439,6 +440,14 @@ static int child_prepare(cell_child *cc, const mock_cell_conf *conf, const char 
 		cc->image_dir = conf->image_dir;
 		cc->envp[e++] = CELL_IMAGE_ENV "=dir";
 	}
+	if (conf->trust_pem != NULL && strlen(conf->trust_pem) <= CELL_TRUST_MAX &&
+	    asprintf(&cc->trust, CELL_TRUST_ENV "=%s", conf->trust_pem) < 0) {
+		cc->trust = NULL;
+		sbx_err_set(err, "out of memory");
+		return -1;
+	}
+	if (cc->trust != NULL)
+		cc->envp[e++] = cc->trust;
 	cc->envp[e] = NULL;
 	cc->devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
 	cc->exe = open(path, O_PATH | O_CLOEXEC);
@@ -487,6 +496,7 @@ mock_cell *mock_cell_start(const mock_cell_conf *conf, sbx_err *err)
 	sbx_close_fd(&ep[0]);
 	sbx_close_fd(&cc.devnull);
 	sbx_close_fd(&cc.exe);
+	free(cc.trust);
 	return c;
 
 out_close:
@@ -500,6 +510,7 @@ out_close:
 	sbx_close_fd(&cc.devnull);
 	sbx_close_fd(&cc.exe);
 	sbx_close_fd(&cc.image);
+	free(cc.trust);
 	mock_cell_stop(c);
 	return NULL;
 }

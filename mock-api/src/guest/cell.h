@@ -51,6 +51,9 @@ typedef struct mock_cell_conf {
 	 * serves nothing before mock_cell_bind makes it a sandbox's */
 	bool pooled;
 	const mock_cell_filter *filter; /* may be NULL */
+	/* a CA certificate (PEM) for the guest's trust store, passed to the
+	 * cell as CELL_TRUST_ENV; may be NULL */
+	const char *trust_pem;
 	mock_cell_place_fn place; /* may be NULL */
 	mock_cell_around_fn join, leave; /* both or neither */
 	void *place_arg;		 /* place's, join's and leave's */

@@ -44,6 +44,15 @@
 #define CELL_MOVE_MOUNT_F_EMPTY_PATH 0x4
 #define CELL_MOUNT_ATTR_RDONLY 0x1ULL
 #define CELL_MOUNT_ATTR_IDMAP 0x00100000ULL
+/* A CA certificate (PEM, public) the cell adds to the guest's system trust
+ * bundle (cell/trust.c); at most CELL_TRUST_MAX bytes. */
+#define CELL_TRUST_ENV "SBX_CELL_TRUST"
+#define CELL_TRUST_MAX 16384
+/* The certificate alone, in the guest's /etc: Node reads only its own
+ * bundled roots, and NODE_EXTRA_CA_CERTS (the mock's exec sets it to
+ * this) adds to them; the whole system bundle there would cost every node
+ * start ~20 ms. */
+#define CELL_TRUST_CA_FILE "/etc/sbx-internet-ca.crt"
 /* Setting a disk's size (the mock's resize, a pooled cell's BIND): the new
  * mount API by number, as glibc < 2.36 has no wrappers and <linux/mount.h>
  * clashes with <sys/mount.h>; system calls added since 5.1 have one number

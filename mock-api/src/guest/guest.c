@@ -133,6 +133,8 @@ static int start_cell(mock_guest *g, const char *id, const mock_guest_opts *o, s
 			conf.image_idmapped = o->image->idmapped;
 			conf.image_userns = o->image->userns;
 		}
+		conf.trust_pem = o->trust_pem;
+		g->trusts_ca = o->trust_pem != NULL;
 	}
 	if (o != NULL && o->cgroups != NULL) {
 		g->cg = mock_cgroup_create(o->cgroups, id, o->mem_bytes, o->pids_max, err);

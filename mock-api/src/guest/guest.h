@@ -61,6 +61,9 @@ typedef struct mock_guest_opts {
 	/* contained: the rootfs image the root is built on (images.h), or
 	 * NULL: the host-skeleton root */
 	const struct mock_image *image;
+	/* contained: a CA certificate (PEM) the guest's trust store adds to
+	 * the host's (the simulated internet's, INTERNET.md "TLS"); NULL: none */
+	const char *trust_pem;
 } mock_guest_opts;
 
 /* Makes the tree and, contained, starts the cell (opts may be NULL). */

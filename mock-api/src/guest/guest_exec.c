@@ -158,6 +158,10 @@ static int plan_env(const mock_guest *g, const mock_exec_spec *s, child_plan *cp
 	snprintf(kv, sizeof(kv), "TMPDIR=%s", plain ? g->tmp : "/tmp");
 	if (env_add(cp->envp, &n, kv) != 0)
 		return -1;
+	/* Node trusts its bundled roots, not the system bundle the
+	 * simulated internet's CA is in (mock-api/INTERNET.md, "TLS") */
+	if (g->trusts_ca && env_add(cp->envp, &n, "NODE_EXTRA_CA_CERTS=" CELL_TRUST_CA_FILE) != 0)
+		return -1;
 	for (size_t i = 0; i < s->nenv; i++) {
 		if (env_add(cp->envp, &n, s->env[i]) != 0)
 			return -1;

@@ -31,6 +31,7 @@ struct mock_guest {
 	bool dead;             /* under lock: killed, no new exec */
 	bool reaped;           /* under lock: the cell was killed and reaped */
 	uint32_t net_link;     /* a pooled cell's link made ahead, 0 none (guest.h) */
+	bool trusts_ca;        /* its cell was given a CA (opts' trust_pem): Node is told too */
 	struct mproc_table *procs; /* managed processes (guest_procs.c), made on first use */
 	/* set with procs: stops and frees them (a hook, so that guest.c
 	 * never calls up into guest_procs.c) */

@@ -49,6 +49,7 @@ struct mock_internet {
 	mock_rtnl *nl;          /* opened inside */
 	mock_hosts hosts;
 	mock_inet_servers *srv;
+	mock_inet_tls *tls;     /* the servers' CA and leaves */
 	wired *w;
 	size_t nw, capw;
 	prelink *pre;
@@ -232,7 +233,7 @@ static int configure(mock_internet *in, sbx_err *err)
 	}
 	if (nft_run(in, base_ruleset, "base ruleset", err) != 0)
 		return -1;
-	in->srv = mock_inet_servers_start(&in->hosts, mock_internet_who, in, err);
+	in->srv = mock_inet_servers_start(&in->hosts, in->tls, mock_internet_who, in, err);
 	return in->srv != NULL ? 0 : -1;
 }
 
@@ -294,7 +295,7 @@ static int inside(mock_internet *in, job_fn fn, void *arg, sbx_err *err)
 	return rc;
 }
 
-mock_internet *mock_internet_start(const char *hosts_path, sbx_err *err)
+mock_internet *mock_internet_start(const char *hosts_path, mock_inet_tls *tls, sbx_err *err)
 {
 	mock_internet *in;
 
@@ -302,13 +303,16 @@ mock_internet *mock_internet_start(const char *hosts_path, sbx_err *err)
 		sbx_err_set(err, "not root (and not in a user namespace of its own: a program embedding "
 			    "libsbxmock calls sbx_mock_own_userns() first): the simulated internet needs to "
 			    "create network namespaces and links");
+		mock_inet_tls_free(tls);
 		return NULL;
 	}
 	in = calloc(1, sizeof(*in));
 	if (in == NULL) {
 		sbx_err_set(err, "out of memory");
+		mock_inet_tls_free(tls);
 		return NULL;
 	}
+	in->tls = tls;
 	in->nsfd = -1;
 	pthread_mutex_init(&in->lock, NULL);
 	pthread_mutex_init(&in->jm, NULL);
@@ -353,6 +357,7 @@ void mock_internet_stop(mock_internet *in)
 	if (in->nsfd >= 0)
 		close(in->nsfd);
 	mock_hosts_free(&in->hosts);
+	mock_inet_tls_free(in->tls); /* after the servers: their thread stopped with the namespace's */
 	free(in->w);
 	for (size_t i = 0; i < in->npre; i++)
 		free(in->pre[i].rules);
@@ -361,6 +366,11 @@ void mock_internet_stop(mock_internet *in)
 	pthread_mutex_destroy(&in->jm);
 	pthread_mutex_destroy(&in->lock);
 	free(in);
+}
+
+const char *mock_internet_ca_pem(const mock_internet *in)
+{
+	return in != NULL ? mock_inet_tls_ca_pem(in->tls) : NULL;
 }
 
 const mock_hosts *mock_internet_hosts(const mock_internet *in)

@@ -23,6 +23,7 @@
 #include <sys/types.h>
 
 #include "internet/inet_rules.h"
+#include "internet/inet_tls.h"
 #include "sbx/egress.h"
 #include "sbx/err.h"
 
@@ -41,8 +42,12 @@ typedef struct mock_internet mock_internet;
 int mock_internet_own_userns(sbx_err *err);
 
 /* Creates the namespace and its servers. hosts_path: the resolver's names
- * (NULL: none, every name is NXDOMAIN). NULL + err when it cannot. */
-mock_internet *mock_internet_start(const char *hosts_path, sbx_err *err);
+ * (NULL: none, every name is NXDOMAIN); tls: the TLS servers' CA
+ * (inet_tls.h), taken over (freed on failure too). NULL + err when it
+ * cannot. */
+mock_internet *mock_internet_start(const char *hosts_path, mock_inet_tls *tls, sbx_err *err);
+/* The CA certificate (PEM) every guest's trust store gets; NULL for NULL. */
+const char *mock_internet_ca_pem(const mock_internet *in);
 void mock_internet_stop(mock_internet *in);
 
 /* Joins a started cell (its PID 1 is cell_pid) to the internet: a veth,
@@ -97,8 +102,8 @@ const mock_hosts *mock_internet_hosts(const mock_internet *in);
 typedef struct mock_inet_servers mock_inet_servers;
 typedef void (*mock_inet_who_fn)(void *arg, int family, const uint8_t *addr, char *id, size_t cap);
 /* Called inside the internet's namespace. */
-mock_inet_servers *mock_inet_servers_start(const mock_hosts *hosts, mock_inet_who_fn who, void *who_arg,
-					   sbx_err *err);
+mock_inet_servers *mock_inet_servers_start(const mock_hosts *hosts, mock_inet_tls *tls, mock_inet_who_fn who,
+					   void *who_arg, sbx_err *err);
 void mock_inet_servers_stop(mock_inet_servers *s);
 /* The sandbox id wired at a guest address ("" when none); in is a
  * mock_internet (the servers' who callback). */

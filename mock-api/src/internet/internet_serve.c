@@ -10,15 +10,21 @@
  * all (however slowly it trickles), and a connection costs one short-lived
  * thread: at most SANDBOX_CONNS at once per sandbox and MAX_CONNS in all
  * (more are closed at once), so one guest's flood leaves the others theirs.
+ * A connection whose first byte opens a TLS handshake (on any port, 443
+ * the usual one) is answered the same way under TLS (inet_tls.h): the
+ * handshake shares the head's deadline, and one that fails is closed.
  * The resolver answers each sandbox at most DNS_RATE queries a second
  * (DNS_BURST at once); more are dropped, as a loaded resolver would. */
 #define _GNU_SOURCE
 #include "internet/internet.h"
+#include "internet/inet_tls.h"
 #include "sbx/sys.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -41,6 +47,7 @@
 #define DNS_BURST 200
 #define DNS_BUCKETS 256
 #define ID_MAX 64
+#define TLS_HANDSHAKE_RECORD 0x16 /* the content type a TLS client's first record has */
 
 /* Who holds connections (an entry per sandbox with any; "" for addresses
  * no sandbox is wired at), under the servers' lock. */
@@ -68,6 +75,7 @@ struct mock_inet_servers {
 	bucket buckets[DNS_BUCKETS];
 	size_t nbuckets;
 	const mock_hosts *hosts;
+	mock_inet_tls *tls;
 	mock_inet_who_fn who;
 	void *who_arg;
 };
@@ -79,6 +87,9 @@ typedef struct conn {
 	int fam;
 	uint8_t peer[16];
 	char from[64];   /* its address as text */
+	char dest[64];   /* where it dialled, ADDR:PORT */
+	char dest_ip[INET6_ADDRSTRLEN];
+	mock_inet_tls_conn *tls; /* under TLS, until closed */
 } conn;
 
 /* ---- sockets ---- */
@@ -153,45 +164,62 @@ static void addr_text(const struct sockaddr_storage *ss, char *out, size_t cap, 
 	}
 }
 
+/* Up to cap bytes from the client (the plaintext, under TLS), waiting
+ * QUIET_MS at most and never past end: > 0, or 0 (EOF, silence, the end,
+ * stop). */
+static size_t conn_recv(const conn *c, char *buf, size_t cap, int64_t end)
+{
+	int64_t now = sbx_mono_ms(), until = end < now + QUIET_MS ? end : now + QUIET_MS;
+	struct pollfd pf[2] = {{.fd = c->fd, .events = POLLIN}, {.fd = c->s->stopfd, .events = POLLIN}};
+	ssize_t r;
+
+	if (c->tls != NULL)
+		return mock_inet_tls_read(c->tls, buf, cap, until, c->s->stopfd);
+	if (until <= now || poll(pf, 2, (int)(until - now)) <= 0 || pf[1].revents != 0)
+		return 0;
+	r = recv(c->fd, buf, cap, 0);
+	return r > 0 ? (size_t)r : 0;
+}
+
 /* Reads until the end of a request head, HEAD_MAX bytes, EOF, silence,
- * HEAD_DEADLINE_MS in all, or stop. */
-static void read_head(const conn *c)
+ * end, or stop. */
+static void read_head(const conn *c, int64_t end)
 {
 	char buf[HEAD_MAX + 1];
 	size_t n = 0;
-	int64_t end = sbx_mono_ms() + HEAD_DEADLINE_MS;
 
 	while (n < HEAD_MAX) {
-		struct pollfd pf[2] = {{.fd = c->fd, .events = POLLIN}, {.fd = c->s->stopfd, .events = POLLIN}};
-		int64_t left = end - sbx_mono_ms();
-		ssize_t r;
+		size_t r = conn_recv(c, buf + n, HEAD_MAX - n, end);
 
-		if (left <= 0 || poll(pf, 2, left < QUIET_MS ? (int)left : QUIET_MS) <= 0 || pf[1].revents != 0)
+		if (r == 0)
 			return;
-		r = recv(c->fd, buf + n, HEAD_MAX - n, 0);
-		if (r <= 0)
-			return;
-		n += (size_t)r;
+		n += r;
 		buf[n] = '\0';
 		if (strstr(buf, "\r\n\r\n") != NULL || strstr(buf, "\n\n") != NULL)
 			return;
 	}
 }
 
-static void answer(const conn *c)
+/* The first byte the client sends, left unread; -1 when none comes within
+ * QUIET_MS (a client that waits to be spoken to), at EOF or stop. */
+static int first_byte(const conn *c, int64_t end)
 {
-	struct sockaddr_storage here = {0};
-	socklen_t hl = sizeof(here);
-	char dest[64], body[512], msg[1024];
-	const char *id = c->id, *from = c->from;
-	uint8_t raw[16];
-	int fam, n;
-	bool metadata;
+	struct pollfd pf[2] = {{.fd = c->fd, .events = POLLIN}, {.fd = c->s->stopfd, .events = POLLIN}};
+	int64_t left = end - sbx_mono_ms();
+	unsigned char b;
 
-	/* a transparent socket's own address is where the guest dialled */
-	getsockname(c->fd, (struct sockaddr *)&here, &hl);
-	addr_text(&here, dest, sizeof(dest), &fam, raw);
-	metadata = strcmp(dest, MOCK_INET_METADATA4 ":80") == 0;
+	if (left <= 0 || poll(pf, 2, left < QUIET_MS ? (int)left : QUIET_MS) <= 0 || pf[1].revents != 0)
+		return -1;
+	return recv(c->fd, &b, 1, MSG_PEEK) == 1 ? b : -1;
+}
+
+static void answer(conn *c)
+{
+	char body[512], msg[1024], tls_head[MOCK_INET_TLS_NAME_MAX + 32] = "";
+	const char *id = c->id, *from = c->from;
+	bool metadata = strcmp(c->dest, MOCK_INET_METADATA4 ":80") == 0;
+	int n;
+
 	if (metadata)
 		snprintf(body, sizeof(body),
 			 "{\"service\":\"sbx-mock simulated metadata\",\"sandbox_id\":\"%s\","
@@ -199,17 +227,30 @@ static void answer(const conn *c)
 			 "egress rules say, as on the live service\"}\n",
 			 id, from);
 	else
-		snprintf(body, sizeof(body), "sbx-mock simulated internet: reached %s from %s\n", dest, from);
+		snprintf(body, sizeof(body), "sbx-mock simulated internet: reached %s from %s\n", c->dest, from);
+	if (c->tls != NULL)
+		snprintf(tls_head, sizeof(tls_head), "X-Sbx-Tls-Name: %s\r\n", mock_inet_tls_name(c->tls));
 	n = snprintf(msg, sizeof(msg),
 		     "HTTP/1.1 200 OK\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
-		     "X-Sbx-Reached: %s\r\nConnection: close\r\n\r\n%s",
-		     metadata ? "application/json" : "text/plain", strlen(body), dest, body);
-	if (send(c->fd, msg, (size_t)n, MSG_NOSIGNAL) < 0)
+		     "X-Sbx-Reached: %s\r\n%sConnection: close\r\n\r\n%s",
+		     metadata ? "application/json" : "text/plain", strlen(body), c->dest, tls_head, body);
+	if (n < 0 || (size_t)n >= sizeof(msg))
 		return;
+	if (c->tls != NULL) {
+		int rc = mock_inet_tls_write(c->tls, msg, (size_t)n, sbx_mono_ms() + HEAD_DEADLINE_MS,
+					     c->s->stopfd);
+
+		mock_inet_tls_close(c->tls); /* close_notify; what follows is drained raw */
+		c->tls = NULL;
+		if (rc != 0)
+			return;
+	} else if (send(c->fd, msg, (size_t)n, MSG_NOSIGNAL) < 0) {
+		return;
+	}
 	/* close after the client read it: closing with its request unread
 	 * would reset the connection before it sees the answer */
 	shutdown(c->fd, SHUT_WR);
-	read_head(c);
+	read_head(c, sbx_mono_ms() + HEAD_DEADLINE_MS);
 }
 
 /* Counts a connection of id in; false (nothing counted) when its sandbox
@@ -252,12 +293,46 @@ static void share_give(mock_inet_servers *s, const char *id)
 	pthread_mutex_unlock(&s->lock);
 }
 
+/* Where the client dialled (a transparent socket's own address): into
+ * c's dest and dest_ip. */
+static void dialled(conn *c)
+{
+	struct sockaddr_storage here = {0};
+	socklen_t hl = sizeof(here);
+	uint8_t raw[16];
+	int fam;
+
+	getsockname(c->fd, (struct sockaddr *)&here, &hl);
+	addr_text(&here, c->dest, sizeof(c->dest), &fam, raw);
+	inet_ntop(fam == 6 ? AF_INET6 : AF_INET, raw, c->dest_ip, sizeof(c->dest_ip));
+}
+
 static void *serve_conn(void *arg)
 {
 	conn *c = arg;
+	int64_t end = sbx_mono_ms() + HEAD_DEADLINE_MS;
+	int first = first_byte(c, end);
 
-	read_head(c);
-	answer(c);
+	dialled(c);
+	if (first == TLS_HANDSHAKE_RECORD && c->s->tls != NULL) {
+		int one = 1;
+
+		/* non-blocking: a record that trickles in must not hold the
+		 * thread past the deadline; no Nagle: the answer's record and
+		 * close_notify are two small writes, and the second would wait
+		 * for the client's delayed ACK of the first (~40 ms) */
+		setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		if (fcntl(c->fd, F_SETFL, fcntl(c->fd, F_GETFL) | O_NONBLOCK) == 0)
+			c->tls = mock_inet_tls_accept(c->s->tls, c->fd, c->dest_ip, end, c->s->stopfd);
+		if (c->tls != NULL) {
+			read_head(c, end);
+			answer(c);
+		}
+	} else {
+		if (first >= 0)
+			read_head(c, end);
+		answer(c);
+	}
 	close(c->fd);
 	share_give(c->s, c->id);
 	free(c);
@@ -449,8 +524,8 @@ static void *resolver_main(void *arg)
 
 /* ---- start and stop ---- */
 
-mock_inet_servers *mock_inet_servers_start(const mock_hosts *hosts, mock_inet_who_fn who, void *who_arg,
-					   sbx_err *err)
+mock_inet_servers *mock_inet_servers_start(const mock_hosts *hosts, mock_inet_tls *tls, mock_inet_who_fn who,
+					   void *who_arg, sbx_err *err)
 {
 	mock_inet_servers *s = calloc(1, sizeof(*s));
 
@@ -459,6 +534,7 @@ mock_inet_servers *mock_inet_servers_start(const mock_hosts *hosts, mock_inet_wh
 		return NULL;
 	}
 	s->hosts = hosts;
+	s->tls = tls;
 	s->who = who;
 	s->who_arg = who_arg;
 	s->tcp4 = s->tcp6 = s->dns = -1;

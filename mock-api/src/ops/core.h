@@ -41,6 +41,7 @@ struct sbx_mock {
 	mock_guest_mode gmode;
 	struct mock_cgroups *cgroups; /* contained: the sandboxes' parent groups, or NULL */
 	struct mock_internet *inet;   /* enforced egress (internet.h), or NULL */
+	const char *inet_ca_pem;      /* its TLS CA's certificate, every guest trusts; or NULL */
 	/* the warm pool of cells and deferred teardown (cell_pool.h), or NULL:
 	 * off (--warm-pool 0), plain guests, durable state, record/replay;
 	 * pool_note says which */

@@ -577,7 +577,8 @@ static mock_guest_opts guest_opts(sbx_mock *mock, const mock_sandbox *sb)
 			     .disk_mib = mock_op_guest_disk_mib(mock, sb->disk_mib),
 			     .filter = mock->cell_filter,
 			     /* its rootfs's image, or NULL: the host skeleton */
-			     .image = mock_rootfs_image(mock, sb->rootfs)};
+			     .image = mock_rootfs_image(mock, sb->rootfs),
+			     .trust_pem = mock->inet_ca_pem};
 
 	return o;
 }

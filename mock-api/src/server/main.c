@@ -37,6 +37,8 @@ static const char usage[] =
 	"  --egress MODE           auto (default: enforced where possible) | enforced | stored\n"
 	"  --internet-hosts FILE   names the simulated internet resolves (default: the\n"
 	"                          source tree's fixtures/internet/hosts.json)\n"
+	"  --internet-ca CERT,KEY  the simulated internet's TLS CA (PEM files; default:\n"
+	"                          kept in --state-dir, else made at start)\n"
 	"  --exec-timeout-ms MS    default exec timeout (default 600000, 0 = none)\n"
 	"  --check-state DIR       validate DIR's state log without starting: exit 0\n"
 	"                          clean, 1 a record or tail a start would drop, 2 unreadable\n"

@@ -151,7 +151,7 @@ enum {
 	OPT_MAX_RULES, OPT_MAX_BODY, OPT_MAX_FILE, OPT_WORK_DIR, OPT_GUEST_MODE, OPT_EXEC_TIMEOUT,
 	OPT_SEED, OPT_JOURNAL_SIZE, OPT_NO_JOURNAL, OPT_SCENARIO, OPT_QUIET, OPT_HELP,
 	OPT_SCENARIO_DIR, OPT_RECORD_UPSTREAM, OPT_RECORD_TO, OPT_REPLAY,
-	OPT_STATE_DIR, OPT_SELF_LISTEN, OPT_RECORD_OVERWRITE, OPT_EGRESS, OPT_INTERNET_HOSTS,
+	OPT_STATE_DIR, OPT_SELF_LISTEN, OPT_RECORD_OVERWRITE, OPT_EGRESS, OPT_INTERNET_HOSTS, OPT_INTERNET_CA,
 	OPT_STATE_REPAIR, OPT_MAX_CONNS, OPT_IDLE_TIMEOUT, OPT_CHECK_STATE, OPT_INGRESS_LISTEN,
 	OPT_WARM_POOL, OPT_IMAGES, OPT_IMAGE,
 };
@@ -176,6 +176,7 @@ static const struct option options[] = {
 	{"guest-mode", required_argument, NULL, OPT_GUEST_MODE},
 	{"egress", required_argument, NULL, OPT_EGRESS},
 	{"internet-hosts", required_argument, NULL, OPT_INTERNET_HOSTS},
+	{"internet-ca", required_argument, NULL, OPT_INTERNET_CA},
 	{"exec-timeout-ms", required_argument, NULL, OPT_EXEC_TIMEOUT},
 	{"seed", required_argument, NULL, OPT_SEED},
 	{"journal-size", required_argument, NULL, OPT_JOURNAL_SIZE},
@@ -366,6 +367,9 @@ static int parse_opt(int opt, const char *arg, mock_cli *c)
 		if (access(arg, R_OK) != 0)
 			return cli_fail(c, "--internet-hosts %s: %s", arg, strerror(errno));
 		c->cfg.internet_hosts = arg;
+		return 0;
+	case OPT_INTERNET_CA: /* the files are read and checked at start (inet_tls.c) */
+		c->cfg.internet_ca = arg;
 		return 0;
 	case OPT_GUEST_MODE:
 		if (strcmp(arg, "contained") != 0 && strcmp(arg, "auto") != 0 && strcmp(arg, "ns") != 0 &&

@@ -430,11 +430,18 @@ static int start_internet(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *e
 		return 0;
 	}
 	{
+		/* a CA that cannot be had is an error whatever --egress says:
+		 * its files were asked for, or the state dir is unusable */
+		mock_inet_tls *tls = mock_inet_tls_new(cfg->internet_ca, cfg->state_dir, err);
+
+		if (tls == NULL)
+			return -1;
 		if (hosts == NULL && access(SBX_MOCK_INTERNET_HOSTS, R_OK) == 0)
 			hosts = SBX_MOCK_INTERNET_HOSTS;
-		mock->inet = mock_internet_start(hosts, &ierr);
+		mock->inet = mock_internet_start(hosts, tls, &ierr);
 	}
 	if (mock->inet != NULL) {
+		mock->inet_ca_pem = mock_internet_ca_pem(mock->inet);
 		snprintf(mock->egress_note, sizeof(mock->egress_note), "enforced (simulated internet%s)",
 			 mock_cell_host_root() ? "" : "; sbx-mock is root only in a user namespace of its own");
 		return 0;
@@ -551,6 +558,7 @@ static int start_pool(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *err)
 	pc.opts.disk_mib = MOCK_POOL_IDLE_DISK_MIB;
 	pc.opts.filter = mock->cell_filter;
 	pc.opts.image = mock->pool_image;
+	pc.opts.trust_pem = mock->inet_ca_pem;
 	if (mock->inet != NULL) {
 		pc.prepare = mock_egress_prewire;
 		pc.discard = mock_egress_unprewire;
