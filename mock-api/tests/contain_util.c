@@ -585,6 +585,20 @@ void cx_rmtree(const char *dir)
 	nftw(dir, rm_visit, 32, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
 }
 
+bool cx_same_as_host_file(const char *text, const char *path)
+{
+	char buf[65536];
+	FILE *fp = fopen(path, "r");
+	size_t n;
+
+	if (fp == NULL)
+		return false;
+	n = fread(buf, 1, sizeof(buf) - 1, fp);
+	fclose(fp);
+	buf[n] = '\0';
+	return strcmp(buf, text) == 0;
+}
+
 long cx_lines(const char *path)
 {
 	FILE *fp = fopen(path, "r");

@@ -95,6 +95,8 @@ void cx_umount_under(const char *dir);
 void cx_rmtree(const char *dir);
 /* The number of lines of a host file, -1 when it cannot be read. */
 long cx_lines(const char *path);
+/* Whether text is the whole of the host file path (its first 64 KiB). */
+bool cx_same_as_host_file(const char *text, const char *path);
 /* Lines of path as the sandbox process pid sees it, read from the host
  * through /proc/<pid>/root (works while the sandbox is paused), or -1. */
 long cx_root_lines(pid_t pid, const char *path);

@@ -9,7 +9,10 @@
  *   - double encoding (%252e%252e) and backslashes: plain names, which
  *     stay inside /workspace;
  *   - symlinks a guest made: to a host file (PUT must not write through
- *     it), to a host directory and to ".." in the middle of a path;
+ *     it, GET reads the guest's own file of that name: none), to a host
+ *     directory, to ".." in the middle of a path (GET stops at the
+ *     guest's root), to a directory inside (GET follows), into /proc
+ *     (GET refused);
  *   - an absolute path outside /workspace naming a host file: never the
  *     host's file;
  *   - a component over NAME_MAX and a path over PATH_MAX; %00 on PUT.
@@ -32,6 +35,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "contain_util.h"
 #include "mock_fixture.h"
 
 static char g_work[256];
@@ -135,15 +139,15 @@ static void files_call(const char *id, const char *gpath, bool put, th_resp *r)
 	free(path);
 }
 
-/* GET and PUT of gpath: a 4xx JSend fail whose data.path holds needle;
- * then the canary and the tree's top are as they were. */
-static void refused(const char *id, const char *gpath, const char *needle)
+/* GET (unless put_only) and PUT of gpath: a 4xx JSend fail whose data.path
+ * holds needle; then the canary and the tree's top are as they were. */
+static void refused_as(const char *id, const char *gpath, const char *needle, bool put_only)
 {
 	char before[512], after[512], what[300];
 	th_resp r;
 
 	tree_top(id, before, sizeof(before));
-	for (int put = 0; put < 2; put++) {
+	for (int put = put_only ? 1 : 0; put < 2; put++) {
 		const char *why;
 
 		files_call(id, gpath, put, &r);
@@ -161,19 +165,22 @@ static void refused(const char *id, const char *gpath, const char *needle)
 	}
 }
 
-/* Whether text is the whole of the host file path. */
-static bool same_as_host_file(const char *text, const char *path)
+static void refused(const char *id, const char *gpath, const char *needle)
 {
-	char buf[65536];
-	FILE *fp = fopen(path, "r");
-	size_t n;
+	refused_as(id, gpath, needle, false);
+}
 
-	if (fp == NULL)
-		return false;
-	n = fread(buf, 1, sizeof(buf) - 1, fp);
-	fclose(fp);
-	buf[n] = '\0';
-	return strcmp(buf, text) == 0;
+/* GET of gpath answers status and, on 200, exactly want. */
+static void read_as(const char *id, const char *gpath, long status, const char *want)
+{
+	th_resp r;
+
+	files_call(id, gpath, false, &r);
+	if (r.status != status || (want != NULL && strcmp(sbx_strbuf_str(&r.body), want) != 0))
+		fail_msg("GET %s: expected %ld %s, got %ld: %.300s", gpath, status, want != NULL ? want : "",
+			 r.status, sbx_strbuf_str(&r.body));
+	th_resp_free(&r);
+	canary_intact(gpath);
 }
 
 /* A PUT of gpath succeeds and lands at rel (under the tree's workspace/),
@@ -232,13 +239,29 @@ static void symlinks_a_guest_made(void **state)
 		 "mkdir -p real && ln -s real alias",
 		 g_host, g_host);
 	assert_int_equal(guest_sh(id, script), 0);
-	refused(id, "/workspace/tofile", "symlink");
-	refused(id, "/workspace/todir/canary.txt", "symlink");
-	refused(id, "/workspace/todir/new.txt", "symlink");
-	refused(id, "/workspace/up/escaped.txt", "symlink");
-	refused(id, "/workspace/up/workspace/x.txt", "symlink");
-	/* even a symlink to a directory inside the workspace is not followed */
-	refused(id, "/workspace/alias/x.txt", "symlink");
+	assert_int_equal(guest_sh(id, "cd /workspace && echo inside > x.txt && echo real > real/x.txt && "
+				      "ln -s /proc/1/environ env && ln -s ../../../../../.. deep"),
+			 0);
+	/* a write never goes through a symlink */
+	refused_as(id, "/workspace/tofile", "symlink", true);
+	refused_as(id, "/workspace/todir/canary.txt", "symlink", true);
+	refused_as(id, "/workspace/todir/new.txt", "symlink", true);
+	refused_as(id, "/workspace/up/escaped.txt", "symlink", true);
+	refused_as(id, "/workspace/up/workspace/x.txt", "symlink", true);
+	refused_as(id, "/workspace/alias/x.txt", "symlink", true);
+	/* a read follows it as the guest's programs would, inside the guest's
+	 * root only: a link to a host path names the guest's own (absent)
+	 * file, ".." stops at the guest's root, a link inside is followed */
+	read_as(id, "/workspace/tofile", 404, NULL);
+	read_as(id, "/workspace/todir/canary.txt", 404, NULL);
+	read_as(id, "/workspace/up/escaped.txt", 404, NULL);
+	read_as(id, "/workspace/up/workspace/x.txt", 200, "inside\n");
+	read_as(id, "/workspace/deep/workspace/x.txt", 200, "inside\n");
+	read_as(id, "/workspace/alias/x.txt", 200, "real\n");
+	/* and never into /proc, through a link either (plain mode: the tree
+	 * has no /proc, so none there) */
+	refused_as(id, "/workspace/env", "symlink", true);
+	read_as(id, "/workspace/env", sbx_mock_guests_contained(g_mock) ? 400 : 404, NULL);
 	/* the host file by its absolute name: a path of the guest's tree */
 	snprintf(gpath, sizeof(gpath), "%s/canary.txt", g_host);
 	{
@@ -252,7 +275,7 @@ static void symlinks_a_guest_made(void **state)
 		/* the guest's own /etc/passwd (contained) or none (plain), never
 		 * the host's */
 		files_call(id, "/etc/passwd", false, &r);
-		if (same_as_host_file(sbx_strbuf_str(&r.body), "/etc/passwd"))
+		if (cx_same_as_host_file(sbx_strbuf_str(&r.body), "/etc/passwd"))
 			fail_msg("GET /etc/passwd read the host's: %.200s", sbx_strbuf_str(&r.body));
 		th_resp_free(&r);
 	}

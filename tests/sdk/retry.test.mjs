@@ -6,62 +6,28 @@
 // Usage: node --test retry.test.mjs   (SBX_MOCK_BIN=/path/to/sbx-mock)
 import { test, before, after, beforeEach } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { createInterface } from "node:readline";
 
 import {
   CreateosSandboxClient,
   CreateosSandboxServerError,
   CreateosSandboxConnectionError,
 } from "@nodeops-createos/sandbox";
+import { startMock } from "./mock.mjs";
 
-const BIN = process.env.SBX_MOCK_BIN ?? process.argv[2];
 const ADMIN = "sdk-retry-admin";
-let proc;
+let mock;
 let baseUrl;
 
-async function admin(method, path, body) {
-  const res = await fetch(`${baseUrl}${path}`, {
-    method,
-    headers: { "X-Mock-Admin-Token": ADMIN, "Content-Type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const json = await res.json();
-  assert.equal(res.status, 200, `admin ${method} ${path}: ${JSON.stringify(json)}`);
-  return json.data;
-}
+const admin = (...a) => mock.admin(...a);
 
-async function journal(tenant, method, path) {
-  const q = new URLSearchParams({ tenant, method, path });
-  return (await admin("GET", `/_mock/journal?${q}`)).entries;
-}
+const journal = (...a) => mock.journal(...a);
 
 before(async () => {
-  assert.ok(BIN, "set SBX_MOCK_BIN (or pass the sbx-mock path as argv[2])");
-  proc = spawn(BIN, ["--listen", "127.0.0.1:0", "--self-listen", "127.0.0.1:0", "--admin-token", ADMIN, "--quiet"], {
-    stdio: ["ignore", "pipe", "inherit"],
-  });
-  const lines = createInterface({ input: proc.stdout });
-  baseUrl = await new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error("sbx-mock did not print its URL")), 30_000);
-    proc.once("exit", (code) => reject(new Error(`sbx-mock exited early (${code})`)));
-    lines.on("line", (line) => {
-      const m = /^sbx-mock listening on (http:\/\/\S+)$/.exec(line);
-      if (m) {
-        clearTimeout(timer);
-        resolve(m[1]);
-      }
-    });
-  });
+  mock = await startMock(["--self-listen", "127.0.0.1:0", "--admin-token", ADMIN]);
+  baseUrl = mock.baseUrl;
 });
 
-after(async () => {
-  if (proc && proc.exitCode === null) {
-    const exited = new Promise((resolve) => proc.once("exit", resolve));
-    proc.kill("SIGTERM");
-    assert.equal(await exited, 0, "sbx-mock exits 0 on SIGTERM");
-  }
-});
+after(async () => mock?.stop());
 
 beforeEach(async () => {
   await admin("POST", "/_mock/reset");

@@ -5,8 +5,7 @@
 // Usage: node --test sdk.test.mjs   (SBX_MOCK_BIN=/path/to/sbx-mock)
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { execFile, spawn } from "node:child_process";
-import { createInterface } from "node:readline";
+import { execFile } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 
@@ -20,59 +19,29 @@ import {
   CreateosSandboxRateLimitError,
   CreateosSandboxAuthError,
 } from "@nodeops-createos/sandbox";
+import { startMock } from "./mock.mjs";
 
 // Every public SDK method is wrapped (result checked against its declared
 // type, call counted) and every response recorded and checked by route:
 // see fidelity.mjs; the last test fails on any mismatch or uncalled method.
 const SDKF = F.instrument();
 
-const BIN = process.env.SBX_MOCK_BIN ?? process.argv[2];
 const ADMIN = "sdk-admin-token";
-let proc;
+let mock;
 let baseUrl;
 
 function client(apiKey, extra = {}) {
   return new CreateosSandboxClient({ apiKey, baseUrl, fetch: F.recordingFetch, ...extra });
 }
 
-async function admin(method, path, body) {
-  const res = await fetch(`${baseUrl}${path}`, {
-    method,
-    headers: { "X-Mock-Admin-Token": ADMIN, "Content-Type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const json = await res.json();
-  assert.equal(res.status, 200, `admin ${method} ${path}: ${JSON.stringify(json)}`);
-  return json.data;
-}
+const admin = (...a) => mock.admin(...a);
 
 before(async () => {
-  assert.ok(BIN, "set SBX_MOCK_BIN (or pass the sbx-mock path as argv[2])");
-  proc = spawn(BIN, ["--listen", "127.0.0.1:0", "--self-listen", "127.0.0.1:0", "--admin-token", ADMIN, "--quiet"], {
-    stdio: ["ignore", "pipe", "inherit"],
-  });
-  const lines = createInterface({ input: proc.stdout });
-  baseUrl = await new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error("sbx-mock did not print its URL")), 30_000);
-    proc.once("exit", (code) => reject(new Error(`sbx-mock exited early (${code})`)));
-    lines.on("line", (line) => {
-      const m = /^sbx-mock listening on (http:\/\/\S+)$/.exec(line);
-      if (m) {
-        clearTimeout(timer);
-        resolve(m[1]);
-      }
-    });
-  });
+  mock = await startMock(["--self-listen", "127.0.0.1:0", "--admin-token", ADMIN]);
+  baseUrl = mock.baseUrl;
 });
 
-after(async () => {
-  if (proc && proc.exitCode === null) {
-    const exited = new Promise((resolve) => proc.once("exit", resolve));
-    proc.kill("SIGTERM");
-    const code = await exited;
-    assert.equal(code, 0, "sbx-mock exits 0 on SIGTERM");
-  }
-});
+after(async () => mock?.stop());
 
 test("catalog and identity: healthz, shapes, rootfs, whoami", async () => {
   const box = client("sdk-ident");

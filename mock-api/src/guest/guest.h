@@ -16,7 +16,8 @@
  *    the sandbox tree, and the guest runs as the mock's user. Every exec is
  *    its own process group, remembered for pause/resume/destroy.
  *
- * Never follows a symlink in the files API.
+ * The files API's reads follow symlinks inside the guest's root only (never
+ * out of it); its writes never follow one.
  *
  * Files: guest.c (modes, trees, process groups), guest_exec.c (spawning,
  * mock_proc, exec), guest_files.c (mock_guest_open); guest_internal.h is
@@ -200,7 +201,8 @@ typedef struct mock_exec_io {
 int mock_guest_exec(mock_guest *g, const mock_exec_spec *spec, int64_t timeout_ms, const mock_exec_io *io,
 		    mock_exec_result *r, sbx_err *err);
 
-/* Files API: opens a guest absolute path inside the tree. On failure returns
+/* Files API: opens a guest absolute path inside the tree (a read resolves
+ * symlinks in the guest's root; a write refuses them). On failure returns
  * -1 with *status (400 bad path, 404 missing, 409 not a regular file) and
  * err set. write creates parents and truncates. */
 int mock_guest_open(mock_guest *g, const char *path, bool write, int *status, sbx_err *err);

@@ -1,12 +1,17 @@
 /* guest_files: the files API's way into a guest's filesystem — a guest
- * absolute path resolved one component at a time from the guest's root
- * (contained: the cell's root, /proc/<cell pid>/root, the one filesystem
- * exec sees; plain: the tree <work>/<id>); see guest.h.
+ * absolute path resolved from the guest's root (contained: the cell's
+ * root, /proc/<cell pid>/root, the one filesystem exec sees; plain: the
+ * tree <work>/<id>); see guest.h.
  *
- * The tree is written by untrusted guest code, so every step is checked:
- * must never follow a symlink (every component is opened O_NOFOLLOW), never
- * step out of the tree ("..": refused), never pass through anything but a
- * directory, and never open anything but a regular file with exactly one
+ * The tree is written by untrusted guest code, so every step is checked.
+ * A read follows symlinks as the guest's own programs would (a Debian root
+ * is full of them: /etc/os-release, /bin), but only inside the guest's
+ * root (the walk resolves each link itself: "/" and ".." stop at the
+ * root; /proc's magic links are only text), and what is opened is the
+ * inode that was checked. A write never follows a symlink (every component is
+ * opened O_NOFOLLOW) and never passes through anything but a directory.
+ * Both: never step out of the tree (a literal "..": refused), and never
+ * open anything but a regular file with exactly one
  * link — a hard link a guest planted to a host file (or to another
  * sandbox's) would otherwise let the API read or overwrite it. Sockets,
  * FIFOs and devices are refused before they are opened; a file is
@@ -24,6 +29,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -317,6 +323,261 @@ out_close:
 	return -1;
 }
 
+/* A literal ".." component (however many slashes around it): refused in
+ * every path, as is a component over NAME_MAX. 0, or -1 with err set. */
+static int check_components(const char *path, sbx_err *err)
+{
+	char comp[NAME_MAX + 1];
+	const char *p = path;
+	int more;
+
+	while ((more = next_component(&p, comp, err)) > 0) {
+		if (strcmp(comp, "..") == 0) {
+			sbx_err_set(err, "path must not contain \"..\"");
+			return -1;
+		}
+	}
+	return more;
+}
+
+/* A read's walk: symlinks followed as the kernel would (at most
+ * MAXSYMLINKS, 40, per path), but by this code, inside the guest's root:
+ * every component is opened O_PATH | O_NOFOLLOW from the directory the
+ * walk holds, a symlink's target is read and spliced into what is left of
+ * the path (an absolute one restarts at the guest's root), and ".." is
+ * the walk's own (it drops the last directory it entered and walks again
+ * from the root), so no step can leave the root however the guest swaps
+ * its files meanwhile; /proc's magic links are only text here. Works
+ * where openat2's RESOLVE_IN_ROOT does not (valgrind 3.19, old kernels). */
+#define READ_SYMLINKS_MAX 40
+typedef struct read_walk {
+	mock_guest *g;
+	const char *path; /* as asked, for messages */
+	int root, cur;    /* O_PATH / directory fds */
+	char rest[2 * PATH_MAX];    /* what is left to resolve */
+	char resolved[PATH_MAX];    /* the directories entered, "/a/b" */
+	int hops;
+} read_walk;
+
+/* cur := the directory w->resolved names, entered again from the root
+ * without following anything (it held no symlink when it was entered; one
+ * swapped in since fails the walk). 0, or -1 with errno set. */
+static int walk_reenter(read_walk *w)
+{
+	char comp[NAME_MAX + 1];
+	const char *p = w->resolved;
+	sbx_err ignore = {{0}};
+	int fd = dup(w->root);
+
+	while (fd >= 0 && next_component(&p, comp, &ignore) > 0) {
+		int next = openat(fd, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+		close(fd);
+		fd = next;
+	}
+	if (fd < 0)
+		return -1;
+	close(w->cur);
+	w->cur = fd;
+	return 0;
+}
+
+/* Splices a symlink's target (at fd) in front of what is left. 0, or -1
+ * with errno set (ELOOP, ENAMETOOLONG). */
+static int walk_splice(read_walk *w, int fd)
+{
+	char target[PATH_MAX + 1], joined[sizeof(w->rest)];
+	ssize_t n;
+
+	if (++w->hops > READ_SYMLINKS_MAX) {
+		errno = ELOOP;
+		return -1;
+	}
+	n = readlinkat(fd, "", target, sizeof(target) - 1);
+	if (n < 0)
+		return -1;
+	target[n] = '\0';
+	if ((size_t)snprintf(joined, sizeof(joined), "%s/%s", target, w->rest) >= sizeof(joined)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	memcpy(w->rest, joined, sizeof(joined));
+	if (target[0] == '/') { /* absolute: from the guest's root */
+		w->resolved[0] = '\0';
+		return walk_reenter(w);
+	}
+	return 0;
+}
+
+/* One step of the walk over comp (neither "" nor "."). 0, or -1 with
+ * errno set, or -2 when the directory stepped into is not the guest's. */
+static int walk_step(read_walk *w, const char *comp, bool last)
+{
+	struct stat st;
+	size_t len = strlen(w->resolved);
+	int fd;
+
+	if (strcmp(comp, "..") == 0) { /* the walk's own: never the kernel's */
+		char *slash = strrchr(w->resolved, '/');
+
+		if (slash != NULL)
+			*slash = '\0';
+		return walk_reenter(w);
+	}
+	fd = openat(w->cur, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) != 0)
+		goto fail;
+	if (S_ISLNK(st.st_mode)) {
+		if (walk_splice(w, fd) != 0)
+			goto fail;
+		close(fd);
+		return 0;
+	}
+	if (!last && !S_ISDIR(st.st_mode)) {
+		errno = ENOTDIR;
+		goto fail;
+	}
+	if (!last && !guest_fs(w->g, fd)) {
+		close(fd);
+		return -2;
+	}
+	if (len + 1 + strlen(comp) >= sizeof(w->resolved)) {
+		errno = ENAMETOOLONG;
+		goto fail;
+	}
+	snprintf(w->resolved + len, sizeof(w->resolved) - len, "/%s", comp);
+	close(w->cur);
+	w->cur = fd;
+	return 0;
+fail:
+	if (fd >= 0) {
+		int code = errno;
+
+		close(fd);
+		errno = code;
+	}
+	return -1;
+}
+
+/* The walk's refusal, as an answer: *status and err set. */
+static void walk_error(int rc, int code, const char *path, int *status, sbx_err *err)
+{
+	*status = 400;
+	if (rc == -2) {
+		sbx_err_set(err, "%s: the files API reads and writes the guest's files only, not /proc "
+			    "or /dev", path);
+	} else if (code == ENOENT) {
+		*status = 404;
+		sbx_err_set(err, "no such file: %s", path);
+	} else if (code == ELOOP) {
+		sbx_err_set(err, "%s: too many levels of symlinks", path);
+	} else if (code == ENOTDIR) {
+		sbx_err_set(err, "%s: a path component is not a directory", path);
+	} else if (code == ENAMETOOLONG) {
+		sbx_err_set(err, "%s: the path with its symlinks' targets is too long", path);
+	} else {
+		*status = 500;
+		sbx_err_set(err, "open %s: %s", path, strerror(code));
+	}
+}
+
+/* Resolves w->rest: the O_PATH fd of what it names, or -1 with *status and
+ * err set. */
+static int walk_all(read_walk *w, int *status, sbx_err *err)
+{
+	char comp[NAME_MAX + 1];
+	int rc = 0, fd;
+
+	for (;;) {
+		const char *p = w->rest;
+		int more = next_component(&p, comp, err);
+		bool last;
+
+		if (more < 0)
+			return -1;
+		if (more == 0)
+			break;
+		memmove(w->rest, p, strlen(p) + 1);
+		last = w->rest[0] == '\0';
+		if (strcmp(comp, ".") == 0)
+			continue;
+		rc = walk_step(w, comp, last);
+		if (rc != 0)
+			break;
+	}
+	if (rc != 0) {
+		walk_error(rc, errno, w->path, status, err);
+		return -1;
+	}
+	fd = w->cur;
+	w->cur = -1;
+	return fd;
+}
+
+/* A read: path resolved in the guest's root, symlinks followed inside it
+ * (the walk above); the regular file with one link it names, on the
+ * guest's own filesystems, opened (blocking) as the very inode that was
+ * checked (reopened through its O_PATH descriptor, so nothing swapped in
+ * meanwhile is opened); or -1 with *status and err set. */
+static int open_read_in_root(mock_guest *g, const char *path, int *status, sbx_err *err)
+{
+	read_walk *w = calloc(1, sizeof(*w));
+	struct stat st, opened;
+	char self[64];
+	int pfd = -1, fd = -1;
+
+	*status = 500;
+	if (w == NULL) {
+		sbx_err_set(err, "out of memory");
+		return -1;
+	}
+	w->g = g;
+	w->path = path;
+	w->root = open_root(g);
+	w->cur = w->root < 0 ? -1 : dup(w->root);
+	if (w->root < 0 || w->cur < 0) {
+		sbx_err_set(err, "sandbox tree is gone: %s", strerror(errno));
+		goto out;
+	}
+	snprintf(w->rest, sizeof(w->rest), "%s", path);
+	pfd = walk_all(w, status, err);
+	if (pfd < 0)
+		goto out;
+	*status = 500;
+	if (fstat(pfd, &st) != 0) {
+		sbx_err_set(err, "stat %s: %s", path, strerror(errno));
+		goto out;
+	}
+	if (check_leaf(&st, path, status, err) != 0)
+		goto out;
+	if (!guest_fs(g, pfd)) {
+		*status = 400;
+		sbx_err_set(err, "%s: the files API reads and writes the guest's files only, not /proc "
+			    "or /dev", path);
+		goto out;
+	}
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", pfd);
+	fd = open(self, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &opened) != 0 || opened.st_dev != st.st_dev || opened.st_ino != st.st_ino) {
+		*status = 500;
+		sbx_err_set(err, "open %s: %s", path, fd < 0 ? strerror(errno) : "the file changed");
+		if (fd >= 0)
+			close(fd);
+		fd = -1;
+		goto out;
+	}
+	fcntl(fd, F_SETFL, 0);
+out:
+	if (pfd >= 0)
+		close(pfd);
+	if (w->cur >= 0)
+		close(w->cur);
+	if (w->root >= 0)
+		close(w->root);
+	free(w);
+	return fd;
+}
+
 int mock_guest_open(mock_guest *g, const char *path, bool write, int *status, sbx_err *err)
 {
 	char leaf[NAME_MAX + 1];
@@ -336,10 +597,14 @@ int mock_guest_open(mock_guest *g, const char *path, bool write, int *status, sb
 		syscall(SYS_setfsgid, g->owner);
 		syscall(SYS_setfsuid, g->owner);
 	}
-	dirfd = open_parent(g, path, write, leaf, status, err);
-	fd = dirfd < 0 ? -1 : open_leaf(g, dirfd, leaf, path, write, status, err);
-	if (dirfd >= 0)
-		close(dirfd);
+	if (!write) {
+		fd = check_components(path, err) != 0 ? -1 : open_read_in_root(g, path, status, err);
+	} else {
+		dirfd = open_parent(g, path, write, leaf, status, err);
+		fd = dirfd < 0 ? -1 : open_leaf(g, dirfd, leaf, path, write, status, err);
+		if (dirfd >= 0)
+			close(dirfd);
+	}
 	if (g->cell != NULL && g->owner != (uid_t)-1) {
 		syscall(SYS_setfsuid, 0);
 		syscall(SYS_setfsgid, 0);
