@@ -44,6 +44,7 @@ struct slot {
 	unsigned served;
 	unsigned long used;
 	bool no_concurrent; /* answered run_concurrent with a ProtocolError */
+	bool verified;      /* completed a clean GET /v1/whoami (once per process) */
 	off_t err_off;
 };
 
@@ -395,6 +396,22 @@ static char *read_from(const char *path, off_t *off)
 	return sbx_strbuf_detach(&b, NULL);
 }
 
+/* A GET /v1/whoami answered 2xx with no fault: the driver's once-per-process
+ * preflight is done, none may start in a later input on it. */
+static bool whoami_done(const cJSON *journal)
+{
+	const cJSON *e;
+
+	cJSON_ArrayForEach(e, journal) {
+		double st = cf_num(e, "status", 0);
+
+		if (cf_str(e, "fault") == NULL && st >= 200 && st <= 299 &&
+		    strcmp(cf_str(e, "path") ? cf_str(e, "path") : "", "/v1/whoami") == 0)
+			return true;
+	}
+	return false;
+}
+
 static bool preflight_fault(const cJSON *journal)
 {
 	const cJSON *e;
@@ -467,10 +484,12 @@ void fz_harness_run(const struct fz_input *in, struct fz_outcome *out)
 		if (cf_fault(s->c, fz_fault_rule(in, i)) != 0)
 			die("the mock refused a fault rule: %s", sbx_strbuf_str(&s->c->reason));
 	out->driver_pid = (double)cf_driver_pid(s->d);
+	out->verified_before = s->verified;
 	fz_session_run(in, s->c, s->d, H.workdir, &s->no_concurrent, out);
 	t3 = cf_now_ms();
 	admin("DELETE", "/_mock/faults"); /* the reads below must not meet them */
 	out->journal = journal(s->c);
+	s->verified |= whoami_done(out->journal);
 	for (i = 0; i < in->nruns && out->concurrent; i++)
 		out->runs[i].j_hi = cJSON_GetArraySize(out->journal);
 	out->sandboxes = cf_sandboxes(s->c);
