@@ -70,8 +70,8 @@ static const unsigned NRUNS[4] = {1, 1, 2, 3};
 static const struct {
 	const char *lead, *tail;
 } TEXT[FZ_N_TEXT] = {
-	{"", ""},        {"", "  \n"},    {" \t", ""},     {"", "\r\nline 2\r\n"},
-	{"", "\n\n"},  {"", "\t \n \n"}, {"", ""},     {" ", " \r\n\n"},
+	{"", ""},       {"", "  \\n"},         {" \\t", ""},  {"", "\\r\\nline 2\\r\\n"},
+	{"", "\\n\\n"}, {"", "\\t \\n \\n"}, {"", ""},       {" ", " \\r\\n\\n"},
 };
 
 /* ---- decoding ---- */
