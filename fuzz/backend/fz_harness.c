@@ -208,8 +208,10 @@ static void python_zygote(void)
 	struct utsname u;
 	char why[256];
 	const char *script = getenv("SBX_FUZZ_PY_ZYGOTE") ? getenv("SBX_FUZZ_PY_ZYGOTE") : SBX_FZ_PYZYGOTE;
-	const char *argv[] = {"python3", script, H.py_adapter, H.python, NULL};
+	char cache[sizeof(H.cf.tmpdir) + 16];
+	const char *argv[] = {"python3", script, H.py_adapter, H.python, cache, NULL};
 
+	snprintf(cache, sizeof(cache), "%s/pycache", H.cf.tmpdir);
 	if (access(script, R_OK) != 0 || uname(&u) != 0 ||
 	    (strcmp(u.machine, "x86_64") != 0 && strcmp(u.machine, "aarch64") != 0))
 		return;
@@ -243,12 +245,12 @@ void fz_harness_init(const char *self_exe)
 			    why);
 		H.cf.spawn = fz_zygote_spawn;
 	}
-	if (H.python != NULL && getenv("SBX_FUZZ_NO_ZYGOTE") == NULL)
-		python_zygote();
-	sbx_http_global_init();
 	snprintf(H.cf.tmpdir, sizeof(H.cf.tmpdir), "%s/sbx-fuzz-XXXXXX", tmp);
 	if (mkdtemp(H.cf.tmpdir) == NULL)
 		die("cannot create a scratch dir under %s", tmp);
+	if (H.python != NULL && getenv("SBX_FUZZ_NO_ZYGOTE") == NULL)
+		python_zygote();
+	sbx_http_global_init();
 	snprintf(H.workdir, sizeof(H.workdir), "%s/guests", H.cf.tmpdir);
 	start_mock();
 	if (cf_control_plane_open(&H.cf, &err) != 0)

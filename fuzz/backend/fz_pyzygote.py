@@ -14,8 +14,8 @@ backend anew, so no backend state (its "verified" flag, a catalogue, a
 lock) crosses from one driver to the next: each driver is a new process
 for the once-per-process rules.
 
-Usage (by fz_harness.c): python3 fz_pyzygote.py ADAPTER.py MOD:FACTORY,
-with SBX_FUZZ_PY_ZYGOTE_FD naming a SOCK_SEQPACKET socket. A request is
+Usage (by fz_harness.c): python3 fz_pyzygote.py ADAPTER.py MOD:FACTORY
+CACHE_DIR, with SBX_FUZZ_PY_ZYGOTE_FD naming a SOCK_SEQPACKET socket. A request is
 one packet: the environment (NUL-separated KEY=VALUE) with stdin, stdout
 and stderr as SCM_RIGHTS; the answer is the driver's pid as a native int32
 (or -errno).
@@ -118,7 +118,13 @@ def serve(sock, adapter_path, adapter, backend_spec):
 
 def main():
     fd = int(os.environ.pop("SBX_FUZZ_PY_ZYGOTE_FD"))
-    adapter_path, backend_spec = sys.argv[1], sys.argv[2]
+    adapter_path, backend_spec, cache = sys.argv[1], sys.argv[2], sys.argv[3]
+    # Each driver imports the backend anew; with PYTHONDONTWRITEBYTECODE
+    # (set in CI) that compiled its source every time (8 ms of a 10 ms
+    # start). The compiled code goes to the harness's scratch dir instead:
+    # the same module, never written next to the source.
+    sys.dont_write_bytecode = False
+    sys.pycache_prefix = cache
     if platform.machine() not in NR_CLONE:
         sys.stderr.write("fz_pyzygote: no clone number for %s\n" % platform.machine())
         return None
