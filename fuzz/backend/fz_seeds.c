@@ -86,6 +86,10 @@ static const struct fz_seed SEEDS[] = {
 	 * file (exit 2) instead of raising; the reference now checks the answer */
 	{"found-upload-empty-200", {.nfaults = 1, .faults = {FAULT(E_UPLOAD, A_EMPTY200, 0, 0)},
 				    .nruns = 1, .runs = {{.exit_idx = 2, .out_idx = 2}}}},
+	/* found by the fuzzer (issue 35): the mock answered a 200 with a JSend
+	 * success although the rule asked for a "fail" envelope, so every
+	 * backend took the upload as stored and ran a missing file */
+	{"found-upload-fail-200", {.nfaults = 1, .faults = {FAULT(E_UPLOAD, A_HTTP, H200F, 0)}, RUN1}},
 	{"found-upload-garbage", {.nfaults = 1, .faults = {FAULT(E_UPLOAD, A_GARBAGE, 0, 1)}, RUN1}},
 	{"createos-006-pin-1gb-memory-128", {.shape = 1, .memory = 1, RUN1}},
 	/* the other surfaces: component sessions (COMP-002/003/004/006),

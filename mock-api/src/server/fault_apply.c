@@ -56,7 +56,9 @@ static void fault_http(mreq *r, mresp *out)
 	char msg[300];
 
 	snprintf(msg, sizeof(msg), "%s", a->message[0] != '\0' ? a->message : "injected fault");
-	if (a->status >= 200 && a->status < 300) {
+	/* a 2xx answers a success unless an envelope was asked for: "fail" on
+	 * a 200 is FB-013's answer (a JSend failure behind a success status) */
+	if (a->status >= 200 && a->status < 300 && a->envelope[0] == '\0') {
 		resp_success(out, a->status, NULL);
 	} else if (error) {
 		resp_error(out, a->status, msg);
