@@ -33,14 +33,18 @@ fuzz)
 	work=$(mktemp -d "${TMPDIR:-/tmp}/sbx-fzbench.XXXXXX")
 	trap 'rm -rf "$work"' EXIT
 	mkdir "$work/corpus" "$work/art"
-	for b in ${BACKENDS:-ref python}; do
+	for b in ${BACKENDS:-ref python-nozygote python}; do
+		zygote=SBX_FUZZ_UNUSED=1
 		case $b in
 		ref) envset="SBX_FUZZ_UNUSED=1" ;;
 		python) envset="SBX_FUZZ_PYTHON_BACKEND=conformance/adapters/examples/createos_backend.py:create_backend" ;;
-		*) echo "bench/fuzz_backend.sh: unknown backend $b (ref, python)" >&2; exit 2 ;;
+		python-nozygote)
+			envset="SBX_FUZZ_PYTHON_BACKEND=conformance/adapters/examples/createos_backend.py:create_backend"
+			zygote=SBX_FUZZ_NO_ZYGOTE=1 ;;
+		*) echo "bench/fuzz_backend.sh: unknown backend $b (ref, python-nozygote, python)" >&2; exit 2 ;;
 		esac
 		rm -f "$work/corpus/"*
-		env "$envset" UBSAN_OPTIONS=halt_on_error=1 "$BIN" -dict=fuzz/dict/backend.dict -max_total_time="$SECS" \
+		env "$envset" "$zygote" UBSAN_OPTIONS=halt_on_error=1 "$BIN" -dict=fuzz/dict/backend.dict -max_total_time="$SECS" \
 			-timeout=30 -rss_limit_mb=2048 -artifact_prefix="$work/art/" "$work/corpus" fuzz/corpus/backend \
 			>"$work/log" 2>&1 || { echo "$b: a finding or an error:"; tail -40 "$work/log"; exit 1; }
 		sed -n 's/^Done \([0-9]*\) runs in \([0-9]*\) second.*/\1 \2/p' "$work/log" | awk -v b="$b" \
