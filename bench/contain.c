@@ -124,46 +124,12 @@ static int transition(sbx_http_client *c, sbx_http_resp *out, const char *id, co
 
 /* ---- the admin side: what the mock says, the pool's counters ---- */
 
-static cJSON *admin_get(sbx_http_client *a, const char *path, sbx_http_resp *out)
-{
-	cJSON *j;
-
-	if (bench_call(a, "GET", path, NULL, out) != 200)
-		return NULL;
-	j = cJSON_Parse(sbx_strbuf_str(&out->body));
-	return j;
-}
-
-static double pool_num(sbx_http_client *a, const char *key, sbx_http_resp *out)
-{
-	cJSON *j = admin_get(a, "/_mock/pool", out);
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "data"), key);
-	double d = cJSON_IsNumber(v) ? v->valuedouble : -1;
-
-	cJSON_Delete(j);
-	return d;
-}
-
-/* Waits (10 s at most) until the pool holds `size` idle cells and nothing
- * is being torn down: the state a create meets on a host that is not
- * creating faster than the pool refills. */
-static void pool_wait_full(sbx_http_client *a, unsigned size, sbx_http_resp *out)
-{
-	double end = bench_now_ms() + 10000;
-
-	while (size > 0 && bench_now_ms() < end) {
-		if (pool_num(a, "idle", out) >= size && pool_num(a, "retiring", out) == 0)
-			return;
-		usleep(500);
-	}
-}
-
 static void describe(sbx_mock *mock, sbx_http_client *a, run *r, sbx_http_resp *out)
 {
-	cJSON *j = admin_get(a, "/_mock/settings", out);
+	cJSON *j = bench_admin_get(a, "/_mock/settings", out);
 	const cJSON *cg = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "data"), "cgroups");
 	char *cgs = cg != NULL ? cJSON_PrintUnformatted(cg) : NULL;
-	cJSON *p = admin_get(a, "/_mock/pool", out);
+	cJSON *p = bench_admin_get(a, "/_mock/pool", out);
 	const cJSON *note = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(p, "data"), "note");
 
 	snprintf(r->mode, sizeof(r->mode), "guest mode %s, cgroups %s, warm pool %s", sbx_mock_guest_mode(mock),
@@ -186,7 +152,7 @@ static void creates(sbx_http_client *c, sbx_http_client *a, const opts *o, run *
 		double t0;
 
 		if (warm)
-			pool_wait_full(a, r->pool, out);
+			bench_pool_wait_full(a, r->pool, out);
 		t0 = bench_now_ms();
 		if (bench_create(c, out, id, sizeof(id)) != 0)
 			break;
@@ -312,9 +278,9 @@ static void cycles_timed(sbx_http_client *c, sbx_http_client *a, const opts *o, 
 	long i;
 	double h0, m0, busy0;
 
-	pool_wait_full(a, r->pool, out);
-	h0 = pool_num(a, "handed_out", out);
-	m0 = pool_num(a, "misses", out);
+	bench_pool_wait_full(a, r->pool, out);
+	h0 = bench_pool_num(a, "handed_out", out);
+	m0 = bench_pool_num(a, "misses", out);
 	busy0 = machine_busy_ms();
 	for (i = 0; i < o->n; i++) {
 		double t0 = bench_now_ms(), t1, t2;
@@ -338,8 +304,8 @@ static void cycles_timed(sbx_http_client *c, sbx_http_client *a, const opts *o, 
 	r->cyc_create = pct(g_part[0], i);
 	r->cyc_exec = pct(g_part[1], i);
 	r->cyc_del = pct(g_part[2], i);
-	r->handed1 = pool_num(a, "handed_out", out) - h0;
-	r->misses1 = pool_num(a, "misses", out) - m0;
+	r->handed1 = bench_pool_num(a, "handed_out", out) - h0;
+	r->misses1 = bench_pool_num(a, "misses", out) - m0;
 }
 
 typedef struct worker {
@@ -380,9 +346,9 @@ static void cycles(sbx_http_client *a, const opts *o, run *r, sbx_http_resp *out
 	double h0 = 0, m0 = 0;
 
 	if (r->pool > 0) {
-		pool_wait_full(a, r->pool, out);
-		h0 = pool_num(a, "handed_out", out);
-		m0 = pool_num(a, "misses", out);
+		bench_pool_wait_full(a, r->pool, out);
+		h0 = bench_pool_num(a, "handed_out", out);
+		m0 = bench_pool_num(a, "misses", out);
 	}
 	for (long i = 0; i < o->threads; i++) {
 		memset(&w[i], 0, sizeof(w[i]));
@@ -398,8 +364,8 @@ static void cycles(sbx_http_client *a, const opts *o, run *r, sbx_http_resp *out
 	/* one cycle's time as a thread sees it */
 	r->cycle_ms = total > 0 ? (double)o->threads * o->seconds * 1000.0 / (double)total : 0;
 	if (r->pool > 0) {
-		r->handed_out = pool_num(a, "handed_out", out) - h0;
-		r->misses = pool_num(a, "misses", out) - m0;
+		r->handed_out = bench_pool_num(a, "handed_out", out) - h0;
+		r->misses = bench_pool_num(a, "misses", out) - m0;
 	}
 }
 

@@ -87,7 +87,7 @@ typedef struct ref_entry {
 	char tenant[4];
 	bool has_tenant;
 	int status;
-	int64_t ts;
+	int64_t ts, start_us, end_us;
 } ref_entry;
 
 typedef struct ref {
@@ -126,6 +126,8 @@ static void do_add(mock_journal *j, ref *r, input *in)
 	e.tenant = b % 4 < 3 ? (char *)tenants[b % 4] : NULL;
 	e.status = statuses[byte(in) % 6];
 	e.ts_ms = (int64_t)r->next_seq * 10;
+	e.start_us = (int64_t)r->next_seq * 1000 + 7; /* no input byte: the corpus keeps its meaning */
+	e.end_us = e.start_us + 13;
 	e.query = (char *)"a=1";
 	e.fault = byte(in) % 2 ? (char *)"rule 1 (reset)" : NULL;
 	mock_journal_add(j, &e);
@@ -142,6 +144,8 @@ static void do_add(mock_journal *j, ref *r, input *in)
 	snprintf(re->tenant, sizeof(re->tenant), "%s", e.tenant != NULL ? e.tenant : "");
 	re->status = e.status;
 	re->ts = e.ts_ms;
+	re->start_us = e.start_us;
+	re->end_us = e.end_us;
 }
 
 static void check_entry(const cJSON *o, const ref_entry *e)
@@ -157,6 +161,8 @@ static void check_entry(const cJSON *o, const ref_entry *e)
 			    : cJSON_IsNull(tenant), "entry tenant");
 	check(cJSON_GetObjectItemCaseSensitive(o, "status")->valuedouble == e->status, "entry status");
 	check(cJSON_GetObjectItemCaseSensitive(o, "ts_ms")->valuedouble == (double)e->ts, "entry ts");
+	check(cJSON_GetObjectItemCaseSensitive(o, "start_us")->valuedouble == (double)e->start_us, "entry start_us");
+	check(cJSON_GetObjectItemCaseSensitive(o, "end_us")->valuedouble == (double)e->end_us, "entry end_us");
 }
 
 /* The retained reference entries: the newest `size`. */

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
@@ -106,6 +107,34 @@ void bench_destroy(sbx_http_client *c, sbx_http_resp *out, const char *id)
 	st = bench_call(c, "DELETE", path, NULL, out);
 	if (st != 200)
 		bench_failed("delete", st, out);
+}
+
+cJSON *bench_admin_get(sbx_http_client *a, const char *path, sbx_http_resp *out)
+{
+	if (bench_call(a, "GET", path, NULL, out) != 200)
+		return NULL;
+	return cJSON_Parse(sbx_strbuf_str(&out->body));
+}
+
+double bench_pool_num(sbx_http_client *a, const char *key, sbx_http_resp *out)
+{
+	cJSON *j = bench_admin_get(a, "/_mock/pool", out);
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "data"), key);
+	double d = cJSON_IsNumber(v) ? v->valuedouble : -1;
+
+	cJSON_Delete(j);
+	return d;
+}
+
+void bench_pool_wait_full(sbx_http_client *a, unsigned size, sbx_http_resp *out)
+{
+	double end = bench_now_ms() + 10000;
+
+	while (size > 0 && bench_now_ms() < end) {
+		if (bench_pool_num(a, "idle", out) >= size && bench_pool_num(a, "retiring", out) == 0)
+			return;
+		usleep(500);
+	}
 }
 
 static int cmp_double(const void *a, const void *b)

@@ -33,6 +33,16 @@ int bench_create(sbx_http_client *c, sbx_http_resp *out, char *id, size_t cap);
 /* DELETE /v1/sandboxes/{id}; a status other than 200 is a counted failure. */
 void bench_destroy(sbx_http_client *c, sbx_http_resp *out, const char *id);
 
+/* GET path (an admin client: bench_client with the admin token's header)
+ * parsed, or NULL. The caller frees it. */
+struct cJSON *bench_admin_get(sbx_http_client *a, const char *path, sbx_http_resp *out);
+/* A number of GET /_mock/pool's data (idle, retiring, ...), -1 when absent. */
+double bench_pool_num(sbx_http_client *a, const char *key, sbx_http_resp *out);
+/* Waits (10 s at most) until the warm pool holds `size` idle cells and
+ * nothing is being torn down: the state a create meets on a host that is
+ * not creating faster than the pool refills. a: an admin client. */
+void bench_pool_wait_full(sbx_http_client *a, unsigned size, sbx_http_resp *out);
+
 /* The p-th percentile (0..100) of v[0..n), which is sorted in place; 0 when n is 0. */
 double bench_pct(double *v, size_t n, double p);
 

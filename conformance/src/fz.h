@@ -40,6 +40,7 @@ struct fz_run {
 	unsigned sleep_idx;  /* FZ_SLEEPS */
 	bool env;            /* run env {"SBX_FZ": token} printed by the code */
 	bool unicode;        /* multi-byte UTF-8 in the output */
+	unsigned text;       /* FZ_N_TEXT: white space around the output (fz_input.c's TEXT) */
 	/* component surface only (FZ_SURF_COMPONENT) */
 	bool reuse;          /* Guest Reuse "flow" (else "off") */
 	unsigned between;    /* FZ_BETWEEN_*: what the harness does to the reuse guest first */
@@ -76,7 +77,7 @@ struct fz_input {
 enum {
 	FZ_N_NETWORK = 8, FZ_N_ACCEPT = 10, FZ_N_DOMAINS = 6, FZ_N_TIMEOUT = 9, FZ_N_MEMORY = 8,
 	FZ_N_SHAPE = 5, FZ_N_KEY = 3, FZ_N_URL = 6, FZ_N_ENDPOINTS = 9, FZ_N_ACTIONS = 21, FZ_N_EXITS = 6,
-	FZ_N_SIZES = 6, FZ_N_SLEEPS = 6,
+	FZ_N_SIZES = 6, FZ_N_SLEEPS = 6, FZ_N_TEXT = 8,
 };
 
 /* Decodes bytes (any) into *in. */
@@ -166,6 +167,9 @@ struct fz_outcome {
 	const char *mock_url;
 	cJSON *shapes;           /* the control plane's shape catalog (borrowed) */
 	long fresh_whoami;       /* 1 when the driver was started for this input */
+	/* the (reused) driver completed a clean GET /v1/whoami in an earlier
+	 * input: its once-per-process preflight is done, no whoami may start */
+	bool verified_before;
 	double driver_pid;       /* the driver process (fork_check: the child must differ) */
 };
 

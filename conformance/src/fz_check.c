@@ -23,7 +23,9 @@
  *                an exec_oom kill 137; an http fault maps to
  *                SandboxUnavailableError (4xx but 429) or
  *                SandboxExecutionError (429, 5xx); createos-backend: each
- *                run sends create at most once, one whoami per process, the
+ *                run sends create at most once, no whoami starts after one
+ *                completed successfully in the process (racing first calls
+ *                of concurrent runs allowed, at most one a run), the
  *                guest's egress and auto-pause as the spec says (CREATEOS-001,
  *                004, 006, 007). */
 #define _GNU_SOURCE
@@ -464,22 +466,6 @@ static void check_status_class(const struct fz_input *in, const struct fz_outcom
 		       ro->etype, want, ro->emsg);
 }
 
-/* Requests answered 2xx with no fault (or only a benign one) in the way. */
-static int answered(const cJSON *j, const char *method, const char *pattern)
-{
-	const cJSON *e;
-	int n = 0;
-
-	cJSON_ArrayForEach(e, j) {
-		double st = cf_num(e, "status", 0);
-
-		if (st >= 200 && st <= 299 && path_is(e, method, pattern) &&
-		    (fault_kind(e) == NULL || fz_kind_benign(fault_kind(e))))
-			n++;
-	}
-	return n;
-}
-
 static bool preflight_fault(const cJSON *j)
 {
 	const cJSON *e;
@@ -491,10 +477,96 @@ static bool preflight_fault(const cJSON *j)
 	return false;
 }
 
+/* The call (run window) journal entry i belongs to: concurrent runs share
+ * one; entries after the last window count as a later call. */
+static unsigned call_of(const struct fz_input *in, const struct fz_outcome *o, int i)
+{
+	unsigned r;
+
+	for (r = 0; r < in->nruns; r++)
+		if (i >= o->runs[r].j_lo && i < o->runs[r].j_hi)
+			return o->concurrent ? 0 : r;
+	return in->nruns;
+}
+
+/* Entry b started after entry a had completed: by the mock's clock
+ * (start_us/end_us, ADMIN.md), else (a mock without them) by the harness's
+ * windows: b in a later call than a. */
+static bool started_after(const struct fz_input *in, const struct fz_outcome *o, int b, int a)
+{
+	const cJSON *eb = cJSON_GetArrayItem(o->journal, b), *ea = cJSON_GetArrayItem(o->journal, a);
+
+	if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(eb, "start_us")) &&
+	    cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(ea, "end_us")))
+		return cf_num(eb, "start_us", 0) > cf_num(ea, "end_us", 0);
+	return call_of(in, o, b) > call_of(in, o, a);
+}
+
+/* Entry i came from a fork_check's child: the parent waits for the child
+ * and sends nothing during that call. */
+static bool in_fork_child(const struct fz_input *in, const struct fz_outcome *o, int i)
+{
+	unsigned k = call_of(in, o, i);
+
+	return k < in->nruns && o->runs[k].op != NULL && strcmp(o->runs[k].op, "fork_check") == 0;
+}
+
+static bool clean_ok(const cJSON *e)
+{
+	double st = cf_num(e, "status", 0);
+
+	return st >= 200 && st <= 299 && (fault_kind(e) == NULL || fz_kind_benign(fault_kind(e)));
+}
+
+/* Once per process (spec, CreateOS backend surface: GET /v1/whoami once per
+ * process): no whoami STARTS after one has COMPLETED successfully in the
+ * same driver process, also in an earlier input on a reused driver.
+ * Concurrent first calls are allowed: inside one run_concurrent call the
+ * journal cannot tell a run that checked an unlocked "verified" flag before
+ * another run's whoami came back (and was then slow to send its own) from
+ * one that asked again, so there only the count is held, at most one per
+ * run. Sequential runs, the calls of a session and a fork_check's child
+ * come after an answered call: a whoami there after a success is a repeat
+ * (a fork_check's child inherits its parent's success; the parent does
+ * not inherit the child's).
+ * A failed whoami (or one a fault met) does not count: retrying it is fine. */
+static void check_whoami_once(const struct fz_input *in, const struct fz_outcome *o)
+{
+	int n = cJSON_GetArraySize(o->journal), a, b, clean = 0;
+
+	for (b = 0; b < n; b++) {
+		const cJSON *eb = cJSON_GetArrayItem(o->journal, b);
+
+		if (!path_is(eb, "GET", "/v1/whoami"))
+			continue;
+		if (o->verified_before)
+			broken(in, o, "4 results", "GET /v1/whoami (journal #%d) although this driver process completed a "
+			       "successful whoami in an earlier input (once per process)", b);
+		clean += clean_ok(eb);
+		for (a = 0; a < n; a++) {
+			const cJSON *ea = cJSON_GetArrayItem(o->journal, a);
+
+			if (a == b || !path_is(ea, "GET", "/v1/whoami") || !clean_ok(ea) ||
+			    !started_after(in, o, b, a))
+				continue;
+			if (o->concurrent && call_of(in, o, a) == call_of(in, o, b))
+				continue; /* racing first calls of concurrent runs */
+			if (in_fork_child(in, o, a) && call_of(in, o, a) != call_of(in, o, b))
+				continue; /* the child's success is not its parent's */
+			broken(in, o, "4 results", "GET /v1/whoami (journal #%d, call %u) started after the one at #%d "
+			       "(call %u) had completed successfully in the same driver process (once per process; "
+			       "only concurrent first calls may overlap)", b, call_of(in, o, b), a, call_of(in, o, a));
+		}
+	}
+	if (o->concurrent && clean > (int)in->nruns)
+		broken(in, o, "4 results", "%d successful GET /v1/whoami for %u concurrent runs (at most one each: "
+		       "once per process, racing first calls allowed)", clean, in->nruns);
+}
+
 static void check_createos(const struct fz_input *in, const struct fz_outcome *o, const struct model *m)
 {
 	unsigned r;
-	int creates, whoami;
+	int creates;
 	const cJSON *sb;
 
 	for (r = 0; r < in->nruns && !o->concurrent; r++) {
@@ -506,11 +578,10 @@ static void check_createos(const struct fz_input *in, const struct fz_outcome *o
 	creates = fz_journal_count(o->journal, 0, cJSON_GetArraySize(o->journal), "POST", "/v1/sandboxes", 0, 999);
 	if (o->concurrent && creates > (int)in->nruns)
 		broken(in, o, "4 results", "%u concurrent runs sent %d creates (at most one each)", in->nruns, creates);
-	whoami = answered(o->journal, "GET", "/v1/whoami");
-	/* a failed preflight may be retried: only a clean one counts */
-	if (whoami > 1 && !preflight_fault(o->journal))
-		broken(in, o, "4 results", "%d successful GET /v1/whoami in one driver process (once per process)",
-		       whoami);
+	/* a failed preflight may be retried, and a fault on the shapes
+	 * preflight may make a backend start over: judged without faults */
+	if (!preflight_fault(o->journal))
+		check_whoami_once(in, o);
 	if (m->settings_error)
 		return;
 	cJSON_ArrayForEach(sb, o->sandboxes) {

@@ -61,6 +61,18 @@ static const double SLEEPS[FZ_N_SLEEPS] = {0, 0, 0.01, 0.03, -1, 0};
  * of an input's cost), and what only several runs can show (shared state,
  * concurrency, reuse) needs just some of the inputs, not half of them. */
 static const unsigned NRUNS[4] = {1, 1, 2, 3};
+/* White space around a run's output (both streams), bytes a backend could
+ * alter unnoticed: trailing blanks, leading blanks, CRLF line ends, an
+ * empty last line. The result invariant compares them exactly (the spec lets
+ * a backend change only what it cannot decode: these are valid UTF-8). Two
+ * of eight keep the plain text, so every input from before keeps its
+ * meaning (their byte had bits 2-4 clear, or reads as such). */
+static const struct {
+	const char *lead, *tail;
+} TEXT[FZ_N_TEXT] = {
+	{"", ""},       {"", "  \\n"},         {" \\t", ""},  {"", "\\r\\nline 2\\r\\n"},
+	{"", "\\n\\n"}, {"", "\\t \\n \\n"}, {"", ""},       {" ", " \\r\\n\\n"},
+};
 
 /* ---- decoding ---- */
 
@@ -125,9 +137,10 @@ void fz_decode(const uint8_t *data, size_t size, struct fz_input *in)
 		run->out_idx = take(&r, FZ_N_SIZES);
 		run->err_idx = take(&r, FZ_N_SIZES);
 		run->sleep_idx = take(&r, FZ_N_SLEEPS);
-		b = take(&r, 4);
+		b = take(&r, 32); /* bits 0-1 as before (b % 4), bits 2-4 the white space */
 		run->env = b & 1u;
 		run->unicode = (b >> 1) & 1u;
+		run->text = (b >> 2) % FZ_N_TEXT;
 	}
 	/* The surface comes last, so an input that ends after its runs (every
 	 * corpus entry from before the surfaces) still drives run. */
@@ -185,7 +198,7 @@ size_t fz_encode(const struct fz_input *in, uint8_t *out, size_t cap)
 		b[n++] = (uint8_t)r->out_idx;
 		b[n++] = (uint8_t)r->err_idx;
 		b[n++] = (uint8_t)r->sleep_idx;
-		b[n++] = (uint8_t)((r->env ? 1 : 0) | (r->unicode ? 2 : 0));
+		b[n++] = (uint8_t)((r->env ? 1 : 0) | (r->unicode ? 2 : 0) | r->text << 2);
 	}
 	if (in->surface != FZ_SURF_RUN)
 		b[n++] = (uint8_t)in->surface;
@@ -271,13 +284,29 @@ static double sleep_s(const struct fz_input *in, unsigned r)
 
 /* ---- guest code and its exact output ---- */
 
-static void pattern(sbx_strbuf *b, const char *head, unsigned n, bool unicode)
+/* The bytes of a C-escaped TEXT entry (\\n, \\r, \\t: the same spelling
+ * is a Python literal for the guest code). */
+static void unescape(sbx_strbuf *b, const char *s)
+{
+	for (; *s != '\0'; s++) {
+		if (*s != '\\' || s[1] == '\0') {
+			sbx_strbuf_append(b, s, 1);
+			continue;
+		}
+		s++;
+		sbx_strbuf_puts(b, *s == 'n' ? "\n" : *s == 'r' ? "\r" : *s == 't' ? "\t" : "?");
+	}
+}
+
+static void pattern(sbx_strbuf *b, const struct fz_run *run, const char *head, unsigned n)
 {
 	unsigned i;
 
+	unescape(b, TEXT[run->text].lead);
 	sbx_strbuf_puts(b, head);
 	for (i = 0; i < n; i++)
-		sbx_strbuf_puts(b, unicode ? "\xc3\xa9" : "a");
+		sbx_strbuf_puts(b, run->unicode ? "\xc3\xa9" : "a");
+	unescape(b, TEXT[run->text].tail);
 }
 
 char *fz_expected(const struct fz_input *in, unsigned r, bool err_stream, const char *token)
@@ -288,11 +317,11 @@ char *fz_expected(const struct fz_input *in, unsigned r, bool err_stream, const 
 
 	if (err_stream) {
 		snprintf(head, sizeof(head), "E%u|", r);
-		pattern(&b, head, SIZES[run->err_idx], run->unicode);
+		pattern(&b, run, head, SIZES[run->err_idx]);
 	} else {
 		snprintf(head, sizeof(head), "R%u|%s%s%s", r, run->env ? "env=" : "", run->env ? token : "",
 			 run->env ? "|" : "");
-		pattern(&b, head, SIZES[run->out_idx], run->unicode);
+		pattern(&b, run, head, SIZES[run->out_idx]);
 	}
 	return sbx_strbuf_detach(&b, NULL);
 }
@@ -322,11 +351,13 @@ char *fz_code(const struct fz_input *in, unsigned r, const char *trip, const cha
 			  "        pass\n",
 			  guard_dir, trip, r);
 	if (run->env)
-		sbx_strbuf_printf(&b, "sys.stdout.write('R%u|env=' + os.environ.get('SBX_FZ', '<unset>') + '|' + '%s' * %u)\n",
-				  r, ch, SIZES[run->out_idx]);
+		sbx_strbuf_printf(&b, "sys.stdout.write('%sR%u|env=' + os.environ.get('SBX_FZ', '<unset>') + '|' + '%s' * %u + '%s')\n",
+				  TEXT[run->text].lead, r, ch, SIZES[run->out_idx], TEXT[run->text].tail);
 	else
-		sbx_strbuf_printf(&b, "sys.stdout.write('R%u|' + '%s' * %u)\n", r, ch, SIZES[run->out_idx]);
-	sbx_strbuf_printf(&b, "sys.stderr.write('E%u|' + '%s' * %u)\n", r, ch, SIZES[run->err_idx]);
+		sbx_strbuf_printf(&b, "sys.stdout.write('%sR%u|' + '%s' * %u + '%s')\n", TEXT[run->text].lead, r, ch,
+				  SIZES[run->out_idx], TEXT[run->text].tail);
+	sbx_strbuf_printf(&b, "sys.stderr.write('%sE%u|' + '%s' * %u + '%s')\n", TEXT[run->text].lead, r, ch,
+			  SIZES[run->err_idx], TEXT[run->text].tail);
 	sbx_strbuf_puts(&b, "sys.stdout.flush()\nsys.stderr.flush()\n");
 	if (run->files != FZ_FILES_NONE && in->surface == FZ_SURF_COMPONENT)
 		sbx_strbuf_puts(&b, "os.makedirs('artifacts', exist_ok=True)\n");
@@ -624,10 +655,14 @@ void fz_describe(FILE *f, const struct fz_input *in)
 		cJSON_Delete(rule);
 	}
 	for (i = 0; i < in->nruns; i++)
-		fprintf(f, "\n  run %u: exit %d, stdout %u+ bytes, stderr %u+ bytes, sleep %.2f s%s%s%s", i,
+		fprintf(f, "\n  run %u: exit %d, stdout %u+ bytes, stderr %u+ bytes, sleep %.2f s%s%s%s%s%s%s%s%s%s", i,
 			EXITS[in->runs[i].exit_idx], SIZES[in->runs[i].out_idx], SIZES[in->runs[i].err_idx],
 			sleep_s(in, i), fz_sleeps_past(in, i) ? " (past the timeout)" : "",
-			in->runs[i].env ? ", env" : "", in->runs[i].unicode ? ", UTF-8" : "");
+			in->runs[i].env ? ", env" : "", in->runs[i].unicode ? ", UTF-8" : "",
+			*TEXT[in->runs[i].text].lead != '\0' ? ", led by '" : "", TEXT[in->runs[i].text].lead,
+			*TEXT[in->runs[i].text].lead != '\0' ? "'" : "",
+			*TEXT[in->runs[i].text].tail != '\0' ? ", ending '" : "", TEXT[in->runs[i].text].tail,
+			*TEXT[in->runs[i].text].tail != '\0' ? "'" : "");
 	for (i = 0; i < in->nruns && in->surface == FZ_SURF_COMPONENT; i++)
 		fprintf(f, "\n  component run %u: reuse %s%s%s", i, in->runs[i].reuse ? "flow" : "off",
 			in->runs[i].between == FZ_BETWEEN_PAUSE ? ", the harness pauses the reuse guest first"

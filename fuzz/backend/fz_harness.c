@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "conform.h"
@@ -44,6 +45,7 @@ struct slot {
 	unsigned served;
 	unsigned long used;
 	bool no_concurrent; /* answered run_concurrent with a ProtocolError */
+	bool verified;      /* completed a clean GET /v1/whoami (once per process) */
 	off_t err_off;
 };
 
@@ -55,6 +57,7 @@ static struct {
 	char dead_url[64];
 	char *cmd;
 	char *python;      /* SBX_FUZZ_PYTHON_BACKEND */
+	char *py_adapter;  /* the Python adapter's path (langflow_backend.py) */
 	bool builtin;      /* the built-in reference backend (self-exec) */
 	const char *profile; /* SBX_FUZZ_PROFILE or NULL (decided by the driver's name) */
 	unsigned restart_every;
@@ -136,6 +139,8 @@ static void backend_from_env(const char *self_exe)
 		if (strchr(py, ':') == NULL)
 			die("SBX_FUZZ_PYTHON_BACKEND wants module:factory, got \"%s\"", py);
 		sbx_strbuf_printf(&b, "%s/langflow_backend.py", dir);
+		H.py_adapter = strdup(sbx_strbuf_str(&b));
+		H.python = strdup(py);
 		q1 = cf_shell_quote(sbx_strbuf_str(&b));
 		q2 = cf_shell_quote(py);
 		sbx_strbuf_reset(&b);
@@ -194,6 +199,27 @@ static void start_mock(void)
 	snprintf(H.cf.admin_token, sizeof(H.cf.admin_token), "%s", sbx_mock_admin_token(H.mock));
 }
 
+/* Python drivers as forks of one waiting interpreter (fz_pyzygote.py says
+ * why and how), where the script is at hand and the architecture's clone
+ * number known; else each driver starts python3 anew, as with
+ * SBX_FUZZ_NO_ZYGOTE=1. */
+static void python_zygote(void)
+{
+	struct utsname u;
+	char why[256];
+	const char *script = getenv("SBX_FUZZ_PY_ZYGOTE") ? getenv("SBX_FUZZ_PY_ZYGOTE") : SBX_FZ_PYZYGOTE;
+	char cache[sizeof(H.cf.tmpdir) + 16];
+	const char *argv[] = {"python3", script, H.py_adapter, H.python, cache, NULL};
+
+	snprintf(cache, sizeof(cache), "%s/pycache", H.cf.tmpdir);
+	if (access(script, R_OK) != 0 || uname(&u) != 0 ||
+	    (strcmp(u.machine, "x86_64") != 0 && strcmp(u.machine, "aarch64") != 0))
+		return;
+	if (fz_zygote_start_argv((char *const *)argv, "SBX_FUZZ_PY_ZYGOTE_FD", why, sizeof(why)) != 0)
+		die("cannot start the Python zygote: %s (SBX_FUZZ_NO_ZYGOTE=1 does without)", why);
+	H.cf.spawn = fz_zygote_spawn;
+}
+
 void fz_harness_init(const char *self_exe)
 {
 	sbx_err err = {{0}};
@@ -219,10 +245,12 @@ void fz_harness_init(const char *self_exe)
 			    why);
 		H.cf.spawn = fz_zygote_spawn;
 	}
-	sbx_http_global_init();
 	snprintf(H.cf.tmpdir, sizeof(H.cf.tmpdir), "%s/sbx-fuzz-XXXXXX", tmp);
 	if (mkdtemp(H.cf.tmpdir) == NULL)
 		die("cannot create a scratch dir under %s", tmp);
+	if (H.python != NULL && getenv("SBX_FUZZ_NO_ZYGOTE") == NULL)
+		python_zygote();
+	sbx_http_global_init();
 	snprintf(H.workdir, sizeof(H.workdir), "%s/guests", H.cf.tmpdir);
 	start_mock();
 	if (cf_control_plane_open(&H.cf, &err) != 0)
@@ -331,6 +359,7 @@ static struct slot *slot_for(const struct fz_input *in, struct fz_outcome *out)
 	char envkey[2048] = "";
 	struct slot *s = NULL, *lru = &H.pool[0];
 	size_t i;
+	double t0, t1;
 
 	fz_settings_env(in, H.dead_url, "KEY", env, buf, sizeof(buf));
 	for (i = 0; env[i] != NULL; i++) {
@@ -349,9 +378,14 @@ static struct slot *slot_for(const struct fz_input *in, struct fz_outcome *out)
 		return s;
 	if (s == NULL)
 		s = lru;
+	t0 = cf_now_ms();
 	slot_retire(s, true);
+	t1 = cf_now_ms();
 	snprintf(s->envkey, sizeof(s->envkey), "%s", envkey);
 	(void)slot_start(s, in, out); /* on failure the caller sees the broken driver */
+	if (getenv("SBX_FUZZ_TRACE") != NULL)
+		fprintf(stderr, "backend_fuzzer: driver retired in %.1f ms, started in %.1f ms\n", t1 - t0,
+			cf_now_ms() - t1);
 	out->fresh_whoami = 1;
 	return s;
 }
@@ -393,6 +427,22 @@ static char *read_from(const char *path, off_t *off)
 		close(fd);
 	}
 	return sbx_strbuf_detach(&b, NULL);
+}
+
+/* A GET /v1/whoami answered 2xx with no fault: the driver's once-per-process
+ * preflight is done, none may start in a later input on it. */
+static bool whoami_done(const cJSON *journal)
+{
+	const cJSON *e;
+
+	cJSON_ArrayForEach(e, journal) {
+		double st = cf_num(e, "status", 0);
+
+		if (cf_str(e, "fault") == NULL && st >= 200 && st <= 299 &&
+		    strcmp(cf_str(e, "path") ? cf_str(e, "path") : "", "/v1/whoami") == 0)
+			return true;
+	}
+	return false;
 }
 
 static bool preflight_fault(const cJSON *journal)
@@ -467,10 +517,13 @@ void fz_harness_run(const struct fz_input *in, struct fz_outcome *out)
 		if (cf_fault(s->c, fz_fault_rule(in, i)) != 0)
 			die("the mock refused a fault rule: %s", sbx_strbuf_str(&s->c->reason));
 	out->driver_pid = (double)cf_driver_pid(s->d);
+	out->verified_before = s->verified;
 	fz_session_run(in, s->c, s->d, H.workdir, &s->no_concurrent, out);
 	t3 = cf_now_ms();
 	admin("DELETE", "/_mock/faults"); /* the reads below must not meet them */
 	out->journal = journal(s->c);
+	/* a fork_check's child may have made it: not this process's own */
+	s->verified |= in->surface != FZ_SURF_FORK && whoami_done(out->journal);
 	for (i = 0; i < in->nruns && out->concurrent; i++)
 		out->runs[i].j_hi = cJSON_GetArraySize(out->journal);
 	out->sandboxes = cf_sandboxes(s->c);
@@ -533,5 +586,7 @@ void fz_harness_fini(void)
 	nftw(H.cf.tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 	cJSON_Delete(H.shapes);
 	free(H.cmd);
+	free(H.python);
+	free(H.py_adapter);
 	sbx_http_global_cleanup();
 }

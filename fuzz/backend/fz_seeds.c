@@ -28,6 +28,14 @@ static const struct fz_seed SEEDS[] = {
 	{"res-004-env", {.nruns = 1, .runs = {{.env = true, .out_idx = 2}}}},
 	{"con-001-concurrent", {.concurrent = true, .nruns = 3,
 				.runs = {{.out_idx = 3}, {.out_idx = 2, .exit_idx = 1}, {.out_idx = 4, .env = true}}}},
+	/* issue 35: racing first runs on a fresh driver (an unlocked preflight
+	 * flag lets each call whoami: allowed), and output whose white space a
+	 * backend could alter unnoticed (trailing blanks then newline, CRLF
+	 * line ends with an empty last line) */
+	{"con-001-concurrent-fresh", {.fresh = true, .concurrent = true, .nruns = 3,
+				      .runs = {{.out_idx = 2}, {.out_idx = 1, .text = 4}, {.exit_idx = 1}}}},
+	{"res-001-white-space", {.nruns = 1, .runs = {{.out_idx = 2, .err_idx = 1, .text = 1}}}},
+	{"res-001-crlf-empty-last-line", {.nruns = 1, .runs = {{.out_idx = 1, .text = 7, .unicode = true}}}},
 	{"cln-001-user-error", {.timeout = 1, .nruns = 2, .runs = {{.exit_idx = 2}, {.sleep_idx = 4}}}},
 	{"cln-001-exec-500", {.nfaults = 1, .faults = {FAULT(E_EXEC, A_HTTP, H500, 1)}, RUN1}},
 	{"cln-001-exec-reset", {.nfaults = 1, .faults = {FAULT(E_EXEC, A_RESET, 0, 1)}, RUN1}},
@@ -78,6 +86,10 @@ static const struct fz_seed SEEDS[] = {
 	 * file (exit 2) instead of raising; the reference now checks the answer */
 	{"found-upload-empty-200", {.nfaults = 1, .faults = {FAULT(E_UPLOAD, A_EMPTY200, 0, 0)},
 				    .nruns = 1, .runs = {{.exit_idx = 2, .out_idx = 2}}}},
+	/* found by the fuzzer (issue 35): the mock answered a 200 with a JSend
+	 * success although the rule asked for a "fail" envelope, so every
+	 * backend took the upload as stored and ran a missing file */
+	{"found-upload-fail-200", {.nfaults = 1, .faults = {FAULT(E_UPLOAD, A_HTTP, H200F, 0)}, RUN1}},
 	{"found-upload-garbage", {.nfaults = 1, .faults = {FAULT(E_UPLOAD, A_GARBAGE, 0, 1)}, RUN1}},
 	{"createos-006-pin-1gb-memory-128", {.shape = 1, .memory = 1, RUN1}},
 	/* the other surfaces: component sessions (COMP-002/003/004/006),

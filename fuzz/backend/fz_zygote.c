@@ -142,7 +142,7 @@ void fz_zygote_serve(int sock, int argc, char **argv, int (*backend_main)(int, c
 
 /* ---- the harness's side ---- */
 
-int fz_zygote_start(const char *self_exe, const char *quirk, char *err, size_t errlen)
+int fz_zygote_start_argv(char *const argv[], const char *fd_var, char *err, size_t errlen)
 {
 	int sv[2];
 	char fdvar[64];
@@ -155,14 +155,11 @@ int fz_zygote_start(const char *self_exe, const char *quirk, char *err, size_t e
 	snprintf(fdvar, sizeof(fdvar), "%d", sv[1]);
 	pid = fork(); /* before any thread of the harness: a plain fork is safe */
 	if (pid == 0) {
-		const char *argv_q[] = {self_exe, "--quirk", quirk, NULL};
-		const char *argv_p[] = {self_exe, NULL};
-
 		close(sv[0]);
 		if (fcntl(sv[1], F_SETFD, 0) != 0)
 			_exit(127);
-		setenv("SBX_FUZZ_AS_REF_ZYGOTE", fdvar, 1);
-		execv(self_exe, (char *const *)(quirk != NULL && *quirk != '\0' ? argv_q : argv_p));
+		setenv(fd_var, fdvar, 1);
+		execvp(argv[0], argv);
 		_exit(127);
 	}
 	close(sv[1]);
@@ -174,6 +171,15 @@ int fz_zygote_start(const char *self_exe, const char *quirk, char *err, size_t e
 	Z.sock = sv[0];
 	Z.pid = pid;
 	return 0;
+}
+
+int fz_zygote_start(const char *self_exe, const char *quirk, char *err, size_t errlen)
+{
+	const char *argv_q[] = {self_exe, "--quirk", quirk, NULL};
+	const char *argv_p[] = {self_exe, NULL};
+
+	return fz_zygote_start_argv((char *const *)(quirk != NULL && *quirk != '\0' ? argv_q : argv_p),
+				    "SBX_FUZZ_AS_REF_ZYGOTE", err, errlen);
 }
 
 pid_t fz_zygote_spawn(void *arg, char *const *envp, int in_fd, int out_fd, int err_fd)

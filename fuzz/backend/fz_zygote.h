@@ -13,6 +13,9 @@
  * quirk is set. Call before the harness starts any thread. 0, or -1 with
  * the reason in err. */
 int fz_zygote_start(const char *self_exe, const char *quirk, char *err, size_t errlen);
+/* The same for any zygote speaking this protocol (fz_pyzygote.py for the
+ * Python drivers): argv run (PATH searched) with fd_var=FD of its socket. */
+int fz_zygote_start_argv(char *const argv[], const char *fd_var, char *err, size_t errlen);
 /* A driver with this environment and these descriptors as its stdin,
  * stdout and stderr (the caller keeps its copies); its pid, or -1 with
  * errno set. The signature of cf_config.spawn. */

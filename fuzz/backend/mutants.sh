@@ -8,6 +8,8 @@
 # that drive those surfaces (comp-*, exec-*, fork-check seeds).
 # mutants.sh --list prints the names (mutant_times.sh uses it).
 set -uo pipefail
+# shellcheck source=fuzz/backend/verdict.sh
+. "$(dirname "$0")/verdict.sh"
 declare -A want=(
   [local-fallback]="2 fallback" [delete-only-on-success]="3 cleanup" [leak-on-timeout]="3 cleanup"
   [retry-create-503]="4 results" [egress-empty-when-off]="4 results" [egress-star-when-off]="4 results"
@@ -27,15 +29,6 @@ fail=0
 for q in "${quirks[@]}"; do
   [ -n "${want[$q]:-}" ] || { echo "mutants: unknown quirk $q"; fail=1; continue; }
   out=$(SBX_FUZZ_QUIRK=$q timeout 300 "$bin" "$corpus" 2>&1)
-  rc=$?
-  got=$(printf '%s\n' "$out" | sed -n 's/^==== backend_fuzzer: invariant broken: \(.*\) ====$/\1/p' | head -n 1)
-  if [ $rc -eq 0 ] || [ -z "$got" ]; then
-    echo "mutants: FAIL: $q: the seed corpus found nothing (exit $rc)"; fail=1
-  elif [ "$got" != "${want[$q]}" ]; then
-    echo "mutants: FAIL: $q: broke \"$got\", expected \"${want[$q]}\""
-    printf '%s\n' "$out" | grep -A1 'invariant broken' | head -n 2; fail=1
-  else
-    echo "mutants: $q: $got: $(printf '%s\n' "$out" | grep -A1 'invariant broken' | sed -n 2p | cut -c1-140)"
-  fi
+  expect_finding mutants "$q" "${want[$q]}" $? "$out" || fail=1
 done
 exit $fail

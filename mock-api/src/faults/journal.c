@@ -133,6 +133,8 @@ static cJSON *entry_json(const mock_journal_entry *e)
 	if (e->sandbox_id[0] != '\0')
 		cJSON_AddStringToObject(o, "sandbox_id", e->sandbox_id);
 	cJSON_AddNumberToObject(o, "duration_us", (double)e->duration_us);
+	cJSON_AddNumberToObject(o, "start_us", (double)e->start_us);
+	cJSON_AddNumberToObject(o, "end_us", (double)e->end_us);
 	if (e->conn != 0)
 		cJSON_AddNumberToObject(o, "conn", (double)e->conn);
 	if (e->fault != NULL)

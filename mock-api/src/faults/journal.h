@@ -21,7 +21,12 @@ typedef struct mock_journal_entry {
 	char *tenant;          /* may be NULL */
 	int status;            /* 0: no answer (reset/close/hang) */
 	char sandbox_id[40];
-	int64_t duration_us;
+	int64_t duration_us;   /* end_us - start_us */
+	int64_t start_us;      /* the mock's monotonic clock (us) when the request's
+	                        * headers arrived ... */
+	int64_t end_us;        /* ... and when it was answered (or given up): one
+	                        * clock for every entry of a mock, so "B started after
+	                        * A completed" is b.start_us > a.end_us */
 	uint64_t conn;         /* serial of the TCP connection it came on (1, 2, ...), 0 unknown */
 	char *fault;           /* label of the fired rule, may be NULL */
 	char agent[96];        /* User-Agent header (truncated), "" when absent: tells

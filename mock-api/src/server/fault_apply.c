@@ -84,7 +84,7 @@ static cJSON *fault_envelope(const mock_fault_action *a)
 }
 
 /* An http action's answer. Its headers are added after Retry-After so that
- * they win: queue() (http.c) sends only the last of each name and none
+ * they win: queue() (pipeline.c) sends only the last of each name and none
  * whose value is empty, and they replace the mock's Content-Type and
  * X-Request-Id. */
 static void fault_http(mreq *r, mresp *out)

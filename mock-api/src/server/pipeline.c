@@ -112,7 +112,9 @@ static void journal_record(mreq *r, int status)
 	    strcmp(seg, "v1") == 0 && req_seg(r, 1, seg, sizeof(seg)) &&
 	    strcmp(seg, "sandboxes") == 0 && req_seg(r, 2, seg, sizeof(seg)))
 		snprintf(e.sandbox_id, sizeof(e.sandbox_id), "%s", seg);
-	e.duration_us = sbx_mono_us() - r->start_us;
+	e.start_us = r->start_us;
+	e.end_us = sbx_mono_us();
+	e.duration_us = e.end_us - e.start_us;
 	{
 		const union MHD_ConnectionInfo *ci =
 			MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
