@@ -194,7 +194,9 @@ static void test_chunked_body_stops_at_limit(void **state)
 	static const char head[] = "POST /v1/sandboxes HTTP/1.1\r\nHost: x\r\n"
 				   "Content-Type: application/json\r\n"
 				   "Transfer-Encoding: chunked\r\n\r\n";
+	/* one 4 KiB chunk of the body, as sent (not a C string) */
 	static char chunk[6 + 4096 + 2];
+	static const char size_line[6] = {'1', '0', '0', '0', '\r', '\n'}, crlf[2] = {'\r', '\n'};
 	char buf[4096];
 	size_t len = 0;
 	int fd = connect_mock();
@@ -202,9 +204,9 @@ static void test_chunked_body_stops_at_limit(void **state)
 
 	(void)state;
 	assert_true(fd >= 0);
-	memcpy(chunk, "1000\r\n", 6);
+	memcpy(chunk, size_line, sizeof(size_line));
 	memset(chunk + 6, ' ', 4096);
-	memcpy(chunk + 6 + 4096, "\r\n", 2);
+	memcpy(chunk + 6 + 4096, crlf, sizeof(crlf));
 	assert_int_equal(send(fd, head, sizeof(head) - 1, MSG_NOSIGNAL), (ssize_t)sizeof(head) - 1);
 	/* 3 MiB in 4 KiB chunks, past the 1 MiB limit and the 1 MiB the mock
 	 * drops after it; all of it is read (lingering), so every send goes */
