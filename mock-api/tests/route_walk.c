@@ -52,7 +52,7 @@ void rw_make(const char *key, rw_tenant *t)
 	expect_status(&r, 200, "rw_make: disk");
 	copy_data_str(&r, "id", t->disk, sizeof(t->disk));
 	th_resp_free(&r);
-	snprintf(body, sizeof(body), "{\"name\":\"tpl-of-%s\",\"dockerfile\":\"FROM devbox:1\\nRUN true\"}",
+	snprintf(body, sizeof(body), "{\"name\":\"tpl-of-%s\",\"dockerfile\":\"FROM nodeops/sandbox:debian\\nRUN true\"}",
 		 key);
 	th_json(U, key, "POST", "/v1/templates", body, &r);
 	expect_status(&r, 200, "rw_make: template");

@@ -1,6 +1,8 @@
 /* Integration over loopback (the shared fixture: an embedded mock on port 0,
- * driven with libcurl): templates — pending, building, ready on the
- * virtual clock, logs, delete. */
+ * driven with libcurl, without a rootfs image): templates — the Dockerfile
+ * as the vendor accepts it, a build that fails saying it has no image
+ * (never a fake ready), logs, delete. The builds that build are
+ * test_templates_build.c's (they need devbox:1). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,28 +13,70 @@
 
 #include "mock_fixture.h"
 
-/* Templates: pending -> building -> ready on the virtual clock (realistic
- * timing), the dockerfile only on request, logs as text and NDJSON ending
- * with a final frame, delete. */
-static void templates_build_on_the_clock(void **state)
+static void refused(const char *dockerfile, const char *what, const char *says)
+{
+	cJSON *b = cJSON_CreateObject();
+	char *json;
+	th_resp r;
+	const char *msg;
+
+	cJSON_AddStringToObject(b, "name", "refused");
+	cJSON_AddStringToObject(b, "dockerfile", dockerfile);
+	json = cJSON_PrintUnformatted(b);
+	th_json(U, "tk", "POST", "/v1/templates", json, &r);
+	expect_status(&r, 400, what);
+	msg = fail_field(&r, "dockerfile");
+	assert_non_null(msg);
+	if (strstr(msg, says) == NULL)
+		fail_msg("%s: \"%s\" does not say \"%s\"", what, msg, says);
+	th_resp_free(&r);
+	cJSON_free(json);
+	cJSON_Delete(b);
+}
+
+/* What the vendor's docs refuse is refused at create, naming the line. */
+static void dockerfile_rules(void **state)
+{
+	th_resp r;
+
+	(void)state;
+	th_json(U, "tk", "POST", "/v1/templates", "{\"name\":\"t1\"}", &r);
+	expect_status(&r, 400, "template without dockerfile");
+	assert_non_null(fail_field(&r, "dockerfile"));
+	th_resp_free(&r);
+	th_json(U, "tk", "POST", "/v1/templates",
+		"{\"name\":\"t1\",\"dockerfile\":\"FROM nodeops/sandbox:debian\",\"base\":\"nope:9\"}", &r);
+	expect_status(&r, 400, "template of an unknown base");
+	assert_non_null(fail_field(&r, "base"));
+	th_resp_free(&r);
+	refused("FROM nodeops/sandbox:debian\nCOPY a /a\n", "COPY", "line 2: COPY is not permitted");
+	refused("FROM nodeops/sandbox:debian\nADD https://x/y /y\n", "ADD", "ADD is not permitted");
+	refused("FROM debian:trixie-slim\nRUN true\n", "a base off the allow-list",
+		"not an allow-listed base image (allowed: nodeops/sandbox:debian)");
+	refused("RUN true\n", "RUN before FROM", "RUN before FROM");
+	refused("# only a comment\n", "no FROM", "no FROM");
+	refused("FROM nodeops/sandbox:debian\nFROM nodeops/sandbox:debian\n", "two FROMs", "a second FROM");
+	refused("FROM nodeops/sandbox:debian\nEXPOSE 80\n", "an unsupported instruction",
+		"unsupported instruction EXPOSE");
+	refused("FROM nodeops/sandbox:debian\nRUN [\"echo\", 1]\n", "RUN's exec form of a number",
+		"JSON array of strings");
+	refused("FROM nodeops/sandbox:debian\nENV 1X=y\n", "a bad ENV name", "not a valid name");
+}
+
+/* Without an image the build runs nothing: pending first, then failed
+ * with the reason in the log; never ready. */
+static void build_without_image_fails_saying_why(void **state)
 {
 	char tpl[64], path[160], body_buf[160];
 	th_resp r;
 	const char *body;
 
 	(void)state;
-	th_admin(U, TOK, "PUT", "/_mock/settings", "{\"timing\":\"realistic\"}", &r);
-	expect_status(&r, 200, "realistic timing");
-	th_resp_free(&r);
-	th_json(U, "tk", "POST", "/v1/templates", "{\"name\":\"t1\"}", &r);
-	expect_status(&r, 400, "template without dockerfile");
-	assert_non_null(fail_field(&r, "dockerfile"));
-	th_resp_free(&r);
-	th_json(U, "tk", "POST", "/v1/templates", "{\"name\":\"t1\",\"dockerfile\":\"FROM x\",\"base\":\"nope:9\"}", &r);
-	expect_status(&r, 400, "template of an unknown base");
-	assert_non_null(fail_field(&r, "base"));
-	th_resp_free(&r);
-	th_json(U, "tk", "POST", "/v1/templates", "{\"name\":\"t1\",\"dockerfile\":\"FROM x\\nRUN true\"}", &r);
+	th_json(U, "tk", "POST", "/v1/templates",
+		"{\"name\":\"t1\",\"dockerfile\":\"FROM nodeops/sandbox:debian\\n"
+		"# a comment\\nRUN echo a \\\\\\n  b\\nENV A=1 B=\\\"two words\\\"\\nLABEL k=v\\n"
+		"WORKDIR /srv\\nUSER root\\nARG V=3\\nCMD [\\\"sh\\\"]\\nENTRYPOINT [\\\"x\\\"]\"}",
+		&r);
 	expect_status(&r, 200, "template create");
 	assert_string_equal(th_data_str(&r, "status"), "pending");
 	snprintf(tpl, sizeof(tpl), "%s", th_data_str(&r, "id"));
@@ -41,33 +85,32 @@ static void templates_build_on_the_clock(void **state)
 	th_json(U, "tk", "GET", path, NULL, &r);
 	assert_null(data_item(&r, "dockerfile"));
 	th_resp_free(&r);
-	th_admin(U, TOK, "POST", "/_mock/clock/advance", "{\"ms\":2500}", &r);
-	th_resp_free(&r);
-	th_json(U, "tk", "GET", path, NULL, &r);
-	assert_string_equal(th_data_str(&r, "status"), "building");
-	th_resp_free(&r);
-	snprintf(body_buf, sizeof(body_buf), "{\"shape\":\"s-1vcpu-256mb\",\"rootfs\":\"%s\"}", tpl);
-	th_json(U, "tk", "POST", "/v1/sandboxes", body_buf, &r);
-	expect_status(&r, 400, "a building template as rootfs");
-	assert_non_null(fail_field(&r, "rootfs"));
-	th_resp_free(&r);
-	th_admin(U, TOK, "POST", "/_mock/clock/advance", "{\"ms\":8000}", &r);
-	th_resp_free(&r);
-	snprintf(path, sizeof(path), "/v1/templates/%s?include=dockerfile", tpl);
-	th_json(U, "tk", "GET", path, NULL, &r);
-	assert_string_equal(th_data_str(&r, "status"), "ready");
-	assert_non_null(th_data_str(&r, "dockerfile"));
-	th_resp_free(&r);
+	/* follow: the events up to the final one */
 	snprintf(path, sizeof(path), "/v1/templates/%s/logs?follow=true", tpl);
 	th_json(U, "tk", "GET", path, NULL, &r);
 	expect_status(&r, 200, "template logs");
 	body = sbx_strbuf_str(&r.body);
-	assert_non_null(strstr(body, "{\"final\":true,\"status\":\"ready\"}\n"));
+	assert_non_null(strstr(body, "{\"final\":true,\"status\":\"failed\"}\n"));
+	if (strstr(body, "no rootfs image for base devbox:1") == NULL &&
+	    strstr(body, "template builds need contained guests") == NULL)
+		fail_msg("the failed build's log does not say why: %s", body);
+	th_resp_free(&r);
+	snprintf(path, sizeof(path), "/v1/templates/%s?include=dockerfile", tpl);
+	th_json(U, "tk", "GET", path, NULL, &r);
+	assert_string_equal(th_data_str(&r, "status"), "failed");
+	assert_null(data_item(&r, "built_at"));
+	assert_non_null(th_data_str(&r, "dockerfile"));
+	th_resp_free(&r);
+	snprintf(body_buf, sizeof(body_buf), "{\"shape\":\"s-1vcpu-256mb\",\"rootfs\":\"%s\"}", tpl);
+	th_json(U, "tk", "POST", "/v1/sandboxes", body_buf, &r);
+	expect_status(&r, 400, "a failed template as rootfs");
+	assert_non_null(fail_field(&r, "rootfs"));
 	th_resp_free(&r);
 	/* ?attempt= honoured: the one build is attempt 1 */
 	snprintf(path, sizeof(path), "/v1/templates/%s/logs?attempt=1", tpl);
 	th_json(U, "tk", "GET", path, NULL, &r);
 	expect_status(&r, 200, "logs of attempt 1");
+	assert_non_null(strstr(sbx_strbuf_str(&r.body), "build failed"));
 	th_resp_free(&r);
 	snprintf(path, sizeof(path), "/v1/templates/%s/logs?attempt=2", tpl);
 	th_json(U, "tk", "GET", path, NULL, &r);
@@ -76,10 +119,6 @@ static void templates_build_on_the_clock(void **state)
 	snprintf(path, sizeof(path), "/v1/templates/%s/logs?attempt=x", tpl);
 	th_json(U, "tk", "GET", path, NULL, &r);
 	expect_status(&r, 400, "logs of a junk attempt");
-	th_resp_free(&r);
-	/* ready: a rootfs, by id (above) or by name */
-	th_json(U, "tk", "POST", "/v1/sandboxes", body_buf, &r);
-	expect_status(&r, 200, "a ready template as rootfs (id)");
 	th_resp_free(&r);
 	th_json(U, "other", "GET", "/v1/templates/t1", NULL, &r);
 	expect_status(&r, 404, "another key's template");
@@ -92,14 +131,13 @@ static void templates_build_on_the_clock(void **state)
 	th_json(U, "tk", "GET", path, NULL, &r);
 	expect_status(&r, 404, "deleted template");
 	th_resp_free(&r);
-	th_admin(U, TOK, "PUT", "/_mock/settings", "{\"timing\":\"instant\"}", &r);
-	th_resp_free(&r);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup(templates_build_on_the_clock, mf_reset),
+		cmocka_unit_test_setup(dockerfile_rules, mf_reset),
+		cmocka_unit_test_setup(build_without_image_fails_saying_why, mf_reset),
 	};
 
 	return cmocka_run_group_tests(tests, mf_group_setup, mf_group_teardown);

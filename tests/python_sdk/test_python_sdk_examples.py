@@ -834,10 +834,14 @@ class ExecutionServer(Example):
 class CustomTemplate(Example):
     """examples/custom_template: submit a template build, follow its build
     log (NDJSON until final), poll until ready, create a sandbox with the
-    template as rootfs, start dockerd with `shell` (bash -lc), run docker,
-    destroy, delete the template. The mock builds no Dockerfile: its
-    template's guest is the ordinary one, with no Docker daemon; that step
-    is asserted as the documented difference."""
+    template as rootfs, start dockerd, run docker, destroy, delete the
+    template. The mock runs the Dockerfile's steps for real
+    (mock-api/TEMPLATES.md), offline: the example's first RUN needs Debian's
+    archive and get.docker.com, which a mock's build cannot reach (and this
+    mock, started without an image store, has no base image either), so the
+    build ends `failed` with the step and its log, never a fake `ready`;
+    the example's later steps (a sandbox on the template, docker) cannot
+    follow, and that is the documented difference."""
 
     DOCKERFILE = ("FROM nodeops/sandbox:debian\n\nRUN apt-get update -qq \\\n"
                   " && apt-get install -y --no-install-recommends curl ca-certificates \\\n"
@@ -851,7 +855,7 @@ class CustomTemplate(Example):
                           "template create")
         tid = tpl["id"]
         self.assertTrue(tid, tpl)
-        sid = None
+        self.assertEqual(tpl["status"], "pending", tpl)
         try:
             # follow_logs: GET logs?follow=true, NDJSON TemplateLogEvent until final
             status, _, resp = self.raw("GET", "/v1/templates/%s/logs" % urllib.parse.quote(tid),
@@ -868,31 +872,13 @@ class CustomTemplate(Example):
                         final = event
                         break
             self.assertIsNotNone(final, "the log stream ended without a final event")
-            self.assertEqual(final.get("status"), "ready", final)
-            # _wait_for_template
-            deadline = time.monotonic() + 120
-            while True:
-                got = self.decode(TEMPLATE, self.sdk("GET", "/v1/templates/" + tid),
-                                  "template get")
-                if got["status"] == "ready":
-                    break
-                self.assertIn(got["status"], ("pending", "building"), got)
-                self.assertLess(time.monotonic(), deadline, "template never became ready")
-                time.sleep(0.2)
-
-            sid = self.create_sandbox(shape="s-1vcpu-1gb", rootfs=tid)["id"]
-            # sandbox.shell(...): bash -lc, raises unless exit 0 and no error
-            started = self.run_command(sid, "bash", ["-lc",
-                                       "nohup setsid dockerd > /var/log/dockerd.log 2>&1 &"])
-            self.assertEqual((started["exit_code"], started.get("error", "")), (0, ""), started)
-            # _wait_for_docker: the documented difference, no Docker here
-            info = self.run_command(sid, "docker", ["info", "--format", "{{.ServerVersion}}"])
-            self.assertNotEqual(info["exit_code"], 0,
-                                "docker answered in a mock guest: template builds now run "
-                                "their Dockerfile? update this test and the README: %r" % info)
+            # _wait_for_template raises on failed: the documented difference
+            self.assertEqual(final.get("status"), "failed", final)
+            got = self.decode(TEMPLATE, self.sdk("GET", "/v1/templates/" + tid), "template get")
+            self.assertEqual(got["status"], "failed", got)
+            _, _, log = self.raw("GET", "/v1/templates/%s/logs" % urllib.parse.quote(tid))
+            self.assertIn("build failed", log.decode() if isinstance(log, bytes) else log)
         finally:
-            if sid is not None:
-                self.destroy(sid)
             self.sdk("DELETE", "/v1/templates/" + tid)
 
 

@@ -1,8 +1,8 @@
 /* api_templates: a tenant's templates (list, create, get, delete) and a
  * template's build log, plain or NDJSON (?follow=true).
  *
- * Never take the model lock here (ops.h); the build progresses on the
- * virtual clock inside mock_template_view. */
+ * Never take the model lock here (ops.h); the build runs in the
+ * operations layer (ops/template_build.c), on a thread of its own. */
 #define _GNU_SOURCE
 #include "handlers/api.h"
 
@@ -48,24 +48,21 @@ void api_templates_delete(mreq *r, mresp *out, mock_tenant *t)
 	api_coll_delete(r, out, t, MOCK_TEMPLATES, "template", "ok");
 }
 
-/* The build's log so far: more lines the further the build is. */
+/* The build's log: the lines the build wrote so far as text, or with
+ * ?follow=true NDJSON events streamed as the build writes them, ending
+ * with {"final":true,"status"} (TEMPLATES.md). */
 void api_templates_logs(mreq *r, mresp *out, mock_tenant *t)
 {
-	static const char *const lines[] = {
-		"queued build", "pulling base image", "running dockerfile steps",
-		"exporting rootfs to ext4", "build finished",
-	};
 	const char *follow = req_query(r, "follow");
 	const char *attempt = req_query(r, "attempt");
 	bool nd = follow != NULL && strcmp(follow, "true") == 0;
 	sbx_strbuf sb = SBX_STRBUF_INIT;
-	char status[16] = "";
+	char id[128];
 	cJSON *v = api_coll_get(r, out, t, MOCK_TEMPLATES, "template");
-	size_t shown;
 
 	if (v == NULL)
 		return;
-	snprintf(status, sizeof(status), "%s", cJSON_GetObjectItem(v, "status")->valuestring);
+	snprintf(id, sizeof(id), "%s", cJSON_GetObjectItem(v, "id")->valuestring);
 	cJSON_Delete(v);
 	/* the mock builds every template once: attempt 1 is the only one */
 	if (attempt != NULL) {
@@ -82,24 +79,24 @@ void api_templates_logs(mreq *r, mresp *out, mock_tenant *t)
 			return;
 		}
 	}
-	shown = strcmp(status, "ready") == 0 ? 5 : (strcmp(status, "building") == 0 ? 3 : 1);
-	for (size_t i = 0; i < shown; i++) {
-		if (nd) {
-			sbx_strbuf_puts(&sb, "{\"level\":\"info\",\"attempt\":1,\"line\":");
-			json_escape(&sb, lines[i], strlen(lines[i]));
-			sbx_strbuf_puts(&sb, "}\n");
-		} else {
-			sbx_strbuf_printf(&sb, "%s\n", lines[i]);
-		}
+	if (nd) {
+		mock_op_stream *s = mock_op_template_follow(r->mock, t, id);
+
+		if (s == NULL)
+			resp_error(out, 500, "out of memory");
+		else
+			api_stream_answer(r, out, s);
+		return;
 	}
-	if (nd)
-		sbx_strbuf_printf(&sb, "{\"final\":true,\"status\":\"%s\"}\n", status);
+	if (mock_op_template_log(r->mock, t, id, &sb) != 0) {
+		sbx_strbuf_free(&sb);
+		resp_fail(out, 404, "error", "NOT_FOUND", "template not found");
+		return;
+	}
 	{
 		size_t len = 0;
 		char *body = sbx_strbuf_detach(&sb, &len);
 
-		resp_raw(out, 200, nd ? "application/x-ndjson" : "text/plain; charset=utf-8",
-			 body != NULL ? body : strdup(""), len);
+		resp_raw(out, 200, "text/plain; charset=utf-8", body != NULL ? body : strdup(""), len);
 	}
 }
-

@@ -33,6 +33,7 @@
 #include <cjson/cJSON.h>
 
 #include "sbx/egress.h"
+#include "sbx/strbuf.h"
 
 #define MOCK_NAME_MAX 22
 #define MOCK_ID_MAX 40
@@ -124,6 +125,10 @@ typedef struct mock_sandbox {
 	mock_status status;
 	const mock_shape *shape;
 	char rootfs[64];
+	/* rootfs names a template: its id (its layer, TEMPLATES.md) and its
+	 * base (the image below the layer); "" otherwise */
+	char tpl_id[64];
+	char tpl_base[64];
 	char region[64];
 	unsigned vcpu, mem_mib, disk_mib;
 	char ip[16];
@@ -155,6 +160,11 @@ typedef struct mock_sandbox {
 
 typedef enum mock_timing_kind { TIMING_INSTANT, TIMING_REALISTIC } mock_timing_kind;
 
+/* A template build's default limits (TEMPLATES.md; settable). */
+#define MOCK_TPL_BUILD_TIMEOUT_S 900u
+#define MOCK_TPL_BUILD_DISK_MIB 4096u
+#define MOCK_TPL_BUILD_MEM_MIB 2048u
+
 typedef struct mock_settings {
 	unsigned sandbox_cap;
 	unsigned cap_status;
@@ -166,6 +176,10 @@ typedef struct mock_settings {
 	size_t max_egress_rules;
 	char region[64];
 	bool ready;
+	/* a template build's limits (TEMPLATES.md) */
+	unsigned tpl_build_timeout_s;
+	unsigned tpl_build_disk_mib;
+	unsigned tpl_build_mem_mib;
 } mock_settings;
 
 typedef struct mock_model {
@@ -390,7 +404,18 @@ cJSON *mock_disks_resolve(mock_tenant *t, const cJSON *disks, mock_err *e);
 cJSON *mock_sandbox_disk_view(mock_tenant *t, const cJSON *att, bool running);
 cJSON *mock_template_find(mock_tenant *t, const char *id);
 cJSON *mock_template_create(mock_model *m, mock_tenant *t, const cJSON *body, mock_err *e);
-/* Brings a template's status up to date with the clock; returns the view. */
+/* The template's view (a copy without the build's bookkeeping). */
 cJSON *mock_template_view(mock_model *m, cJSON *tpl);
+/* Template builds (TEMPLATES.md), lock held: appends a line to the
+ * build's log (bounded: the oldest go first), moves its status on
+ * (building, ready with its size and built_at, failed); the log's lines
+ * from index from, as NDJSON events or text, into out; the count. */
+void mock_template_log(cJSON *tpl, const char *line);
+void mock_template_set_status(mock_model *m, cJSON *tpl, const char *status, double size_bytes);
+size_t mock_template_log_lines(const cJSON *tpl, size_t from, bool ndjson, sbx_strbuf *out);
+/* Whether the status is final (ready, failed). */
+bool mock_template_done(const cJSON *tpl);
+/* The allow-listed bases a Dockerfile's FROM may name. */
+extern const char *const mock_template_bases[];
 
 #endif

@@ -322,6 +322,13 @@ mock_sandbox *mock_sandbox_create(mock_model *m, mock_tenant *t, const mock_crea
 	sb->disk_mib = req->disk_mib != 0 ? req->disk_mib : shape->default_disk_mib;
 	snprintf(sb->rootfs, sizeof(sb->rootfs), "%s",
 		 req->rootfs != NULL && req->rootfs[0] != '\0' ? req->rootfs : MOCK_ROOTFS_DEFAULT);
+	if (!model_rootfs_known(sb->rootfs)) {
+		/* a ready template (checked above): its layer over its base */
+		const cJSON *tpl = mock_template_find(t, sb->rootfs);
+
+		snprintf(sb->tpl_id, sizeof(sb->tpl_id), "%s", model_str(tpl, "id"));
+		snprintf(sb->tpl_base, sizeof(sb->tpl_base), "%s", model_str(tpl, "base"));
+	}
 	if (req->name != NULL && req->name[0] != '\0')
 		snprintf(sb->name, sizeof(sb->name), "%s", req->name);
 	else
@@ -406,6 +413,8 @@ mock_sandbox *mock_sandbox_fork(mock_model *m, mock_sandbox *src, const mock_for
 	sb->mem_mib = src->mem_mib;
 	sb->disk_mib = src->disk_mib;
 	snprintf(sb->rootfs, sizeof(sb->rootfs), "%s", src->rootfs);
+	/* the fork copies the source's root, the template's files with it */
+	snprintf(sb->tpl_base, sizeof(sb->tpl_base), "%s", src->tpl_base);
 	snprintf(sb->forked_from, sizeof(sb->forked_from), "%s", src->id);
 	sb->ingress_enabled = req->has_ingress ? req->ingress_enabled : src->ingress_enabled;
 	sb->auto_pause_s = src->auto_pause_s;

@@ -1,17 +1,273 @@
 /* model_template: a tenant's rootfs templates, stored as cJSON in the
- * tenant; see model.h.
+ * tenant; see model.h and mock-api/TEMPLATES.md.
  *
- * A build is not simulated by a timer: a template's status (pending,
- * building, ready) is derived from its age on the virtual clock each time
- * it is viewed, so clock/advance moves builds along. The "_created_ms"
- * bookkeeping key must never reach a view. Never knows about HTTP. */
+ * A create validates the Dockerfile as the vendor accepts it (one FROM of
+ * an allow-listed base; RUN, ENV, WORKDIR, USER, ARG, LABEL, CMD,
+ * ENTRYPOINT; no COPY or ADD) and stores its steps ("_steps") for the
+ * build, which ops/template_build.c runs for real: the status moves from
+ * pending only when the build does, never on the clock. The bookkeeping
+ * keys ("_created_ms", "_steps", "_log", "_log_dropped") never reach a
+ * view. Never knows about HTTP, never does I/O. */
 #include "model/model_internal.h"
+#include "util/json_print.h"
 
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+/* The docs' only base; devbox:1 is the same image (IMAGES.md). */
+const char *const mock_template_bases[] = {"nodeops/sandbox:debian", NULL};
+
+/* a build's log keeps its last lines: a RUN printing without end must
+ * not grow the mock without bound */
+#define TPL_LOG_MAX_LINES 4000
+#define TPL_LINE_MAX 4096
 
 cJSON *mock_template_find(mock_tenant *t, const char *id)
 {
 	return model_find_by_id_or_name(t->templates, id);
+}
+
+/* ---- the Dockerfile ---- */
+
+typedef struct df_parse {
+	cJSON *steps;
+	unsigned line;   /* the logical line's first physical line */
+	bool from_seen;
+	char from[128];
+	mock_err *e;
+} df_parse;
+
+static int df_fail(df_parse *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int df_fail(df_parse *p, const char *fmt, ...)
+{
+	char msg[400];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	mock_err_set(p->e, 400, "INVALID_REQUEST", "dockerfile", "dockerfile line %u: %s", p->line, msg);
+	return -1;
+}
+
+static bool env_key_ok(const char *k, size_t n)
+{
+	if (n == 0 || !(isalpha((unsigned char)k[0]) || k[0] == '_'))
+		return false;
+	for (size_t i = 1; i < n; i++) {
+		if (!(isalnum((unsigned char)k[i]) || k[i] == '_'))
+			return false;
+	}
+	return true;
+}
+
+/* One word of an ENV/LABEL/ARG value: "..." or '...' (quotes removed,
+ * \" kept as "), else up to the next blank. *s moves past it. */
+static char *df_word(const char **s)
+{
+	const char *p = *s;
+	char q = (*p == '"' || *p == '\'') ? *p : 0;
+	size_t n = strlen(p), o = 0;
+	char *w = malloc(n + 1);
+
+	if (w == NULL)
+		return NULL;
+	if (q != 0)
+		p++;
+	while (*p != '\0' && (q != 0 ? *p != q : !isspace((unsigned char)*p))) {
+		if (*p == '\\' && p[1] != '\0' && q != '\'')
+			p++;
+		w[o++] = *p++;
+	}
+	if (q != 0 && *p == q)
+		p++;
+	w[o] = '\0';
+	*s = p;
+	return w;
+}
+
+/* KEY=VALUE pairs (or, for ENV, "KEY VALUE...") into an array of [k, v]. */
+static int df_pairs(df_parse *p, const char *op, const char *rest, cJSON *step, bool value_needed)
+{
+	cJSON *pairs = cJSON_AddArrayToObject(step, "pairs");
+	const char *s = rest, *eq = strchr(rest, '='), *sp = rest + strcspn(rest, " \t");
+
+	if (strcmp(op, "ENV") == 0 && (eq == NULL || eq > sp) && *sp != '\0') {
+		/* the legacy form: ENV KEY the rest of the line */
+		cJSON *kv = cJSON_CreateArray();
+		char key[256];
+
+		snprintf(key, sizeof(key), "%.*s", (int)(sp - rest), rest);
+		if (!env_key_ok(key, strlen(key)))
+			return df_fail(p, "ENV: \"%.80s\" is not a variable name", key);
+		while (isspace((unsigned char)*sp))
+			sp++;
+		cJSON_AddItemToArray(kv, cJSON_CreateString(key));
+		cJSON_AddItemToArray(kv, cJSON_CreateString(sp));
+		cJSON_AddItemToArray(pairs, kv);
+		return 0;
+	}
+	while (*s != '\0') {
+		size_t kn = strcspn(s, "= \t");
+		char key[256];
+		char *val = NULL;
+		cJSON *kv;
+
+		snprintf(key, sizeof(key), "%.*s", (int)(kn < 255 ? kn : 255), s);
+		if (kn >= sizeof(key) || (strcmp(op, "LABEL") != 0 && !env_key_ok(s, kn)))
+			return df_fail(p, "%s: \"%.80s\" is not a valid name", op, key);
+		s += kn;
+		if (*s == '=') {
+			s++;
+			val = df_word(&s);
+		} else if (value_needed) {
+			return df_fail(p, "%s %.80s: expected KEY=VALUE", op, key);
+		}
+		kv = cJSON_CreateArray();
+		cJSON_AddItemToArray(kv, cJSON_CreateString(key));
+		if (val != NULL)
+			cJSON_AddItemToArray(kv, cJSON_CreateString(val));
+		free(val);
+		cJSON_AddItemToArray(pairs, kv);
+		while (isspace((unsigned char)*s))
+			s++;
+	}
+	return 0;
+}
+
+static bool base_allowed(const char *image)
+{
+	for (size_t i = 0; mock_template_bases[i] != NULL; i++) {
+		if (strcmp(mock_template_bases[i], image) == 0)
+			return true;
+	}
+	return false;
+}
+
+static int df_from(df_parse *p, const char *rest)
+{
+	size_t n = strcspn(rest, " \t");
+	const char *tail = rest + n;
+
+	if (p->from_seen)
+		return df_fail(p, "a second FROM: one FROM is accepted (no multi-stage builds)");
+	while (isspace((unsigned char)*tail))
+		tail++;
+	if (rest[0] == '-' || (tail[0] != '\0' && strncasecmp(tail, "AS ", 3) != 0))
+		return df_fail(p, "FROM takes an image (and AS name) only");
+	snprintf(p->from, sizeof(p->from), "%.*s", (int)(n < 127 ? n : 127), rest);
+	if (n >= sizeof(p->from) || !base_allowed(p->from))
+		return df_fail(p, "FROM %.100s: not an allow-listed base image (allowed: %s)", p->from,
+			       mock_template_bases[0]);
+	p->from_seen = true;
+	return 0;
+}
+
+/* One instruction: op (upper case) and its argument. */
+static int df_instruction(df_parse *p, const char *op, const char *rest)
+{
+	static const char *const known[] = {"RUN",   "ENV",   "WORKDIR", "USER",      "ARG",
+					    "LABEL", "CMD",   "ENTRYPOINT", NULL};
+	cJSON *step;
+	size_t i;
+
+	if (strcmp(op, "COPY") == 0 || strcmp(op, "ADD") == 0)
+		return df_fail(p, "%s is not permitted: layer content comes from RUN only (no COPY or ADD)",
+			       op);
+	if (rest[0] == '\0')
+		return df_fail(p, "%s needs an argument", op);
+	if (strcmp(op, "FROM") == 0)
+		return df_from(p, rest);
+	for (i = 0; known[i] != NULL && strcmp(known[i], op) != 0; i++)
+		;
+	if (known[i] == NULL)
+		return df_fail(p,
+			       "unsupported instruction %.40s (accepted: FROM, RUN, ENV, WORKDIR, USER, ARG, "
+			       "LABEL, CMD, ENTRYPOINT)",
+			       op);
+	if (!p->from_seen && strcmp(op, "ARG") != 0)
+		return df_fail(p, "%s before FROM", op);
+	step = cJSON_CreateObject();
+	cJSON_AddItemToArray(p->steps, step);
+	cJSON_AddStringToObject(step, "op", op);
+	cJSON_AddNumberToObject(step, "line", p->line);
+	cJSON_AddStringToObject(step, "arg", rest);
+	if (strcmp(op, "RUN") == 0 && rest[0] == '[') {
+		/* the exec form: a JSON array of strings, run without a shell */
+		cJSON *argv = cJSON_Parse(rest);
+		const cJSON *it;
+		bool ok = cJSON_IsArray(argv) && cJSON_GetArraySize(argv) > 0;
+
+		cJSON_ArrayForEach(it, argv) ok = ok && cJSON_IsString(it);
+		if (!ok) {
+			cJSON_Delete(argv);
+			return df_fail(p, "RUN [...]: expected a JSON array of strings");
+		}
+		cJSON_AddItemToObject(step, "argv", argv);
+	}
+	if (strcmp(op, "ENV") == 0 || strcmp(op, "LABEL") == 0 || strcmp(op, "ARG") == 0)
+		return df_pairs(p, op, rest, step, strcmp(op, "ARG") != 0);
+	return 0;
+}
+
+/* Splits text into logical lines (a trailing backslash continues one;
+ * comment lines are skipped, inside continuations too). */
+static int df_parse_text(df_parse *p, const char *text)
+{
+	sbx_strbuf cur = SBX_STRBUF_INIT;
+	unsigned lineno = 0;
+	bool cont = false;
+	int rc = 0;
+
+	for (const char *s = text; rc == 0 && *s != '\0';) {
+		size_t n = strcspn(s, "\n");
+		const char *ln = s;
+		size_t k = n;
+
+		lineno++;
+		s += n + (s[n] == '\n');
+		while (k > 0 && isspace((unsigned char)ln[k - 1]))
+			k--;
+		while (k > 0 && isspace((unsigned char)*ln)) {
+			ln++;
+			k--;
+		}
+		if (k > 0 && ln[0] == '#')
+			continue;
+		if (!cont)
+			p->line = lineno;
+		cont = k > 0 && ln[k - 1] == '\\';
+		sbx_strbuf_printf(&cur, "%.*s", (int)(cont ? k - 1 : k), ln);
+		if (cont && *s != '\0') {
+			sbx_strbuf_puts(&cur, " ");
+			continue;
+		}
+		if (cur.len > 0) {
+			char *line = cur.data, op[16];
+			size_t on = strcspn(line, " \t");
+			const char *rest = line + on;
+
+			while (isspace((unsigned char)*rest))
+				rest++;
+			snprintf(op, sizeof(op), "%.*s", (int)(on < 15 ? on : 15), line);
+			for (char *c = op; *c != '\0'; c++)
+				*c = (char)toupper((unsigned char)*c);
+			rc = df_instruction(p, op, rest);
+		}
+		cur.len = 0;
+		if (cur.data != NULL)
+			cur.data[0] = '\0';
+	}
+	sbx_strbuf_free(&cur);
+	if (rc == 0 && !p->from_seen) {
+		mock_err_set(p->e, 400, "INVALID_REQUEST", "dockerfile",
+			     "dockerfile: no FROM (one FROM %s is required)", mock_template_bases[0]);
+		rc = -1;
+	}
+	return rc;
 }
 
 cJSON *mock_template_create(mock_model *m, mock_tenant *t, const cJSON *body, mock_err *e)
@@ -19,6 +275,7 @@ cJSON *mock_template_create(mock_model *m, mock_tenant *t, const cJSON *body, mo
 	const char *name = model_str(body, "name");
 	const char *dockerfile = model_str(body, "dockerfile");
 	const char *base = model_str(body, "base");
+	df_parse p = {.e = e};
 	cJSON *tpl;
 	char ts[40];
 
@@ -32,21 +289,35 @@ cJSON *mock_template_create(mock_model *m, mock_tenant *t, const cJSON *body, mo
 		mock_err_set(e, 400, "INVALID_REQUEST", "dockerfile", "dockerfile is required (string)");
 		return NULL;
 	}
+	/* SDK: "Empty = host default" */
+	if (base != NULL && base[0] == '\0')
+		base = NULL;
 	if (base != NULL && !model_rootfs_known(base)) {
 		mock_err_set(e, 400, "INVALID_ROOTFS", "base", "unknown base rootfs \"%.64s\"", base);
 		return NULL;
 	}
-	if (model_need_credit(m, t, e) != 0)
+	p.steps = cJSON_CreateArray();
+	if (p.steps == NULL || df_parse_text(&p, dockerfile) != 0) {
+		cJSON_Delete(p.steps);
 		return NULL;
+	}
+	if (model_need_credit(m, t, e) != 0) {
+		cJSON_Delete(p.steps);
+		return NULL;
+	}
 	tpl = model_resource_new(m, "tpl_", name, ts, e);
-	if (tpl == NULL)
+	if (tpl == NULL) {
+		cJSON_Delete(p.steps);
 		return NULL;
+	}
 	cJSON_AddStringToObject(tpl, "base", base != NULL ? base : MOCK_ROOTFS_DEFAULT);
 	cJSON_AddStringToObject(tpl, "status", "pending");
 	cJSON_AddNumberToObject(tpl, "ext4_size_bytes", 0);
 	cJSON_AddStringToObject(tpl, "created_at", ts);
 	cJSON_AddStringToObject(tpl, "dockerfile", dockerfile);
 	cJSON_AddNumberToObject(tpl, "_created_ms", (double)mock_now(m));
+	cJSON_AddItemToObject(tpl, "_steps", p.steps);
+	cJSON_AddItemToObject(tpl, "_log", cJSON_CreateArray());
 	cJSON_AddItemToArray(t->templates, tpl);
 	return tpl;
 }
@@ -64,28 +335,82 @@ static void put_item(cJSON *o, const char *k, cJSON *v)
 
 cJSON *mock_template_view(mock_model *m, cJSON *tpl)
 {
-	/* case-sensitive: the key restore checked (model_persist.c) */
-	int64_t created = (int64_t)cJSON_GetObjectItemCaseSensitive(tpl, "_created_ms")->valuedouble;
-	int64_t age = mock_now(m) - created;
-	int64_t pend = mock_timing_ms(m, "template_pending");
-	int64_t build = mock_timing_ms(m, "template_build");
-	const char *status = "ready";
 	cJSON *v;
 
-	if (age < pend)
-		status = "pending";
-	else if (age < pend + build)
-		status = "building";
-	put_item(tpl, "status", cJSON_CreateString(status));
-	if (strcmp(status, "ready") == 0 && cJSON_GetObjectItemCaseSensitive(tpl, "built_at") == NULL) {
-		char ts[40];
-
-		mock_rfc3339(m, created + pend + build, ts, sizeof(ts));
-		cJSON_AddStringToObject(tpl, "built_at", ts);
-		put_item(tpl, "ext4_size_bytes", cJSON_CreateNumber(536870912.0));
+	(void)m;
+	/* restored from a state log: the build (and its layer, in the old
+	 * run's work dir) is gone with the mock that ran it */
+	if (!cJSON_IsString(cJSON_GetObjectItemCaseSensitive(tpl, "status"))) {
+		put_item(tpl, "status", cJSON_CreateString("failed"));
+		mock_template_log(tpl, "build lost: the mock restarted (templates are not restored)");
 	}
 	v = cJSON_Duplicate(tpl, true);
-	if (v != NULL)
-		cJSON_DeleteItemFromObjectCaseSensitive(v, "_created_ms");
+	if (v != NULL) {
+		static const char *const hidden[] = {"_created_ms", "_steps", "_log", "_log_dropped"};
+
+		for (size_t i = 0; i < sizeof(hidden) / sizeof(hidden[0]); i++)
+			cJSON_DeleteItemFromObjectCaseSensitive(v, hidden[i]);
+	}
 	return v;
+}
+
+void mock_template_log(cJSON *tpl, const char *line)
+{
+	cJSON *log = cJSON_GetObjectItemCaseSensitive(tpl, "_log");
+	char buf[TPL_LINE_MAX];
+
+	if (!cJSON_IsArray(log)) {
+		log = cJSON_CreateArray();
+		put_item(tpl, "_log", log);
+	}
+	snprintf(buf, sizeof(buf), "%s", line);
+	cJSON_AddItemToArray(log, cJSON_CreateString(buf));
+	if (cJSON_GetArraySize(log) > TPL_LOG_MAX_LINES) {
+		/* readers count lines from the start: they skip what went */
+		const cJSON *d = cJSON_GetObjectItemCaseSensitive(tpl, "_log_dropped");
+
+		cJSON_DeleteItemFromArray(log, 0);
+		put_item(tpl, "_log_dropped", cJSON_CreateNumber(cJSON_IsNumber(d) ? d->valuedouble + 1 : 1));
+	}
+}
+
+void mock_template_set_status(mock_model *m, cJSON *tpl, const char *status, double size_bytes)
+{
+	put_item(tpl, "status", cJSON_CreateString(status));
+	if (strcmp(status, "ready") == 0) {
+		char ts[40];
+
+		mock_rfc3339(m, mock_now(m), ts, sizeof(ts));
+		put_item(tpl, "built_at", cJSON_CreateString(ts));
+		put_item(tpl, "ext4_size_bytes", cJSON_CreateNumber(size_bytes));
+	}
+}
+
+bool mock_template_done(const cJSON *tpl)
+{
+	const char *st = model_str(tpl, "status");
+
+	return st != NULL && (strcmp(st, "ready") == 0 || strcmp(st, "failed") == 0);
+}
+
+size_t mock_template_log_lines(const cJSON *tpl, size_t from, bool ndjson, sbx_strbuf *out)
+{
+	const cJSON *log = cJSON_GetObjectItemCaseSensitive(tpl, "_log");
+	const cJSON *d = cJSON_GetObjectItemCaseSensitive(tpl, "_log_dropped");
+	size_t dropped = cJSON_IsNumber(d) ? (size_t)d->valuedouble : 0;
+	size_t n = dropped + (size_t)cJSON_GetArraySize(log), i = dropped;
+	const cJSON *it;
+
+	cJSON_ArrayForEach(it, log) {
+		if (i++ < from || !cJSON_IsString(it))
+			continue;
+		if (ndjson) {
+			sbx_strbuf_puts(out, "{\"level\":\"info\",\"attempt\":1,\"line\":");
+			json_escape(out, it->valuestring, strlen(it->valuestring));
+			sbx_strbuf_puts(out, "}\n");
+		} else {
+			sbx_strbuf_printf(out, "%s\n", it->valuestring);
+		}
+	}
+	return n;
 }

@@ -80,6 +80,9 @@ struct sbx_mock {
 	void (*self_listen_remove)(sbx_mock *mock, const char *sandbox_id);
 	char work_dir[PATH_MAX];
 	bool own_work_dir;
+	/* the template builds running (template_build.c), under the model
+	 * lock; NULL before the first */
+	struct mock_builds *builds;
 	char **keys;
 	size_t nkeys;
 	atomic_bool stopping;

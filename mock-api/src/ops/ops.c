@@ -576,8 +576,10 @@ static mock_guest_opts guest_opts(sbx_mock *mock, const mock_sandbox *sb)
 			      * stay on the host's disk (unbounded; README) */
 			     .disk_mib = mock_op_guest_disk_mib(mock, sb->disk_mib),
 			     .filter = mock->cell_filter,
-			     /* its rootfs's image, or NULL: the host skeleton */
-			     .image = mock_rootfs_image(mock, sb->rootfs),
+			     /* its rootfs's image, or NULL: the host skeleton;
+			      * a template's: its base's (its layer is seeded) */
+			     .image = mock_rootfs_image(mock, sb->tpl_base[0] != '\0' ? sb->tpl_base
+										 : sb->rootfs),
 			     .trust_pem = mock->inet_ca_pem};
 
 	return o;
@@ -592,8 +594,9 @@ static mock_guest *guest_from_pool(sbx_mock *mock, const mock_sandbox *sb, const
 	sbx_err berr = {{0}};
 	mock_guest *g;
 
-	/* the pool's cells are built on one root (the default rootfs's) */
-	if (mock->pool == NULL || o->disk_mib == 0 || o->image != mock->pool_image)
+	/* the pool's cells are built on one root (the default rootfs's),
+	 * without a template's layer */
+	if (mock->pool == NULL || o->disk_mib == 0 || o->image != mock->pool_image || sb->tpl_id[0] != '\0')
 		return NULL;
 	g = mock_pool_take(mock->pool);
 	if (g == NULL || mock_guest_bind(g, mock->work_dir, sb->id, o->mem_bytes, o->disk_mib, &berr) == 0)
@@ -640,6 +643,8 @@ mock_guest *mock_op_guest_start_create(sbx_mock *mock, const mock_sandbox *sb, s
 	mock_guest *g = guest_from_pool(mock, sb, &o);
 	bool pooled = g != NULL;
 
+	if (g == NULL && mock_op_template_seed(mock, sb, err) != 0)
+		return NULL;
 	if (g == NULL)
 		g = mock_guest_new(mock->work_dir, sb->id, mock->gmode, &o, err);
 	g = guest_attach(mock, sb, g, err);
@@ -731,6 +736,7 @@ void mock_reset_all(sbx_mock *mock)
 {
 	mock_model *m = mock->model;
 
+	mock_op_templates_cancel(mock); /* their tenants go */
 	pthread_mutex_lock(&m->lock);
 	for (size_t i = 0; i < m->nsbx; i++) {
 		mock_sandbox *sb = m->sbx[i];

@@ -243,6 +243,26 @@ cJSON *mock_op_sandbox_disks(mock_op *op);
 int mock_op_disk_attach(mock_op *op, const char *disk_id, const char *mount, const char *sub_path);
 int mock_op_disk_detach(mock_op *op, const char *disk, const char *mount);
 
+/* ---- template builds (template_build.c, TEMPLATES.md) ---- */
+/* Starts the build of t's template id (just created, pending) on a
+ * thread of its own; a build that cannot start ends failed, saying why. */
+void mock_op_template_build(sbx_mock *mock, mock_tenant *t, const char *id);
+/* Cancels every build (reset): each ends without a status change. */
+void mock_op_templates_cancel(sbx_mock *mock);
+/* Cancels and waits for every build (stop). */
+void mock_op_templates_stop(sbx_mock *mock);
+/* Removes a deleted template's layer. */
+void mock_op_template_forget(sbx_mock *mock, const char *id);
+/* A sandbox on a template: copies the template's layer into the seed its
+ * cell starts its root's upper layer from. 0 (nothing to do too), or -1. */
+int mock_op_template_seed(sbx_mock *mock, const mock_sandbox *sb, sbx_err *err);
+/* The build log as NDJSON events, line by line as the build writes them,
+ * then {"final":true,"status"}; NULL: out of memory. */
+mock_op_stream *mock_op_template_follow(sbx_mock *mock, mock_tenant *t, const char *id);
+/* The build log so far as text, a line each, into out; -1: no such
+ * template of t (ops_res.c). */
+int mock_op_template_log(sbx_mock *mock, mock_tenant *t, const char *id, sbx_strbuf *out);
+
 /* ---- a tenant's networks, disks and templates (ops_res.c) ---- */
 typedef enum mock_coll { MOCK_NETWORKS, MOCK_DISKS, MOCK_TEMPLATES } mock_coll;
 /* Views of every item (templates without their dockerfile). */

@@ -360,11 +360,27 @@ cJSON *mock_op_coll_create(sbx_mock *mock, mock_tenant *t, mock_coll c, const cJ
 	if (item != NULL)
 		v = coll_view(mock->model, c, item);
 	pthread_mutex_unlock(&mock->model->lock);
+	/* answered pending: the build runs from here, on its own thread */
+	if (c == MOCK_TEMPLATES && v != NULL)
+		mock_op_template_build(mock, t, cJSON_GetObjectItemCaseSensitive(v, "id")->valuestring);
 	return v;
+}
+
+int mock_op_template_log(sbx_mock *mock, mock_tenant *t, const char *id, sbx_strbuf *out)
+{
+	cJSON *tpl;
+
+	pthread_mutex_lock(&mock->model->lock);
+	tpl = mock_template_find(t, id);
+	if (tpl != NULL)
+		mock_template_log_lines(tpl, 0, false, out);
+	pthread_mutex_unlock(&mock->model->lock);
+	return tpl != NULL ? 0 : -1;
 }
 
 int mock_op_coll_delete(sbx_mock *mock, mock_tenant *t, mock_coll c, const char *id, mock_err *e)
 {
+	char tid[64] = "";
 	int rc = -1;
 
 	pthread_mutex_lock(&mock->model->lock);
@@ -375,12 +391,18 @@ int mock_op_coll_delete(sbx_mock *mock, mock_tenant *t, mock_coll c, const char 
 	} else {
 		cJSON *tpl = mock_template_find(t, id);
 
+		/* allowed while sandboxes run on it (SDK: "Existing sandboxes
+		 * built from it are unaffected"): each has its own copy of the
+		 * layer; a build still running ends (it finds no template) */
 		if (tpl != NULL) {
+			snprintf(tid, sizeof(tid), "%s", cJSON_GetObjectItemCaseSensitive(tpl, "id")->valuestring);
 			cJSON_Delete(cJSON_DetachItemViaPointer(t->templates, tpl));
 			rc = 0;
 		}
 	}
 	pthread_mutex_unlock(&mock->model->lock);
+	if (tid[0] != '\0')
+		mock_op_template_forget(mock, tid);
 	return rc;
 }
 

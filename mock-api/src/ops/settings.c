@@ -53,6 +53,9 @@ int mock_settings_from_config(const sbx_mock_config *cfg, mock_settings *set, sb
 	set->accept_any_key = cfg->accept_any_key;
 	set->max_egress_rules = cfg->max_egress_rules;
 	set->ready = true;
+	set->tpl_build_timeout_s = MOCK_TPL_BUILD_TIMEOUT_S;
+	set->tpl_build_disk_mib = MOCK_TPL_BUILD_DISK_MIB;
+	set->tpl_build_mem_mib = MOCK_TPL_BUILD_MEM_MIB;
 	snprintf(set->region, sizeof(set->region), "%s",
 		 cfg->region != NULL ? cfg->region : "local");
 	if (sbx_mock_parse_timing(cfg->timing, &set->timing_scale, err) != 0)
@@ -69,6 +72,7 @@ int mock_settings_from_config(const sbx_mock_config *cfg, mock_settings *set, sb
 static const char *const settable[] = {
 	"sandbox_cap", "cap_status", "cap_code", "credit", "host_rule_mode", "accept_any_key",
 	"timing", "max_egress_rules", "region", "ready", "exec_heartbeat_ms", "guest_disk_max_mib",
+	"template_build_timeout_s", "template_build_disk_mib", "template_build_mem_mib",
 };
 
 /* What the view reports about the mock itself, fixed at start (guest mode,
@@ -176,6 +180,9 @@ cJSON *mock_settings_view(sbx_mock *mock)
 	cJSON_AddNumberToObject(o, "max_egress_rules", (double)s->max_egress_rules);
 	cJSON_AddStringToObject(o, "region", s->region);
 	cJSON_AddBoolToObject(o, "ready", s->ready);
+	cJSON_AddNumberToObject(o, "template_build_timeout_s", s->tpl_build_timeout_s);
+	cJSON_AddNumberToObject(o, "template_build_disk_mib", s->tpl_build_disk_mib);
+	cJSON_AddNumberToObject(o, "template_build_mem_mib", s->tpl_build_mem_mib);
 	cJSON_AddNumberToObject(o, "exec_heartbeat_ms", atomic_load(&mock->hb_ms));
 	cJSON_AddNumberToObject(o, "guest_disk_max_mib", atomic_load(&mock->disk_max_mib));
 	add_read_only(mock, o);
@@ -197,6 +204,30 @@ static int num_setting(const cJSON *b, const char *k, double lo, double hi, doub
 	}
 	*v = it->valuedouble;
 	return 1;
+}
+
+/* A template build's time, disk and memory limits (TEMPLATES.md); a
+ * build takes the values of its start. */
+static int tpl_limits(const cJSON *b, mock_settings *s, sbx_err *err)
+{
+	static const struct {
+		const char *key;
+		double lo, hi;
+	} lim[] = {{"template_build_timeout_s", 1, 86400},
+		   {"template_build_disk_mib", 16, 1024 * 1024},
+		   {"template_build_mem_mib", 32, 1024 * 1024}};
+	unsigned *dst[] = {&s->tpl_build_timeout_s, &s->tpl_build_disk_mib, &s->tpl_build_mem_mib};
+	double v = 0;
+
+	for (size_t i = 0; i < sizeof(lim) / sizeof(lim[0]); i++) {
+		int rc = num_setting(b, lim[i].key, lim[i].lo, lim[i].hi, &v, err);
+
+		if (rc < 0)
+			return -1;
+		if (rc > 0)
+			*dst[i] = (unsigned)v;
+	}
+	return 0;
 }
 
 static int bool_setting(const cJSON *b, const char *k, bool *v, sbx_err *err)
@@ -281,6 +312,8 @@ static int settings_parse(const cJSON *b, mock_settings *out, mock_atomic_set *a
 		return -1;
 	if (cJSON_GetObjectItemCaseSensitive(b, "exec_heartbeat_ms") != NULL)
 		a.hb_ms = (int)v;
+	if (tpl_limits(b, &s, err) != 0)
+		return -1;
 	if (num_setting(b, "guest_disk_max_mib", 0, 16 * 1024 * 1024, &v, err) < 0)
 		return -1;
 	if (cJSON_GetObjectItemCaseSensitive(b, "guest_disk_max_mib") != NULL)

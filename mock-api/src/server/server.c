@@ -720,8 +720,10 @@ void sbx_mock_stop(sbx_mock *mock)
 	mock_self_listen_stop(mock); /* no new self-signal connection from here */
 	mock_ingress_stop(mock->ingress); /* its threads use the model and guests */
 	mock->ingress = NULL;
-	if (mock->model != NULL)
+	if (mock->model != NULL) {
+		mock_op_templates_stop(mock); /* their builder cells go first */
 		mock_op_kill_guests(mock);
+	}
 	/* workers resume their connections before they end: none stays
 	 * suspended when the daemon stops */
 	mock_workers_wait(mock);

@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""One-RUN template build vs the same command by exec (issue 37 item 2).
+
+Starts sbx-mock with the image store, then, N times each: a template
+`FROM nodeops/sandbox:debian` + `RUN echo built-by-run > /etc/marker`
+timed from POST /v1/templates to the final event of its followed log, and
+the same command run by exec in a running devbox:1 sandbox, timed from
+the exec's request to its answer. Prints the medians and their ratio (the
+issue's bar: <= 2x). Usage: bench/template_build.py SBX_MOCK [N] [STORE]
+"""
+import json
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+
+MOCK = sys.argv[1]
+N = int(sys.argv[2]) if len(sys.argv) > 2 else 10
+STORE = sys.argv[3] if len(sys.argv) > 3 else "/var/cache/sbx-harness/images"
+CMD = "echo built-by-run > /etc/marker"
+
+
+def call(base, method, path, body=None):
+    req = urllib.request.Request(base + path, method=method,
+                                 data=None if body is None else json.dumps(body).encode(),
+                                 headers={"X-Api-Key": "bench", "Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=600) as r:
+        return r.read()
+
+
+def main():
+    proc = subprocess.Popen([MOCK, "--listen", "127.0.0.1:0", "--self-listen", "127.0.0.1:0",
+                             "--quiet", "--images", STORE, "--cap", "50"],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        base = None
+        for line in proc.stdout:
+            if line.startswith("sbx-mock listening on "):
+                base = line.split()[-1]
+                break
+        sb = json.loads(call(base, "POST", "/v1/sandboxes", {"shape": "s-1vcpu-1gb"}))["data"]["id"]
+        execs, builds, polled, fresh_exec = [], [], [], []
+        for i in range(N):
+            t0 = time.monotonic()
+            out = json.loads(call(base, "POST", f"/v1/sandboxes/{sb}/exec",
+                                  {"cmd": "/bin/sh", "args": ["-c", CMD]}))
+            execs.append(time.monotonic() - t0)
+            assert out["data"]["result"]["exit_code"] == 0, out
+            t0 = time.monotonic()
+            tpl = json.loads(call(base, "POST", "/v1/templates",
+                                  {"name": f"b{i}", "dockerfile": f"FROM nodeops/sandbox:debian\nRUN {CMD}\n"}))
+            tid = tpl["data"]["id"]
+            last = call(base, "GET", f"/v1/templates/{tid}/logs?follow=true").decode().strip().split("\n")[-1]
+            builds.append(time.monotonic() - t0)
+            assert json.loads(last) == {"final": True, "status": "ready"}, last
+            call(base, "DELETE", f"/v1/templates/{tid}")
+            # the build's own time: the view's built_at - created_at is
+            # not kept to the ms, so poll GET instead of the follow stream
+            # (which wakes every 200 ms)
+            t0 = time.monotonic()
+            tid = json.loads(call(base, "POST", "/v1/templates",
+                                  {"name": f"p{i}", "dockerfile": f"FROM nodeops/sandbox:debian\nRUN {CMD}\n"}))["data"]["id"]
+            while json.loads(call(base, "GET", f"/v1/templates/{tid}"))["data"]["status"] not in ("ready", "failed"):
+                time.sleep(0.001)
+            polled.append(time.monotonic() - t0)
+            call(base, "DELETE", f"/v1/templates/{tid}")
+            t0 = time.monotonic()
+            fresh = json.loads(call(base, "POST", "/v1/sandboxes", {"shape": "s-1vcpu-1gb"}))["data"]["id"]
+            call(base, "POST", f"/v1/sandboxes/{fresh}/exec", {"cmd": "/bin/sh", "args": ["-c", CMD]})
+            fresh_exec.append(time.monotonic() - t0)
+            call(base, "DELETE", f"/v1/sandboxes/{fresh}")
+        e, b = statistics.median(execs), statistics.median(builds)
+        print(f"exec of the command: median {e * 1000:.1f} ms ({N} runs)")
+        print(f"one-RUN template build, POST to final event: median {b * 1000:.1f} ms ({N} runs)")
+        p, f = statistics.median(polled), statistics.median(fresh_exec)
+        print(f"one-RUN template build, POST to ready by polling GET: median {p * 1000:.1f} ms")
+        print(f"create a sandbox + exec the command: median {f * 1000:.1f} ms")
+        print(f"ratio build (polled) / exec in a running sandbox: {p / e:.1f}x (issue 37 bar: <= 2x)")
+        print(f"ratio build (polled) / create + exec: {p / f:.1f}x")
+    finally:
+        proc.terminate()
+        proc.wait()
+
+
+main()

@@ -1,0 +1,682 @@
+/* template_build: a template's build, for real (TEMPLATES.md; ops.h).
+ *
+ * Each build is a thread of its own: it starts a builder cell (the cell
+ * machinery of a sandbox) on the base's rootfs image, with a disk and a
+ * memory limit of the build's, runs the Dockerfile's steps in it one by
+ * one (RUN by exec, its output into the template's log line by line) and,
+ * when every step exited 0, copies the cell's upper layer (what the steps
+ * changed of the root) to <work>/templates/<id>/layer: the template's
+ * layer, which a sandbox booted on the template gets as the start of its
+ * own upper layer, over the same base image.
+ *
+ * The template's status and log are the model's (model lock); the build
+ * looks its template up by id at each change, so a template deleted
+ * meanwhile ends the build. Never reports ready without the layer made. */
+#define _GNU_SOURCE
+#include "ops/ops.h"
+#include "ops/ops_internal.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "guest/cell_proto.h" /* CELL_DISK_FD */
+#include "guest/images.h"
+#include "ops/core.h"
+#include "ops/rootfs.h"
+#include "sbx/sys.h"
+
+/* a step's argv, runuser's words included */
+#define BUILD_ARGV_MAX 256
+/* <work>/templates/<id>: room for the work dir and an id */
+#define TPL_DIR_MAX (PATH_MAX + 96)
+
+typedef struct build {
+	sbx_mock *mock;
+	mock_tenant *t;      /* tenants outlive a reset (dead_tenants) */
+	char id[64];         /* the template's */
+	pthread_t th;
+	mock_guest *g;       /* the builder, under the model lock */
+	bool cancel, done;   /* under the model lock */
+	struct build *next;
+	/* the thread's own */
+	sbx_strbuf part;     /* a line not yet ended */
+	char tail[8][256];   /* the last lines, for a failure's message */
+	unsigned ntail;
+} build;
+
+struct mock_builds {
+	build *list;
+	bool stopping;
+};
+
+/* ---- the template, under the lock ---- */
+
+/* Lock held: the build's template, or NULL (deleted, or the build cancelled). */
+static cJSON *tpl_of(build *b)
+{
+	if (b->cancel)
+		return NULL;
+	return mock_template_find(b->t, b->id);
+}
+
+static void log_line(build *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void log_line(build *b, const char *fmt, ...)
+{
+	char line[1024];
+	va_list ap;
+	cJSON *tpl;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	pthread_mutex_lock(&b->mock->model->lock);
+	tpl = tpl_of(b);
+	if (tpl != NULL)
+		mock_template_log(tpl, line);
+	pthread_mutex_unlock(&b->mock->model->lock);
+}
+
+static void set_status(build *b, const char *status, double size)
+{
+	cJSON *tpl;
+
+	pthread_mutex_lock(&b->mock->model->lock);
+	tpl = tpl_of(b);
+	if (tpl != NULL)
+		mock_template_set_status(b->mock->model, tpl, status, size);
+	pthread_mutex_unlock(&b->mock->model->lock);
+}
+
+/* ---- a step's output, line by line ---- */
+
+static void out_line(build *b, const char *s, size_t n)
+{
+	char line[4096];
+
+	snprintf(line, sizeof(line), "%.*s", (int)n, s);
+	snprintf(b->tail[b->ntail++ % 8], sizeof(b->tail[0]), "%.255s", line);
+	log_line(b, "%s", line);
+}
+
+static void on_output(void *arg, int which, const char *buf, size_t n)
+{
+	build *b = arg;
+
+	(void)which; /* one log: stdout and stderr interleaved as they came */
+	for (size_t i = 0; i < n; i++) {
+		if (buf[i] == '\n') {
+			out_line(b, b->part.data != NULL ? b->part.data : "", b->part.len);
+			b->part.len = 0;
+		} else {
+			sbx_strbuf_printf(&b->part, "%c", buf[i]);
+			if (b->part.len >= 4000) { /* a line without end: in pieces */
+				out_line(b, b->part.data, b->part.len);
+				b->part.len = 0;
+			}
+		}
+	}
+}
+
+static void flush_part(build *b)
+{
+	if (b->part.len > 0)
+		out_line(b, b->part.data, b->part.len);
+	b->part.len = 0;
+}
+
+static bool on_abort(void *arg)
+{
+	build *b = arg;
+	bool stop;
+
+	pthread_mutex_lock(&b->mock->model->lock);
+	stop = tpl_of(b) == NULL;
+	pthread_mutex_unlock(&b->mock->model->lock);
+	return stop;
+}
+
+/* ---- the steps ---- */
+
+typedef struct build_env {
+	char *kv[256];   /* "K=V", malloc'd */
+	size_t n;
+	char cwd[1024];
+	char user[64];
+} build_env;
+
+static void env_set(build_env *e, const char *k, const char *v)
+{
+	size_t kl = strlen(k);
+	char *s = NULL;
+
+	if (asprintf(&s, "%s=%s", k, v) < 0)
+		return;
+	for (size_t i = 0; i < e->n; i++) {
+		if (strncmp(e->kv[i], k, kl) == 0 && e->kv[i][kl] == '=') {
+			free(e->kv[i]);
+			e->kv[i] = s;
+			return;
+		}
+	}
+	if (e->n < sizeof(e->kv) / sizeof(e->kv[0]))
+		e->kv[e->n++] = s;
+	else
+		free(s);
+}
+
+static void env_free(build_env *e)
+{
+	for (size_t i = 0; i < e->n; i++)
+		free(e->kv[i]);
+}
+
+/* Runs argv in the builder (as e->user when one was set); its exit code,
+ * or -1 with why (timed out, cancelled, not started). */
+static int run_argv(build *b, mock_guest *g, build_env *e, const char *const *argv, size_t argc,
+		    int64_t deadline_ms, char *why, size_t cap)
+{
+	const char *full[BUILD_ARGV_MAX];
+	size_t n = 0;
+	mock_exec_spec spec = {0};
+	mock_exec_io io = {.output = on_output, .abort = on_abort, .arg = b};
+	mock_exec_result res = {0};
+	sbx_err err = {{0}};
+	int64_t left = deadline_ms - sbx_mono_ms();
+
+	if (e->user[0] != '\0' && strcmp(e->user, "root") != 0 && strcmp(e->user, "0") != 0) {
+		/* USER: the steps after it run as that account (util-linux's
+		 * runuser, in the base image) */
+		full[n++] = "runuser";
+		full[n++] = "-u";
+		full[n++] = e->user;
+		full[n++] = "--";
+	}
+	for (size_t i = 0; i < argc && n < BUILD_ARGV_MAX; i++)
+		full[n++] = argv[i];
+	spec.cmd = full[0];
+	spec.args = full + 1;
+	spec.nargs = n - 1;
+	spec.env = (const char *const *)e->kv;
+	spec.nenv = e->n;
+	spec.cwd = e->cwd;
+	if (left <= 0) {
+		snprintf(why, cap, "the build's time limit passed");
+		return -1;
+	}
+	if (mock_guest_exec(g, &spec, left, &io, &res, &err) != 0) {
+		flush_part(b);
+		snprintf(why, cap, "%s", err.msg);
+		return -1;
+	}
+	flush_part(b);
+	if (res.timed_out) {
+		snprintf(why, cap, "the build's time limit (%lld s) passed",
+			 (long long)(b->mock->model->set.tpl_build_timeout_s));
+		return -1;
+	}
+	if (res.aborted) {
+		snprintf(why, cap, "the build was cancelled (template deleted, or the mock stopping)");
+		return -1;
+	}
+	return res.exit_code;
+}
+
+/* One step; 0, or -1 with why (the step's failure). */
+static int run_step(build *b, mock_guest *g, build_env *e, const cJSON *step, int64_t deadline_ms,
+		    char *why, size_t cap)
+{
+	const char *op = cJSON_GetObjectItemCaseSensitive(step, "op")->valuestring;
+	const char *arg = cJSON_GetObjectItemCaseSensitive(step, "arg")->valuestring;
+	const cJSON *pairs = cJSON_GetObjectItemCaseSensitive(step, "pairs");
+	const cJSON *argv = cJSON_GetObjectItemCaseSensitive(step, "argv");
+	const cJSON *kv;
+	int rc;
+
+	if (strcmp(op, "RUN") == 0) {
+		const char *sh[3] = {"/bin/sh", "-c", arg};
+		const char *av[BUILD_ARGV_MAX];
+		size_t n = 0;
+		const cJSON *it;
+
+		cJSON_ArrayForEach(it, argv) {
+			if (n < BUILD_ARGV_MAX - 4)
+				av[n++] = it->valuestring;
+		}
+		rc = argv != NULL ? run_argv(b, g, e, av, n, deadline_ms, why, cap)
+				  : run_argv(b, g, e, sh, 3, deadline_ms, why, cap);
+		if (rc > 0)
+			snprintf(why, cap, "exit status %d", rc);
+		return rc == 0 ? 0 : -1;
+	}
+	if (strcmp(op, "WORKDIR") == 0) {
+		const char *mk[3] = {"mkdir", "-p", NULL};
+		char path[1024];
+		build_env root = *e;
+
+		if (arg[0] == '/')
+			snprintf(path, sizeof(path), "%s", arg);
+		else
+			snprintf(path, sizeof(path), "%s/%s", e->cwd, arg);
+		mk[2] = path;
+		root.user[0] = '\0';
+		root.cwd[0] = '/';
+		root.cwd[1] = '\0';
+		if (run_argv(b, g, &root, mk, 3, deadline_ms, why, cap) != 0) {
+			if (why[0] == '\0')
+				snprintf(why, cap, "mkdir -p %.200s failed", path);
+			return -1;
+		}
+		snprintf(e->cwd, sizeof(e->cwd), "%s", path);
+		return 0;
+	}
+	if (strcmp(op, "USER") == 0) {
+		snprintf(e->user, sizeof(e->user), "%.*s", (int)strcspn(arg, ":"), arg);
+		return 0;
+	}
+	/* ENV and ARG (with a value: no --build-arg reaches the API) are the
+	 * environment of the steps after them */
+	if (strcmp(op, "ENV") == 0 || strcmp(op, "ARG") == 0) {
+		cJSON_ArrayForEach(kv, pairs) {
+			if (cJSON_GetArraySize(kv) == 2)
+				env_set(e, cJSON_GetArrayItem(kv, 0)->valuestring,
+					cJSON_GetArrayItem(kv, 1)->valuestring);
+		}
+	}
+	/* LABEL, CMD, ENTRYPOINT: recorded in the log (a sandbox's process
+	 * is what exec starts: the API has no image command) */
+	return 0;
+}
+
+/* ---- the layer ---- */
+
+static int run_cmd(char *const argv[], char *why, size_t cap)
+{
+	pid_t pid = fork();
+	int st = 0;
+
+	if (pid < 0) {
+		snprintf(why, cap, "fork: %s", strerror(errno));
+		return -1;
+	}
+	if (pid == 0) {
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		snprintf(why, cap, "%s %s: status %d", argv[0], argv[1], st);
+		return -1;
+	}
+	return 0;
+}
+
+static int mkdir_p(const char *dir, char *why, size_t cap)
+{
+	char *argv[] = {"/bin/mkdir", "-p", (char *)(uintptr_t)dir, NULL};
+
+	return run_cmd(argv, why, cap);
+}
+
+static void tpl_dir(const sbx_mock *mock, const char *id, char *out, size_t cap)
+{
+	snprintf(out, cap, "%s/templates/%s", mock->work_dir, id);
+}
+
+/* Copies the builder's upper layer (whiteouts and xattrs as they are)
+ * to the template's directory; its size in bytes, or -1. */
+static double save_layer(build *b, mock_guest *g, char *why, size_t cap)
+{
+	char src[96], dir[TPL_DIR_MAX], dst[TPL_DIR_MAX + 8], du[TPL_DIR_MAX + 64];
+	char *rm[] = {"/bin/rm", "-rf", dst, NULL};
+	char *cp[] = {"/bin/cp", "-a", src, dst, NULL};
+	unsigned long long kib = 0;
+	FILE *f;
+
+	snprintf(src, sizeof(src), "/proc/%d/fd/%d/u", (int)mock_guest_cell_pid(g), CELL_DISK_FD);
+	tpl_dir(b->mock, b->id, dir, sizeof(dir));
+	snprintf(dst, sizeof(dst), "%s/layer", dir);
+	if (mkdir_p(dir, why, cap) != 0)
+		return -1;
+	/* nothing of the steps runs on: the layer holds still */
+	mock_guest_signal(g, SIGKILL);
+	if (run_cmd(rm, why, cap) != 0 || run_cmd(cp, why, cap) != 0)
+		return -1;
+	snprintf(du, sizeof(du), "du -sk '%s' 2>/dev/null", dst);
+	f = popen(du, "re");
+	if (f != NULL) {
+		if (fscanf(f, "%llu", &kib) != 1)
+			kib = 0;
+		pclose(f);
+	}
+	return (double)kib * 1024.0;
+}
+
+/* ---- the thread ---- */
+
+static void fail_build(build *b, const char *step, const char *why)
+{
+	log_line(b, "build failed at %.200s: %.700s", step, why);
+	if (b->ntail > 0) {
+		unsigned first = b->ntail > 8 ? b->ntail - 8 : 0;
+
+		log_line(b, "the log's tail:");
+		for (unsigned i = first; i < b->ntail; i++)
+			log_line(b, "| %s", b->tail[i % 8]);
+	}
+	set_status(b, "failed", 0);
+}
+
+static mock_guest *start_builder(build *b, const char *base, char *why, size_t cap)
+{
+	sbx_mock *mock = b->mock;
+	const mock_settings *set = &mock->model->set;
+	const mock_image *im = mock_rootfs_image(mock, base);
+	mock_guest_opts o = {.cgroups = mock->cgroups,
+			     .pids_max = MOCK_GUEST_PIDS_MAX,
+			     .filter = mock->cell_filter,
+			     .image = im,
+			     .trust_pem = mock->inet_ca_pem};
+	char name[80];
+	sbx_err err = {{0}};
+	mock_guest *g;
+
+	if (mock->gmode != GUEST_CONTAINED) {
+		snprintf(why, cap, "template builds need contained guests (this mock runs plain guests)");
+		return NULL;
+	}
+	if (im == NULL) {
+		snprintf(why, cap,
+			 "no rootfs image for base %.64s: this mock has none (%.400s). Build one with "
+			 "mock-api/images/build-image devbox:1 and start the mock with --images STORE "
+			 "(mock-api/IMAGES.md)",
+			 base, mock->rootfs_note);
+		return NULL;
+	}
+	pthread_mutex_lock(&mock->model->lock);
+	o.mem_bytes = (uint64_t)set->tpl_build_mem_mib * 1024 * 1024;
+	o.disk_mib = set->tpl_build_disk_mib;
+	pthread_mutex_unlock(&mock->model->lock);
+	snprintf(name, sizeof(name), "build-%s", b->id);
+	g = mock_guest_new(mock->work_dir, name, mock->gmode, &o, &err);
+	if (g == NULL)
+		snprintf(why, cap, "the builder cell did not start: %s", err.msg);
+	else if (mock_guest_self_fd(g) >= 0)
+		close(mock_guest_take_self_fd(g)); /* a builder signals nothing */
+	return g;
+}
+
+static void *build_main(void *arg)
+{
+	build *b = arg;
+	sbx_mock *mock = b->mock;
+	build_env env = {.cwd = "/"};
+	char why[1024] = "", base[64] = "", step_name[160] = "setup";
+	cJSON *steps = NULL;
+	mock_guest *g = NULL;
+	int64_t deadline;
+	double size;
+
+	sbx_strbuf_init(&b->part);
+	pthread_mutex_lock(&mock->model->lock);
+	{
+		cJSON *tpl = tpl_of(b);
+
+		if (tpl != NULL) {
+			steps = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(tpl, "_steps"), true);
+			snprintf(base, sizeof(base), "%s", cJSON_GetObjectItemCaseSensitive(tpl, "base")->valuestring);
+			mock_template_set_status(mock->model, tpl, "building", 0);
+		}
+	}
+	deadline = sbx_mono_ms() + (int64_t)mock->model->set.tpl_build_timeout_s * 1000;
+	pthread_mutex_unlock(&mock->model->lock);
+	if (steps == NULL)
+		goto out;
+	log_line(b, "building on %s (limits: %u s, disk %u MiB, memory %u MiB)", base,
+		 mock->model->set.tpl_build_timeout_s, mock->model->set.tpl_build_disk_mib,
+		 mock->model->set.tpl_build_mem_mib);
+	g = start_builder(b, base, why, sizeof(why));
+	pthread_mutex_lock(&mock->model->lock);
+	b->g = g;
+	pthread_mutex_unlock(&mock->model->lock);
+	if (g == NULL) {
+		fail_build(b, step_name, why);
+		goto out;
+	}
+	{
+		int n = cJSON_GetArraySize(steps), i = 0;
+		const cJSON *st;
+
+		cJSON_ArrayForEach(st, steps) {
+			i++;
+			snprintf(step_name, sizeof(step_name), "step %d/%d (line %d) %s", i, n,
+				 cJSON_GetObjectItemCaseSensitive(st, "line")->valueint,
+				 cJSON_GetObjectItemCaseSensitive(st, "op")->valuestring);
+			log_line(b, "%s %.900s", step_name, cJSON_GetObjectItemCaseSensitive(st, "arg")->valuestring);
+			why[0] = '\0';
+			if (run_step(b, g, &env, st, deadline, why, sizeof(why)) != 0) {
+				fail_build(b, step_name, why);
+				goto out;
+			}
+		}
+	}
+	log_line(b, "saving the template's layer");
+	size = save_layer(b, g, why, sizeof(why));
+	if (size < 0) {
+		fail_build(b, "saving the layer", why);
+		goto out;
+	}
+	log_line(b, "build finished: layer of %.0f bytes over %s", size, base);
+	set_status(b, "ready", size);
+out:
+	pthread_mutex_lock(&mock->model->lock);
+	b->g = NULL;
+	b->done = true;
+	pthread_mutex_unlock(&mock->model->lock);
+	mock_guest_free(g, true);
+	cJSON_Delete(steps);
+	env_free(&env);
+	sbx_strbuf_free(&b->part);
+	return NULL;
+}
+
+/* Lock held: joins and frees the builds that ended. */
+static void prune_done(struct mock_builds *bs)
+{
+	build **pp = &bs->list;
+
+	while (*pp != NULL) {
+		build *b = *pp;
+
+		if (b->done) {
+			*pp = b->next;
+			pthread_join(b->th, NULL); /* it ended: no wait */
+			free(b);
+		} else {
+			pp = &b->next;
+		}
+	}
+}
+
+void mock_op_template_build(sbx_mock *mock, mock_tenant *t, const char *id)
+{
+	build *b = calloc(1, sizeof(*b));
+	bool started = false;
+
+	pthread_mutex_lock(&mock->model->lock);
+	if (mock->builds == NULL)
+		mock->builds = calloc(1, sizeof(*mock->builds));
+	if (b != NULL && mock->builds != NULL && !mock->builds->stopping) {
+		prune_done(mock->builds);
+		b->mock = mock;
+		b->t = t;
+		snprintf(b->id, sizeof(b->id), "%s", id);
+		if (pthread_create(&b->th, NULL, build_main, b) == 0) {
+			b->next = mock->builds->list;
+			mock->builds->list = b;
+			started = true;
+		}
+	}
+	if (!started) {
+		cJSON *tpl = mock_template_find(t, id);
+
+		if (tpl != NULL) {
+			mock_template_log(tpl, "build failed: could not start a build thread");
+			mock_template_set_status(mock->model, tpl, "failed", 0);
+		}
+		free(b);
+	}
+	pthread_mutex_unlock(&mock->model->lock);
+}
+
+/* Lock held: ends every build's steps (the threads see the cancel). */
+static void cancel_all(struct mock_builds *bs)
+{
+	for (build *b = bs->list; b != NULL; b = b->next) {
+		b->cancel = true;
+		if (b->g != NULL)
+			mock_guest_signal(b->g, SIGKILL);
+	}
+}
+
+void mock_op_templates_cancel(sbx_mock *mock)
+{
+	pthread_mutex_lock(&mock->model->lock);
+	if (mock->builds != NULL)
+		cancel_all(mock->builds);
+	pthread_mutex_unlock(&mock->model->lock);
+}
+
+void mock_op_templates_stop(sbx_mock *mock)
+{
+	build *list;
+
+	pthread_mutex_lock(&mock->model->lock);
+	if (mock->builds == NULL) {
+		pthread_mutex_unlock(&mock->model->lock);
+		return;
+	}
+	mock->builds->stopping = true;
+	cancel_all(mock->builds);
+	list = mock->builds->list;
+	mock->builds->list = NULL;
+	pthread_mutex_unlock(&mock->model->lock);
+	while (list != NULL) {
+		build *next = list->next;
+
+		pthread_join(list->th, NULL);
+		free(list);
+		list = next;
+	}
+	free(mock->builds);
+	mock->builds = NULL;
+}
+
+void mock_op_template_forget(sbx_mock *mock, const char *id)
+{
+	char dir[TPL_DIR_MAX], why[256];
+	char *rm[] = {"/bin/rm", "-rf", dir, NULL};
+
+	tpl_dir(mock, id, dir, sizeof(dir));
+	if (access(dir, F_OK) == 0 && run_cmd(rm, why, sizeof(why)) != 0 && !mock->quiet)
+		fprintf(stderr, "sbx-mock: template %s: removing its layer: %s\n", id, why);
+}
+
+int mock_op_template_seed(sbx_mock *mock, const mock_sandbox *sb, sbx_err *err)
+{
+	char layer[TPL_DIR_MAX + 8], seed[TPL_DIR_MAX + 160], dir[TPL_DIR_MAX], why[512];
+	char *cp[] = {"/bin/cp", "-a", layer, seed, NULL};
+
+	if (sb->tpl_id[0] == '\0' || mock->gmode != GUEST_CONTAINED)
+		return 0;
+	tpl_dir(mock, sb->tpl_id, dir, sizeof(dir));
+	snprintf(layer, sizeof(layer), "%s/layer", dir);
+	snprintf(seed, sizeof(seed), "%s/%s/seed", mock->work_dir, sb->id);
+	if (access(layer, F_OK) != 0) {
+		sbx_err_set(err, "template %s: its layer %s is gone (deleted meanwhile?)", sb->tpl_id, layer);
+		return -1;
+	}
+	if (mkdir_p(seed, why, sizeof(why)) != 0) {
+		sbx_err_set(err, "template %s: %s", sb->tpl_id, why);
+		return -1;
+	}
+	/* the layer becomes the seed's u: the cell's upper layer starts as it */
+	snprintf(seed, sizeof(seed), "%s/%s/seed/u", mock->work_dir, sb->id);
+	if (run_cmd(cp, why, sizeof(why)) != 0) {
+		sbx_err_set(err, "template %s: copying its layer: %s", sb->tpl_id, why);
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- the log, followed ---- */
+
+typedef struct log_stream {
+	mock_op_stream s;
+	mock_tenant *t;
+	char id[64];
+	size_t next;     /* the next line to send */
+	bool ended;
+} log_stream;
+
+static int log_next(mock_op_stream *s, sbx_strbuf *out)
+{
+	log_stream *ls = (log_stream *)s;
+	mock_model *m = s->mock->model;
+	cJSON *tpl;
+	bool done = false;
+
+	if (ls->ended)
+		return MOCK_STREAM_DONE;
+	pthread_mutex_lock(&m->lock);
+	tpl = mock_template_find(ls->t, ls->id);
+	if (tpl != NULL) {
+		done = mock_template_done(tpl);
+		ls->next = mock_template_log_lines(tpl, ls->next, true, out);
+		if (done)
+			sbx_strbuf_printf(out, "{\"final\":true,\"status\":\"%s\"}\n",
+					  cJSON_GetObjectItemCaseSensitive(tpl, "status")->valuestring);
+	} else {
+		/* deleted while followed */
+		sbx_strbuf_puts(out, "{\"final\":true,\"status\":\"failed\"}\n");
+		done = true;
+	}
+	pthread_mutex_unlock(&m->lock);
+	if (done) {
+		ls->ended = true;
+		return MOCK_STREAM_MORE; /* the final frame goes out; DONE next */
+	}
+	if (out->len == 0) {
+		usleep(MOCK_STREAM_WAIT_MS * 1000);
+		if (ops_stream_quiet(s))
+			sbx_strbuf_puts(out, "{\"hb\":true}\n");
+	}
+	return MOCK_STREAM_MORE;
+}
+
+static void log_end(mock_op_stream *s)
+{
+	free(s);
+}
+
+mock_op_stream *mock_op_template_follow(sbx_mock *mock, mock_tenant *t, const char *id)
+{
+	log_stream *ls = calloc(1, sizeof(*ls));
+
+	if (ls == NULL)
+		return NULL;
+	ls->s.mock = mock;
+	ls->s.next = log_next;
+	ls->s.end = log_end;
+	ls->t = t;
+	snprintf(ls->id, sizeof(ls->id), "%s", id);
+	return &ls->s;
+}

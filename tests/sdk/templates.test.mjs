@@ -1,0 +1,161 @@
+// Template builds that build (issue 37 item 2), through the TypeScript SDK:
+// templates.create answers pending, followLogs streams the build's lines
+// up to the final event, and a sandbox booted with rootfs = the template
+// sees what its RUN wrote; a failing RUN ends failed with its log; COPY is
+// refused; the build limits hold; deleting a template leaves the
+// sandboxes on it as they are (the SDK: "Existing sandboxes built from it
+// are unaffected").
+//
+// Needs the devbox:1 image (mock-api/IMAGES.md): without it (or without
+// a copy this user may use) it exits 77, which ctest reports as skipped.
+// Usage: node --test templates.test.mjs   (SBX_MOCK_BIN=/path/to/sbx-mock)
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { existsSync } from "node:fs";
+
+import {
+  CreateosSandboxClient,
+  CreateosSandboxValidationError,
+} from "@nodeops-createos/sandbox";
+import { startMock } from "./mock.mjs";
+
+const ADMIN = "tpl-admin-token";
+const SHAPE = "s-1vcpu-1gb";
+const STORE = process.env.SBX_IMAGE_STORE ?? "/var/cache/sbx-harness/images";
+const DOCKERFILE = "FROM nodeops/sandbox:debian\nRUN echo built-by-run > /etc/marker\n";
+let mock;
+let baseUrl;
+
+if (!existsSync(`${STORE}/index`)) {
+  console.log(`SKIP: no image store at ${STORE} (build devbox:1: mock-api/images/build-image devbox:1)`);
+  process.exit(77);
+}
+
+function client(apiKey) {
+  return new CreateosSandboxClient({ apiKey, baseUrl });
+}
+
+const admin = (...a) => mock.admin(...a);
+
+async function follow(box, id) {
+  const events = [];
+  for await (const ev of box.templates.followLogs(id, { timeoutMs: 600_000 })) events.push(ev);
+  return events;
+}
+
+before(async () => {
+  mock = await startMock(["--self-listen", "127.0.0.1:0", "--admin-token", ADMIN, "--images", STORE]);
+  baseUrl = mock.baseUrl;
+  const images = await admin("GET", "/_mock/images");
+  const devbox = images.images.find((i) => i.name === "devbox:1");
+  if (!devbox || !devbox.usable) {
+    console.log(`SKIP: devbox:1 is not usable here: ${devbox ? devbox.note : "not in the store"}`);
+    await mock.stop();
+    process.exit(77);
+  }
+});
+
+after(async () => mock?.stop());
+
+test("a RUN step builds a file a sandbox on the template sees", async () => {
+  const box = client("tpl-build");
+  const tpl = await box.templates.create({ name: "marker", dockerfile: DOCKERFILE });
+  assert.notEqual(tpl.status, "ready", "the first answer is not ready");
+  assert.equal(tpl.status, "pending");
+  const events = await follow(box, tpl.id);
+  assert.deepEqual(events.at(-1), { final: true, status: "ready" }, JSON.stringify(events));
+  assert.ok(events.some((e) => /RUN echo built-by-run > \/etc\/marker/.test(e.line ?? "")));
+  const got = await box.templates.get(tpl.id);
+  assert.equal(got.status, "ready");
+  assert.ok(got.built_at);
+  assert.ok(got.ext4_size_bytes > 0);
+  const sb = await box.createSandbox({ shape: SHAPE, rootfs: tpl.name });
+  const out = await sb.runCommand("cat", ["/etc/marker"]);
+  assert.equal(out.result.stdout, "built-by-run\n");
+  // a sandbox of the base alone has no marker
+  const plain = await box.createSandbox({ shape: SHAPE, rootfs: "devbox:1" });
+  assert.notEqual((await plain.runCommand("test", ["-e", "/etc/marker"])).result.exit_code, 0);
+  await plain.destroy();
+  // deleting the template leaves the sandbox on it as it was; new
+  // sandboxes can no longer name it
+  assert.deepEqual(await box.templates.delete(tpl.id), { ok: true });
+  assert.equal((await sb.runCommand("cat", ["/etc/marker"])).result.stdout, "built-by-run\n");
+  await assert.rejects(box.createSandbox({ shape: SHAPE, rootfs: tpl.id }), CreateosSandboxValidationError);
+  await sb.destroy();
+});
+
+test("ENV, WORKDIR and the exec form of RUN reach the steps after them", async () => {
+  const box = client("tpl-env");
+  const tpl = await box.templates.create({
+    name: "env",
+    dockerfile: "FROM nodeops/sandbox:debian\nENV GREETING=\"hello there\"\nWORKDIR /opt/app\n" +
+      "RUN echo \"$GREETING\" > greeting && pwd > where\nRUN [\"touch\", \"/opt/app/exec-form\"]\n",
+  });
+  assert.deepEqual((await follow(box, tpl.id)).at(-1), { final: true, status: "ready" });
+  const sb = await box.createSandbox({ shape: SHAPE, rootfs: tpl.id });
+  const out = await sb.runCommand("cat", ["/opt/app/greeting", "/opt/app/where", "/opt/app/exec-form"]);
+  assert.equal(out.result.stdout, "hello there\n/opt/app\n");
+  await sb.destroy();
+});
+
+test("a failing RUN ends failed, with the step, its exit status and its log", async () => {
+  const box = client("tpl-fail");
+  const tpl = await box.templates.create({
+    name: "fails",
+    dockerfile: "FROM nodeops/sandbox:debian\nRUN echo before-the-failure; exit 7\nRUN echo never-runs\n",
+  });
+  assert.equal(tpl.status, "pending");
+  const events = await follow(box, tpl.id);
+  assert.deepEqual(events.at(-1), { final: true, status: "failed" });
+  const lines = events.map((e) => e.line ?? "");
+  assert.ok(lines.includes("before-the-failure"), lines.join("\n"));
+  assert.ok(lines.some((l) => /step 1\/2 \(line 2\) RUN: exit status 7/.test(l)), lines.join("\n"));
+  assert.ok(!lines.includes("never-runs"));
+  assert.equal((await box.templates.get(tpl.id)).status, "failed");
+  assert.match(await box.templates.logs(tpl.id), /before-the-failure/);
+  await assert.rejects(box.createSandbox({ shape: SHAPE, rootfs: tpl.id }), CreateosSandboxValidationError);
+});
+
+test("COPY and ADD are refused at create", async () => {
+  const box = client("tpl-copy");
+  await assert.rejects(
+    box.templates.create({ name: "copy", dockerfile: "FROM nodeops/sandbox:debian\nCOPY . /app\n" }),
+    (e) => e instanceof CreateosSandboxValidationError && /COPY is not permitted/.test(e.message),
+  );
+  await assert.rejects(
+    box.templates.create({ name: "add", dockerfile: "FROM nodeops/sandbox:debian\nADD x /x\n" }),
+    CreateosSandboxValidationError,
+  );
+  assert.equal((await box.templates.list()).length, 0);
+});
+
+test("a build's time, disk and memory limits end it failed", async () => {
+  const box = client("tpl-limits");
+  await admin("PUT", "/_mock/settings", { template_build_timeout_s: 2, template_build_disk_mib: 16 });
+  try {
+    const slow = await box.templates.create({ name: "slow", dockerfile: "FROM nodeops/sandbox:debian\nRUN sleep 30\n" });
+    const se = await follow(box, slow.id);
+    assert.deepEqual(se.at(-1), { final: true, status: "failed" });
+    assert.ok(se.some((e) => /time limit/.test(e.line ?? "")), JSON.stringify(se));
+    const big = await box.templates.create({
+      name: "big",
+      dockerfile: "FROM nodeops/sandbox:debian\nRUN head -c 64M /dev/zero > /big\n",
+    });
+    const be = await follow(box, big.id);
+    assert.deepEqual(be.at(-1), { final: true, status: "failed" });
+    assert.ok(be.some((e) => /No space left on device/.test(e.line ?? "")), JSON.stringify(be));
+  } finally {
+    await admin("PUT", "/_mock/settings", { template_build_timeout_s: 900, template_build_disk_mib: 4096 });
+  }
+  await admin("PUT", "/_mock/settings", { template_build_mem_mib: 64 });
+  try {
+    const hog = await box.templates.create({
+      name: "hog",
+      dockerfile: "FROM nodeops/sandbox:debian\nRUN python3 -c \"b = bytearray(512 * 1024 * 1024); print(len(b))\"\n",
+    });
+    const he = await follow(box, hog.id);
+    assert.deepEqual(he.at(-1), { final: true, status: "failed" }, JSON.stringify(he));
+  } finally {
+    await admin("PUT", "/_mock/settings", { template_build_mem_mib: 2048 });
+  }
+});
