@@ -17,6 +17,7 @@
 #include "ops/ops_internal.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -25,6 +26,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "guest/cell_proto.h" /* CELL_DISK_FD */
@@ -67,6 +69,12 @@ static cJSON *tpl_of(build *b)
 	return mock_template_find(b->t, b->id);
 }
 
+/* Signalled (under the model lock) when a build's log grows or its status
+ * changes: a follower waits on it instead of polling, so followLogs sees a
+ * line as it is written. One for every mock in the process: a wake-up for
+ * another template only costs a look. */
+static pthread_cond_t log_grew = PTHREAD_COND_INITIALIZER;
+
 static void log_line(build *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void log_line(build *b, const char *fmt, ...)
 {
@@ -81,6 +89,7 @@ static void log_line(build *b, const char *fmt, ...)
 	tpl = tpl_of(b);
 	if (tpl != NULL)
 		mock_template_log(tpl, line);
+	pthread_cond_broadcast(&log_grew);
 	pthread_mutex_unlock(&b->mock->model->lock);
 }
 
@@ -92,6 +101,7 @@ static void set_status(build *b, const char *status, double size)
 	tpl = tpl_of(b);
 	if (tpl != NULL)
 		mock_template_set_status(b->mock->model, tpl, status, size);
+	pthread_cond_broadcast(&log_grew);
 	pthread_mutex_unlock(&b->mock->model->lock);
 }
 
@@ -531,6 +541,7 @@ void mock_op_template_build(sbx_mock *mock, mock_tenant *t, const char *id)
 		if (tpl != NULL) {
 			mock_template_log(tpl, "build failed: could not start a build thread");
 			mock_template_set_status(mock->model, tpl, "failed", 0);
+			pthread_cond_broadcast(&log_grew);
 		}
 		free(b);
 	}
@@ -627,38 +638,51 @@ typedef struct log_stream {
 	bool ended;
 } log_stream;
 
+/* Lock held: what the follower has not seen of template ls->id into out
+ * (its final frame too once the build ended); true when it ended. */
+static bool log_take(log_stream *ls, sbx_strbuf *out)
+{
+	cJSON *tpl = mock_template_find(ls->t, ls->id);
+	bool done;
+
+	if (tpl == NULL) { /* deleted while followed */
+		sbx_strbuf_puts(out, "{\"final\":true,\"status\":\"failed\"}\n");
+		return true;
+	}
+	done = mock_template_done(tpl);
+	ls->next = mock_template_log_lines(tpl, ls->next, true, out);
+	if (done)
+		sbx_strbuf_printf(out, "{\"final\":true,\"status\":\"%s\"}\n",
+				  cJSON_GetObjectItemCaseSensitive(tpl, "status")->valuestring);
+	return done;
+}
+
 static int log_next(mock_op_stream *s, sbx_strbuf *out)
 {
 	log_stream *ls = (log_stream *)s;
 	mock_model *m = s->mock->model;
-	cJSON *tpl;
-	bool done = false;
+	struct timespec until;
+	bool done;
 
 	if (ls->ended)
 		return MOCK_STREAM_DONE;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_nsec += (long)MOCK_STREAM_WAIT_MS * 1000000L;
+	until.tv_sec += until.tv_nsec / 1000000000L;
+	until.tv_nsec %= 1000000000L;
 	pthread_mutex_lock(&m->lock);
-	tpl = mock_template_find(ls->t, ls->id);
-	if (tpl != NULL) {
-		done = mock_template_done(tpl);
-		ls->next = mock_template_log_lines(tpl, ls->next, true, out);
-		if (done)
-			sbx_strbuf_printf(out, "{\"final\":true,\"status\":\"%s\"}\n",
-					  cJSON_GetObjectItemCaseSensitive(tpl, "status")->valuestring);
-	} else {
-		/* deleted while followed */
-		sbx_strbuf_puts(out, "{\"final\":true,\"status\":\"failed\"}\n");
-		done = true;
-	}
+	done = log_take(ls, out);
+	/* nothing new: wait for a line or the status (or the wait's end,
+	 * when a heartbeat may be due), then look once more */
+	if (!done && out->len == 0 && pthread_cond_timedwait(&log_grew, &m->lock, &until) == 0)
+		done = log_take(ls, out);
 	pthread_mutex_unlock(&m->lock);
 	if (done) {
 		ls->ended = true;
 		return MOCK_STREAM_MORE; /* the final frame goes out; DONE next */
 	}
-	if (out->len == 0) {
-		usleep(MOCK_STREAM_WAIT_MS * 1000);
-		if (ops_stream_quiet(s))
-			sbx_strbuf_puts(out, "{\"hb\":true}\n");
-	}
+	if (out->len == 0 && ops_stream_quiet(s))
+		sbx_strbuf_puts(out, "{\"hb\":true}\n");
 	return MOCK_STREAM_MORE;
 }
 
