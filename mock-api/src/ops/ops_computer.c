@@ -63,6 +63,10 @@ static const char screen_start_sh[] =
 	"  x11vnc -display :$n -rfbport $((5900+n)) -localhost -forever -shared -nopw -quiet >vnc.log 2>&1 & echo $! >> pids\n"
 	"  websockify --web /usr/share/novnc 127.0.0.1:$((6080+n)) 127.0.0.1:$((5900+n)) >novnc.log 2>&1 & echo $! >> pids\n"
 	"  i=0; while ! wmctrl -m >/dev/null 2>&1 && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done\n"
+	/* ready once the VNC server and noVNC listen too (their loopback
+	 * sockets in the cell's /proc/net/tcp, state 0A: LISTEN) */
+	"  for p in $((5900+n)) $((6080+n)); do l=$(printf '0100007F:%04X 00000000:0000 0A' $p)\n"
+	"    i=0; while ! grep -q \"$l\" /proc/net/tcp && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done; done\n"
 	"  echo up > ready\n"
 	") </dev/null >/dev/null 2>&1 &\n";
 
@@ -474,36 +478,56 @@ static cJSON *window_view(unsigned long id, const char *title)
 	return o;
 }
 
-/* The windows the window manager manages (wmctrl -lx: id, desktop,
- * instance.class, host, title), those whose class or instance contains
- * application (case-insensitive) when given. */
+/* Whether id is in the decimal ids of text (one a line). */
+static bool id_listed(const char *text, unsigned long id)
+{
+	const char *p = text;
+
+	while (*p != '\0') {
+		char *end = NULL;
+		unsigned long v = strtoul(p, &end, 10);
+
+		if (end == p)
+			break;
+		if (v == id)
+			return true;
+		p = end + strspn(end, "\n");
+	}
+	return false;
+}
+
+/* The windows the window manager manages (wmctrl -l: id, desktop, host,
+ * title; the host never has a space), only those whose WM_CLASS class or
+ * instance matches application (xdotool search) when it is given. */
 static cJSON *windows_list(mock_op *op, mock_guest *g, int screen, const char *application)
 {
-	const char *argv[] = {"wmctrl", "-lx"};
-	desk_out o;
+	const char *argv[] = {"wmctrl", "-l"};
+	const char *search[] = {"xdotool", "search", "--class", "--classname", application};
+	desk_out o, f;
 	cJSON *arr = NULL;
 	char *line, *save = NULL;
+	bool filter = application != NULL && application[0] != '\0';
 
 	desk_out_init(&o);
-	if (!desk_do(op, g, screen, argv, 2, NULL, &o))
+	desk_out_init(&f);
+	if (!desk_do(op, g, screen, argv, 2, NULL, &o) ||
+	    (filter && desk_run(op, g, screen, search, 5, NULL, &f) < 0))
 		goto out;
 	arr = cJSON_CreateArray();
 	for (line = o.out.len > 0 ? strtok_r(o.out.data, "\n", &save) : NULL; line != NULL;
 	     line = strtok_r(NULL, "\n", &save)) {
-		char cls[256] = "", title[1024] = "";
 		unsigned long id;
 		int desk, used = 0;
 
-		/* id desktop class host title; the host may be N/A */
-		if (sscanf(line, "%lx %d %255s %*s %n", &id, &desk, cls, &used) < 3 || used == 0)
+		if (sscanf(line, "%lx %d %*s %n", &id, &desk, &used) < 2 || used == 0)
 			continue;
-		snprintf(title, sizeof(title), "%s", line + used);
-		if (application != NULL && application[0] != '\0' && strcasestr(cls, application) == NULL)
+		if (filter && !id_listed(sbx_strbuf_str(&f.out), id))
 			continue;
-		cJSON_AddItemToArray(arr, window_view(id, title));
+		cJSON_AddItemToArray(arr, window_view(id, line + used));
 	}
 out:
 	desk_out_free(&o);
+	desk_out_free(&f);
 	return arr;
 }
 
@@ -861,8 +885,9 @@ static cJSON *screen_connect(mock_op *op, int screen)
 	ingress = op->sb->ingress_enabled && m->ingress_base[0] != '\0';
 	mock_rfc3339(m, expiry, stamp, sizeof(stamp));
 	sbx_strbuf_init(&url);
+	/* the ingress serves plain HTTP on loopback (COMPUTER.md: no TLS yet) */
 	if (ingress)
-		sbx_strbuf_printf(&url, "https://%s", m->ingress_base + strlen("http://"));
+		sbx_strbuf_puts(&url, m->ingress_base);
 	pthread_mutex_unlock(&m->lock);
 	if (!ingress) {
 		sbx_strbuf_free(&url);
