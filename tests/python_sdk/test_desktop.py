@@ -157,7 +157,7 @@ def pixel(rows, x, y):
     return tuple(rows[y][3 * x:3 * x + 3])
 
 
-def poll(what, fn, timeout=60, every=0.3):
+def poll(what, fn, timeout=120, every=0.3):
     """fn() until it returns a true value (an agent waits for the screen)."""
     deadline, last = time.monotonic() + timeout, None
     while time.monotonic() < deadline:
