@@ -59,7 +59,8 @@ static const char screen_start_sh[] =
 	"  export DISPLAY=:$n HOME=${HOME:-/root}\n"
 	"  Xvfb :$n -screen 0 ${w}x${h}x24 -nolisten tcp -fbdir \"$d\" >xvfb.log 2>&1 & echo $! >> pids\n"
 	"  i=0; while [ ! -S /tmp/.X11-unix/X$n ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done\n"
-	"  openbox >wm.log 2>&1 & echo $! >> pids\n"
+	/* the window manager restarted if it ever exits (it goes with X) */
+	"  (while [ -S /tmp/.X11-unix/X$n ]; do openbox; sleep 0.2; done) >>wm.log 2>&1 & echo $! >> pids\n"
 	"  x11vnc -display :$n -rfbport $((5900+n)) -localhost -forever -shared -nopw -quiet >vnc.log 2>&1 & echo $! >> pids\n"
 	"  websockify --web /usr/share/novnc 127.0.0.1:$((6080+n)) 127.0.0.1:$((5900+n)) >novnc.log 2>&1 & echo $! >> pids\n"
 	"  i=0; while ! wmctrl -m >/dev/null 2>&1 && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done\n"
