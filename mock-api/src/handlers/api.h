@@ -132,6 +132,9 @@ void api_procs_wait(mreq *r, mresp *out, mock_tenant *t);
 /* The process id of path segment 4 into buf, or false with a 400 set. */
 bool api_procs_id(mreq *r, mresp *out, char *buf, size_t cap);
 
+/* api_computer.c: every computer route but the screenshot; the screenshot */
+void api_computer(mreq *r, mresp *out, mock_tenant *t);
+void api_computer_screenshot(mreq *r, mresp *out, mock_tenant *t);
 /* api_files.c */
 void api_files_put(mreq *r, mresp *out, mock_tenant *t);
 void api_files_get(mreq *r, mresp *out, mock_tenant *t);

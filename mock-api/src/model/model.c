@@ -40,6 +40,7 @@ const mock_rootfs mock_rootfses[] = {
 	{"ubuntu:24.04", "Ubuntu 24.04 base", false, NULL},
 	{"python:3.12", "Python 3.12 on Debian", false, NULL},
 	{"node:22", "Node.js 22 on Debian", false, NULL},
+	{"desktop:1", "Debian desktop for computer use: Xvfb, openbox, Chromium, noVNC", false, NULL},
 	{"devbox:0", "Previous devbox image", true, "devbox:1"},
 };
 const size_t mock_rootfs_count = sizeof(mock_rootfses) / sizeof(mock_rootfses[0]);

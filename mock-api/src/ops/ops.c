@@ -17,6 +17,7 @@
 
 #include "guest/cell_pool.h"
 #include "ops/rootfs.h"
+#include "ops/ops_computer.h"
 #include "ops/core.h" /* struct sbx_mock, mock_sleep_ms */
 
 /* Cuts the sandbox's open ingress connections (through the server's hook:
@@ -633,8 +634,10 @@ static mock_guest *guest_attach(sbx_mock *mock, const mock_sandbox *sb, mock_gue
 mock_guest *mock_op_guest_start(sbx_mock *mock, const mock_sandbox *sb, sbx_err *err)
 {
 	mock_guest_opts o = guest_opts(mock, sb);
+	mock_guest *g = guest_attach(mock, sb, mock_guest_new(mock->work_dir, sb->id, mock->gmode, &o, err), err);
 
-	return guest_attach(mock, sb, mock_guest_new(mock->work_dir, sb->id, mock->gmode, &o, err), err);
+	mock_op_computer_boot(mock, sb, g); /* a desktop's screen-0 (ops_computer.h) */
+	return g;
 }
 
 mock_guest *mock_op_guest_start_create(sbx_mock *mock, const mock_sandbox *sb, sbx_err *err)
@@ -650,6 +653,7 @@ mock_guest *mock_op_guest_start_create(sbx_mock *mock, const mock_sandbox *sb, s
 	g = guest_attach(mock, sb, g, err);
 	if (pooled)
 		mock_pool_settled(mock->pool);
+	mock_op_computer_boot(mock, sb, g);
 	return g;
 }
 

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "ops/ops.h"
+#include "ops/ops_computer.h"
 #include "server/server.h"
 
 #define ING_CONNS_MAX 256      /* open ingress connections; past it: 503 */
@@ -596,6 +597,23 @@ static int connect_guest(ing_conn *c, const ing_req *q)
 	return -1;
 }
 
+/* A desktop's noVNC port takes only a live connection's token
+ * (ops_computer.h), which leaves the path here; false having answered 403. */
+static bool gate_pass(ing_conn *c, ing_req *q)
+{
+	char msg[256];
+	size_t skip = 0;
+
+	if (mock_op_computer_ingress_gate(c->mock, q->id, q->port, q->rest, q->rest_len, &skip, msg,
+					  sizeof(msg)) != 0) {
+		answer(c->cfd, 403, "Forbidden", msg);
+		return false;
+	}
+	q->rest += skip;
+	q->rest_len -= skip;
+	return true;
+}
+
 static void *conn_main(void *arg)
 {
 	ing_conn *c = arg;
@@ -616,6 +634,8 @@ static void *conn_main(void *arg)
 		answer(c->cfd, status, status == 411 ? "Length Required" : "Bad Request", msg);
 		goto out;
 	}
+	if (!gate_pass(c, &q))
+		goto out;
 	gfd = connect_guest(c, &q);
 	if (gfd < 0)
 		goto out;

@@ -1,0 +1,375 @@
+#!/usr/bin/env python3
+"""The Python SDK's examples/desktop.py, call by call, against sbx-mock on
+desktop:1 (issue 39; mock-api/COMPUTER.md), plus an agent's loop.
+
+As test_python_sdk_examples.py does, over plain HTTP (urllib, standard
+library only): each request is what the SDK's ComputerService,
+MouseService, ScreensService... send (paths, the screen_id query, bodies
+as their models' to_dict write them) and each answer is checked to decode
+as the SDK's models need (JSend data; the screenshot raw PNG bytes).
+
+- DesktopExample: screen geometry (polled while the session starts, as the
+  example does), screens list and get, a full screenshot whose size is the
+  screen's and a 240x160 region, a cursor that moved, a clipboard round
+  trip, a URL opened (its browser window listed), a noVNC connection whose
+  WebSocket, through the ingress, answers an RFB handshake.
+- AgentLoop: a page in the guest opened in the desktop's browser, made
+  full screen with F11; its colour block found in the screenshot where the
+  page puts it; a click on its button; the block's new colour seen.
+- NoVncGate: the noVNC port refuses a request without a token, with a
+  forged one, and after the connection expired (virtual clock advanced).
+- NotADesktop: a devbox:1 sandbox answers 409 DESKTOP_UNAVAILABLE.
+
+Needs the desktop:1 image (mock-api/images/build-image desktop:1) in the
+store (SBX_IMAGE_STORE, else /var/cache/sbx-harness/images as root, else
+~/.cache/sbx-harness/images); without it every test is skipped, saying so.
+
+Usage: test_desktop.py [SBX_MOCK] [unittest options] (SBX_MOCK defaults to
+$SBX_MOCK_BIN). Exit 0 pass, 1 fail, 77 skipped.
+"""
+import json
+import os
+import socket
+import struct
+import sys
+import time
+import unittest
+import urllib.error
+import urllib.parse
+import urllib.request
+import zlib
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import test_python_sdk_examples as examples  # noqa: E402 (its Mock)
+
+SKIP = 77
+MOCK_BIN = None
+KEY = "desktop-test-key"
+OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+def image_store():
+    store = os.environ.get("SBX_IMAGE_STORE")
+    if store:
+        return store
+    if os.geteuid() == 0:
+        return "/var/cache/sbx-harness/images"
+    return os.path.join(os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")),
+                        "sbx-harness", "images")
+
+
+def desktop_built(store):
+    try:
+        with open(os.path.join(store, "index")) as f:
+            return any(line.split("\t")[0] == "desktop:1" for line in f)
+    except OSError:
+        return False
+
+
+def start_mock(store):
+    """The examples' sbx-mock (test_python_sdk_examples.Mock), serving the store."""
+    return examples.Mock(MOCK_BIN, ("--images", store))
+
+
+class APIError(Exception):
+    def __init__(self, status, body):
+        super().__init__("HTTP %d: %s" % (status, body))
+        self.status = status
+        self.body = body
+
+
+def call(mock, method, path, body=None, params=None, raw=False, headers=None, timeout=60):
+    url = mock.url + path
+    if params:
+        url += "?" + urllib.parse.urlencode(params)
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(url, data=data, method=method)
+    req.add_header("X-Api-Key", KEY)
+    if data is not None:
+        req.add_header("Content-Type", "application/json")
+    for k, v in (headers or {}).items():
+        req.add_header(k, v)
+    try:
+        with OPENER.open(req, timeout=timeout) as resp:
+            payload = resp.read()
+            if raw:
+                return resp.headers.get("Content-Type"), payload
+    except urllib.error.HTTPError as e:
+        raise APIError(e.code, e.read().decode(errors="replace")) from None
+    doc = json.loads(payload)
+    # the SDK's JSend check
+    assert isinstance(doc, dict) and doc.get("status") == "success", doc
+    return doc.get("data")
+
+
+def check_fields(data, fields):
+    """Each field of the SDK's model present with its declared type."""
+    for name, typ in fields.items():
+        assert name in data, (name, data)
+        assert isinstance(data[name], typ) and not (typ is int and isinstance(data[name], bool)), (
+            name, data[name])
+
+
+SCREEN = {"screen_id": str, "display": str, "width": int, "height": int, "vnc_port": int,
+          "novnc_port": int}
+CONNECTION = {"screen_id": str, "port": int, "path": str, "token": str, "expires_at": str,
+              "url": str}
+SCREEN_IDS = {"screen-%d" % i for i in range(8)}
+
+
+def png_decode(data):
+    """(width, height, rows of RGB bytes) of an 8-bit RGB PNG, any filter."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", data[:8]
+    pos, idat, width = 8, b"", None
+    while pos < len(data):
+        n, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        chunk = data[pos + 8:pos + 8 + n]
+        crc = struct.unpack(">I", data[pos + 8 + n:pos + 12 + n])[0]
+        assert zlib.crc32(kind + chunk) == crc, kind
+        if kind == b"IHDR":
+            width, height, depth, ctype = struct.unpack(">IIBB", chunk[:10])
+            assert (depth, ctype) == (8, 2), (depth, ctype)
+        elif kind == b"IDAT":
+            idat += chunk
+        pos += 12 + n
+    raw, stride, rows, prev = zlib.decompress(idat), width * 3, [], bytearray(width * 3)
+    for r in range(height):
+        f, line = raw[r * (stride + 1)], bytearray(raw[r * (stride + 1) + 1:(r + 1) * (stride + 1)])
+        for i in range(stride):
+            a = line[i - 3] if i >= 3 else 0
+            b, c = prev[i], prev[i - 3] if i >= 3 else 0
+            if f == 1:
+                line[i] = (line[i] + a) & 255
+            elif f == 2:
+                line[i] = (line[i] + b) & 255
+            elif f == 3:
+                line[i] = (line[i] + (a + b) // 2) & 255
+            elif f == 4:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+        rows.append(bytes(line))
+        prev = line
+    return width, height, rows
+
+
+def pixel(rows, x, y):
+    return tuple(rows[y][3 * x:3 * x + 3])
+
+
+def poll(what, fn, timeout=120, every=0.3):
+    """fn() until it returns a true value (an agent waits for the screen)."""
+    deadline, last = time.monotonic() + timeout, None
+    while time.monotonic() < deadline:
+        try:
+            v = fn()
+            if v:
+                return v
+        except APIError as e:
+            last = e
+        time.sleep(every)
+    raise AssertionError("%s: not after %d s (last error: %s)" % (what, timeout, last))
+
+
+def websocket_rfb(ingress, path):
+    """Opens a WebSocket to the ingress at path; the first message: the
+    VNC server's RFB ProtocolVersion."""
+    host, port = urllib.parse.urlsplit(ingress).hostname, urllib.parse.urlsplit(ingress).port
+    s = socket.create_connection((host, port), timeout=30)
+    try:
+        s.sendall(("GET %s HTTP/1.1\r\nHost: %s:%d\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                   "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+                   "Sec-WebSocket-Protocol: binary\r\n\r\n" % (path, host, port)).encode())
+        head = b""
+        while b"\r\n\r\n" not in head:
+            b = s.recv(4096)
+            if not b:
+                break
+            head += b
+        status = head.split(b"\r\n", 1)[0]
+        if b" 101 " not in status:
+            return status.decode(errors="replace"), None
+        rest = head.split(b"\r\n\r\n", 1)[1]
+        while len(rest) < 2:
+            rest += s.recv(4096)
+        n = rest[1] & 0x7f
+        while len(rest) < 2 + n:
+            rest += s.recv(4096)
+        return status.decode(), rest[2:2 + n]
+    finally:
+        s.close()
+
+
+class DesktopCase(unittest.TestCase):
+    def setUp(self):
+        store = image_store()
+        if not desktop_built(store):
+            self.skipTest("desktop:1 is not built in %s (mock-api/images/build-image desktop:1)" % store)
+        self.mock = start_mock(store)
+        self.addCleanup(self.mock.stop)
+
+    def create(self, rootfs="desktop:1", ingress=True):
+        sb = call(self.mock, "POST", "/v1/sandboxes",
+                  {"shape": "s-2vcpu-4gb", "rootfs": rootfs, "ingress_enabled": ingress})
+        self.addCleanup(lambda: call(self.mock, "DELETE", "/v1/sandboxes/" + sb["id"]))
+        return sb["id"]
+
+    def computer(self, sid, method, suffix, body=None, params=None, raw=False):
+        return call(self.mock, method, "/v1/sandboxes/%s/computer%s" % (sid, suffix), body, params, raw)
+
+    def screenshot(self, sid, **params):
+        ctype, png = self.computer(sid, "GET", "/screenshot", params=params, raw=True)
+        self.assertEqual(ctype, "image/png")
+        return png_decode(png)
+
+
+class DesktopExample(DesktopCase):
+    def test_desktop_example(self):
+        sid = self.create()
+        screen = {"screen_id": "screen-0"}
+        geometry = poll("screen geometry", lambda: self.computer(sid, "GET", "/screen", params=screen))
+        check_fields(geometry, {"width": int, "height": int})
+        screens = self.computer(sid, "GET", "/screens")
+        self.assertTrue(screens)
+        for s in screens:
+            check_fields(s, SCREEN)
+            self.assertIn(s["screen_id"], SCREEN_IDS)
+        primary = self.computer(sid, "GET", "/screens/screen-0")
+        check_fields(primary, SCREEN)
+        self.assertEqual((primary["screen_id"], primary["display"]), ("screen-0", ":0"))
+
+        full = self.screenshot(sid, screen_id="screen-0")
+        self.assertEqual(full[:2], (geometry["width"], geometry["height"]))
+        region = self.screenshot(sid, screen_id="screen-0", x=0, y=0, width=240, height=160)
+        self.assertEqual(region[:2], (240, 160))
+        # the region is the screen's own pixels
+        self.assertEqual(region[2][10][:240 * 3], full[2][10][:240 * 3])
+
+        target = {"x": min(max(geometry["width"] // 3, 10), geometry["width"] - 1),
+                  "y": min(max(geometry["height"] // 3, 10), geometry["height"] - 1)}
+        self.assertNotEqual(self.computer(sid, "GET", "/cursor", params=screen), target)
+        self.computer(sid, "POST", "/mouse/move", target, screen)
+        cursor = self.computer(sid, "GET", "/cursor", params=screen)
+        self.assertEqual(cursor, target)
+        text = "CreateOS desktop %s" % sid
+        self.computer(sid, "PUT", "/clipboard", {"text": text}, screen)
+        self.assertEqual(self.computer(sid, "GET", "/clipboard", params=screen), {"text": text})
+
+        self.computer(sid, "POST", "/open", {"target": "https://example.com"})
+        wins = poll("the browser's window", lambda: [
+            w for w in self.computer(sid, "GET", "/windows") if "Chromium" in w["title"]])
+        check_fields(wins[0], {"id": str, "title": str})
+        poll("the browser's window by its application", lambda: wins[0]["id"] in [
+            w["id"] for w in self.computer(sid, "GET", "/windows", params={"application": "chromium"})])
+        self.assertEqual(self.computer(sid, "GET", "/windows",
+                                       params={"application": "no-such-app"}), [])
+        geo = self.computer(sid, "GET", "/windows/%s/geometry" % wins[0]["id"])
+        check_fields(geo, {"id": str, "x": int, "y": int, "width": int, "height": int, "screen": int})
+
+        conn = self.computer(sid, "GET", "/screens/screen-0/connect")
+        check_fields(conn, CONNECTION)
+        self.assertEqual((conn["screen_id"], conn["port"]), ("screen-0", primary["novnc_port"]))
+        self.assertTrue(conn["url"].startswith(self.mock.ingress + "/" + sid + "/"), conn["url"])
+        status, first = websocket_rfb(self.mock.ingress, conn["path"])
+        self.assertIn("101", status)
+        self.assertRegex(first or b"", rb"^RFB 003\.00\d\n$")
+        # noVNC's page itself, through the same token
+        page = OPENER.open(conn["url"], timeout=30).read()
+        self.assertIn(b"noVNC", page)
+
+
+PAGE = b"""<!doctype html><html><head><title>agent page</title><style>
+html,body{margin:0;background:#ffffff;cursor:none}
+#block{position:absolute;left:100px;top:300px;width:200px;height:100px;background:rgb(255,0,128)}
+#go{position:absolute;left:500px;top:300px;width:200px;height:100px;background:rgb(0,160,0);border:0}
+</style></head><body><div id="block"></div>
+<button id="go" onclick="document.getElementById('block').style.background='rgb(0,64,255)'"></button>
+</body></html>"""
+
+
+class AgentLoop(DesktopCase):
+    def test_open_find_click_see(self):
+        sid = self.create()
+        req = urllib.request.Request(self.mock.url + "/v1/sandboxes/%s/files?path=/workspace/agent.html"
+                                     % sid, data=PAGE, method="PUT",
+                                     headers={"X-Api-Key": KEY,
+                                              "Content-Type": "application/octet-stream"})
+        OPENER.open(req, timeout=30).read()
+        poll("the desktop", lambda: self.computer(sid, "GET", "/screen"))
+        self.computer(sid, "POST", "/open", {"target": "/workspace/agent.html"})
+        win = poll("the page's window", lambda: [
+            w for w in self.computer(sid, "GET", "/windows") if "agent page" in w["title"]])[0]
+        self.computer(sid, "POST", "/windows/%s/focus" % win["id"])
+        self.computer(sid, "POST", "/keyboard/press", {"keys": ["f11"]})  # full screen
+        # the page's (0,0) is the screen's once full screen: the block is
+        # at 100,300 - 300,400 (its inside checked 10 px in from each edge)
+        pink, green, blue = (255, 0, 128), (0, 160, 0), (0, 64, 255)
+
+        def shows(colour, x0, y0, x1, y1):
+            _, _, rows = self.screenshot(sid)
+            return all(pixel(rows, x, y) == colour for x in (x0 + 10, x1 - 10) for y in (y0 + 10, y1 - 10)) \
+                and pixel(rows, x0 - 10, y0 + 10) != colour and pixel(rows, x1 + 10, y1 - 10) != colour
+
+        poll("the pink block at 100,300", lambda: shows(pink, 100, 300, 300, 400))
+        self.assertTrue(shows(green, 500, 300, 700, 400))
+        self.computer(sid, "POST", "/mouse/click", {"button": "left", "x": 600, "y": 350})
+        poll("the block turned blue", lambda: shows(blue, 100, 300, 300, 400))
+
+
+class NoVncGate(DesktopCase):
+    def test_token_checked_and_expiring(self):
+        sid = self.create()
+        poll("the desktop", lambda: self.computer(sid, "GET", "/screen"))
+        conn = self.computer(sid, "GET", "/screens/screen-0/connect")
+        base = "/%s/%d" % (sid, conn["port"])
+        status, _ = websocket_rfb(self.mock.ingress, base + "/websockify")
+        self.assertIn("403", status)
+        forged = conn["token"][:-1] + ("0" if conn["token"][-1] != "0" else "1")
+        status, _ = websocket_rfb(self.mock.ingress, "%s/t/%s/websockify" % (base, forged))
+        self.assertIn("403", status)
+        status, first = websocket_rfb(self.mock.ingress, conn["path"])
+        self.assertIn("101", status)
+        req = urllib.request.Request(self.mock.url + "/_mock/clock/advance", method="POST",
+                                     data=json.dumps({"ms": 16 * 60 * 1000}).encode(),
+                                     headers={"X-Mock-Admin-Token": self.mock.token,
+                                              "Content-Type": "application/json"})
+        OPENER.open(req, timeout=30).read()
+        status, _ = websocket_rfb(self.mock.ingress, conn["path"])
+        self.assertIn("403", status)
+
+    def test_connect_needs_ingress(self):
+        sid = self.create(ingress=False)
+        poll("the desktop", lambda: self.computer(sid, "GET", "/screen"))
+        with self.assertRaises(APIError) as e:
+            self.computer(sid, "GET", "/screens/screen-0/connect")
+        self.assertEqual(e.exception.status, 409)
+        self.assertIn("INGRESS_DISABLED", e.exception.body)
+
+
+class NotADesktop(DesktopCase):
+    def test_devbox_has_no_computer(self):
+        sid = self.create(rootfs="devbox:1")
+        for method, suffix in (("GET", "/screen"), ("GET", "/screenshot"), ("POST", "/mouse/move"),
+                               ("GET", "/screens")):
+            with self.assertRaises(APIError) as e:
+                self.computer(sid, method, suffix, {"x": 1, "y": 1} if method == "POST" else None)
+            self.assertEqual(e.exception.status, 409, suffix)
+            self.assertIn("DESKTOP_UNAVAILABLE", e.exception.body)
+
+
+def main():
+    global MOCK_BIN
+    argv = sys.argv[1:]
+    MOCK_BIN = argv.pop(0) if argv and not argv[0].startswith("-") else os.environ.get("SBX_MOCK_BIN")
+    if not MOCK_BIN:
+        sys.exit(__doc__.split("\n\n")[-1])
+    store = image_store()
+    if not desktop_built(store):
+        print("SKIP: desktop:1 is not built in %s (mock-api/images/build-image desktop:1)" % store)
+        return SKIP
+    result = unittest.main(argv=[sys.argv[0]] + argv, exit=False, verbosity=2).result
+    return 0 if result.wasSuccessful() else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
