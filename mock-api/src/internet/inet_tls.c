@@ -613,6 +613,16 @@ const char *mock_inet_tls_name(const mock_inet_tls_conn *c)
 	return c->name;
 }
 
+void mock_inet_tls_drop(mock_inet_tls_conn *c)
+{
+	if (c == NULL)
+		return;
+	SSL_set_quiet_shutdown(c->ssl, 1); /* no close_notify: the connection is cut */
+	SSL_free(c->ssl);
+	ERR_clear_error();
+	free(c);
+}
+
 void mock_inet_tls_close(mock_inet_tls_conn *c)
 {
 	if (c == NULL)

@@ -58,5 +58,8 @@ int mock_inet_tls_write(mock_inet_tls_conn *c, const char *buf, size_t len, int6
 const char *mock_inet_tls_name(const mock_inet_tls_conn *c);
 /* Sends close_notify (no wait for the peer's) and frees; fd stays open. */
 void mock_inet_tls_close(mock_inet_tls_conn *c);
+/* Frees without close_notify (a cut connection: a fault's reset); NULL is
+ * fine; fd stays open. */
+void mock_inet_tls_drop(mock_inet_tls_conn *c);
 
 #endif

@@ -42,6 +42,11 @@ struct sbx_mock {
 	struct mock_cgroups *cgroups; /* contained: the sandboxes' parent groups, or NULL */
 	struct mock_internet *inet;   /* enforced egress (internet.h), or NULL */
 	const char *inet_ca_pem;      /* its TLS CA's certificate, every guest trusts; or NULL */
+	/* the internet's stubs, sites, journal and upstream patterns
+	 * (inet_book.h): always made, so the admin API answers the same when
+	 * egress is not enforced; inet_stubs_file is reloaded by a reset */
+	struct mock_inet_book *inet_book;
+	const char *inet_stubs_file;
 	/* the warm pool of cells and deferred teardown (cell_pool.h), or NULL:
 	 * off (--warm-pool 0), plain guests, durable state, record/replay;
 	 * pool_note says which */

@@ -748,4 +748,5 @@ void mock_reset_all(sbx_mock *mock)
 	mock_faults_clear(mock->faults);
 	mock_faults_reseed(mock->faults, mock->seed);
 	mock_journal_clear(mock->journal);
+	mock_op_internet_reset(mock);
 }
