@@ -97,6 +97,7 @@ void mock_inet_book_free(mock_inet_book *b)
 		return;
 	mock_inet_stubs_clear(b);
 	free(b->stubs);
+	free(b->keys);
 	for (size_t i = 0; i < MOCK_INET_JOURNAL_SIZE; i++)
 		journal_entry_free(&b->journal[i]);
 	mock_inet_sites_free(b);
@@ -211,6 +212,16 @@ static bool token_ok(const char *t)
 			return false;
 	}
 	return true;
+}
+
+/* FNV-1a, never 0 (0 is "any" in a key). */
+static uint64_t text_hash(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	for (; *s != '\0'; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
+	return h != 0 ? h : 1;
 }
 
 static int parse_path(const cJSON *m, stub *s, size_t idx, sbx_err *err)
@@ -531,17 +542,23 @@ int mock_inet_stubs_add_json(mock_inet_book *b, const cJSON *body, const char *b
 	if (rc == 0 && b->capstubs < b->nstubs + n) {
 		size_t cap = b->nstubs + n + 16;
 		stub **grown = realloc(b->stubs, cap * sizeof(*grown));
+		mock_inet_stub_key *kg = grown != NULL ? realloc(b->keys, cap * sizeof(*kg)) : NULL;
 
-		if (grown == NULL) {
+		if (grown != NULL)
+			b->stubs = (void **)grown;
+		if (kg != NULL)
+			b->keys = kg;
+		if (grown == NULL || kg == NULL) {
 			sbx_err_set(err, "out of memory");
 			rc = -1;
 		} else {
-			b->stubs = (void **)grown;
 			b->capstubs = cap;
 		}
 	}
 	for (i = 0; rc == 0 && i < n; i++) {
 		made[i]->pub.id = b->next_id++;
+		b->keys[b->nstubs].host = made[i]->wildcard ? 0 : text_hash(made[i]->host);
+		b->keys[b->nstubs].path = made[i]->pk == PATH_EXACT ? text_hash(made[i]->path) : 0;
 		b->stubs[b->nstubs++] = made[i];
 		if (ids != NULL)
 			cJSON_AddItemToArray(ids, cJSON_CreateNumber(made[i]->pub.id));
@@ -632,6 +649,7 @@ int mock_inet_stub_delete(mock_inet_book *b, unsigned id)
 		if (((stub *)b->stubs[i])->pub.id == id) {
 			gone = b->stubs[i];
 			memmove(&b->stubs[i], &b->stubs[i + 1], (b->nstubs - i - 1) * sizeof(b->stubs[0]));
+			memmove(&b->keys[i], &b->keys[i + 1], (b->nstubs - i - 1) * sizeof(b->keys[0]));
 			b->nstubs--;
 			b->body_bytes -= gone->pub.body_len;
 		}
@@ -728,10 +746,14 @@ static bool stub_matches(const stub *s, const mock_inet_req *r, const char *tena
 mock_inet_stub *mock_inet_stub_match(mock_inet_book *b, const mock_inet_req *r)
 {
 	stub *hit = NULL;
+	uint64_t hh = text_hash(r->host), ph = text_hash(r->path);
 
 	pthread_rwlock_rdlock(&b->slock);
 	for (size_t i = 0; i < b->nstubs && hit == NULL; i++) {
-		if (stub_matches(b->stubs[i], r, r->tenant))
+		const mock_inet_stub_key *k = &b->keys[i];
+
+		if ((k->host == 0 || k->host == hh) && (k->path == 0 || k->path == ph) &&
+		    stub_matches(b->stubs[i], r, r->tenant))
 			hit = b->stubs[i];
 	}
 	if (hit != NULL)

@@ -26,9 +26,17 @@ typedef struct mock_inet_cidr {
 	int bits;
 } mock_inet_cidr;
 
+/* A stub's exact host and exact path as hashes (0: any), beside the
+ * stubs in a compact array: a scan of a thousand stubs that do not match
+ * reads these, not a thousand stubs. */
+typedef struct mock_inet_stub_key {
+	uint64_t host, path;
+} mock_inet_stub_key;
+
 struct mock_inet_book {
 	pthread_rwlock_t slock;
 	void **stubs;        /* stub *, in match order */
+	mock_inet_stub_key *keys; /* the same order */
 	size_t nstubs, capstubs;
 	size_t body_bytes;
 	unsigned next_id;

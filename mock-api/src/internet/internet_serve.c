@@ -424,6 +424,12 @@ static void answer_stub(conn *c, const mock_inet_stub *st)
 		     st->status, reason(st->status), st->head, st->body_len);
 	if (n < 0 || (size_t)n >= sizeof(head))
 		return;
+	if (st->fault == MOCK_INET_FAULT_NONE && (size_t)n + st->body_len <= sizeof(head)) {
+		/* one write: a second would wait for the client's delayed ACK */
+		memcpy(head + n, st->body, st->body_len);
+		finish(c, conn_send(c, head, (size_t)n + st->body_len));
+		return;
+	}
 	rc = conn_send(c, head, (size_t)n);
 	if (st->fault == MOCK_INET_FAULT_CLOSE_MID) {
 		if (rc == 0 && conn_send(c, st->body, half) == 0)
