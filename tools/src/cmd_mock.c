@@ -517,13 +517,21 @@ static int admin_lines(ctl_ctx *ctx, const char *path, const char *key)
 	return rc;
 }
 
-int ctl_cmd_mock_internet_stub_ls(ctl_ctx *ctx)
+int ctl_cmd_mock_internet_show(ctl_ctx *ctx)
 {
-	return admin_lines(ctx, "/_mock/internet/stubs", "stubs");
+	const char *what = ctx->args.pos[0];
+	if (strcmp(what, "stubs") == 0)
+		return admin_lines(ctx, "/_mock/internet/stubs", "stubs");
+	if (strcmp(what, "journal") == 0)
+		return admin_lines(ctx, "/_mock/internet/journal", "entries");
+	return ctl_usage_error(ctx, "mock internet show: \"%s\" is not stubs or journal", what);
 }
 
+/* "all" removes every stub. */
 int ctl_cmd_mock_internet_stub_rm(ctl_ctx *ctx)
 {
+	if (strcmp(ctx->args.pos[0], "all") == 0)
+		return admin_simple(ctx, "DELETE", "/_mock/internet/stubs", NULL, "all stubs removed");
 	sbx_strbuf path = SBX_STRBUF_INIT;
 	sbx_strbuf_puts(&path, "/_mock/internet/stubs/");
 	ctl_escape(&path, ctx->args.pos[0]);
@@ -532,14 +540,4 @@ int ctl_cmd_mock_internet_stub_rm(ctl_ctx *ctx)
 	int rc = admin_simple(ctx, "DELETE", sbx_strbuf_str(&path), NULL, done);
 	sbx_strbuf_free(&path);
 	return rc;
-}
-
-int ctl_cmd_mock_internet_stub_clear(ctl_ctx *ctx)
-{
-	return admin_simple(ctx, "DELETE", "/_mock/internet/stubs", NULL, "all stubs removed");
-}
-
-int ctl_cmd_mock_internet_journal(ctl_ctx *ctx)
-{
-	return admin_lines(ctx, "/_mock/internet/journal", "entries");
 }
