@@ -681,17 +681,6 @@ size_t mock_inet_stubs_count(mock_inet_book *b)
 
 /* ---- matching ---- */
 
-bool mock_inet_host_match(const char *pattern, bool wildcard, const char *host)
-{
-	size_t hl, pl;
-
-	if (!wildcard)
-		return strcmp(pattern, host) == 0;
-	hl = strlen(host);
-	pl = strlen(pattern + 1); /* ".suffix" */
-	return hl > pl && strcmp(host + hl - pl, pattern + 1) == 0;
-}
-
 /* The value of header name in a request head (its first line skipped),
  * into out; false when absent. */
 bool mock_inet_head_header(const char *head, const char *name, char *out, size_t cap)

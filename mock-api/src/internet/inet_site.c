@@ -179,6 +179,18 @@ const char *mock_inet_content_type(const char *path)
 
 /* ---- upstream ---- */
 
+bool mock_inet_host_match(const char *pattern, bool wildcard, const char *host)
+{
+	size_t hl, pl;
+
+	if (!wildcard)
+		return strcmp(pattern, host) == 0;
+	hl = strlen(host);
+	pl = strlen(pattern + 1); /* ".suffix" */
+	return hl > pl && strcmp(host + hl - pl, pattern + 1) == 0;
+}
+
+
 static int cidr_parse(const char *p, mock_inet_cidr *c)
 {
 	char a[64];

@@ -297,13 +297,8 @@ static int inside(mock_internet *in, job_fn fn, void *arg, sbx_err *err)
 	return rc;
 }
 
-mock_internet *mock_internet_start(const char *hosts_path, mock_inet_tls *tls, sbx_err *err)
-{
-	return mock_internet_start_with(hosts_path, tls, NULL, err);
-}
-
-mock_internet *mock_internet_start_with(const char *hosts_path, mock_inet_tls *tls, mock_inet_book *book,
-					sbx_err *err)
+mock_internet *mock_internet_start(const char *hosts_path, mock_inet_tls *tls, mock_inet_book *book,
+				   sbx_err *err)
 {
 	mock_internet *in;
 
@@ -847,37 +842,14 @@ void mock_internet_unwire_id(mock_internet *in, const char *id)
 	pthread_mutex_unlock(&in->lock);
 }
 
-/* Counts, in `list table` output, the sandbox chains ("chain s3 {",
- * "chain p7 {") and the ifmap's entries (": jump "), in the map's block
- * only: a rule elsewhere may jump too. */
-static void count_table(const char *text, mock_internet_links *out)
-{
-	bool in_map = false;
-
-	for (const char *l = text; *l != '\0';) {
-		const char *nl = strchr(l, '\n'), *end = nl != NULL ? nl : l + strlen(l);
-		const char *t = l + strspn(l, "\t ");
-
-		if (strncmp(t, "map ifmap {", 11) == 0)
-			in_map = true;
-		else if (in_map && *t == '}')
-			in_map = false;
-		if (in_map) {
-			for (const char *j = t; (j = strstr(j, ": jump ")) != NULL && j < end; j++)
-				out->map_entries++;
-		}
-		if (strncmp(t, "chain ", 6) == 0 && (t[6] == 's' || t[6] == 'p') && t[7] >= '0' && t[7] <= '9')
-			out->chains++;
-		l = nl != NULL ? nl + 1 : end;
-	}
-}
-
 static int links_job_run(mock_internet *in, void *arg, sbx_err *err)
 {
 	(void)nft_ctx_get_output_buffer(in->nft); /* what any earlier command left */
 	if (nft_run(in, "list table " MOCK_NFT_TABLE "\n", "list the table", err) != 0)
 		return -1;
-	count_table(nft_ctx_get_output_buffer(in->nft), arg);
+	mock_internet_links *out = arg;
+
+	mock_nft_count_table(nft_ctx_get_output_buffer(in->nft), &out->chains, &out->map_entries);
 	return 0;
 }
 

@@ -47,13 +47,12 @@ int mock_internet_own_userns(sbx_err *err);
  * (NULL: none, every name is NXDOMAIN); tls: the TLS servers' CA
  * (inet_tls.h), taken over (freed on failure too). NULL + err when it
  * cannot. */
-mock_internet *mock_internet_start(const char *hosts_path, mock_inet_tls *tls, sbx_err *err);
-/* The same with the book of stubs, sites, journal and upstream patterns
- * the servers answer from (inet_book.h; NULL: the page for every request;
- * not owned). With upstream patterns, the thread that makes the way out's
- * sockets is started here: call it from the host's network namespace. */
-mock_internet *mock_internet_start_with(const char *hosts_path, mock_inet_tls *tls, mock_inet_book *book,
-					sbx_err *err);
+/* book: the stubs, sites, journal and upstream patterns the servers
+ * answer from (inet_book.h; NULL: the page for every request; not owned).
+ * With upstream patterns, the thread that makes the way out's sockets is
+ * started here: call it from the host's network namespace. */
+mock_internet *mock_internet_start(const char *hosts_path, mock_inet_tls *tls, mock_inet_book *book,
+				   sbx_err *err);
 /* The CA certificate (PEM) every guest's trust store gets; NULL for NULL. */
 const char *mock_internet_ca_pem(const mock_internet *in);
 void mock_internet_stop(mock_internet *in);

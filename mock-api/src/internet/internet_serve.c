@@ -53,7 +53,6 @@
 #define ID_MAX 64
 #define TLS_HANDSHAKE_RECORD 0x16 /* the content type a TLS client's first record has */
 #define WRITE_STALL_MS 30000 /* a client that takes none of an answer's bytes this long is dropped */
-#define CLIENT_HELLO_MAX (5 + 16384) /* one TLS record */
 
 /* Who holds connections (an entry per sandbox with any; "" for addresses
  * no sandbox is wired at), under the servers' lock. */
@@ -553,71 +552,6 @@ static void answer(conn *c)
 	}
 }
 
-/* The server name a TLS ClientHello asks for, without consuming it: into
- * out (lower case), "" when it names none or is not one. Waits (until end)
- * for the whole first record. */
-static void sni_peek(const conn *c, int64_t end, char *out, size_t cap)
-{
-	unsigned char buf[CLIENT_HELLO_MAX];
-	ssize_t n = 0;
-	size_t want = 5;
-
-	out[0] = '\0';
-	for (;;) {
-		n = recv(c->fd, buf, sizeof(buf), MSG_PEEK | MSG_DONTWAIT);
-		if (n >= 5)
-			want = 5 + (size_t)((buf[3] << 8) | buf[4]);
-		if (n > 0 && (size_t)n >= want)
-			break;
-		if (sbx_mono_ms() >= end || (n == 0) || (n < 0 && errno != EAGAIN && errno != EINTR))
-			return;
-		if (!pause_ms(c, 10))
-			return;
-	}
-	const unsigned char *q = buf + 5, *e = buf + want;
-	size_t l;
-
-#define NEED(k) \
-	if ((size_t)(e - q) < (size_t)(k)) \
-		return
-	NEED(4 + 2 + 32 + 1);
-	if (q[0] != 1) /* ClientHello */
-		return;
-	q += 4 + 2 + 32;
-	l = q[0];
-	q += 1;
-	NEED(l + 2);
-	q += l;
-	l = (size_t)(q[0] << 8 | q[1]);
-	q += 2;
-	NEED(l + 1);
-	q += l;
-	l = q[0];
-	q += 1;
-	NEED(l + 2);
-	q += l;
-	q += 2; /* the extensions' length: each is bounded by e anyway */
-	while ((size_t)(e - q) >= 4) {
-		unsigned type = (unsigned)(q[0] << 8 | q[1]);
-
-		l = (size_t)(q[2] << 8 | q[3]);
-		q += 4;
-		NEED(l);
-		if (type == 0 && l >= 5 && q[2] == 0) { /* server_name, host_name */
-			size_t nl = (size_t)(q[3] << 8 | q[4]);
-
-			if (nl + 5 <= l && nl < cap) {
-				for (size_t i = 0; i < nl; i++)
-					out[i] = (char)tolower(q[5 + i]);
-				out[nl] = '\0';
-			}
-			return;
-		}
-		q += l;
-	}
-#undef NEED
-}
-
 /* Forwards the connection upstream (the head read so far first) and
  * journals it. */
 static void go_upstream(conn *c, const char *host, const parsed *p)
@@ -650,7 +584,7 @@ static void *serve_conn(void *arg)
 	if (first == TLS_HANDSHAKE_RECORD && up) {
 		char sni[MOCK_INET_TLS_NAME_MAX + 1];
 
-		sni_peek(c, end, sni, sizeof(sni));
+		mock_inet_tls_peek_sni(c->fd, end, c->s->stopfd, sni, sizeof(sni));
 		if (mock_inet_upstream_match(c->s->book, c->dest_fam, c->dest_raw, sni[0] != '\0' ? sni : NULL)) {
 			c->head_len = 0; /* the hello is still unread: it goes as it is */
 			go_upstream(c, sni[0] != '\0' ? sni : c->dest_ip, NULL);

@@ -17,6 +17,7 @@
 
 #include "guest/cell_pool.h"
 #include "ops/rootfs.h"
+#include "internet/inet_book.h"
 #include "ops/core.h" /* struct sbx_mock, mock_sleep_ms */
 
 /* Cuts the sandbox's open ingress connections (through the server's hook:
@@ -727,6 +728,21 @@ void mock_free_guests(sbx_mock *mock, bool remove)
 	}
 }
 
+/* A reset's part of the internet: API stubs and its journal gone, the
+ * --internet-stubs file's stubs back. */
+static void internet_reset(sbx_mock *mock)
+{
+	sbx_err err = {{0}};
+
+	if (mock->inet_book == NULL)
+		return;
+	mock_inet_stubs_clear(mock->inet_book);
+	mock_inet_journal_clear(mock->inet_book);
+	/* read at start, so it was good then; a file changed since is said */
+	if (mock->inet_stubs_file != NULL && mock_inet_stubs_add_file(mock->inet_book, mock->inet_stubs_file, &err) != 0)
+		fprintf(stderr, "sbx-mock: reset: --internet-stubs: %s\n", err.msg);
+}
+
 void mock_reset_all(sbx_mock *mock)
 {
 	mock_model *m = mock->model;
@@ -748,5 +764,5 @@ void mock_reset_all(sbx_mock *mock)
 	mock_faults_clear(mock->faults);
 	mock_faults_reseed(mock->faults, mock->seed);
 	mock_journal_clear(mock->journal);
-	mock_op_internet_reset(mock);
+	internet_reset(mock);
 }

@@ -304,9 +304,6 @@ cJSON *mock_op_pool_view(sbx_mock *mock);
  * sandboxes, its list and the kernel's table ({enforced: false} without
  * it); NULL with err set when the table cannot be read. */
 cJSON *mock_op_egress_links_view(sbx_mock *mock, sbx_err *err);
-/* A reset's part of the internet: API stubs and its journal gone, the
- * --internet-stubs file's stubs back. */
-void mock_op_internet_reset(sbx_mock *mock);
 /* Kills every guest's processes (the mock is stopping). */
 void mock_op_kill_guests(sbx_mock *mock);
 

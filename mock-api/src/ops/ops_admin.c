@@ -310,19 +310,6 @@ cJSON *mock_op_egress_links_view(sbx_mock *mock, sbx_err *err)
 	return d;
 }
 
-void mock_op_internet_reset(sbx_mock *mock)
-{
-	sbx_err err = {{0}};
-
-	if (mock->inet_book == NULL)
-		return;
-	mock_inet_stubs_clear(mock->inet_book);
-	mock_inet_journal_clear(mock->inet_book);
-	/* read at start, so it was good then; a file changed since is said */
-	if (mock->inet_stubs_file != NULL && mock_inet_stubs_add_file(mock->inet_book, mock->inet_stubs_file, &err) != 0)
-		fprintf(stderr, "sbx-mock: reset: --internet-stubs: %s\n", err.msg);
-}
-
 void mock_op_kill_guests(sbx_mock *mock)
 {
 	LOCK(mock);

@@ -438,7 +438,7 @@ static int start_internet(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *e
 			return -1;
 		if (hosts == NULL && access(SBX_MOCK_INTERNET_HOSTS, R_OK) == 0)
 			hosts = SBX_MOCK_INTERNET_HOSTS;
-		mock->inet = mock_internet_start_with(hosts, tls, mock->inet_book, &ierr);
+		mock->inet = mock_internet_start(hosts, tls, mock->inet_book, &ierr);
 	}
 	if (mock->inet != NULL) {
 		mock->inet_ca_pem = mock_internet_ca_pem(mock->inet);
