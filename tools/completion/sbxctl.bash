@@ -48,7 +48,9 @@ _sbxctl()
 	"") COMPREPLY=($(compgen -W "$top $globals" -- "$cur")); return ;;
 	egress) COMPREPLY=($(compgen -W "show set clear check lint test" -- "$cur")); return ;;
 	files) COMPREPLY=($(compgen -W "push pull" -- "$cur")); return ;;
-	mock) COMPREPLY=($(compgen -W "faults scenario journal state reset clock" -- "$cur")); return ;;
+	mock) COMPREPLY=($(compgen -W "faults internet scenario journal state reset clock" -- "$cur")); return ;;
+	"mock internet") COMPREPLY=($(compgen -W "stub rm show" -- "$cur")); return ;;
+	"mock internet show") COMPREPLY=($(compgen -W "stubs journal" -- "$cur")); return ;;
 	"mock faults") COMPREPLY=($(compgen -W "add ls rm clear" -- "$cur")); return ;;
 	"mock scenario") COMPREPLY=($(compgen -W "load" -- "$cur")); return ;;
 	"mock clock") COMPREPLY=($(compgen -W "advance" -- "$cur")); return ;;
@@ -62,7 +64,7 @@ _sbxctl()
 	"egress test"*) opts="--mode" ;;
 	"mock journal") opts="--since --method --path --tenant --status --limit --follow --interval" ;;
 	"mock state") opts="--tenant" ;;
-	"mock faults add" | "mock scenario load" | "files push"* | "files pull"*) COMPREPLY=($(compgen -f -- "$cur")) ;;
+	"mock faults add" | "mock internet stub" | "mock scenario load" | "files push"* | "files pull"*) COMPREPLY=($(compgen -f -- "$cur")) ;;
 	esac
 	if [[ $cur == -* ]]; then
 		COMPREPLY=($(compgen -W "$opts $globals" -- "$cur"))

@@ -55,7 +55,7 @@ static int admin_simple(ctl_ctx *ctx, const char *method, const char *path, cons
 
 /* The argument itself, or the file's contents for "@FILE"; validated as
  * JSON so a typo is a usage error, not a round trip. */
-static int json_arg(ctl_ctx *ctx, const char *arg, sbx_strbuf *out)
+static int json_arg(ctl_ctx *ctx, const char *arg, sbx_strbuf *out, const char *what)
 {
 	if (arg[0] == '@') {
 		if (ctl_read_file(ctx, arg + 1, out) != 0)
@@ -66,8 +66,8 @@ static int json_arg(ctl_ctx *ctx, const char *arg, sbx_strbuf *out)
 	cJSON *v = cJSON_ParseWithLength(sbx_strbuf_str(out), out->len);
 	if (v == NULL || !cJSON_IsObject(v)) {
 		cJSON_Delete(v);
-		return ctl_usage_error(ctx, "%s is not a JSON object (a rule, or {\"rules\":[...]})",
-				       arg[0] == '@' ? arg + 1 : "the argument");
+		return ctl_usage_error(ctx, "%s is not a JSON object (%s)", arg[0] == '@' ? arg + 1 : "the argument",
+				       what);
 	}
 	cJSON_Delete(v);
 	return CTL_EXIT_OK;
@@ -76,7 +76,7 @@ static int json_arg(ctl_ctx *ctx, const char *arg, sbx_strbuf *out)
 int ctl_cmd_mock_faults_add(ctl_ctx *ctx)
 {
 	sbx_strbuf body = SBX_STRBUF_INIT;
-	int rc = json_arg(ctx, ctx->args.pos[0], &body);
+	int rc = json_arg(ctx, ctx->args.pos[0], &body, "a rule, or {\"rules\":[...]}");
 	if (rc == CTL_EXIT_OK) {
 		ctl_response resp;
 		rc = CTL_EXIT_FAIL;
@@ -468,5 +468,76 @@ int ctl_cmd_mock_clock_advance(ctl_ctx *ctx)
 		rc = CTL_EXIT_OK;
 	}
 	ctl_response_free(&resp);
+	return rc;
+}
+
+/* ---- the simulated internet's stubs and journal (mock-api/INTERNET.md) ---- */
+
+int ctl_cmd_mock_internet_stub_add(ctl_ctx *ctx)
+{
+	sbx_strbuf body = SBX_STRBUF_INIT;
+	int rc = json_arg(ctx, ctx->args.pos[0], &body, "a stub, or {\"stubs\":[...]}");
+	if (rc == CTL_EXIT_OK) {
+		ctl_response resp;
+		rc = CTL_EXIT_FAIL;
+		if (admin_call(ctx, "POST", "/_mock/internet/stubs", NULL, sbx_strbuf_str(&body), &resp) == 0) {
+			char *ids = ctl_json_field(resp.data, "ids");
+			if (ctx->json)
+				ctl_print_json(ctx->out, resp.data);
+			else
+				fprintf(ctx->out, "added stub(s): %s\n", ids != NULL ? ids : "");
+			free(ids);
+			rc = CTL_EXIT_OK;
+		}
+		ctl_response_free(&resp);
+	}
+	sbx_strbuf_free(&body);
+	return rc;
+}
+
+/* One line per item of data.KEY (its JSON), or the whole answer with --json. */
+static int admin_lines(ctl_ctx *ctx, const char *path, const char *key)
+{
+	ctl_response resp;
+	int rc = CTL_EXIT_FAIL;
+	if (admin_call(ctx, "GET", path, NULL, NULL, &resp) == 0) {
+		const cJSON *it, *list = cJSON_GetObjectItemCaseSensitive(resp.data, key);
+		if (ctx->json) {
+			ctl_print_json(ctx->out, resp.data);
+		} else {
+			cJSON_ArrayForEach(it, list) {
+				char *line = cJSON_PrintUnformatted(it);
+				fprintf(ctx->out, "%s\n", line != NULL ? line : "");
+				free(line);
+			}
+		}
+		rc = CTL_EXIT_OK;
+	}
+	ctl_response_free(&resp);
+	return rc;
+}
+
+int ctl_cmd_mock_internet_show(ctl_ctx *ctx)
+{
+	const char *what = ctx->args.pos[0];
+	if (strcmp(what, "stubs") == 0)
+		return admin_lines(ctx, "/_mock/internet/stubs", "stubs");
+	if (strcmp(what, "journal") == 0)
+		return admin_lines(ctx, "/_mock/internet/journal", "entries");
+	return ctl_usage_error(ctx, "mock internet show: \"%s\" is not stubs or journal", what);
+}
+
+/* "all" removes every stub. */
+int ctl_cmd_mock_internet_stub_rm(ctl_ctx *ctx)
+{
+	if (strcmp(ctx->args.pos[0], "all") == 0)
+		return admin_simple(ctx, "DELETE", "/_mock/internet/stubs", NULL, "all stubs removed");
+	sbx_strbuf path = SBX_STRBUF_INIT;
+	sbx_strbuf_puts(&path, "/_mock/internet/stubs/");
+	ctl_escape(&path, ctx->args.pos[0]);
+	char done[300];
+	snprintf(done, sizeof done, "stub %s removed", ctx->args.pos[0]);
+	int rc = admin_simple(ctx, "DELETE", sbx_strbuf_str(&path), NULL, done);
+	sbx_strbuf_free(&path);
 	return rc;
 }

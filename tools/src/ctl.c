@@ -99,6 +99,13 @@ static const ctl_command commands[] = {
 	 ctl_cmd_mock_faults_rm, CTL_CMD_ADMIN},
 	{"mock faults clear", "", "remove every fault rule", NULL, ctl_opts_none, 0, 0,
 	 ctl_cmd_mock_faults_clear, CTL_CMD_ADMIN},
+	{"mock internet stub", "JSON|@FILE", "add internet stub(s): one or {\"stubs\":[...]}",
+	 "See mock-api/INTERNET.md (\"Stubs\") for the format. @FILE reads the JSON from a file.",
+	 ctl_opts_none, 1, 1, ctl_cmd_mock_internet_stub_add, CTL_CMD_ADMIN},
+	{"mock internet rm", "ID|all", "remove one internet stub, or all of them", NULL, ctl_opts_none, 1, 1,
+	 ctl_cmd_mock_internet_stub_rm, CTL_CMD_ADMIN},
+	{"mock internet show", "stubs|journal", "the internet's stubs or requests (JSON lines)", NULL,
+	 ctl_opts_none, 1, 1, ctl_cmd_mock_internet_show, CTL_CMD_ADMIN},
 	{"mock scenario load", "NAME|FILE", "load a named scenario, or a scenario object from a file",
 	 "An argument that names an existing file (or contains '/' or ends in .json)\n"
 	 "is read and sent as the scenario object; anything else is a scenario name.",

@@ -98,6 +98,15 @@ typedef struct sbx_mock_config {
 	const char *images;
 	const char *const *image_pairs;
 	size_t nimage_pairs;
+	/* The simulated internet's answers (mock-api/INTERNET.md, "Stubs,
+	 * sites, journal, upstream"): a stubs file ({stubs:[...]}), HOST=DIR
+	 * static sites, and the opt-in way out — PATTERNS (names, "*.suffix",
+	 * addresses, CIDRs, comma-separated) whose flows a guest's rules allow
+	 * are forwarded to the real destination. NULL/0: none. */
+	const char *internet_stubs;
+	const char *const *internet_sites;
+	size_t ninternet_sites;
+	const char *internet_upstream;
 } sbx_mock_config;
 
 void sbx_mock_config_init(sbx_mock_config *cfg);

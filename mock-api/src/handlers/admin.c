@@ -14,6 +14,7 @@
 #include "state/durable.h"
 
 #include "ops/scenario.h"
+#include "internet/inet_book.h"
 #include "ops/rootfs.h"
 
 #include <errno.h>
@@ -322,6 +323,7 @@ static void a_scenario(mreq *r, mresp *out)
 	}
 	name = cJSON_GetObjectItemCaseSensitive(b, "name");
 	if (cJSON_IsString(name) && cJSON_GetObjectItemCaseSensitive(b, "rules") == NULL &&
+	    cJSON_GetObjectItemCaseSensitive(b, "internet_stubs") == NULL &&
 	    cJSON_GetObjectItemCaseSensitive(b, "settings") == NULL) {
 		loaded = mock_scenario_load(r->mock, name->valuestring, &err);
 		if (loaded == NULL) {
@@ -410,6 +412,101 @@ static void a_journal_clear(mreq *r, mresp *out)
 	ok_empty(out);
 }
 
+/* ---- the simulated internet's stubs and journal (INTERNET.md) ---- */
+
+/* The {id} segment of /_mock/internet/stubs/{id}: false when none. */
+static bool stub_id(mreq *r, unsigned *id)
+{
+	char seg[32], *end = NULL;
+	unsigned long long n;
+
+	if (!req_seg(r, 3, seg, sizeof(seg)))
+		return false;
+	errno = 0;
+	n = strtoull(seg, &end, 10);
+	*id = (unsigned)n;
+	return errno == 0 && *end == '\0' && seg[0] != '-' && n > 0 && n <= UINT32_MAX;
+}
+
+static void a_stubs_list(mreq *r, mresp *out)
+{
+	resp_success(out, 200, mock_inet_stubs_list_json(r->mock->inet_book));
+}
+
+static void a_stubs_add(mreq *r, mresp *out)
+{
+	cJSON *ids, *d;
+	sbx_err err = {{0}};
+
+	/* an array of stubs is a body too, so admin_body (objects) is not used */
+	if (r->json == NULL || (!cJSON_IsObject(r->json) && !cJSON_IsArray(r->json))) {
+		resp_fail(out, 400, "body", "INVALID_JSON", "a stub, {stubs:[...]} or an array of stubs is required");
+		return;
+	}
+	ids = cJSON_CreateArray();
+	if (mock_inet_stubs_add_json(r->mock->inet_book, r->json, NULL, ids, &err) != 0) {
+		cJSON_Delete(ids);
+		resp_fail(out, 400, "stub", "INVALID_STUB", err.msg);
+		return;
+	}
+	d = cJSON_CreateObject();
+	cJSON_AddItemToObject(d, "ids", ids);
+	resp_success(out, 200, d);
+}
+
+static void a_stubs_clear(mreq *r, mresp *out)
+{
+	mock_inet_stubs_clear(r->mock->inet_book);
+	ok_empty(out);
+}
+
+static void a_stub_get(mreq *r, mresp *out)
+{
+	unsigned id;
+	cJSON *v = stub_id(r, &id) ? mock_inet_stub_json(r->mock->inet_book, id) : NULL;
+
+	if (v == NULL)
+		resp_fail(out, 404, "error", "NOT_FOUND", "no stub with that id");
+	else
+		resp_success(out, 200, v);
+}
+
+static void a_stub_delete(mreq *r, mresp *out)
+{
+	unsigned id;
+
+	if (!stub_id(r, &id) || mock_inet_stub_delete(r->mock->inet_book, id) != 0)
+		resp_fail(out, 404, "error", "NOT_FOUND", "no stub with that id");
+	else
+		ok_empty(out);
+}
+
+static void a_inet_journal(mreq *r, mresp *out)
+{
+	const char *since = req_query(r, "since"), *limit = req_query(r, "limit");
+	unsigned long long s = 0, l = 0;
+	char *end = NULL;
+
+	errno = 0;
+	if (since != NULL && ((s = strtoull(since, &end, 10)), errno != 0 || *end != '\0' || since[0] == '-')) {
+		resp_fail(out, 400, "since", "INVALID_REQUEST", "since must be a sequence number");
+		return;
+	}
+	if (limit != NULL && ((l = strtoull(limit, &end, 10)), errno != 0 || *end != '\0' || limit[0] == '-')) {
+		resp_fail(out, 400, "limit", "INVALID_REQUEST", "limit must be a non-negative integer");
+		return;
+	}
+	resp_success(out, 200,
+		     mock_inet_journal_json(r->mock->inet_book, s, req_query(r, "sandbox_id"), req_query(r, "host"),
+					    (size_t)l));
+}
+
+static void a_inet_journal_clear(mreq *r, mresp *out)
+{
+	mock_inet_journal_clear(r->mock->inet_book);
+	ok_empty(out);
+}
+
 /* ---- the warm pool ---- */
 
 /* GET /_mock/pool: the warm pool's counters (issue 24), or why it is off. */
@@ -478,6 +575,13 @@ ADMIN_ROUTE(a_journal_clear)
 ADMIN_ROUTE(a_pool)
 ADMIN_ROUTE(a_images)
 ADMIN_ROUTE(a_egress_links)
+ADMIN_ROUTE(a_stubs_list)
+ADMIN_ROUTE(a_stubs_add)
+ADMIN_ROUTE(a_stubs_clear)
+ADMIN_ROUTE(a_stub_get)
+ADMIN_ROUTE(a_stub_delete)
+ADMIN_ROUTE(a_inet_journal)
+ADMIN_ROUTE(a_inet_journal_clear)
 
 /* Admin requests are never durable; the non-GET ones block (as every
  * mutation does). */
@@ -502,6 +606,13 @@ const mock_route mock_admin_routes[] = {
 	{"GET", "/_mock/pool", 0, a_pool_route},
 	{"GET", "/_mock/images", 0, a_images_route},
 	{"GET", "/_mock/egress/links", 0, a_egress_links_route},
+	{"GET", "/_mock/internet/stubs", 0, a_stubs_list_route},
+	{"POST", "/_mock/internet/stubs", ROUTE_BLOCKS, a_stubs_add_route},
+	{"DELETE", "/_mock/internet/stubs", ROUTE_BLOCKS, a_stubs_clear_route},
+	{"GET", "/_mock/internet/stubs/{id}", 0, a_stub_get_route},
+	{"DELETE", "/_mock/internet/stubs/{id}", ROUTE_BLOCKS, a_stub_delete_route},
+	{"GET", "/_mock/internet/journal", 0, a_inet_journal_route},
+	{"DELETE", "/_mock/internet/journal", ROUTE_BLOCKS, a_inet_journal_clear_route},
 };
 const size_t mock_admin_nroutes = sizeof(mock_admin_routes) / sizeof(mock_admin_routes[0]);
 

@@ -407,3 +407,26 @@ bool mock_nft_compile(sbx_strbuf *out, const char *chain, const sbx_egress_list 
 	free(b.v);
 	return ok && sbx_strbuf_printf(out, "add rule " MOCK_NFT_TABLE " %s drop\n", chain);
 }
+
+/* The map's block only: a rule elsewhere may jump too. */
+void mock_nft_count_table(const char *text, size_t *chains, size_t *map_entries)
+{
+	bool in_map = false;
+
+	for (const char *l = text; *l != '\0';) {
+		const char *nl = strchr(l, '\n'), *end = nl != NULL ? nl : l + strlen(l);
+		const char *t = l + strspn(l, "\t ");
+
+		if (strncmp(t, "map ifmap {", 11) == 0)
+			in_map = true;
+		else if (in_map && *t == '}')
+			in_map = false;
+		if (in_map) {
+			for (const char *j = t; (j = strstr(j, ": jump ")) != NULL && j < end; j++)
+				(*map_entries)++;
+		}
+		if (strncmp(t, "chain ", 6) == 0 && (t[6] == 's' || t[6] == 'p') && t[7] >= '0' && t[7] <= '9')
+			(*chains)++;
+		l = nl != NULL ? nl + 1 : end;
+	}
+}

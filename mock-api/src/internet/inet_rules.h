@@ -64,4 +64,8 @@ size_t mock_dns_answer(const mock_hosts *hosts, const uint8_t *q, size_t n, uint
 bool mock_nft_compile(sbx_strbuf *out, const char *chain, const sbx_egress_list *list,
 		      sbx_host_rule_mode mode, const mock_hosts *hosts, bool blocked);
 
+/* Adds to *chains and *map_entries, from `list table` output, the sandbox
+ * chains ("chain s3 {", "chain p7 {") and the ifmap's entries (": jump "). */
+void mock_nft_count_table(const char *text, size_t *chains, size_t *map_entries);
+
 #endif

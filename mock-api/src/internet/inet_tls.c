@@ -613,6 +613,16 @@ const char *mock_inet_tls_name(const mock_inet_tls_conn *c)
 	return c->name;
 }
 
+void mock_inet_tls_drop(mock_inet_tls_conn *c)
+{
+	if (c == NULL)
+		return;
+	SSL_set_quiet_shutdown(c->ssl, 1); /* no close_notify: the connection is cut */
+	SSL_free(c->ssl);
+	ERR_clear_error();
+	free(c);
+}
+
 void mock_inet_tls_close(mock_inet_tls_conn *c)
 {
 	if (c == NULL)
@@ -625,4 +635,70 @@ void mock_inet_tls_close(mock_inet_tls_conn *c)
 		SSL_free(c->ssl);
 	}
 	free(c);
+}
+
+/* Parsed by hand (OpenSSL parses a ClientHello only inside a handshake,
+ * which a flow passed through must never start). */
+void mock_inet_tls_peek_sni(int fd, int64_t end, int stopfd, char *out, size_t cap)
+{
+	unsigned char buf[5 + 16384]; /* one TLS record */
+	ssize_t n = 0;
+	size_t want = 5;
+
+	out[0] = '\0';
+	for (;;) {
+		n = recv(fd, buf, sizeof(buf), MSG_PEEK | MSG_DONTWAIT);
+		if (n >= 5)
+			want = 5 + (size_t)((buf[3] << 8) | buf[4]);
+		if (n > 0 && (size_t)n >= want)
+			break;
+		if (sbx_mono_ms() >= end || (n == 0) || (n < 0 && errno != EAGAIN && errno != EINTR))
+			return;
+		struct pollfd stop = {.fd = stopfd, .events = POLLIN};
+
+		if (poll(&stop, 1, 10) != 0) /* the rest of the record comes, or the mock stops */
+			return;
+	}
+	const unsigned char *q = buf + 5, *e = buf + want;
+	size_t l;
+
+#define NEED(k) \
+	if ((size_t)(e - q) < (size_t)(k)) \
+		return
+	NEED(4 + 2 + 32 + 1);
+	if (q[0] != 1) /* ClientHello */
+		return;
+	q += 4 + 2 + 32;
+	l = q[0];
+	q += 1;
+	NEED(l + 2);
+	q += l;
+	l = (size_t)(q[0] << 8 | q[1]);
+	q += 2;
+	NEED(l + 1);
+	q += l;
+	l = q[0];
+	q += 1;
+	NEED(l + 2);
+	q += l;
+	q += 2; /* the extensions' length: each is bounded by e anyway */
+	while ((size_t)(e - q) >= 4) {
+		unsigned type = (unsigned)(q[0] << 8 | q[1]);
+
+		l = (size_t)(q[2] << 8 | q[3]);
+		q += 4;
+		NEED(l);
+		if (type == 0 && l >= 5 && q[2] == 0) { /* server_name, host_name */
+			size_t nl = (size_t)(q[3] << 8 | q[4]);
+
+			if (nl + 5 <= l && nl < cap) {
+				for (size_t i = 0; i < nl; i++)
+					out[i] = (char)tolower(q[5 + i]);
+				out[nl] = '\0';
+			}
+			return;
+		}
+		q += l;
+	}
+#undef NEED
 }

@@ -58,5 +58,13 @@ int mock_inet_tls_write(mock_inet_tls_conn *c, const char *buf, size_t len, int6
 const char *mock_inet_tls_name(const mock_inet_tls_conn *c);
 /* Sends close_notify (no wait for the peer's) and frees; fd stays open. */
 void mock_inet_tls_close(mock_inet_tls_conn *c);
+/* The server name (SNI) a TLS ClientHello on fd asks for, lower case,
+ * read with MSG_PEEK (nothing consumed): into out, "" when it names none,
+ * is not a ClientHello, or the whole first record did not come by end_ms
+ * or stopfd became readable. */
+void mock_inet_tls_peek_sni(int fd, int64_t end_ms, int stopfd, char *out, size_t cap);
+/* Frees without close_notify (a cut connection: a fault's reset); NULL is
+ * fine; fd stays open. */
+void mock_inet_tls_drop(mock_inet_tls_conn *c);
 
 #endif

@@ -50,6 +50,8 @@ struct mock_internet {
 	mock_hosts hosts;
 	mock_inet_servers *srv;
 	mock_inet_tls *tls;     /* the servers' CA and leaves */
+	mock_inet_book *book;   /* stubs, sites, journal, upstream (not owned) */
+	mock_inet_outside *outside; /* the way out's socket maker, with upstream patterns */
 	wired *w;
 	size_t nw, capw;
 	prelink *pre;
@@ -233,7 +235,7 @@ static int configure(mock_internet *in, sbx_err *err)
 	}
 	if (nft_run(in, base_ruleset, "base ruleset", err) != 0)
 		return -1;
-	in->srv = mock_inet_servers_start(&in->hosts, in->tls, mock_internet_who, in, err);
+	in->srv = mock_inet_servers_start(&in->hosts, in->tls, mock_internet_who, in, in->book, in->outside, err);
 	return in->srv != NULL ? 0 : -1;
 }
 
@@ -295,7 +297,8 @@ static int inside(mock_internet *in, job_fn fn, void *arg, sbx_err *err)
 	return rc;
 }
 
-mock_internet *mock_internet_start(const char *hosts_path, mock_inet_tls *tls, sbx_err *err)
+mock_internet *mock_internet_start(const char *hosts_path, mock_inet_tls *tls, mock_inet_book *book,
+				   sbx_err *err)
 {
 	mock_internet *in;
 
@@ -313,11 +316,15 @@ mock_internet *mock_internet_start(const char *hosts_path, mock_inet_tls *tls, s
 		return NULL;
 	}
 	in->tls = tls;
+	in->book = book;
 	in->nsfd = -1;
 	pthread_mutex_init(&in->lock, NULL);
 	pthread_mutex_init(&in->jm, NULL);
 	pthread_cond_init(&in->jcv, NULL);
 	if (hosts_path != NULL && mock_hosts_load(hosts_path, &in->hosts, err) != 0)
+		goto fail;
+	/* made here, on the caller's thread: it stays in the host's namespace */
+	if (book != NULL && mock_inet_upstream_any(book) && (in->outside = mock_inet_outside_start(err)) == NULL)
 		goto fail;
 	in->job_err = err;
 	if (pthread_create(&in->thread, NULL, ns_main, in) != 0) {
@@ -357,6 +364,7 @@ void mock_internet_stop(mock_internet *in)
 	if (in->nsfd >= 0)
 		close(in->nsfd);
 	mock_hosts_free(&in->hosts);
+	mock_inet_outside_stop(in->outside); /* after the servers, whose relays use it */
 	mock_inet_tls_free(in->tls); /* after the servers: their thread stopped with the namespace's */
 	free(in->w);
 	for (size_t i = 0; i < in->npre; i++)
@@ -834,37 +842,14 @@ void mock_internet_unwire_id(mock_internet *in, const char *id)
 	pthread_mutex_unlock(&in->lock);
 }
 
-/* Counts, in `list table` output, the sandbox chains ("chain s3 {",
- * "chain p7 {") and the ifmap's entries (": jump "), in the map's block
- * only: a rule elsewhere may jump too. */
-static void count_table(const char *text, mock_internet_links *out)
-{
-	bool in_map = false;
-
-	for (const char *l = text; *l != '\0';) {
-		const char *nl = strchr(l, '\n'), *end = nl != NULL ? nl : l + strlen(l);
-		const char *t = l + strspn(l, "\t ");
-
-		if (strncmp(t, "map ifmap {", 11) == 0)
-			in_map = true;
-		else if (in_map && *t == '}')
-			in_map = false;
-		if (in_map) {
-			for (const char *j = t; (j = strstr(j, ": jump ")) != NULL && j < end; j++)
-				out->map_entries++;
-		}
-		if (strncmp(t, "chain ", 6) == 0 && (t[6] == 's' || t[6] == 'p') && t[7] >= '0' && t[7] <= '9')
-			out->chains++;
-		l = nl != NULL ? nl + 1 : end;
-	}
-}
-
 static int links_job_run(mock_internet *in, void *arg, sbx_err *err)
 {
 	(void)nft_ctx_get_output_buffer(in->nft); /* what any earlier command left */
 	if (nft_run(in, "list table " MOCK_NFT_TABLE "\n", "list the table", err) != 0)
 		return -1;
-	count_table(nft_ctx_get_output_buffer(in->nft), arg);
+	mock_internet_links *out = arg;
+
+	mock_nft_count_table(nft_ctx_get_output_buffer(in->nft), &out->chains, &out->map_entries);
 	return 0;
 }
 

@@ -22,8 +22,10 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "internet/inet_book.h"
 #include "internet/inet_rules.h"
 #include "internet/inet_tls.h"
+#include "internet/inet_upstream.h"
 #include "sbx/egress.h"
 #include "sbx/err.h"
 
@@ -45,7 +47,12 @@ int mock_internet_own_userns(sbx_err *err);
  * (NULL: none, every name is NXDOMAIN); tls: the TLS servers' CA
  * (inet_tls.h), taken over (freed on failure too). NULL + err when it
  * cannot. */
-mock_internet *mock_internet_start(const char *hosts_path, mock_inet_tls *tls, sbx_err *err);
+/* book: the stubs, sites, journal and upstream patterns the servers
+ * answer from (inet_book.h; NULL: the page for every request; not owned).
+ * With upstream patterns, the thread that makes the way out's sockets is
+ * started here: call it from the host's network namespace. */
+mock_internet *mock_internet_start(const char *hosts_path, mock_inet_tls *tls, mock_inet_book *book,
+				   sbx_err *err);
 /* The CA certificate (PEM) every guest's trust store gets; NULL for NULL. */
 const char *mock_internet_ca_pem(const mock_internet *in);
 void mock_internet_stop(mock_internet *in);
@@ -103,7 +110,8 @@ typedef struct mock_inet_servers mock_inet_servers;
 typedef void (*mock_inet_who_fn)(void *arg, int family, const uint8_t *addr, char *id, size_t cap);
 /* Called inside the internet's namespace. */
 mock_inet_servers *mock_inet_servers_start(const mock_hosts *hosts, mock_inet_tls *tls, mock_inet_who_fn who,
-					   void *who_arg, sbx_err *err);
+					   void *who_arg, mock_inet_book *book, mock_inet_outside *outside,
+					   sbx_err *err);
 void mock_inet_servers_stop(mock_inet_servers *s);
 /* The sandbox id wired at a guest address ("" when none); in is a
  * mock_internet (the servers' who callback). */

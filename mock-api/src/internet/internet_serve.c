@@ -17,10 +17,13 @@
  * (DNS_BURST at once); more are dropped, as a loaded resolver would. */
 #define _GNU_SOURCE
 #include "internet/internet.h"
+#include "internet/inet_book.h"
 #include "internet/inet_tls.h"
+#include "internet/inet_upstream.h"
 #include "sbx/sys.h"
 
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -34,6 +37,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -48,6 +52,7 @@
 #define DNS_BUCKETS 256
 #define ID_MAX 64
 #define TLS_HANDSHAKE_RECORD 0x16 /* the content type a TLS client's first record has */
+#define WRITE_STALL_MS 30000 /* a client that takes none of an answer's bytes this long is dropped */
 
 /* Who holds connections (an entry per sandbox with any; "" for addresses
  * no sandbox is wired at), under the servers' lock. */
@@ -78,6 +83,8 @@ struct mock_inet_servers {
 	mock_inet_tls *tls;
 	mock_inet_who_fn who;
 	void *who_arg;
+	mock_inet_book *book;        /* stubs, sites, journal, upstream patterns */
+	mock_inet_outside *outside;  /* NULL: nothing goes upstream */
 };
 
 typedef struct conn {
@@ -89,7 +96,12 @@ typedef struct conn {
 	char from[64];   /* its address as text */
 	char dest[64];   /* where it dialled, ADDR:PORT */
 	char dest_ip[INET6_ADDRSTRLEN];
+	int dest_fam;
+	uint8_t dest_raw[16];
+	uint16_t dest_port;
 	mock_inet_tls_conn *tls; /* under TLS, until closed */
+	char head[HEAD_MAX + 1]; /* the request head as read */
+	size_t head_len;
 } conn;
 
 /* ---- sockets ---- */
@@ -182,22 +194,24 @@ static size_t conn_recv(const conn *c, char *buf, size_t cap, int64_t end)
 }
 
 /* Reads until the end of a request head, HEAD_MAX bytes, EOF, silence,
- * end, or stop. */
-static void read_head(const conn *c, int64_t end)
+ * end, or stop: into c's head. */
+static void read_head(conn *c, int64_t end)
 {
-	char buf[HEAD_MAX + 1];
+	char *buf = c->head;
 	size_t n = 0;
 
+	buf[0] = '\0';
 	while (n < HEAD_MAX) {
 		size_t r = conn_recv(c, buf + n, HEAD_MAX - n, end);
 
 		if (r == 0)
-			return;
+			break;
 		n += r;
 		buf[n] = '\0';
 		if (strstr(buf, "\r\n\r\n") != NULL || strstr(buf, "\n\n") != NULL)
-			return;
+			break;
 	}
+	c->head_len = n;
 }
 
 /* The first byte the client sends, left unread; -1 when none comes within
@@ -211,46 +225,6 @@ static int first_byte(const conn *c, int64_t end)
 	if (left <= 0 || poll(pf, 2, left < QUIET_MS ? (int)left : QUIET_MS) <= 0 || pf[1].revents != 0)
 		return -1;
 	return recv(c->fd, &b, 1, MSG_PEEK) == 1 ? b : -1;
-}
-
-static void answer(conn *c)
-{
-	char body[512], msg[1024], tls_head[MOCK_INET_TLS_NAME_MAX + 32] = "";
-	const char *id = c->id, *from = c->from;
-	bool metadata = strcmp(c->dest, MOCK_INET_METADATA4 ":80") == 0;
-	int n;
-
-	if (metadata)
-		snprintf(body, sizeof(body),
-			 "{\"service\":\"sbx-mock simulated metadata\",\"sandbox_id\":\"%s\","
-			 "\"local_address\":\"%s\",\"note\":\"169.254.0.0/16 is reachable whatever the "
-			 "egress rules say, as on the live service\"}\n",
-			 id, from);
-	else
-		snprintf(body, sizeof(body), "sbx-mock simulated internet: reached %s from %s\n", c->dest, from);
-	if (c->tls != NULL)
-		snprintf(tls_head, sizeof(tls_head), "X-Sbx-Tls-Name: %s\r\n", mock_inet_tls_name(c->tls));
-	n = snprintf(msg, sizeof(msg),
-		     "HTTP/1.1 200 OK\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
-		     "X-Sbx-Reached: %s\r\n%sConnection: close\r\n\r\n%s",
-		     metadata ? "application/json" : "text/plain", strlen(body), c->dest, tls_head, body);
-	if (n < 0 || (size_t)n >= sizeof(msg))
-		return;
-	if (c->tls != NULL) {
-		int rc = mock_inet_tls_write(c->tls, msg, (size_t)n, sbx_mono_ms() + HEAD_DEADLINE_MS,
-					     c->s->stopfd);
-
-		mock_inet_tls_close(c->tls); /* close_notify; what follows is drained raw */
-		c->tls = NULL;
-		if (rc != 0)
-			return;
-	} else if (send(c->fd, msg, (size_t)n, MSG_NOSIGNAL) < 0) {
-		return;
-	}
-	/* close after the client read it: closing with its request unread
-	 * would reset the connection before it sees the answer */
-	shutdown(c->fd, SHUT_WR);
-	read_head(c, sbx_mono_ms() + HEAD_DEADLINE_MS);
 }
 
 /* Counts a connection of id in; false (nothing counted) when its sandbox
@@ -305,6 +279,298 @@ static void dialled(conn *c)
 	getsockname(c->fd, (struct sockaddr *)&here, &hl);
 	addr_text(&here, c->dest, sizeof(c->dest), &fam, raw);
 	inet_ntop(fam == 6 ? AF_INET6 : AF_INET, raw, c->dest_ip, sizeof(c->dest_ip));
+	c->dest_fam = fam;
+	memcpy(c->dest_raw, raw, sizeof(raw));
+	c->dest_port = here.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&here)->sin6_port)
+						  : ntohs(((struct sockaddr_in *)&here)->sin_port);
+}
+
+/* Sends all of buf (under TLS, as records): 0, or -1 (the client is gone
+ * or took nothing for WRITE_STALL_MS). */
+static int conn_send(conn *c, const char *buf, size_t len)
+{
+	if (c->tls != NULL)
+		return mock_inet_tls_write(c->tls, buf, len, sbx_mono_ms() + WRITE_STALL_MS, c->s->stopfd);
+	while (len > 0) {
+		ssize_t w = send(c->fd, buf, len, MSG_NOSIGNAL);
+
+		if (w <= 0)
+			return -1;
+		buf += w;
+		len -= (size_t)w;
+	}
+	return 0;
+}
+
+/* The end of an answer: close_notify under TLS, then close after the
+ * client read it (closing with its request unread would reset the
+ * connection before it sees the answer). */
+static void finish(conn *c, int sent)
+{
+	if (c->tls != NULL) {
+		mock_inet_tls_close(c->tls); /* close_notify; what follows is drained raw */
+		c->tls = NULL;
+	}
+	if (sent != 0)
+		return;
+	shutdown(c->fd, SHUT_WR);
+	read_head(c, sbx_mono_ms() + HEAD_DEADLINE_MS);
+}
+
+/* Ends the connection with a reset: no close_notify, no FIN. */
+static void reset_conn(conn *c)
+{
+	struct linger lg = {.l_onoff = 1, .l_linger = 0};
+
+	mock_inet_tls_drop(c->tls);
+	c->tls = NULL;
+	setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+}
+
+/* Waits ms, or less when the mock stops: false when it stopped. */
+static bool pause_ms(const conn *c, int ms)
+{
+	struct pollfd pf = {.fd = c->s->stopfd, .events = POLLIN};
+
+	return ms <= 0 || poll(&pf, 1, ms) == 0;
+}
+
+static const char *reason(int status)
+{
+	static const struct {
+		int code;
+		const char *text;
+	} r[] = {{200, "OK"}, {201, "Created"}, {204, "No Content"}, {301, "Moved Permanently"},
+		 {302, "Found"}, {304, "Not Modified"}, {400, "Bad Request"}, {401, "Unauthorized"},
+		 {403, "Forbidden"}, {404, "Not Found"}, {405, "Method Not Allowed"},
+		 {409, "Conflict"}, {429, "Too Many Requests"}, {500, "Internal Server Error"},
+		 {502, "Bad Gateway"}, {503, "Service Unavailable"}, {504, "Gateway Timeout"}};
+
+	for (size_t i = 0; i < sizeof(r) / sizeof(r[0]); i++) {
+		if (r[i].code == status)
+			return r[i].text;
+	}
+	return "Status";
+}
+
+/* The request as read: method, path (no query), host (lower case, no
+ * port: the Host header's, else the TLS name, else the dialled address). */
+typedef struct parsed {
+	char method[32];
+	char path[2048];
+	char host[256];
+} parsed;
+
+static void parse_request(conn *c, parsed *p)
+{
+	const char *sp = strchr(c->head, ' '), *t, *end;
+	char host[300];
+
+	memset(p, 0, sizeof(*p));
+	if (sp != NULL && (size_t)(sp - c->head) < sizeof(p->method))
+		snprintf(p->method, sizeof(p->method), "%.*s", (int)(sp - c->head), c->head);
+	t = sp != NULL ? sp + 1 : "";
+	if (strncmp(t, "http://", 7) == 0 || strncmp(t, "https://", 8) == 0) /* absolute form */
+		t = strchr(t + 8, '/') != NULL ? strchr(t + 8, '/') : "/";
+	end = t + strcspn(t, " ?#\r\n");
+	snprintf(p->path, sizeof(p->path), "%.*s", (int)(end - t), t);
+	if (mock_inet_head_header(c->head, "Host", host, sizeof(host)) && host[0] != '\0') {
+		char *colon = host[0] == '[' ? strchr(host, ']') : strrchr(host, ':');
+
+		if (host[0] == '[' && colon != NULL) {
+			*colon = '\0';
+			memmove(host, host + 1, strlen(host));
+		} else if (colon != NULL) {
+			*colon = '\0';
+		}
+	} else {
+		snprintf(host, sizeof(host), "%s", c->tls != NULL ? mock_inet_tls_name(c->tls) : c->dest_ip);
+	}
+	for (size_t i = 0; host[i] != '\0' && i + 1 < sizeof(p->host); i++)
+		p->host[i] = (char)tolower((unsigned char)host[i]);
+}
+
+static void journal(conn *c, const parsed *p, const char *tenant, int status, unsigned stub, const char *via,
+		    const char *fault)
+{
+	mock_inet_entry e = {.tenant = tenant, .sandbox = c->id, .host = p->host,
+			     .scheme = c->tls != NULL ? "https" : "http", .method = p->method,
+			     .path = p->path, .status = status, .stub = stub, .via = via, .fault = fault};
+
+	if (c->s->book != NULL)
+		mock_inet_journal_add(c->s->book, &e);
+}
+
+/* Answers with a stub: its delay, then its answer or its fault. */
+static void answer_stub(conn *c, const mock_inet_stub *st)
+{
+	char head[MOCK_INET_STUB_HEADER_BYTES + 256];
+	size_t half = st->body_len / 2;
+	int n, rc;
+
+	if (!pause_ms(c, st->delay_ms))
+		return;
+	if (st->fault == MOCK_INET_FAULT_RESET) {
+		reset_conn(c);
+		return;
+	}
+	if (st->fault == MOCK_INET_FAULT_HANG) {
+		pause_ms(c, st->hang_ms);
+		reset_conn(c);
+		return;
+	}
+	n = snprintf(head, sizeof(head), "HTTP/1.1 %d %s\r\n%sContent-Length: %zu\r\nConnection: close\r\n\r\n",
+		     st->status, reason(st->status), st->head, st->body_len);
+	if (n < 0 || (size_t)n >= sizeof(head))
+		return;
+	if (st->fault == MOCK_INET_FAULT_NONE && (size_t)n + st->body_len <= sizeof(head)) {
+		/* one write: a second would wait for the client's delayed ACK */
+		memcpy(head + n, st->body, st->body_len);
+		finish(c, conn_send(c, head, (size_t)n + st->body_len));
+		return;
+	}
+	rc = conn_send(c, head, (size_t)n);
+	if (st->fault == MOCK_INET_FAULT_CLOSE_MID) {
+		if (rc == 0 && conn_send(c, st->body, half) == 0)
+			pause_ms(c, 50); /* the half reaches the client before the reset */
+		reset_conn(c);
+		return;
+	}
+	if (st->fault == MOCK_INET_FAULT_SLOW_BODY) {
+		for (size_t at = 0; rc == 0 && at < st->body_len; at += (size_t)st->chunk_bytes) {
+			size_t k = st->body_len - at < (size_t)st->chunk_bytes ? st->body_len - at : (size_t)st->chunk_bytes;
+
+			rc = (at > 0 && !pause_ms(c, st->interval_ms)) ? -1 : conn_send(c, st->body + at, k);
+		}
+	} else if (rc == 0 && st->body_len > 0) {
+		rc = conn_send(c, st->body, st->body_len);
+	}
+	finish(c, rc);
+}
+
+/* Answers from a site directory: GET and HEAD of a file beneath it;
+ * journaled before the answer. */
+static void answer_site(conn *c, int dirfd, const parsed *p, const char *tenant)
+{
+	char head[512], buf[8192];
+	bool get = strcmp(p->method, "GET") == 0, headonly = strcmp(p->method, "HEAD") == 0;
+	int status = 405, fd = get || headonly ? mock_inet_site_open(dirfd, p->path, &status) : -1, n, rc;
+	struct stat st;
+
+	if (fd >= 0 && fstat(fd, &st) != 0) {
+		close(fd);
+		fd = -1;
+		status = 403;
+	}
+	journal(c, p, tenant, status, 0, "site", NULL);
+	if (fd < 0) {
+		const char *why = status == 404 ? "not found\n" : status == 405 ? "GET or HEAD only\n" : "refused\n";
+
+		n = snprintf(head, sizeof(head),
+			     "HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\n%s"
+			     "Connection: close\r\n\r\n%s",
+			     status, reason(status), strlen(why), status == 405 ? "Allow: GET, HEAD\r\n" : "", why);
+		finish(c, conn_send(c, head, (size_t)n));
+		return;
+	}
+	n = snprintf(head, sizeof(head),
+		     "HTTP/1.1 200 OK\r\nContent-Type: %s\r\nContent-Length: %lld\r\nConnection: close\r\n\r\n",
+		     mock_inet_content_type(p->path), (long long)st.st_size);
+	rc = conn_send(c, head, (size_t)n);
+	while (rc == 0 && get) {
+		ssize_t r = read(fd, buf, sizeof(buf));
+
+		if (r <= 0)
+			break;
+		rc = conn_send(c, buf, (size_t)r);
+	}
+	close(fd);
+	finish(c, rc);
+}
+
+static void answer_page(conn *c)
+{
+	char body[512], msg[1024], tls_head[MOCK_INET_TLS_NAME_MAX + 32] = "";
+	const char *id = c->id, *from = c->from;
+	bool metadata = strcmp(c->dest, MOCK_INET_METADATA4 ":80") == 0;
+	int n;
+
+	if (metadata)
+		snprintf(body, sizeof(body),
+			 "{\"service\":\"sbx-mock simulated metadata\",\"sandbox_id\":\"%s\","
+			 "\"local_address\":\"%s\",\"note\":\"169.254.0.0/16 is reachable whatever the "
+			 "egress rules say, as on the live service\"}\n",
+			 id, from);
+	else
+		snprintf(body, sizeof(body), "sbx-mock simulated internet: reached %s from %s\n", c->dest, from);
+	if (c->tls != NULL)
+		snprintf(tls_head, sizeof(tls_head), "X-Sbx-Tls-Name: %s\r\n", mock_inet_tls_name(c->tls));
+	n = snprintf(msg, sizeof(msg),
+		     "HTTP/1.1 200 OK\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
+		     "X-Sbx-Reached: %s\r\n%sConnection: close\r\n\r\n%s",
+		     metadata ? "application/json" : "text/plain", strlen(body), c->dest, tls_head, body);
+	if (n < 0 || (size_t)n >= sizeof(msg))
+		return;
+	finish(c, conn_send(c, msg, (size_t)n));
+}
+
+/* A request read: a stub's answer, a site's file, or the page; journaled. */
+static void answer(conn *c)
+{
+	mock_inet_book *b = c->s->book;
+	bool metadata = strcmp(c->dest, MOCK_INET_METADATA4 ":80") == 0;
+	char tenant[256] = "";
+	mock_inet_stub *st = NULL;
+	parsed p;
+	int dirfd;
+
+	if (b == NULL || metadata) {
+		answer_page(c);
+		return;
+	}
+	parse_request(c, &p);
+	mock_inet_book_tenant(b, c->id, tenant, sizeof(tenant));
+	{
+		mock_inet_req r = {.tenant = tenant, .sandbox = c->id, .host = p.host, .tls = c->tls != NULL,
+				   .method = p.method, .path = p.path, .head = c->head};
+
+		st = p.method[0] != '\0' ? mock_inet_stub_match(b, &r) : NULL;
+	}
+	if (st != NULL) {
+		bool failed = st->fault == MOCK_INET_FAULT_RESET || st->fault == MOCK_INET_FAULT_HANG;
+
+		/* journaled before the answer: a test that saw its answer
+		 * (or its reset) finds the entry */
+		journal(c, &p, tenant, failed ? 0 : st->status, st->id, "stub", mock_inet_fault_name(st->fault));
+		answer_stub(c, st);
+		mock_inet_stub_put(st);
+	} else if (p.method[0] != '\0' && (dirfd = mock_inet_site_dir(b, p.host)) >= 0) {
+		answer_site(c, dirfd, &p, tenant);
+	} else {
+		journal(c, &p, tenant, 200, 0, "page", NULL);
+		answer_page(c);
+	}
+}
+
+/* Forwards the connection upstream (the head read so far first) and
+ * journals it. */
+static void go_upstream(conn *c, const char *host, const parsed *p)
+{
+	parsed none;
+	char tenant[256] = "";
+	int rc;
+
+	if (p == NULL) {
+		memset(&none, 0, sizeof(none));
+		snprintf(none.host, sizeof(none.host), "%s", host);
+		p = &none;
+	}
+	mock_inet_book_tenant(c->s->book, c->id, tenant, sizeof(tenant));
+	journal(c, p, tenant, 0, 0, "upstream", NULL);
+	rc = mock_inet_forward(c->s->outside, c->fd, c->head, c->head_len, c->dest_fam, c->dest_raw, c->dest_port,
+			       c->s->stopfd);
+	if (rc != 0)
+		reset_conn(c); /* the way out is closed: as a refused connection would */
 }
 
 static void *serve_conn(void *arg)
@@ -312,8 +578,19 @@ static void *serve_conn(void *arg)
 	conn *c = arg;
 	int64_t end = sbx_mono_ms() + HEAD_DEADLINE_MS;
 	int first = first_byte(c, end);
+	bool up = c->s->outside != NULL && c->s->book != NULL;
 
 	dialled(c);
+	if (first == TLS_HANDSHAKE_RECORD && up) {
+		char sni[MOCK_INET_TLS_NAME_MAX + 1];
+
+		mock_inet_tls_peek_sni(c->fd, end, c->s->stopfd, sni, sizeof(sni));
+		if (mock_inet_upstream_match(c->s->book, c->dest_fam, c->dest_raw, sni[0] != '\0' ? sni : NULL)) {
+			c->head_len = 0; /* the hello is still unread: it goes as it is */
+			go_upstream(c, sni[0] != '\0' ? sni : c->dest_ip, NULL);
+			goto done;
+		}
+	}
 	if (first == TLS_HANDSHAKE_RECORD && c->s->tls != NULL) {
 		int one = 1;
 
@@ -329,10 +606,25 @@ static void *serve_conn(void *arg)
 			answer(c);
 		}
 	} else {
+		struct timeval stall = {.tv_sec = WRITE_STALL_MS / 1000};
+
+		setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &stall, sizeof(stall));
 		if (first >= 0)
 			read_head(c, end);
+		if (up) {
+			parsed p;
+
+			parse_request(c, &p);
+			if (mock_inet_upstream_match(c->s->book, c->dest_fam, c->dest_raw,
+						     p.method[0] != '\0' ? p.host : NULL)) {
+				go_upstream(c, p.host, &p);
+				goto done;
+			}
+		}
 		answer(c);
 	}
+done:
+	mock_inet_tls_drop(c->tls);
 	close(c->fd);
 	share_give(c->s, c->id);
 	free(c);
@@ -525,7 +817,7 @@ static void *resolver_main(void *arg)
 /* ---- start and stop ---- */
 
 mock_inet_servers *mock_inet_servers_start(const mock_hosts *hosts, mock_inet_tls *tls, mock_inet_who_fn who,
-					   void *who_arg, sbx_err *err)
+					   void *who_arg, mock_inet_book *book, mock_inet_outside *outside, sbx_err *err)
 {
 	mock_inet_servers *s = calloc(1, sizeof(*s));
 
@@ -537,6 +829,8 @@ mock_inet_servers *mock_inet_servers_start(const mock_hosts *hosts, mock_inet_tl
 	s->tls = tls;
 	s->who = who;
 	s->who_arg = who_arg;
+	s->book = book;
+	s->outside = outside;
 	s->tcp4 = s->tcp6 = s->dns = -1;
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_cond_init(&s->idle, NULL);

@@ -42,6 +42,11 @@ struct sbx_mock {
 	struct mock_cgroups *cgroups; /* contained: the sandboxes' parent groups, or NULL */
 	struct mock_internet *inet;   /* enforced egress (internet.h), or NULL */
 	const char *inet_ca_pem;      /* its TLS CA's certificate, every guest trusts; or NULL */
+	/* the internet's stubs, sites, journal and upstream patterns
+	 * (inet_book.h): always made, so the admin API answers the same when
+	 * egress is not enforced; inet_stubs_file is reloaded by a reset */
+	struct mock_inet_book *inet_book;
+	const char *inet_stubs_file;
 	/* the warm pool of cells and deferred teardown (cell_pool.h), or NULL:
 	 * off (--warm-pool 0), plain guests, durable state, record/replay;
 	 * pool_note says which */
@@ -78,6 +83,14 @@ struct sbx_mock {
 	uint16_t (*self_guest_port)(const sbx_mock *mock);
 	int (*self_listen_add)(sbx_mock *mock, int fd, const char *sandbox_id);
 	void (*self_listen_remove)(sbx_mock *mock, const char *sandbox_id);
+	/* The operations built on the guest machinery that a guest's start and
+	 * a reset must run (a desktop's screen, ops_computer.c; a template's
+	 * layer and the builds, template_build.c): they use ops.c's helpers,
+	 * so ops.c reaches them through hooks the server fills, not by name
+	 * (no two files may need each other). NULL: nothing to do. */
+	void (*guest_booted)(sbx_mock *mock, const mock_sandbox *sb, mock_guest *g);
+	int (*guest_seed)(sbx_mock *mock, const mock_sandbox *sb, sbx_err *err);
+	void (*builds_cancel)(sbx_mock *mock);
 	char work_dir[PATH_MAX];
 	bool own_work_dir;
 	/* the template builds running (template_build.c), under the model

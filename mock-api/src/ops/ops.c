@@ -17,7 +17,7 @@
 
 #include "guest/cell_pool.h"
 #include "ops/rootfs.h"
-#include "ops/ops_computer.h"
+#include "internet/inet_book.h"
 #include "ops/core.h" /* struct sbx_mock, mock_sleep_ms */
 
 /* Cuts the sandbox's open ingress connections (through the server's hook:
@@ -636,7 +636,8 @@ mock_guest *mock_op_guest_start(sbx_mock *mock, const mock_sandbox *sb, sbx_err 
 	mock_guest_opts o = guest_opts(mock, sb);
 	mock_guest *g = guest_attach(mock, sb, mock_guest_new(mock->work_dir, sb->id, mock->gmode, &o, err), err);
 
-	mock_op_computer_boot(mock, sb, g); /* a desktop's screen-0 (ops_computer.h) */
+	if (mock->guest_booted != NULL)
+		mock->guest_booted(mock, sb, g); /* a desktop's screen-0 (ops_computer.h) */
 	return g;
 }
 
@@ -646,14 +647,15 @@ mock_guest *mock_op_guest_start_create(sbx_mock *mock, const mock_sandbox *sb, s
 	mock_guest *g = guest_from_pool(mock, sb, &o);
 	bool pooled = g != NULL;
 
-	if (g == NULL && mock_op_template_seed(mock, sb, err) != 0)
+	if (g == NULL && mock->guest_seed != NULL && mock->guest_seed(mock, sb, err) != 0)
 		return NULL;
 	if (g == NULL)
 		g = mock_guest_new(mock->work_dir, sb->id, mock->gmode, &o, err);
 	g = guest_attach(mock, sb, g, err);
 	if (pooled)
 		mock_pool_settled(mock->pool);
-	mock_op_computer_boot(mock, sb, g);
+	if (mock->guest_booted != NULL)
+		mock->guest_booted(mock, sb, g);
 	return g;
 }
 
@@ -736,11 +738,27 @@ void mock_free_guests(sbx_mock *mock, bool remove)
 	}
 }
 
+/* A reset's part of the internet: API stubs and its journal gone, the
+ * --internet-stubs file's stubs back. */
+static void internet_reset(sbx_mock *mock)
+{
+	sbx_err err = {{0}};
+
+	if (mock->inet_book == NULL)
+		return;
+	mock_inet_stubs_clear(mock->inet_book);
+	mock_inet_journal_clear(mock->inet_book);
+	/* read at start, so it was good then; a file changed since is said */
+	if (mock->inet_stubs_file != NULL && mock_inet_stubs_add_file(mock->inet_book, mock->inet_stubs_file, &err) != 0)
+		fprintf(stderr, "sbx-mock: reset: --internet-stubs: %s\n", err.msg);
+}
+
 void mock_reset_all(sbx_mock *mock)
 {
 	mock_model *m = mock->model;
 
-	mock_op_templates_cancel(mock); /* their tenants go */
+	if (mock->builds_cancel != NULL)
+		mock->builds_cancel(mock); /* their tenants go */
 	pthread_mutex_lock(&m->lock);
 	for (size_t i = 0; i < m->nsbx; i++) {
 		mock_sandbox *sb = m->sbx[i];
@@ -758,4 +776,5 @@ void mock_reset_all(sbx_mock *mock)
 	mock_faults_clear(mock->faults);
 	mock_faults_reseed(mock->faults, mock->seed);
 	mock_journal_clear(mock->journal);
+	internet_reset(mock);
 }

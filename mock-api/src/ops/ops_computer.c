@@ -15,6 +15,7 @@
  * lock across guest I/O: the sandbox is busy instead (ops_io_begin). */
 #define _GNU_SOURCE
 #include "ops/ops_computer.h"
+#include "ops/ops_computer_internal.h"
 #include "ops/ops_internal.h"
 
 #include <ctype.h>
@@ -34,10 +35,7 @@
 #include "sbx/sys.h"
 #include "util/sha256.h"
 
-#define DESK_DIR "/tmp/.sbx-desktop"
 #define DESK_READY_MS 20000   /* a route waits this long for its screen to start */
-#define DESK_EXEC_MS 15000    /* one tool's run at most */
-#define DESK_OUT_MAX 65536    /* a tool's output kept */
 #define XWD_HEADER_FIELDS 25
 
 /* Starts screen $1 at $2x$3 in the background and returns at once; a
@@ -78,20 +76,6 @@ static const char screen_stop_sh[] =
 	"for p in $old; do i=0; while kill -0 $p 2>/dev/null && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done; done\n"
 	"rm -rf \"$d\" /tmp/.X11-unix/X$1 /tmp/.X$1-lock\n";
 
-/* Opens $1 (a URL) in the desktop's browser, detached: a running Chromium
- * takes it as a new tab and the command returns. --no-sandbox: Chromium's
- * own sandbox needs user namespaces or a setuid helper, which the cell's
- * seccomp filter refuses (the cell is the sandbox); --test-type keeps the
- * warning bar about that flag off the page. */
-static const char browser_open_sh[] =
-	"setsid chromium --no-sandbox --test-type --no-first-run --no-default-browser-check "
-	"--disable-gpu --disable-dev-shm-usage --password-store=basic "
-	"--user-data-dir=" DESK_DIR "/chromium \"$1\" </dev/null >>" DESK_DIR "/chromium.log 2>&1 &\n";
-
-/* Runs $@ detached (launch). */
-static const char launch_sh[] = "command -v \"$1\" >/dev/null || exit 127\n"
-				"setsid \"$@\" </dev/null >/dev/null 2>&1 &\n";
-
 /* Whether rootfs's image has a virtual X server: a desktop. */
 static bool rootfs_is_desktop(const sbx_mock *mock, const char *rootfs)
 {
@@ -102,77 +86,6 @@ static bool rootfs_is_desktop(const sbx_mock *mock, const char *rootfs)
 		return false;
 	snprintf(path, sizeof(path), "%s/usr/bin/Xvfb", im->dir);
 	return access(path, X_OK) == 0;
-}
-
-/* ---- running tools in the guest ---- */
-
-typedef struct desk_out {
-	sbx_strbuf out, err;
-} desk_out;
-
-static void desk_collect(void *arg, int which, const char *buf, size_t n)
-{
-	desk_out *o = arg;
-	sbx_strbuf *b = which == 1 ? &o->out : &o->err;
-
-	if (b->len + n <= DESK_OUT_MAX)
-		sbx_strbuf_append(b, buf, n);
-}
-
-/* Runs argv (argv[0] the program) on screen's display with stdin_text;
- * its exit code (-1 with op->err when it could not run or timed out). */
-static int desk_run(mock_op *op, mock_guest *g, int screen, const char *const *argv, size_t argc,
-		    const char *stdin_text, desk_out *o)
-{
-	char display[16];
-	const char *env[] = {display};
-	mock_exec_spec spec = {.cmd = argv[0], .args = argv + 1, .nargs = argc - 1, .env = env,
-			       .nenv = 1, .cwd = "/root"};
-	mock_exec_io io = {.output = desk_collect, .arg = o};
-	mock_exec_result r;
-	sbx_err err = {{0}};
-
-	snprintf(display, sizeof(display), "DISPLAY=:%d", screen);
-	if (stdin_text != NULL) {
-		spec.stdin_data = stdin_text;
-		spec.stdin_len = strlen(stdin_text);
-	}
-	if (mock_guest_exec(g, &spec, DESK_EXEC_MS, &io, &r, &err) != 0) {
-		mock_err_set(&op->err, 500, "", "error", "desktop: %s: %s", argv[0], err.msg);
-		return -1;
-	}
-	if (r.timed_out) {
-		mock_err_set(&op->err, 504, "DESKTOP_TIMEOUT", "error", "desktop: %s did not finish in %d ms",
-			     argv[0], DESK_EXEC_MS);
-		return -1;
-	}
-	return r.exit_code;
-}
-
-/* desk_run that must succeed: false with a 500 quoting its stderr. */
-static bool desk_do(mock_op *op, mock_guest *g, int screen, const char *const *argv, size_t argc,
-		    const char *stdin_text, desk_out *o)
-{
-	int rc = desk_run(op, g, screen, argv, argc, stdin_text, o);
-
-	if (rc == 0)
-		return true;
-	if (rc > 0)
-		mock_err_set(&op->err, 500, "DESKTOP_ERROR", "error", "desktop: %s exited %d: %.300s",
-			     argv[0], rc, sbx_strbuf_str(&o->err));
-	return false;
-}
-
-static void desk_out_init(desk_out *o)
-{
-	sbx_strbuf_init(&o->out);
-	sbx_strbuf_init(&o->err);
-}
-
-static void desk_out_free(desk_out *o)
-{
-	sbx_strbuf_free(&o->out);
-	sbx_strbuf_free(&o->err);
 }
 
 /* ---- screens' state (files in the guest) ---- */
@@ -424,415 +337,6 @@ out:
 	return png;
 }
 
-/* ---- windows ---- */
-
-/* A window id as X numbers it: decimal, or 0x hex; false with a 400. */
-static bool window_id(mock_op *op, const char *s, unsigned long *id)
-{
-	char *end = NULL;
-
-	errno = 0;
-	*id = s != NULL && s[0] != '\0' && s[0] != '-' ? strtoul(s, &end, 0) : 0;
-	if (errno == 0 && end != NULL && *end == '\0' && *id > 0 && *id <= 0xffffffffUL)
-		return true;
-	mock_err_set(&op->err, 400, "INVALID_WINDOW_ID", "window_id",
-		     "a window id is a number (decimal, or 0x hex), as GET .../computer/windows lists them");
-	return false;
-}
-
-/* The window's title, or NULL with a 404 (no such window). */
-static char *window_title(mock_op *op, mock_guest *g, int screen, unsigned long id)
-{
-	char ids[24];
-	const char *argv[] = {"xdotool", "getwindowname", ids};
-	desk_out o;
-	char *title = NULL;
-	int rc;
-
-	snprintf(ids, sizeof(ids), "%lu", id);
-	desk_out_init(&o);
-	rc = desk_run(op, g, screen, argv, 3, NULL, &o);
-	if (rc == 0) {
-		size_t n = o.out.len;
-
-		title = sbx_strbuf_detach(&o.out, &n);
-		if (title == NULL)
-			title = sbx_strdup("");
-		else if (n > 0 && title[n - 1] == '\n')
-			title[n - 1] = '\0';
-	} else if (rc > 0) {
-		mock_err_set(&op->err, 404, "WINDOW_NOT_FOUND", "window_id",
-			     "no window %lu on screen-%d", id, screen);
-	}
-	desk_out_free(&o);
-	return title;
-}
-
-static cJSON *window_view(unsigned long id, const char *title)
-{
-	cJSON *o = cJSON_CreateObject();
-	char ids[24];
-
-	snprintf(ids, sizeof(ids), "%lu", id);
-	cJSON_AddStringToObject(o, "id", ids);
-	cJSON_AddStringToObject(o, "title", title);
-	return o;
-}
-
-/* Whether id is in the decimal ids of text (one a line). */
-static bool id_listed(const char *text, unsigned long id)
-{
-	const char *p = text;
-
-	while (*p != '\0') {
-		char *end = NULL;
-		unsigned long v = strtoul(p, &end, 10);
-
-		if (end == p)
-			break;
-		if (v == id)
-			return true;
-		p = end + strspn(end, "\n");
-	}
-	return false;
-}
-
-/* The windows the window manager manages (wmctrl -l: id, desktop, host,
- * title; the host never has a space), only those whose WM_CLASS class or
- * instance matches application (xdotool search) when it is given. */
-static cJSON *windows_list(mock_op *op, mock_guest *g, int screen, const char *application)
-{
-	const char *argv[] = {"wmctrl", "-l"};
-	const char *search[] = {"xdotool", "search", "--class", "--classname", application};
-	desk_out o, f;
-	cJSON *arr = NULL;
-	char *line, *save = NULL;
-	bool filter = application != NULL && application[0] != '\0';
-
-	desk_out_init(&o);
-	desk_out_init(&f);
-	if (!desk_do(op, g, screen, argv, 2, NULL, &o) ||
-	    (filter && desk_run(op, g, screen, search, 5, NULL, &f) < 0))
-		goto out;
-	arr = cJSON_CreateArray();
-	for (line = o.out.len > 0 ? strtok_r(o.out.data, "\n", &save) : NULL; line != NULL;
-	     line = strtok_r(NULL, "\n", &save)) {
-		unsigned long id;
-		int desk, used = 0;
-
-		if (sscanf(line, "%lx %d %*s %n", &id, &desk, &used) < 2 || used == 0)
-			continue;
-		if (filter && !id_listed(sbx_strbuf_str(&f.out), id))
-			continue;
-		cJSON_AddItemToArray(arr, window_view(id, line + used));
-	}
-out:
-	desk_out_free(&o);
-	desk_out_free(&f);
-	return arr;
-}
-
-static cJSON *window_geometry(mock_op *op, mock_guest *g, int screen, unsigned long id)
-{
-	char ids[24];
-	const char *argv[] = {"xdotool", "getwindowgeometry", "--shell", ids};
-	desk_out o;
-	cJSON *v = NULL;
-	long x = 0, y = 0, w = 0, h = 0, s = 0;
-	char *line, *save = NULL;
-
-	snprintf(ids, sizeof(ids), "%lu", id);
-	desk_out_init(&o);
-	if (desk_do(op, g, screen, argv, 4, NULL, &o)) {
-		for (line = o.out.len > 0 ? strtok_r(o.out.data, "\n", &save) : NULL; line != NULL;
-		     line = strtok_r(NULL, "\n", &save)) {
-			sscanf(line, "X=%ld", &x);
-			sscanf(line, "Y=%ld", &y);
-			sscanf(line, "WIDTH=%ld", &w);
-			sscanf(line, "HEIGHT=%ld", &h);
-			sscanf(line, "SCREEN=%ld", &s);
-		}
-		v = cJSON_CreateObject();
-		cJSON_AddStringToObject(v, "id", ids);
-		cJSON_AddNumberToObject(v, "x", (double)x);
-		cJSON_AddNumberToObject(v, "y", (double)y);
-		cJSON_AddNumberToObject(v, "width", (double)w);
-		cJSON_AddNumberToObject(v, "height", (double)h);
-		/* the X screen of the display: each sandbox screen is a display */
-		cJSON_AddNumberToObject(v, "screen", (double)s);
-	}
-	desk_out_free(&o);
-	return v;
-}
-
-/* POST windows/{id}/{action}: xdotool or wmctrl for it. */
-static bool window_action(mock_op *op, mock_guest *g, const mock_computer_req *q, unsigned long id)
-{
-	char ids[24], hex[24], a1[16], a2[16];
-	const char *argv[8];
-	size_t argc = 0;
-	desk_out o;
-	bool ok;
-	const char *act = q->action;
-
-	snprintf(ids, sizeof(ids), "%lu", id);
-	snprintf(hex, sizeof(hex), "0x%lx", id);
-	if (strcmp(act, "focus") == 0) {
-		argv[argc++] = "xdotool", argv[argc++] = "windowactivate", argv[argc++] = ids;
-	} else if (strcmp(act, "move") == 0 || strcmp(act, "resize") == 0) {
-		bool move = act[0] == 'm';
-
-		snprintf(a1, sizeof(a1), "%d", move ? q->x : q->width);
-		snprintf(a2, sizeof(a2), "%d", move ? q->y : q->height);
-		argv[argc++] = "xdotool", argv[argc++] = move ? "windowmove" : "windowsize";
-		argv[argc++] = ids, argv[argc++] = a1, argv[argc++] = a2;
-	} else if (strcmp(act, "minimize") == 0) {
-		argv[argc++] = "xdotool", argv[argc++] = "windowminimize", argv[argc++] = ids;
-	} else {
-		/* maximize; restore: unmaximize, then activate (maps a minimized one) */
-		bool max = strcmp(act, "maximize") == 0;
-
-		argv[argc++] = "wmctrl", argv[argc++] = "-i", argv[argc++] = "-r", argv[argc++] = hex;
-		argv[argc++] = "-b";
-		argv[argc++] = max ? "add,maximized_vert,maximized_horz" : "remove,maximized_vert,maximized_horz";
-	}
-	desk_out_init(&o);
-	ok = desk_do(op, g, q->screen, argv, argc, NULL, &o);
-	if (ok && strcmp(act, "restore") == 0) {
-		const char *activate[] = {"wmctrl", "-i", "-a", hex};
-
-		ok = desk_do(op, g, q->screen, activate, 4, NULL, &o);
-	}
-	desk_out_free(&o);
-	return ok;
-}
-
-/* ---- keys ---- */
-
-/* The X keysym name xdotool wants for a key name an agent sends ("enter",
- * "ctrl", "cmd", "pagedown"); anything else passes as it is (a keysym or
- * a character). */
-static const char *key_name(const char *k)
-{
-	static const char *const alias[][2] = {
-		{"enter", "Return"}, {"return", "Return"}, {"esc", "Escape"}, {"escape", "Escape"},
-		{"tab", "Tab"}, {"backspace", "BackSpace"}, {"delete", "Delete"}, {"del", "Delete"},
-		{"space", "space"}, {"up", "Up"}, {"down", "Down"}, {"left", "Left"}, {"right", "Right"},
-		{"home", "Home"}, {"end", "End"}, {"pageup", "Prior"}, {"pagedown", "Next"},
-		{"insert", "Insert"}, {"ctrl", "ctrl"}, {"control", "ctrl"}, {"shift", "shift"},
-		{"alt", "alt"}, {"option", "alt"}, {"meta", "super"}, {"cmd", "super"},
-		{"command", "super"}, {"super", "super"}, {"win", "super"}, {"capslock", "Caps_Lock"},
-	};
-
-	for (size_t i = 0; i < sizeof(alias) / sizeof(alias[0]); i++) {
-		if (strcasecmp(k, alias[i][0]) == 0)
-			return alias[i][1];
-	}
-	if (k[0] == 'f' || k[0] == 'F') { /* f1..f24 -> F1..F24 */
-		char *end = NULL;
-		long n = strtol(k + 1, &end, 10);
-
-		if (end != k + 1 && *end == '\0' && n >= 1 && n <= 24) {
-			static const char *const fkeys[] = {"F1",  "F2",  "F3",  "F4",  "F5",  "F6",
-							    "F7",  "F8",  "F9",  "F10", "F11", "F12",
-							    "F13", "F14", "F15", "F16", "F17", "F18",
-							    "F19", "F20", "F21", "F22", "F23", "F24"};
-			return fkeys[n - 1];
-		}
-	}
-	return k;
-}
-
-/* ---- one action ---- */
-
-static bool input_action(mock_op *op, mock_guest *g, const mock_computer_req *q)
-{
-	char a[4][24], combo[512] = "";
-	const char *argv[16];
-	size_t argc = 0, used = 0;
-	desk_out o;
-	bool ok;
-	const char *stdin_text = NULL;
-
-	argv[argc++] = "xdotool";
-	switch (q->act) {
-	case MC_MOUSE_MOVE:
-	case MC_MOUSE_CLICK:
-		if (q->act == MC_MOUSE_MOVE || q->has_xy) {
-			snprintf(a[0], sizeof(a[0]), "%d", q->x);
-			snprintf(a[1], sizeof(a[1]), "%d", q->y);
-			argv[argc++] = "mousemove", argv[argc++] = a[0], argv[argc++] = a[1];
-		}
-		if (q->act == MC_MOUSE_CLICK) {
-			snprintf(a[2], sizeof(a[2]), "%d", q->count);
-			snprintf(a[3], sizeof(a[3]), "%d", q->button);
-			argv[argc++] = "click", argv[argc++] = "--repeat", argv[argc++] = a[2];
-			argv[argc++] = a[3];
-		}
-		break;
-	case MC_MOUSE_DOWN:
-	case MC_MOUSE_UP:
-		snprintf(a[0], sizeof(a[0]), "%d", q->button);
-		argv[argc++] = q->act == MC_MOUSE_DOWN ? "mousedown" : "mouseup", argv[argc++] = a[0];
-		break;
-	case MC_MOUSE_DRAG:
-		snprintf(a[0], sizeof(a[0]), "%d", q->x);
-		snprintf(a[1], sizeof(a[1]), "%d", q->y);
-		snprintf(a[2], sizeof(a[2]), "%d", q->x2);
-		snprintf(a[3], sizeof(a[3]), "%d", q->y2);
-		argv[argc++] = "mousemove", argv[argc++] = a[0], argv[argc++] = a[1];
-		argv[argc++] = "mousedown", argv[argc++] = "1";
-		argv[argc++] = "mousemove", argv[argc++] = a[2], argv[argc++] = a[3];
-		argv[argc++] = "mouseup", argv[argc++] = "1";
-		break;
-	case MC_MOUSE_SCROLL:
-		snprintf(a[0], sizeof(a[0]), "%d", q->amount);
-		argv[argc++] = "click", argv[argc++] = "--repeat", argv[argc++] = a[0];
-		argv[argc++] = q->scroll_up ? "4" : "5";
-		break;
-	case MC_KEY_TYPE:
-		/* the text on stdin: no argument length limit, no option parsing */
-		snprintf(a[0], sizeof(a[0]), "%d", q->delay_ms);
-		argv[argc++] = "type";
-		if (q->delay_ms > 0)
-			argv[argc++] = "--delay", argv[argc++] = a[0];
-		argv[argc++] = "--file", argv[argc++] = "-";
-		stdin_text = q->text;
-		break;
-	default: /* MC_KEY_PRESS, MC_KEY_DOWN, MC_KEY_UP: one combination */
-		for (size_t i = 0; i < q->nkeys; i++)
-			used += (size_t)snprintf(combo + used, sizeof(combo) - used, "%s%s", i ? "+" : "",
-						 key_name(q->keys[i]));
-		argv[argc++] = q->act == MC_KEY_PRESS ? "key" : q->act == MC_KEY_DOWN ? "keydown" : "keyup";
-		argv[argc++] = "--", argv[argc++] = combo;
-		break;
-	}
-	desk_out_init(&o);
-	ok = desk_do(op, g, q->screen, argv, argc, stdin_text, &o);
-	desk_out_free(&o);
-	return ok;
-}
-
-static cJSON *cursor_get(mock_op *op, mock_guest *g, int screen)
-{
-	const char *argv[] = {"xdotool", "getmouselocation"};
-	desk_out o;
-	cJSON *v = NULL;
-	int x, y;
-
-	desk_out_init(&o);
-	if (desk_do(op, g, screen, argv, 2, NULL, &o)) {
-		if (sscanf(sbx_strbuf_str(&o.out), "x:%d y:%d", &x, &y) == 2) {
-			v = cJSON_CreateObject();
-			cJSON_AddNumberToObject(v, "x", x);
-			cJSON_AddNumberToObject(v, "y", y);
-		} else {
-			mock_err_set(&op->err, 500, "DESKTOP_ERROR", "error", "xdotool getmouselocation said \"%.80s\"",
-				     sbx_strbuf_str(&o.out));
-		}
-	}
-	desk_out_free(&o);
-	return v;
-}
-
-static cJSON *clipboard(mock_op *op, mock_guest *g, const mock_computer_req *q)
-{
-	/* xclip serves a selection it owns from a process that stays; its
-	 * output goes nowhere so the exec ends when it has read the text */
-	static const char set_sh[] = "exec xclip -selection clipboard -i >/dev/null 2>&1";
-	const char *get[] = {"xclip", "-selection", "clipboard", "-o"};
-	const char *set[] = {"/bin/sh", "-c", set_sh};
-	desk_out o;
-	cJSON *v = NULL;
-	int rc;
-
-	desk_out_init(&o);
-	if (q->act == MC_CLIPBOARD_SET) {
-		if (desk_do(op, g, q->screen, set, 3, q->text, &o))
-			v = cJSON_CreateObject();
-	} else {
-		/* an empty clipboard: xclip fails saying so; the text is "" */
-		rc = desk_run(op, g, q->screen, get, 4, NULL, &o);
-		if (rc >= 0) {
-			v = cJSON_CreateObject();
-			cJSON_AddStringToObject(v, "text", rc == 0 ? sbx_strbuf_str(&o.out) : "");
-		}
-	}
-	desk_out_free(&o);
-	return v;
-}
-
-/* Whether s starts with a URL scheme ("https:", "file:", "about:"). */
-static bool has_scheme(const char *s)
-{
-	const char *p = s;
-
-	if (!isalpha((unsigned char)*p))
-		return false;
-	while (isalnum((unsigned char)*p) || *p == '+' || *p == '-' || *p == '.')
-		p++;
-	return *p == ':' && p > s + 1; /* "C:" is no scheme */
-}
-
-static bool open_target(mock_op *op, mock_guest *g, const mock_computer_req *q)
-{
-	sbx_strbuf url;
-	const char *argv[] = {"/bin/sh", "-c", browser_open_sh, "sh", NULL};
-	desk_out o;
-	bool ok = false;
-
-	sbx_strbuf_init(&url);
-	desk_out_init(&o);
-	if (has_scheme(q->target)) {
-		sbx_strbuf_puts(&url, q->target);
-	} else if (q->target[0] == '/') {
-		const char *test[] = {"test", "-e", q->target};
-
-		if (desk_run(op, g, q->screen, test, 3, NULL, &o) != 0) {
-			if (op->err.status == 0)
-				mock_err_set(&op->err, 404, "NOT_FOUND", "target", "%.200s does not exist in the sandbox",
-					     q->target);
-			goto out;
-		}
-		sbx_strbuf_printf(&url, "file://%s", q->target);
-	} else {
-		mock_err_set(&op->err, 400, "INVALID_REQUEST", "target",
-			     "target must be a URL (https://..., file://...) or an absolute path in the sandbox");
-		goto out;
-	}
-	argv[4] = sbx_strbuf_str(&url);
-	ok = desk_do(op, g, q->screen, argv, 5, NULL, &o);
-out:
-	desk_out_free(&o);
-	sbx_strbuf_free(&url);
-	return ok;
-}
-
-static bool launch(mock_op *op, mock_guest *g, const mock_computer_req *q)
-{
-	const char *argv[] = {"/bin/sh", "-c", launch_sh, "sh", q->application, q->uri};
-	desk_out o;
-	int rc;
-
-	/* the browser by name gets the flags open gives it */
-	if (strcmp(q->application, "chromium") == 0 || strcmp(q->application, "browser") == 0) {
-		mock_computer_req oq = *q;
-
-		oq.target = q->uri != NULL && q->uri[0] != '\0' ? q->uri : "about:blank";
-		return open_target(op, g, &oq);
-	}
-	desk_out_init(&o);
-	rc = desk_run(op, g, q->screen, argv, q->uri != NULL && q->uri[0] != '\0' ? 6 : 5, NULL, &o);
-	desk_out_free(&o);
-	if (rc == 127)
-		mock_err_set(&op->err, 404, "APPLICATION_NOT_FOUND", "application",
-			     "no application \"%.100s\" in the sandbox's PATH", q->application);
-	else if (rc > 0)
-		mock_err_set(&op->err, 500, "DESKTOP_ERROR", "error", "launching %.100s failed (%d)",
-			     q->application, rc);
-	return rc == 0;
-}
-
 /* ---- screens ---- */
 
 static cJSON *screens_list(mock_guest *g)
@@ -1007,16 +511,16 @@ static cJSON *computer_run(mock_op *op, mock_guest *g, const mock_computer_req *
 		cJSON_AddNumberToObject(v, "height", h);
 		return v;
 	case MC_CURSOR:
-		return cursor_get(op, g, q->screen);
+		return desk_cursor_get(op, g, q->screen);
 	case MC_CLIPBOARD_GET:
 	case MC_CLIPBOARD_SET:
-		return clipboard(op, g, q);
+		return desk_clipboard(op, g, q);
 	case MC_OPEN:
-		return open_target(op, g, q) ? cJSON_CreateObject() : NULL;
+		return desk_open_target(op, g, q) ? cJSON_CreateObject() : NULL;
 	case MC_LAUNCH:
-		return launch(op, g, q) ? cJSON_CreateObject() : NULL;
+		return desk_launch(op, g, q) ? cJSON_CreateObject() : NULL;
 	case MC_WINDOWS:
-		return windows_list(op, g, q->screen, q->application);
+		return desk_windows_list(op, g, q->screen, q->application);
 	case MC_WINDOW_CURRENT: {
 		const char *argv[] = {"xdotool", "getactivewindow"};
 		desk_out o;
@@ -1034,19 +538,19 @@ static cJSON *computer_run(mock_op *op, mock_guest *g, const mock_computer_req *
 		break;
 	}
 	default:
-		if (!window_id(op, q->window, &wid))
+		if (!desk_window_id(op, q->window, &wid))
 			return NULL;
 		break;
 	}
-	title = window_title(op, g, q->screen, wid);
+	title = desk_window_title(op, g, q->screen, wid);
 	if (title == NULL)
 		return NULL;
 	if (q->act == MC_WINDOW_CURRENT || q->act == MC_WINDOW_GET)
-		v = window_view(wid, title);
+		v = desk_window_view(wid, title);
 	else if (q->act == MC_WINDOW_GEOMETRY)
-		v = window_geometry(op, g, q->screen, wid);
+		v = desk_window_geometry(op, g, q->screen, wid);
 	else if (q->act == MC_WINDOW_ACTION)
-		v = window_action(op, g, q, wid) ? cJSON_CreateObject() : NULL;
+		v = desk_window_action(op, g, q, wid) ? cJSON_CreateObject() : NULL;
 	else if (q->act == MC_WINDOW_CLOSE) {
 		char hex[24];
 		const char *argv[] = {"wmctrl", "-i", "-c", hex};
@@ -1056,7 +560,7 @@ static cJSON *computer_run(mock_op *op, mock_guest *g, const mock_computer_req *
 		desk_out_init(&o);
 		v = desk_do(op, g, q->screen, argv, 4, NULL, &o) ? cJSON_CreateObject() : NULL;
 		desk_out_free(&o);
-	} else if (input_action(op, g, q)) {
+	} else if (desk_input_action(op, g, q)) {
 		v = cJSON_CreateObject();
 	}
 	free(title);
@@ -1072,7 +576,7 @@ cJSON *mock_op_computer(mock_op *op, const mock_computer_req *q)
 		return NULL;
 	/* input: no window to look up first */
 	if (q->act >= MC_MOUSE_MOVE && q->act <= MC_KEY_UP)
-		v = screen_wait(op, g, q->screen) && input_action(op, g, q) ? cJSON_CreateObject() : NULL;
+		v = screen_wait(op, g, q->screen) && desk_input_action(op, g, q) ? cJSON_CreateObject() : NULL;
 	else
 		v = computer_run(op, g, q);
 	ops_io_end(op->mock, op->sb);
@@ -1097,7 +601,7 @@ char *mock_op_computer_screenshot(mock_op *op, const mock_screenshot_req *q, siz
 		unsigned long wid;
 		cJSON *geo;
 
-		if (!window_id(op, q->window, &wid) || (geo = window_geometry(op, g, q->screen, wid)) == NULL)
+		if (!desk_window_id(op, q->window, &wid) || (geo = desk_window_geometry(op, g, q->screen, wid)) == NULL)
 			goto out;
 		x0 = (int64_t)cJSON_GetNumberValue(cJSON_GetObjectItem(geo, "x"));
 		y0 = (int64_t)cJSON_GetNumberValue(cJSON_GetObjectItem(geo, "y"));

@@ -7,6 +7,7 @@
 #include "ops/ops.h"
 #include "ops/core.h"
 #include "ops/settings.h"
+#include "internet/inet_book.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -21,14 +22,21 @@
 #define SBX_MOCK_SCENARIO_INSTALL_DIR "/usr/local/share/sbx-harness/scenarios"
 #endif
 
-/* A scenario: {name?, description?, settings?, rules:[...]}. */
+/* A scenario: {name?, description?, settings?, rules:[...],
+ * internet_stubs:[...]} (the stubs are the internet's, INTERNET.md). */
 int mock_scenario_apply(sbx_mock *mock, const cJSON *sc, cJSON *ids, sbx_err *err)
 {
 	const cJSON *settings = cJSON_GetObjectItemCaseSensitive(sc, "settings");
+	const cJSON *stubs = cJSON_GetObjectItemCaseSensitive(sc, "internet_stubs");
+	cJSON *stub_ids;
 	int rc = 0;
 
 	if (!cJSON_IsObject(sc)) {
 		sbx_err_set(err, "a scenario must be a JSON object");
+		return -1;
+	}
+	if (stubs != NULL && !cJSON_IsArray(stubs)) {
+		sbx_err_set(err, "scenario internet_stubs must be an array of stubs");
 		return -1;
 	}
 	/* All or nothing: the settings are checked, then the rules added (all
@@ -37,13 +45,25 @@ int mock_scenario_apply(sbx_mock *mock, const cJSON *sc, cJSON *ids, sbx_err *er
 		sbx_err_prefix(err, "scenario settings");
 		return -1;
 	}
+	stub_ids = cJSON_CreateArray();
+	if (stubs != NULL && mock_inet_stubs_add_json(mock->inet_book, stubs, mock->scenario_dir[0] != '\0' ? mock->scenario_dir : NULL, stub_ids, err) != 0) {
+		cJSON_Delete(stub_ids);
+		sbx_err_prefix(err, "scenario internet_stubs (nothing applied)");
+		return -1;
+	}
 	if (cJSON_GetObjectItemCaseSensitive(sc, "rules") != NULL) {
 		rc = mock_faults_add_json(mock->faults, sc, ids, err);
 		if (rc != 0) {
+			const cJSON *id;
+
+			cJSON_ArrayForEach(id, stub_ids)
+				mock_inet_stub_delete(mock->inet_book, (unsigned)id->valuedouble);
+			cJSON_Delete(stub_ids);
 			sbx_err_prefix(err, "scenario rules (nothing applied)");
 			return -1;
 		}
 	}
+	cJSON_Delete(stub_ids);
 	if (settings != NULL && mock_op_settings_apply(mock, settings, err) != 0) {
 		sbx_err_prefix(err, "scenario settings");
 		return -1;

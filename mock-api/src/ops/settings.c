@@ -8,6 +8,7 @@
 
 #include "ops/core.h"
 #include "ops/rootfs.h"
+#include "internet/inet_book.h"
 
 #include <errno.h>
 #include <math.h>
@@ -87,6 +88,11 @@ static void add_read_only(const sbx_mock *mock, cJSON *o)
 	 * (INTERNET.md), and why not */
 	cJSON_AddBoolToObject(o, "egress_enforced", mock->inet != NULL);
 	cJSON_AddStringToObject(o, "egress", mock->egress_note);
+	/* the opt-in way out: loud wherever the settings are read */
+	if (mock->inet_book != NULL && mock_inet_upstream_any(mock->inet_book))
+		cJSON_AddStringToObject(o, "internet_upstream", mock_inet_upstream_text(mock->inet_book));
+	else
+		cJSON_AddNullToObject(o, "internet_upstream");
 	/* each contained sandbox has its own PID namespace */
 	cJSON_AddBoolToObject(o, "guest_pid_namespace", mock->gmode == GUEST_CONTAINED);
 	/* which root each rootfs name's guests get (IMAGES.md) */

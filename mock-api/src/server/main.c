@@ -39,6 +39,11 @@ static const char usage[] =
 	"                          source tree's fixtures/internet/hosts.json)\n"
 	"  --internet-ca CERT,KEY  the simulated internet's TLS CA (PEM files; default:\n"
 	"                          kept in --state-dir, else made at start)\n"
+	"  --internet-stubs FILE   stubbed answers of the simulated internet ({stubs:[...]})\n"
+	"  --internet-site HOST=DIR  serve DIR as HOST's static site (repeatable)\n"
+	"  --internet-upstream PATTERNS  names, *.suffix, addresses, CIDRs (comma-separated)\n"
+	"                          whose allowed flows are forwarded to the REAL destination\n"
+	"                          (default: none; nothing leaves the machine)\n"
 	"  --exec-timeout-ms MS    default exec timeout (default 600000, 0 = none)\n"
 	"  --check-state DIR       validate DIR's state log without starting: exit 0\n"
 	"                          clean, 1 a record or tail a start would drop, 2 unreadable\n"
@@ -161,6 +166,8 @@ static int run(mock_cli *c)
 		printf("ingress: %s\n", sbx_mock_ingress_url(mock));
 	if (sbx_mock_egress_enforced(mock))
 		printf("egress: %s\n", sbx_mock_egress_note(mock));
+	if (c->cfg.internet_upstream != NULL)
+		printf("internet upstream (REAL destinations): %s\n", c->cfg.internet_upstream);
 	fflush(stdout);
 	warn_start(c);
 	if (sbx_mock_self_note(mock) != NULL && !c->cfg.quiet)
@@ -169,6 +176,10 @@ static int run(mock_cli *c)
 	if (!sbx_mock_egress_enforced(mock))
 		fprintf(stderr, "sbx-mock: WARNING: egress %s%s%s\n", sbx_mock_egress_note(mock),
 			userns_note[0] != '\0' ? "; " : "", userns_note);
+	if (c->cfg.internet_upstream != NULL) /* loud whatever --quiet says: this is the way out */
+		fprintf(stderr, "sbx-mock: WARNING: --internet-upstream %s: guests' allowed flows to these "
+				"destinations LEAVE this machine for the real ones%s\n",
+			c->cfg.internet_upstream, sbx_mock_egress_enforced(mock) ? "" : " (inactive: egress is not enforced)");
 	if (sbx_mock_cgroups_note(mock) != NULL && !c->cfg.quiet)
 		fprintf(stderr, "sbx-mock: %s\n", sbx_mock_cgroups_note(mock));
 	if (!c->cfg.quiet)

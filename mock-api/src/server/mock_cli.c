@@ -152,6 +152,7 @@ enum {
 	OPT_SEED, OPT_JOURNAL_SIZE, OPT_NO_JOURNAL, OPT_SCENARIO, OPT_QUIET, OPT_HELP,
 	OPT_SCENARIO_DIR, OPT_RECORD_UPSTREAM, OPT_RECORD_TO, OPT_REPLAY,
 	OPT_STATE_DIR, OPT_SELF_LISTEN, OPT_RECORD_OVERWRITE, OPT_EGRESS, OPT_INTERNET_HOSTS, OPT_INTERNET_CA,
+	OPT_INTERNET_STUBS, OPT_INTERNET_SITE, OPT_INTERNET_UPSTREAM,
 	OPT_STATE_REPAIR, OPT_MAX_CONNS, OPT_IDLE_TIMEOUT, OPT_CHECK_STATE, OPT_INGRESS_LISTEN,
 	OPT_WARM_POOL, OPT_IMAGES, OPT_IMAGE,
 };
@@ -177,6 +178,9 @@ static const struct option options[] = {
 	{"egress", required_argument, NULL, OPT_EGRESS},
 	{"internet-hosts", required_argument, NULL, OPT_INTERNET_HOSTS},
 	{"internet-ca", required_argument, NULL, OPT_INTERNET_CA},
+	{"internet-stubs", required_argument, NULL, OPT_INTERNET_STUBS},
+	{"internet-site", required_argument, NULL, OPT_INTERNET_SITE},
+	{"internet-upstream", required_argument, NULL, OPT_INTERNET_UPSTREAM},
 	{"exec-timeout-ms", required_argument, NULL, OPT_EXEC_TIMEOUT},
 	{"seed", required_argument, NULL, OPT_SEED},
 	{"journal-size", required_argument, NULL, OPT_JOURNAL_SIZE},
@@ -370,6 +374,19 @@ static int parse_opt(int opt, const char *arg, mock_cli *c)
 		return 0;
 	case OPT_INTERNET_CA: /* the files are read and checked at start (inet_tls.c) */
 		c->cfg.internet_ca = arg;
+		return 0;
+	case OPT_INTERNET_STUBS: /* read and checked at start (inet_book.c), every key */
+		c->cfg.internet_stubs = arg;
+		return 0;
+	case OPT_INTERNET_SITE:
+		if (strchr(arg, '=') == NULL || c->cfg.ninternet_sites == MOCK_CLI_MAX_IMAGES)
+			return cli_fail(c, "--internet-site \"%.80s\": expected HOST=DIR, at most %d times", arg,
+					 MOCK_CLI_MAX_IMAGES);
+		c->sites[c->cfg.ninternet_sites++] = arg;
+		c->cfg.internet_sites = c->sites;
+		return 0;
+	case OPT_INTERNET_UPSTREAM: /* the patterns are checked at start (inet_site.c) */
+		c->cfg.internet_upstream = arg;
 		return 0;
 	case OPT_GUEST_MODE:
 		if (strcmp(arg, "contained") != 0 && strcmp(arg, "auto") != 0 && strcmp(arg, "ns") != 0 &&

@@ -23,6 +23,7 @@ typedef struct mock_cli {
 	char *keys[MOCK_CLI_MAX_KEYS];
 	size_t nkeys;
 	const char *image_pairs[MOCK_CLI_MAX_IMAGES]; /* --image NAME=DIR, argv's strings */
+	const char *sites[MOCK_CLI_MAX_IMAGES]; /* --internet-site HOST=DIR, argv's strings */
 	int any_key; /* -1 unset */
 	bool record_overwrite;
 	char scenario_file[4096]; /* "./NAME" for --scenario NAME naming a file here */

@@ -19,6 +19,7 @@
 #include "listen/self_listen.h"
 #include "ops/settings.h"
 #include "ops/rootfs.h"
+#include "ops/ops_computer.h"
 #include "sbx/sys.h"
 
 #include <errno.h>
@@ -438,7 +439,7 @@ static int start_internet(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *e
 			return -1;
 		if (hosts == NULL && access(SBX_MOCK_INTERNET_HOSTS, R_OK) == 0)
 			hosts = SBX_MOCK_INTERNET_HOSTS;
-		mock->inet = mock_internet_start(hosts, tls, &ierr);
+		mock->inet = mock_internet_start(hosts, tls, mock->inet_book, &ierr);
 	}
 	if (mock->inet != NULL) {
 		mock->inet_ca_pem = mock_internet_ca_pem(mock->inet);
@@ -471,6 +472,41 @@ static void claim_cgroups(sbx_mock *mock)
 	mock->srv->cg_owner = mock_cg_owner_claim(parents, n, why, sizeof(why));
 	snprintf(mock->cgroups_note + len, sizeof(mock->cgroups_note) - len, "%s%s%s", swept,
 		 mock->srv->cg_owner == NULL ? "; not claimed for a later sweep: " : "", why);
+}
+
+/* The tenant key of a sandbox, for per-tenant stubs (inet_book.h). */
+static void inet_tenant_of(void *arg, const char *sandbox, char *key, size_t cap)
+{
+	sbx_mock *mock = arg;
+	const mock_sandbox *sb;
+
+	if (mock->model == NULL)
+		return;
+	pthread_mutex_lock(&mock->model->lock);
+	sb = mock_sandbox_find_any(mock->model, sandbox);
+	if (sb != NULL && sb->tenant != NULL && sb->tenant->key != NULL)
+		snprintf(key, cap, "%s", sb->tenant->key);
+	pthread_mutex_unlock(&mock->model->lock);
+}
+
+/* The internet's book: its sites, upstream patterns and start-up stubs,
+ * each refused with the flag's name when wrong. */
+static int start_book(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *err)
+{
+	mock->inet_book = mock_inet_book_new();
+	if (mock->inet_book == NULL) {
+		sbx_err_set(err, "out of memory");
+		return -1;
+	}
+	mock_inet_book_set_tenant_fn(mock->inet_book, inet_tenant_of, mock);
+	for (size_t i = 0; i < cfg->ninternet_sites; i++) {
+		if (mock_inet_site_add(mock->inet_book, cfg->internet_sites[i], err) != 0)
+			return -1;
+	}
+	if (cfg->internet_upstream != NULL && mock_inet_upstream_set(mock->inet_book, cfg->internet_upstream, err) != 0)
+		return -1;
+	mock->inet_stubs_file = cfg->internet_stubs;
+	return cfg->internet_stubs != NULL ? mock_inet_stubs_add_file(mock->inet_book, cfg->internet_stubs, err) : 0;
 }
 
 /* How guests run: contained unless plain is asked for; a host that
@@ -616,6 +652,9 @@ sbx_mock *sbx_mock_start(const sbx_mock_config *cfg, sbx_err *err)
 	mock->self_guest_port = mock_self_guest_port;
 	mock->self_listen_add = mock_self_listen_add;
 	mock->self_listen_remove = mock_self_listen_remove;
+	mock->guest_booted = mock_op_computer_boot;
+	mock->guest_seed = mock_op_template_seed;
+	mock->builds_cancel = mock_op_templates_cancel;
 	if (mock_settings_from_config(cfg, &set, err) != 0)
 		goto out_stop;
 	if (copy_config(mock, cfg, err) != 0)
@@ -625,7 +664,7 @@ sbx_mock *sbx_mock_start(const sbx_mock_config *cfg, sbx_err *err)
 	if (linger_init(mock) != 0 && !cfg->quiet)
 		fprintf(stderr, "sbx-mock: note: no lingering close (cannot start its thread): "
 				"an early 413 may reach a client still sending as a reset\n");
-	if (start_guests(mock, cfg, err) != 0)
+	if (start_book(mock, cfg, err) != 0 || start_guests(mock, cfg, err) != 0)
 		goto out_stop;
 	/* contained: before the state, so that the sandboxes a durable replay
 	 * or a scenario starts find the port and registry for their listeners
@@ -741,9 +780,12 @@ void sbx_mock_stop(sbx_mock *mock)
 		mock_free_guests(mock, mock->state == NULL); /* durable: trees survive */
 		mock_model_free(mock->model);
 	}
+	if (mock->inet_book != NULL) /* a connection still served must not read the freed model */
+		mock_inet_book_set_tenant_fn(mock->inet_book, NULL, NULL);
 	mock_cgroups_close(mock->cgroups); /* every sandbox's group is gone */
 	mock_cg_owner_release(mock->srv->cg_owner); /* after: a sweep finds nothing to do */
 	mock_internet_stop(mock->inet);    /* every sandbox's link is gone */
+	mock_inet_book_free(mock->inet_book); /* after the servers that read it */
 	mock_cell_filter_free(mock->cell_filter); /* every cell that read it is gone */
 	mock_rootfs_close(mock); /* every cell that mounted one is gone */
 	mock_self_listen_free(mock); /* after the daemon: its callbacks use it */

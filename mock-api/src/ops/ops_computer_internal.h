@@ -1,0 +1,50 @@
+/* ops_computer_internal: what ops_computer.c (screens, screenshots, the
+ * dispatch of a computer-use request) and ops_computer_input.c (mouse,
+ * keyboard, clipboard, windows, open and launch) share: running a tool in
+ * the guest, and the actions each route takes. */
+#ifndef SBX_MOCK_OPS_COMPUTER_INTERNAL_H
+#define SBX_MOCK_OPS_COMPUTER_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <cjson/cJSON.h>
+
+#include "ops/ops.h"
+#include "ops/ops_computer.h"
+#include "sbx/strbuf.h"
+
+#define DESK_DIR "/tmp/.sbx-desktop"
+#define DESK_EXEC_MS 15000 /* one tool's run at most */
+#define DESK_OUT_MAX 65536 /* a tool's output kept */
+
+/* A tool's output (stdout, stderr), at most DESK_OUT_MAX bytes each. */
+typedef struct desk_out {
+	sbx_strbuf out, err;
+} desk_out;
+
+/* ---- running tools in the guest (ops_computer_input.c) ---- */
+void desk_out_init(desk_out *o);
+/* Runs argv on screen's display in the guest (DESK_EXEC_MS at most): its
+ * exit status, or -1 with op->err set when it could not run. */
+int desk_run(mock_op *op, mock_guest *g, int screen, const char *const *argv, size_t argc,
+	     const char *stdin_text, desk_out *o);
+void desk_out_free(desk_out *o);
+/* desk_run that must exit 0: false with op->err set otherwise. */
+bool desk_do(mock_op *op, mock_guest *g, int screen, const char *const *argv, size_t argc,
+	     const char *stdin_text, desk_out *o);
+
+/* ---- the routes' actions (ops_computer_input.c) ---- */
+cJSON *desk_window_view(unsigned long id, const char *title);
+cJSON *desk_window_geometry(mock_op *op, mock_guest *g, int screen, unsigned long id);
+bool desk_open_target(mock_op *op, mock_guest *g, const mock_computer_req *q);
+bool desk_input_action(mock_op *op, mock_guest *g, const mock_computer_req *q);
+cJSON *desk_cursor_get(mock_op *op, mock_guest *g, int screen);
+cJSON *desk_clipboard(mock_op *op, mock_guest *g, const mock_computer_req *q);
+bool desk_launch(mock_op *op, mock_guest *g, const mock_computer_req *q);
+char *desk_window_title(mock_op *op, mock_guest *g, int screen, unsigned long id);
+bool desk_window_action(mock_op *op, mock_guest *g, const mock_computer_req *q, unsigned long id);
+bool desk_window_id(mock_op *op, const char *s, unsigned long *id);
+cJSON *desk_windows_list(mock_op *op, mock_guest *g, int screen, const char *application);
+
+#endif
