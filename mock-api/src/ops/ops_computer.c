@@ -114,9 +114,17 @@ static ssize_t desk_file(mock_guest *g, int screen, const char *name, char *buf,
 /* The size screen was asked for; false when it does not exist. */
 static bool screen_size(mock_guest *g, int screen, int *w, int *h)
 {
-	char buf[64];
+	char buf[64], *sp;
+	long lw, lh;
 
-	return desk_file(g, screen, "size", buf, sizeof(buf)) > 0 && sscanf(buf, "%d %d", w, h) == 2;
+	if (desk_file(g, screen, "size", buf, sizeof(buf)) <= 0 || !desk_num_after(buf, "", 10, &lw))
+		return false;
+	sp = strchr(buf, ' '); /* "W H" */
+	if (sp == NULL || !desk_num_after(sp, " ", 10, &lh) || lw <= 0 || lh <= 0 || lw > 16384 || lh > 16384)
+		return false;
+	*w = (int)lw;
+	*h = (int)lh;
+	return true;
 }
 
 /* Waits until screen is up (DESK_READY_MS at most): false with a 404 (no

@@ -97,6 +97,18 @@ static const char browser_open_sh[] =
 static const char launch_sh[] = "command -v \"$1\" >/dev/null || exit 127\n"
 				"setsid \"$@\" </dev/null >/dev/null 2>&1 &\n";
 
+bool desk_num_after(const char *s, const char *key, int base, long *v)
+{
+	size_t kl = strlen(key);
+	char *end = NULL;
+
+	if (strncmp(s, key, kl) != 0)
+		return false;
+	errno = 0;
+	*v = strtol(s + kl, &end, base);
+	return errno == 0 && end != s + kl;
+}
+
 /* ---- windows ---- */
 
 /* A window id as X numbers it: decimal, or 0x hex; false with a 400. */
@@ -190,14 +202,23 @@ cJSON *desk_windows_list(mock_op *op, mock_guest *g, int screen, const char *app
 	arr = cJSON_CreateArray();
 	for (line = o.out.len > 0 ? strtok_r(o.out.data, "\n", &save) : NULL; line != NULL;
 	     line = strtok_r(NULL, "\n", &save)) {
-		unsigned long id;
-		int desk, used = 0;
+		/* wmctrl -l: "0x02400003  0 host Title words" */
+		char *p = line, *end = NULL;
+		long id, desk;
 
-		if (sscanf(line, "%lx %d %*s %n", &id, &desk, &used) < 2 || used == 0)
+		if (!desk_num_after(p, "", 16, &id) || id < 0)
 			continue;
-		if (filter && !id_listed(sbx_strbuf_str(&f.out), id))
+		p += strcspn(p, " \t");
+		p += strspn(p, " \t");
+		if (!desk_num_after(p, "", 10, &desk))
 			continue;
-		cJSON_AddItemToArray(arr, desk_window_view(id, line + used));
+		(void)strtol(p, &end, 10);
+		p = end + strspn(end, " \t");
+		p += strcspn(p, " \t"); /* the host */
+		p += strspn(p, " \t");
+		if (filter && !id_listed(sbx_strbuf_str(&f.out), (unsigned long)id))
+			continue;
+		cJSON_AddItemToArray(arr, desk_window_view((unsigned long)id, p));
 	}
 out:
 	desk_out_free(&o);
@@ -219,11 +240,9 @@ cJSON *desk_window_geometry(mock_op *op, mock_guest *g, int screen, unsigned lon
 	if (desk_do(op, g, screen, argv, 4, NULL, &o)) {
 		for (line = o.out.len > 0 ? strtok_r(o.out.data, "\n", &save) : NULL; line != NULL;
 		     line = strtok_r(NULL, "\n", &save)) {
-			sscanf(line, "X=%ld", &x);
-			sscanf(line, "Y=%ld", &y);
-			sscanf(line, "WIDTH=%ld", &w);
-			sscanf(line, "HEIGHT=%ld", &h);
-			sscanf(line, "SCREEN=%ld", &s);
+			if (!desk_num_after(line, "X=", 10, &x) && !desk_num_after(line, "Y=", 10, &y) &&
+			    !desk_num_after(line, "WIDTH=", 10, &w) && !desk_num_after(line, "HEIGHT=", 10, &h))
+				desk_num_after(line, "SCREEN=", 10, &s);
 		}
 		v = cJSON_CreateObject();
 		cJSON_AddStringToObject(v, "id", ids);
@@ -391,11 +410,15 @@ cJSON *desk_cursor_get(mock_op *op, mock_guest *g, int screen)
 	const char *argv[] = {"xdotool", "getmouselocation"};
 	desk_out o;
 	cJSON *v = NULL;
-	int x, y;
+	const char *out, *ys;
+	long x, y;
 
 	desk_out_init(&o);
 	if (desk_do(op, g, screen, argv, 2, NULL, &o)) {
-		if (sscanf(sbx_strbuf_str(&o.out), "x:%d y:%d", &x, &y) == 2) {
+		/* "x:12 y:34 screen:0 window:...": */
+		out = sbx_strbuf_str(&o.out);
+		ys = strstr(out, " y:");
+		if (desk_num_after(out, "x:", 10, &x) && ys != NULL && desk_num_after(ys, " y:", 10, &y)) {
 			v = cJSON_CreateObject();
 			cJSON_AddNumberToObject(v, "x", x);
 			cJSON_AddNumberToObject(v, "y", y);

@@ -34,6 +34,12 @@ void desk_out_free(desk_out *o);
 bool desk_do(mock_op *op, mock_guest *g, int screen, const char *const *argv, size_t argc,
 	     const char *stdin_text, desk_out *o);
 
+/* The number (strtol, base) right after key at the start of s ("X=12",
+ * key "X="): true with *v, false when s does not start with key or no
+ * number follows (a tool's output is read with this, never sscanf: a
+ * conversion error must not pass as a value). */
+bool desk_num_after(const char *s, const char *key, int base, long *v);
+
 /* ---- the routes' actions (ops_computer_input.c) ---- */
 cJSON *desk_window_view(unsigned long id, const char *title);
 cJSON *desk_window_geometry(mock_op *op, mock_guest *g, int screen, unsigned long id);

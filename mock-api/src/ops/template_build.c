@@ -193,7 +193,7 @@ static void env_free(build_env *e)
 static int run_argv(build *b, mock_guest *g, build_env *e, const char *const *argv, size_t argc,
 		    int64_t deadline_ms, char *why, size_t cap)
 {
-	const char *full[BUILD_ARGV_MAX];
+	const char *full[BUILD_ARGV_MAX] = {0};
 	size_t n = 0;
 	mock_exec_spec spec = {0};
 	mock_exec_io io = {.output = on_output, .abort = on_abort, .arg = b};
@@ -211,6 +211,10 @@ static int run_argv(build *b, mock_guest *g, build_env *e, const char *const *ar
 	}
 	for (size_t i = 0; i < argc && n < BUILD_ARGV_MAX; i++)
 		full[n++] = argv[i];
+	if (n == 0) {
+		snprintf(why, cap, "an empty command");
+		return -1;
+	}
 	spec.cmd = full[0];
 	spec.args = full + 1;
 	spec.nargs = n - 1;
@@ -271,10 +275,13 @@ static int run_step(build *b, mock_guest *g, build_env *e, const cJSON *step, in
 		char path[1024];
 		build_env root = *e;
 
-		if (arg[0] == '/')
-			snprintf(path, sizeof(path), "%s", arg);
-		else
-			snprintf(path, sizeof(path), "%s/%s", e->cwd, arg);
+		int len = arg[0] == '/' ? snprintf(path, sizeof(path), "%s", arg)
+					: snprintf(path, sizeof(path), "%s/%s", e->cwd, arg);
+
+		if (len < 0 || (size_t)len >= sizeof(path) || (size_t)len >= sizeof(e->cwd)) {
+			snprintf(why, cap, "WORKDIR: the path is longer than %zu bytes", sizeof(e->cwd) - 1);
+			return -1;
+		}
 		mk[2] = path;
 		root.user[0] = '\0';
 		root.cwd[0] = '/';
@@ -363,8 +370,16 @@ static double save_layer(build *b, mock_guest *g, char *why, size_t cap)
 	snprintf(du, sizeof(du), "du -sk '%s' 2>/dev/null", dst);
 	f = popen(du, "re");
 	if (f != NULL) {
-		if (fscanf(f, "%llu", &kib) != 1)
-			kib = 0;
+		char line[64];
+		char *end = NULL;
+
+		/* "KIB<TAB>PATH": the number before the tab, 0 when unreadable */
+		if (fgets(line, sizeof(line), f) != NULL) {
+			errno = 0;
+			kib = strtoull(line, &end, 10);
+			if (errno != 0 || end == line)
+				kib = 0;
+		}
 		pclose(f);
 	}
 	return (double)kib * 1024.0;
