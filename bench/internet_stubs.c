@@ -117,7 +117,7 @@ int main(int argc, char **argv)
 	char hdr[64], ahdr[64], id[64], *many;
 	double *v[2], *u[2];
 	size_t nv[2] = {0, 0}, nu[2] = {0, 0};
-	int opt;
+	int opt, rc = 0;
 
 	bench_set_name("bench-internet-stubs");
 	while ((opt = getopt(argc, argv, "g:r:h")) != -1) {
@@ -150,8 +150,10 @@ int main(int argc, char **argv)
 	c = bench_client(sbx_mock_url(mock), hdr, sizeof(hdr), "bench");
 	snprintf(ahdr, sizeof(ahdr), "X-Mock-Admin-Token: bench");
 	admin = sbx_http_client_new(&(sbx_http_opts){.base_url = sbx_mock_url(mock), .headers = {ahdr}}, NULL);
-	if (c == NULL || admin == NULL || bench_create(c, &out, id, sizeof(id)) != 0)
-		return 1;
+	if (c == NULL || admin == NULL || bench_create(c, &out, id, sizeof(id)) != 0) {
+		rc = 1;
+		goto out;
+	}
 	if (bench_call(admin, "POST", "/_mock/internet/stubs",
 		       "{\"match\":{\"host\":\"example.com\",\"path\":\"/stubbed\"},\"respond\":{\"body\":\"a stub\\n\"}}",
 		       &out) != 200)
@@ -191,6 +193,8 @@ int main(int argc, char **argv)
 		       "<= 1.10x");
 		printf("(%zu + %zu samples; %ld rounds of %ld for the unmatched pair)\n", nv[0], nv[1], rounds, gets);
 	}
+	rc = bench_failures() > 0 ? 1 : 0;
+out:
 	for (int k = 0; k < 2; k++) {
 		free(v[k]);
 		free(u[k]);
@@ -199,5 +203,5 @@ int main(int argc, char **argv)
 	sbx_http_client_free(c);
 	sbx_http_client_free(admin);
 	sbx_mock_stop(mock);
-	return bench_failures() > 0 ? 1 : 0;
+	return rc;
 }

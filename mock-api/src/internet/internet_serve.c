@@ -32,6 +32,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -273,16 +274,21 @@ static void dialled(conn *c)
 {
 	struct sockaddr_storage here = {0};
 	socklen_t hl = sizeof(here);
-	uint8_t raw[16];
-	int fam;
+	uint8_t raw[16] = {0};
+	in_port_t port = 0;
+	int fam = 4;
 
-	getsockname(c->fd, (struct sockaddr *)&here, &hl);
+	if (getsockname(c->fd, (struct sockaddr *)&here, &hl) != 0)
+		return; /* dest stays "": the page says nothing of where */
 	addr_text(&here, c->dest, sizeof(c->dest), &fam, raw);
 	inet_ntop(fam == 6 ? AF_INET6 : AF_INET, raw, c->dest_ip, sizeof(c->dest_ip));
 	c->dest_fam = fam;
 	memcpy(c->dest_raw, raw, sizeof(raw));
-	c->dest_port = here.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&here)->sin6_port)
-						  : ntohs(((struct sockaddr_in *)&here)->sin_port);
+	if (here.ss_family == AF_INET6)
+		memcpy(&port, (const char *)&here + offsetof(struct sockaddr_in6, sin6_port), sizeof(port));
+	else
+		memcpy(&port, (const char *)&here + offsetof(struct sockaddr_in, sin_port), sizeof(port));
+	c->dest_port = ntohs(port);
 }
 
 /* Sends all of buf (under TLS, as records): 0, or -1 (the client is gone
