@@ -108,6 +108,15 @@ static const char *param_value(const char *name, size_t nlen, const char *before
 		return t->ip;
 	if (nlen == 3 && strncmp(name, "pid", 3) == 0)
 		return t->proc;
+	/* computer use (COMPUTER.md): a window id, screen-0 (the boot's), an
+	 * action every window takes; the sandbox's own answer (409 off a
+	 * desktop) is not what these walks check */
+	if (nlen == 3 && strncmp(name, "win", 3) == 0)
+		return "1";
+	if (nlen == 6 && strncmp(name, "screen", 6) == 0)
+		return "screen-0";
+	if (nlen == 6 && strncmp(name, "action", 6) == 0)
+		return "focus";
 	if (nlen != 2 || strncmp(name, "id", 2) != 0)
 		return NULL;
 	if (strcmp(before, "/v1/sandboxes/") == 0)

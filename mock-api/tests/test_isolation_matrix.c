@@ -46,6 +46,17 @@ static const struct {
 	{"POST", "/v1/sandboxes/{id}/processes/{pid}/resize", "{\"rows\":10,\"cols\":10}"},
 	{"POST", "/v1/sandboxes/{id}/processes/{pid}/signal", "{\"signal\":\"SIGKILL\"}"},
 	{"PATCH", "/v1/disks/{id}", "{\"credentials\":{\"access_key\":\"EVIL\",\"secret_key\":\"EVIL\"}}"},
+	/* computer use (COMPUTER.md) */
+	{"PUT", "/v1/sandboxes/{id}/computer/clipboard", "{\"text\":\"evil\"}"},
+	{"POST", "/v1/sandboxes/{id}/computer/open", "{\"target\":\"https://example.com/\"}"},
+	{"POST", "/v1/sandboxes/{id}/computer/launch", "{\"application\":\"xterm\"}"},
+	{"POST", "/v1/sandboxes/{id}/computer/mouse/move", "{\"x\":1,\"y\":1}"},
+	{"POST", "/v1/sandboxes/{id}/computer/mouse/drag", "{\"from\":{\"x\":1,\"y\":1},\"to\":{\"x\":2,\"y\":2}}"},
+	{"POST", "/v1/sandboxes/{id}/computer/mouse/scroll", "{\"direction\":\"down\"}"},
+	{"POST", "/v1/sandboxes/{id}/computer/keyboard/type", "{\"text\":\"evil\"}"},
+	{"POST", "/v1/sandboxes/{id}/computer/keyboard/press", "{\"keys\":[\"a\"]}"},
+	{"POST", "/v1/sandboxes/{id}/computer/keyboard/down", "{\"keys\":[\"a\"]}"},
+	{"POST", "/v1/sandboxes/{id}/computer/keyboard/up", "{\"keys\":[\"a\"]}"},
 	/* bodies naming B's own resources are made in body_for() */
 };
 
