@@ -671,7 +671,7 @@ static bool gate_pass(ing_conn *c, ing_req *q)
 static bool tls_sniff(ing_conn *c)
 {
 	struct pollfd pf = {.fd = c->cfd, .events = POLLIN};
-	struct sockaddr_in a;
+	struct sockaddr_in a = {.sin_family = AF_UNSPEC};
 	socklen_t al = sizeof(a);
 	char dialled[INET_ADDRSTRLEN] = "127.0.0.1";
 	unsigned char first = 0;
