@@ -16,6 +16,7 @@ struct sbx_http_client {
 	char *base_url;                       /* owned, no trailing '/'; NULL: paths are URLs */
 	char *headers[SBX_HTTP_MAX_HEADERS];  /* owned "Name: value" lines */
 	char *user_agent;                     /* owned or NULL */
+	char *ca_pem;                         /* owned or NULL: the system's CAs */
 	long timeout_ms;
 	long connect_timeout_ms;
 	bool threaded, fresh_for_post, no_reuse;
@@ -113,6 +114,7 @@ sbx_http_client *sbx_http_client_new(const sbx_http_opts *opts, sbx_err *err)
 		goto out_oom;
 	c->base_url = dup_or_null(opts->base_url, &oom);
 	c->user_agent = dup_or_null(opts->user_agent, &oom);
+	c->ca_pem = dup_or_null(opts->ca_pem, &oom);
 	for (size_t i = 0; i < SBX_HTTP_MAX_HEADERS; i++)
 		c->headers[i] = dup_or_null(opts->headers[i], &oom);
 	if (oom)
@@ -157,6 +159,7 @@ void sbx_http_client_free(sbx_http_client *c)
 	drop_handles(c);
 	free(c->base_url);
 	free(c->user_agent);
+	free(c->ca_pem);
 	for (size_t i = 0; i < SBX_HTTP_MAX_HEADERS; i++)
 		free(c->headers[i]);
 	free(c);
@@ -363,6 +366,11 @@ static void setup_easy(const sbx_http_client *c, CURL *e, const sbx_http_req *re
 #endif
 	if (c->user_agent != NULL)
 		curl_easy_setopt(e, CURLOPT_USERAGENT, c->user_agent);
+	if (c->ca_pem != NULL) {
+		struct curl_blob ca = {.data = c->ca_pem, .len = strlen(c->ca_pem), .flags = CURL_BLOB_COPY};
+
+		curl_easy_setopt(e, CURLOPT_CAINFO_BLOB, &ca);
+	}
 	if (timeout > 0)
 		curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, timeout);
 	if (c->connect_timeout_ms > 0)

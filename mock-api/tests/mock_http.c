@@ -111,7 +111,8 @@ static void check_strict(const th_req *rq, const th_resp *out)
 void th_do(const th_req *rq, th_resp *out)
 {
 	char key[512], admin[512];
-	sbx_http_opts o = {.base_url = rq->url, .timeout_ms = rq->timeout_ms > 0 ? rq->timeout_ms : 30000L};
+	sbx_http_opts o = {.base_url = rq->url, .timeout_ms = rq->timeout_ms > 0 ? rq->timeout_ms : 30000L,
+			   .ca_pem = rq->ca_pem};
 	sbx_http_req hq = {
 		.method = rq->method,
 		.path = rq->path,

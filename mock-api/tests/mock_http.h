@@ -34,6 +34,7 @@ typedef struct th_req {
 	const char *extra_header; /* "Name: value" or NULL */
 	long timeout_ms;       /* 0: 30 s */
 	bool raw_ok;           /* a JSON answer need not parse (a fault's garbage) */
+	const char *ca_pem;    /* https: the CA trusted alone (sbx_mock_ca_pem); NULL: the system's */
 } th_req;
 
 /* When true (the default), th_do aborts the test program on any answer

@@ -77,9 +77,10 @@ static void serve(const char *key, const char *id, unsigned port, const char *te
 	th_resp_free(&r);
 }
 
+/* As a client told the mock's CA (GET /_mock/ca; README "Ingress"). */
 static void get_url(const char *url, th_resp *r)
 {
-	th_req rq = {.method = "GET", .url = url, .path = ""};
+	th_req rq = {.method = "GET", .url = url, .path = "", .ca_pem = sbx_mock_ca_pem(g_mock)};
 
 	th_do(&rq, r);
 }
@@ -107,12 +108,28 @@ static void ingress_reaches_guest_server(void **state)
 	ingress_sandbox(id, sizeof(id), 8000, url, sizeof(url));
 	snprintf(want, sizeof(want), "%s/%s/8000", sbx_mock_ingress_url(g_mock), id);
 	assert_string_equal(url, want); /* loopback, a port and a path prefix */
+	assert_true(strncmp(url, "https://127.0.0.1:", 18) == 0); /* as the live service's */
 	serve("k1", id, 8000, "hello-from-guest");
 	get_served(url, &r);
 	expect_status(&r, 200, "GET previewUrl(8000)");
 	assert_string_equal(sbx_strbuf_str(&r.body), "hello-from-guest\n");
 	assert_true(th_header(&r, "Connection", hdr, sizeof(hdr)));
 	assert_string_equal(hdr, "close"); /* one request per connection */
+	th_resp_free(&r);
+	{
+		/* a client that does not trust the mock's CA refuses its leaf:
+		 * the 200 above was verified TLS, not a fallback */
+		th_req rq = {.method = "GET", .url = url, .path = ""};
+
+		th_do(&rq, &r);
+		assert_int_equal(r.curl_rc, CURLE_PEER_FAILED_VERIFICATION);
+		th_resp_free(&r);
+	}
+	/* the same port still serves plain HTTP (clients of before) */
+	snprintf(want, sizeof(want), "http://%s", url + strlen("https://"));
+	get_url(want, &r);
+	expect_status(&r, 200, "the plain-HTTP form of previewUrl(8000)");
+	assert_string_equal(sbx_strbuf_str(&r.body), "hello-from-guest\n");
 	th_resp_free(&r);
 	snprintf(want, sizeof(want), "%s/index.html?x=1", url);
 	get_url(want, &r);
@@ -227,7 +244,8 @@ static void ingress_off_refused_at_once(void **state)
 	create("k1", "{\"shape\":\"s-1vcpu-256mb\"}", id, sizeof(id));
 	snprintf(path, sizeof(path), "/%s/8000/", id);
 	{
-		th_req rq = {.method = "GET", .url = sbx_mock_ingress_url(g_mock), .path = path};
+		th_req rq = {.method = "GET", .url = sbx_mock_ingress_url(g_mock), .path = path,
+			     .ca_pem = sbx_mock_ca_pem(g_mock)};
 
 		th_do(&rq, &r);
 	}
@@ -235,8 +253,9 @@ static void ingress_off_refused_at_once(void **state)
 	th_resp_free(&r);
 }
 
-/* Raw bytes to the proxy; everything until it closes, into buf. */
-static void raw_exchange(const char *req, char *buf, size_t cap)
+/* len raw bytes to the proxy; everything until it closes, into buf (*got
+ * bytes, NUL-terminated). */
+static void raw_exchange_n(const char *req, size_t len, char *buf, size_t cap, size_t *got_out)
 {
 	const char *base = sbx_mock_ingress_url(g_mock);
 	struct sockaddr_in a = {.sin_family = AF_INET};
@@ -247,7 +266,7 @@ static void raw_exchange(const char *req, char *buf, size_t cap)
 	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	assert_true(fd >= 0);
 	assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-	assert_int_equal(send(fd, req, strlen(req), 0), (ssize_t)strlen(req));
+	assert_int_equal(send(fd, req, len, 0), (ssize_t)len);
 	for (;;) {
 		struct pollfd pf = {.fd = fd, .events = POLLIN};
 		ssize_t n;
@@ -259,7 +278,16 @@ static void raw_exchange(const char *req, char *buf, size_t cap)
 		got += (size_t)n;
 	}
 	buf[got] = '\0';
+	*got_out = got;
 	close(fd);
+}
+
+/* Raw text to the proxy; everything until it closes, into buf. */
+static void raw_exchange(const char *req, char *buf, size_t cap)
+{
+	size_t got;
+
+	raw_exchange_n(req, strlen(req), buf, cap, &got);
 }
 
 static void ingress_never_crosses_tenants(void **state)
@@ -396,6 +424,18 @@ static void ingress_bad_requests(void **state)
 	raw_exchange("POST /sb-nope/8000/ HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", buf,
 		     sizeof(buf));
 	assert_non_null(strstr(buf, "HTTP/1.1 411 "));
+	{
+		/* a TLS handshake record whose 32 bytes are not a ClientHello:
+		 * answered with a TLS alert (record type 0x15), then closed;
+		 * never HTTP, never left open */
+		static const char garbage[5 + 32] = "\x16\x03\x01\x00\x20this is not a ClientHello at all";
+		size_t got;
+
+		raw_exchange_n(garbage, sizeof(garbage), buf, sizeof(buf), &got);
+		assert_true(got >= 1);
+		assert_int_equal((unsigned char)buf[0], 0x15);
+		assert_null(strstr(buf, "HTTP/"));
+	}
 }
 
 int main(void)

@@ -12,7 +12,9 @@ as the SDK's models need (JSend data; the screenshot raw PNG bytes).
   example does), screens list and get, a full screenshot whose size is the
   screen's and a 240x160 region, a cursor that moved, a clipboard round
   trip, a URL opened (its browser window listed), a noVNC connection whose
-  WebSocket, through the ingress, answers an RFB handshake.
+  URL starts with https:// (the example's check) and whose WebSocket,
+  through the ingress's TLS verified against the mock's CA, answers an RFB
+  handshake.
 - AgentLoop: a page in the guest opened in the desktop's browser, made
   full screen with F11; its colour block found in the screenshot where the
   page puts it; a click on its button; the block's new colour seen.
@@ -30,6 +32,7 @@ $SBX_MOCK_BIN). Exit 0 pass, 1 fail, 77 skipped.
 import json
 import os
 import socket
+import ssl
 import struct
 import sys
 import time
@@ -171,12 +174,16 @@ def poll(what, fn, timeout=120, every=0.3):
     raise AssertionError("%s: not after %d s (last error: %s)" % (what, timeout, last))
 
 
-def websocket_rfb(ingress, path):
-    """Opens a WebSocket to the ingress at path; the first message: the
-    VNC server's RFB ProtocolVersion."""
-    host, port = urllib.parse.urlsplit(ingress).hostname, urllib.parse.urlsplit(ingress).port
-    s = socket.create_connection((host, port), timeout=30)
+def websocket_rfb(ingress, path, context=None):
+    """Opens a WebSocket to the ingress at path (over TLS verified by
+    context when the ingress URL is https, as noVNC's wss:// in a
+    browser); the first message: the VNC server's RFB ProtocolVersion."""
+    parts = urllib.parse.urlsplit(ingress)
+    host, port = parts.hostname, parts.port
+    raw = s = socket.create_connection((host, port), timeout=30)
     try:
+        if parts.scheme == "https":
+            s = context.wrap_socket(raw, server_hostname=host)
         s.sendall(("GET %s HTTP/1.1\r\nHost: %s:%d\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
                    "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
                    "Sec-WebSocket-Protocol: binary\r\n\r\n" % (path, host, port)).encode())
@@ -198,6 +205,7 @@ def websocket_rfb(ingress, path):
         return status.decode(), rest[2:2 + n]
     finally:
         s.close()
+        raw.close()  # a handshake that failed left it unwrapped
 
 
 class DesktopCase(unittest.TestCase):
@@ -269,13 +277,20 @@ class DesktopExample(DesktopCase):
         conn = self.computer(sid, "GET", "/screens/screen-0/connect")
         check_fields(conn, CONNECTION)
         self.assertEqual((conn["screen_id"], conn["port"]), ("screen-0", primary["novnc_port"]))
+        # the SDK example's own check: the connection's URL is https
+        self.assertTrue(conn["url"].startswith("https://"), conn["url"])
         self.assertTrue(conn["url"].startswith(self.mock.ingress + "/" + sid + "/"), conn["url"])
-        status, first = websocket_rfb(self.mock.ingress, conn["path"])
+        # the WebSocket through the ingress's TLS, verified against the
+        # mock's CA (GET /_mock/ca)
+        status, first = websocket_rfb(self.mock.ingress, conn["path"], self.mock.tls_context())
         self.assertIn("101", status)
         self.assertRegex(first or b"", rb"^RFB 003\.00\d\n$")
-        # noVNC's page itself, through the same token
-        page = OPENER.open(conn["url"], timeout=30).read()
+        # noVNC's page itself, through the same token and TLS
+        page = self.mock.opener().open(conn["url"], timeout=30).read()
         self.assertIn(b"noVNC", page)
+        # a client without the mock's CA refuses the ingress's leaf
+        with self.assertRaises(ssl.SSLCertVerificationError):
+            websocket_rfb(self.mock.ingress, conn["path"], ssl.create_default_context())
 
 
 PAGE = b"""<!doctype html><html><head><title>agent page</title><style>
@@ -322,19 +337,20 @@ class NoVncGate(DesktopCase):
         poll("the desktop", lambda: self.computer(sid, "GET", "/screen"))
         conn = self.computer(sid, "GET", "/screens/screen-0/connect")
         base = "/%s/%d" % (sid, conn["port"])
-        status, _ = websocket_rfb(self.mock.ingress, base + "/websockify")
+        status, _ = websocket_rfb(self.mock.ingress, base + "/websockify", self.mock.tls_context())
         self.assertIn("403", status)
         forged = conn["token"][:-1] + ("0" if conn["token"][-1] != "0" else "1")
-        status, _ = websocket_rfb(self.mock.ingress, "%s/t/%s/websockify" % (base, forged))
+        status, _ = websocket_rfb(self.mock.ingress, "%s/t/%s/websockify" % (base, forged),
+                                  self.mock.tls_context())
         self.assertIn("403", status)
-        status, first = websocket_rfb(self.mock.ingress, conn["path"])
+        status, first = websocket_rfb(self.mock.ingress, conn["path"], self.mock.tls_context())
         self.assertIn("101", status)
         req = urllib.request.Request(self.mock.url + "/_mock/clock/advance", method="POST",
                                      data=json.dumps({"ms": 16 * 60 * 1000}).encode(),
                                      headers={"X-Mock-Admin-Token": self.mock.token,
                                               "Content-Type": "application/json"})
         OPENER.open(req, timeout=30).read()
-        status, _ = websocket_rfb(self.mock.ingress, conn["path"])
+        status, _ = websocket_rfb(self.mock.ingress, conn["path"], self.mock.tls_context())
         self.assertIn("403", status)
 
     def test_connect_needs_ingress(self):

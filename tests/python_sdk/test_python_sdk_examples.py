@@ -66,6 +66,7 @@ import json
 import os
 import queue
 import re
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -496,6 +497,27 @@ class Mock:
                 self.url, self.ingress, err))
         if not self.url.startswith("http://127.0.0.1:"):
             raise RuntimeError("the mock listens off loopback: " + self.url)
+        self.ca = None
+
+    def ca_pem(self):
+        """The mock's CA certificate (GET /_mock/ca): what a host-side
+        client trusts to reach the ingress's https URLs."""
+        if self.ca is None:
+            req = urllib.request.Request(self.url + "/_mock/ca",
+                                         headers={"X-Mock-Admin-Token": self.token})
+            self.ca = OPENER.open(req, timeout=30).read().decode()
+        return self.ca
+
+    def tls_context(self):
+        """Python's default verification (chain and host name: the
+        ingress's leaf names 127.0.0.1 as an IP subjectAltName) against
+        the mock's CA alone."""
+        return ssl.create_default_context(cadata=self.ca_pem())
+
+    def opener(self):
+        """OPENER that trusts the mock's CA (the ingress's https URLs)."""
+        return urllib.request.build_opener(urllib.request.ProxyHandler({}),
+                                           urllib.request.HTTPSHandler(context=self.tls_context()))
 
     def stop(self):
         if self.err.closed:
@@ -657,9 +679,20 @@ class IngressPreview(Example):
             ready = self.run_command(sid, "bash", ["-c", script], timeout=35)
             self.assertEqual(ready["exit_code"], 0, "port 8080 did not become ready: %r" % ready)
             url = sb["ingress_url_template"].replace("<port>", "8080")
-            self.assertTrue(url.startswith("http://127.0.0.1:"), "off loopback: " + url)
-            with OPENER.open(url, timeout=30) as resp:
+            # https, as the live service's preview URLs: verified against
+            # the mock's CA (README "Ingress")
+            self.assertTrue(url.startswith("https://127.0.0.1:"), "not https on loopback: " + url)
+            with self.mock.opener().open(url, timeout=30) as resp:
                 self.assertEqual(resp.status, 200)
+                self.assertEqual(resp.read(), self.PAGE)
+            # without the mock's CA the leaf is not trusted: the client's
+            # verification, not a plain-HTTP fallback, is what passed above
+            with self.assertRaises(urllib.error.URLError) as e:
+                OPENER.open(url, timeout=30)
+            self.assertIsInstance(e.exception.reason, ssl.SSLCertVerificationError, e.exception)
+            # the same port still answers a plain-HTTP client
+            plain = "http://" + url[len("https://"):]
+            with OPENER.open(plain, timeout=30) as resp:
                 self.assertEqual(resp.read(), self.PAGE)
         finally:
             self.destroy(sid)

@@ -6,7 +6,8 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 
 import * as F from "./fidelity.mjs";
@@ -368,44 +369,63 @@ test("templates: create, list, iterate, get, logs by attempt, follow, delete (no
 // Issue 25: the TypeScript example 03 pattern — a dev server started in the
 // guest, reached from the host through previewUrl() with the clients a user
 // has (Node's fetch, curl, Python's urllib); ingress off refused at once.
+// Issue 39: previewUrl() is https (as the live service's); each client is
+// told the mock's CA (GET /_mock/ca) the way a user would: Node by
+// NODE_EXTRA_CA_CERTS (read at its start, so a child node does the fetch),
+// curl by --cacert, Python by SSL_CERT_FILE.
 test("ingress: previewUrl() reaches a server in the guest from node fetch, curl and urllib", async () => {
   const box = client("sdk-ingress");
   const sb = await box.createSandbox({ shape: SHAPE, ingress_enabled: true });
   await sb.sh("mkdir -p /tmp/www && echo from-the-guest > /tmp/www/index.html");
   await sb.sh("cd /tmp/www && (python3 -m http.server 8000 >/dev/null 2>&1 &)");
   const url = sb.previewUrl(8000);
-  assert.match(url, /^http:\/\/127\.0\.0\.1:\d+\//, "a loopback URL every client resolves");
-  let res;
-  for (const end = Date.now() + 60_000; ; ) {
-    res = await fetch(url); // the server is starting: 502 until it listens
-    if (res.status !== 502 || Date.now() > end) break;
-    await res.arrayBuffer();
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  assert.equal(res.status, 200);
-  assert.equal(await res.text(), "from-the-guest\n");
-  // the examples append a path: no trailing slash to double it (the C test
-  // test_api_ingress reads the raw target the guest's server receives)
-  assert.ok(!url.endsWith("/"), url);
-  const page = await fetch(url + "/index.html");
-  assert.equal(page.status, 200);
-  assert.equal(await page.text(), "from-the-guest\n");
-  const run = (cmd, args) =>
+  assert.match(url, /^https:\/\/127\.0\.0\.1:\d+\//, "an https loopback URL every client resolves");
+  const caRes = await fetch(`${baseUrl}/_mock/ca`, { headers: { "X-Mock-Admin-Token": ADMIN } });
+  assert.equal(caRes.status, 200);
+  const caDir = mkdtempSync(join(tmpdir(), "sdk-ingress-ca-"));
+  const caFile = join(caDir, "ca.pem");
+  writeFileSync(caFile, await caRes.text());
+  const run = (cmd, args, env = {}) =>
     new Promise((resolve, reject) =>
-      execFile(cmd, args, { timeout: 60_000 }, (err, stdout, stderr) =>
+      execFile(cmd, args, { timeout: 60_000, env: { ...process.env, ...env } }, (err, stdout, stderr) =>
         err ? reject(new Error(`${cmd}: ${err.message} ${stderr}`)) : resolve(stdout),
       ),
     );
-  assert.equal(await run("curl", ["-sS", "--fail", url]), "from-the-guest\n");
+  // Node's fetch in a process started with the CA: status and body
+  const nodeFetch = async (u) =>
+    JSON.parse(
+      await run(
+        process.execPath,
+        ["-e", "fetch(process.argv[1]).then(async (r) => console.log(JSON.stringify([r.status, await r.text()])))", u],
+        { NODE_EXTRA_CA_CERTS: caFile },
+      ),
+    );
+  let res;
+  for (const end = Date.now() + 60_000; ; ) {
+    res = await nodeFetch(url); // the server is starting: 502 until it listens
+    if (res[0] !== 502 || Date.now() > end) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  assert.deepEqual(res, [200, "from-the-guest\n"]);
+  // this process was not told the CA: its fetch refuses the ingress's leaf
+  await assert.rejects(fetch(url), (e) => e.cause?.code === "UNABLE_TO_VERIFY_LEAF_SIGNATURE");
+  // the examples append a path: no trailing slash to double it (the C test
+  // test_api_ingress reads the raw target the guest's server receives)
+  assert.ok(!url.endsWith("/"), url);
+  assert.deepEqual(await nodeFetch(url + "/index.html"), [200, "from-the-guest\n"]);
+  assert.equal(await run("curl", ["-sS", "--fail", "--cacert", caFile, url]), "from-the-guest\n");
   assert.equal(
-    await run("python3", ["-c", "import sys,urllib.request;sys.stdout.write(urllib.request.urlopen(sys.argv[1]).read().decode())", url]),
+    await run(
+      "python3",
+      ["-c", "import sys,urllib.request;sys.stdout.write(urllib.request.urlopen(sys.argv[1]).read().decode())", url],
+      { SSL_CERT_FILE: caFile },
+    ),
     "from-the-guest\n",
   );
   await sb.setIngress(false);
   assert.throws(() => sb.previewUrl(8000), /No ingress URL/);
-  const off = await fetch(url);
-  assert.equal(off.status, 404, "ingress off: refused at once");
-  await off.arrayBuffer();
+  assert.equal((await nodeFetch(url))[0], 404, "ingress off: refused at once");
+  rmSync(caDir, { recursive: true, force: true });
   await sb.destroy();
 });
 

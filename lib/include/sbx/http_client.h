@@ -35,6 +35,9 @@ typedef struct sbx_http_opts {
 	const char *base_url;        /* prefix of every path, trailing '/' dropped; NULL: paths are URLs */
 	const char *headers[SBX_HTTP_MAX_HEADERS]; /* sent on every request; NULL slots skipped; copied */
 	const char *user_agent;      /* NULL: no User-Agent header */
+	/* https: trust this CA (PEM) alone, e.g. sbx-mock's (sbx_mock_ca_pem);
+	 * NULL: the system's store. Copied. */
+	const char *ca_pem;
 	long timeout_ms;             /* whole exchange; 0: no deadline */
 	long connect_timeout_ms;     /* 0: libcurl's default */
 	/* Many threads may call sbx_http_request on this client at once: each

@@ -83,6 +83,14 @@ typedef struct sbx_mock_config {
 	 * "HOST:PORT" on loopback (port 0 = ephemeral); NULL = 127.0.0.1:0;
 	 * "off" = none. */
 	const char *ingress_listen;
+	/* What the preview and noVNC URLs say (README "Ingress"): NULL or
+	 * "https" (as the live service; clients trust the mock's CA:
+	 * sbx_mock_ca_pem, GET /_mock/ca, ca_out) or "http". The port takes
+	 * both either way. */
+	const char *ingress_scheme;
+	/* A file the mock's CA certificate (PEM) is written to at start, for
+	 * host-side clients (NODE_EXTRA_CA_CERTS, curl --cacert); NULL: none. */
+	const char *ca_out;
 	/* The warm pool (issue 24, mock-api/CONTAINMENT.md): contained cells
 	 * built ahead of creates, at most this many idle (default 2, at most
 	 * 64; 0 = off: every create builds its cell and every delete waits for
@@ -113,6 +121,9 @@ void sbx_mock_config_init(sbx_mock_config *cfg);
 
 /* Starts the server; returns NULL with *err set on failure. */
 sbx_mock *sbx_mock_start(const sbx_mock_config *cfg, sbx_err *err);
+/* The mock's CA certificate (PEM): what the ingress's https leaves and
+ * the simulated internet's are signed by; NULL when neither is on. */
+const char *sbx_mock_ca_pem(const sbx_mock *mock);
 /* "http://127.0.0.1:PORT" (no trailing slash); valid until sbx_mock_stop. */
 const char *sbx_mock_url(const sbx_mock *mock);
 uint16_t sbx_mock_port(const sbx_mock *mock);

@@ -15,6 +15,7 @@
 
 #include "ops/scenario.h"
 #include "internet/inet_book.h"
+#include "internet/inet_tls.h"
 #include "ops/rootfs.h"
 
 #include <errno.h>
@@ -510,6 +511,24 @@ static void a_inet_journal_clear(mreq *r, mresp *out)
 /* ---- the warm pool ---- */
 
 /* GET /_mock/pool: the warm pool's counters (issue 24), or why it is off. */
+/* The mock's CA certificate, PEM: what host-side clients trust to reach
+ * the ingress over https (README "Ingress"). */
+static void a_ca(mreq *r, mresp *out)
+{
+	const char *pem = r->mock->tls != NULL ? mock_inet_tls_ca_pem(r->mock->tls) : NULL;
+	char *body = pem != NULL ? strdup(pem) : NULL;
+
+	if (pem == NULL) {
+		resp_fail(out, 404, "error", "NOT_FOUND", "no CA: the ingress is off and egress is not enforced");
+		return;
+	}
+	if (body == NULL) {
+		resp_fail(out, 500, "error", "INTERNAL", "out of memory");
+		return;
+	}
+	resp_raw(out, 200, "application/x-pem-file", body, strlen(body));
+}
+
 static void a_pool(mreq *r, mresp *out)
 {
 	resp_success(out, 200, mock_op_pool_view(r->mock));
@@ -573,6 +592,7 @@ ADMIN_ROUTE(a_journal)
 ADMIN_ROUTE(a_journal_count)
 ADMIN_ROUTE(a_journal_clear)
 ADMIN_ROUTE(a_pool)
+ADMIN_ROUTE(a_ca)
 ADMIN_ROUTE(a_images)
 ADMIN_ROUTE(a_egress_links)
 ADMIN_ROUTE(a_stubs_list)
@@ -604,6 +624,7 @@ const mock_route mock_admin_routes[] = {
 	{"DELETE", "/_mock/journal", ROUTE_BLOCKS, a_journal_clear_route},
 	{"GET", "/_mock/journal/count", 0, a_journal_count_route},
 	{"GET", "/_mock/pool", 0, a_pool_route},
+	{"GET", "/_mock/ca", 0, a_ca_route},
 	{"GET", "/_mock/images", 0, a_images_route},
 	{"GET", "/_mock/egress/links", 0, a_egress_links_route},
 	{"GET", "/_mock/internet/stubs", 0, a_stubs_list_route},

@@ -592,6 +592,25 @@ size_t mock_inet_tls_read(mock_inet_tls_conn *c, char *buf, size_t cap, int64_t 
 	}
 }
 
+long mock_inet_tls_try_read(mock_inet_tls_conn *c, char *buf, size_t cap)
+{
+	int r = SSL_read(c->ssl, buf, cap > INT_MAX ? INT_MAX : (int)cap);
+	int e;
+
+	if (r > 0)
+		return r;
+	e = SSL_get_error(c->ssl, r);
+	if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE)
+		return -2;
+	ERR_clear_error();
+	return 0;
+}
+
+int mock_inet_tls_pending(const mock_inet_tls_conn *c)
+{
+	return SSL_pending(c->ssl) > 0;
+}
+
 int mock_inet_tls_write(mock_inet_tls_conn *c, const char *buf, size_t len, int64_t end_ms, int stopfd)
 {
 	size_t off = 0;

@@ -52,6 +52,12 @@ mock_inet_tls_conn *mock_inet_tls_accept(mock_inet_tls *t, int fd, const char *f
 /* Up to cap plaintext bytes: > 0, or 0 at the end (EOF, error, deadline,
  * stop). */
 size_t mock_inet_tls_read(mock_inet_tls_conn *c, char *buf, size_t cap, int64_t end_ms, int stopfd);
+/* Without waiting (a caller that polls both ways, as the ingress's
+ * relay): > 0 bytes, 0 at the end (EOF, error), -2 nothing yet (a record
+ * not whole: poll the fd again). */
+long mock_inet_tls_try_read(mock_inet_tls_conn *c, char *buf, size_t cap);
+/* Whether decrypted bytes wait in c (poll on the fd cannot see them). */
+int mock_inet_tls_pending(const mock_inet_tls_conn *c);
 /* All of buf; 0, or -1. */
 int mock_inet_tls_write(mock_inet_tls_conn *c, const char *buf, size_t len, int64_t end_ms, int stopfd);
 /* The name its leaf was made for (the SNI, lower case, or the fallback). */

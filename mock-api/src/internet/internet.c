@@ -306,13 +306,11 @@ mock_internet *mock_internet_start(const char *hosts_path, mock_inet_tls *tls, m
 		sbx_err_set(err, "not root (and not in a user namespace of its own: a program embedding "
 			    "libsbxmock calls sbx_mock_own_userns() first): the simulated internet needs to "
 			    "create network namespaces and links");
-		mock_inet_tls_free(tls);
 		return NULL;
 	}
 	in = calloc(1, sizeof(*in));
 	if (in == NULL) {
 		sbx_err_set(err, "out of memory");
-		mock_inet_tls_free(tls);
 		return NULL;
 	}
 	in->tls = tls;
@@ -365,7 +363,6 @@ void mock_internet_stop(mock_internet *in)
 		close(in->nsfd);
 	mock_hosts_free(&in->hosts);
 	mock_inet_outside_stop(in->outside); /* after the servers, whose relays use it */
-	mock_inet_tls_free(in->tls); /* after the servers: their thread stopped with the namespace's */
 	free(in->w);
 	for (size_t i = 0; i < in->npre; i++)
 		free(in->pre[i].rules);

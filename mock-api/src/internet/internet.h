@@ -45,8 +45,8 @@ int mock_internet_own_userns(sbx_err *err);
 
 /* Creates the namespace and its servers. hosts_path: the resolver's names
  * (NULL: none, every name is NXDOMAIN); tls: the TLS servers' CA
- * (inet_tls.h), taken over (freed on failure too). NULL + err when it
- * cannot. */
+ * (inet_tls.h), the mock's own (not owned: the ingress serves its leaves
+ * too; it outlives the internet). NULL + err when it cannot. */
 /* book: the stubs, sites, journal and upstream patterns the servers
  * answer from (inet_book.h; NULL: the page for every request; not owned).
  * With upstream patterns, the thread that makes the way out's sockets is

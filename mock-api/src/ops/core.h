@@ -42,6 +42,9 @@ struct sbx_mock {
 	struct mock_cgroups *cgroups; /* contained: the sandboxes' parent groups, or NULL */
 	struct mock_internet *inet;   /* enforced egress (internet.h), or NULL */
 	const char *inet_ca_pem;      /* its TLS CA's certificate, every guest trusts; or NULL */
+	/* the mock's one CA (inet_tls.h): the internet's servers' and the
+	 * ingress's leaves; made when either is on, else NULL */
+	struct mock_inet_tls *tls;
 	/* the internet's stubs, sites, journal and upstream patterns
 	 * (inet_book.h): always made, so the admin API answers the same when
 	 * egress is not enforced; inet_stubs_file is reloaded by a reset */

@@ -398,7 +398,7 @@ static cJSON *screen_connect(mock_op *op, int screen)
 	ingress = op->sb->ingress_enabled && m->ingress_base[0] != '\0';
 	mock_rfc3339(m, expiry, stamp, sizeof(stamp));
 	sbx_strbuf_init(&url);
-	/* the ingress serves plain HTTP on loopback (COMPUTER.md: no TLS yet) */
+	/* https unless --ingress-scheme http (COMPUTER.md, "noVNC") */
 	if (ingress)
 		sbx_strbuf_puts(&url, m->ingress_base);
 	pthread_mutex_unlock(&m->lock);

@@ -23,8 +23,10 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "internet/inet_tls.h"
 #include "ops/ops.h"
 #include "ops/ops_computer.h"
+#include "sbx/sys.h"
 #include "server/server.h"
 
 #define ING_CONNS_MAX 256      /* open ingress connections; past it: 503 */
@@ -33,9 +35,11 @@
 #define ING_CONNECT_MS 5000    /* to connect to the guest's port */
 #define ING_IDLE_MS 120000     /* without a byte either way: closed */
 #define ING_BUF 16384
+#define TLS_HANDSHAKE_RECORD 0x16 /* a TLS record's first byte: a ClientHello comes first */
 
 typedef struct ing_conn {
 	int cfd, gfd;              /* client, guest (-1 until connected) */
+	mock_inet_tls_conn *tls;   /* the client's TLS, or NULL: plain HTTP */
 	char id[MOCK_ID_MAX];      /* "" until the request names one */
 	sbx_mock *mock;
 	struct mock_ingress *in;
@@ -46,6 +50,7 @@ struct mock_ingress {
 	int lfd, wakefd;
 	pthread_t thread;
 	bool thread_up;
+	mock_inet_tls *tls;        /* the mock's CA and leaves (borrowed), or NULL: plain only */
 	char base[64];
 	pthread_mutex_t lock;
 	pthread_cond_t cv;         /* nconns dropped */
@@ -175,27 +180,66 @@ static bool write_all(int fd, const char *p, size_t n)
 	return true;
 }
 
-/* A short answer of the proxy itself, then the connection closes. */
-static void answer(int fd, int status, const char *reason, const char *msg)
+/* ---- the client's side: plain or TLS ---- */
+
+/* All of p to the client. */
+static bool cli_send(ing_conn *c, const char *p, size_t n)
 {
-	char buf[1024];
-	int n = snprintf(buf, sizeof(buf),
+	if (c->tls != NULL)
+		return mock_inet_tls_write(c->tls, p, n, sbx_mono_ms() + ING_IDLE_MS, -1) == 0;
+	return write_all(c->cfd, p, n);
+}
+
+/* Whether the client's bytes can be read now without waiting (TLS keeps
+ * a record's decrypted rest, which poll cannot see). */
+static bool cli_buffered(const ing_conn *c)
+{
+	return c->tls != NULL && mock_inet_tls_pending(c->tls);
+}
+
+/* After poll said readable: > 0 bytes, 0 the client is done (EOF), -1 an
+ * error, -2 nothing yet (EINTR, or a TLS record not whole). */
+static ssize_t cli_recv(ing_conn *c, char *buf, size_t cap)
+{
+	ssize_t r;
+
+	if (c->tls != NULL)
+		return mock_inet_tls_try_read(c->tls, buf, cap);
+	r = recv(c->cfd, buf, cap, 0);
+	if (r < 0 && (errno == EINTR || errno == EAGAIN))
+		return -2;
+	return r;
+}
+
+/* A short answer of the proxy itself, then the connection closes; into
+ * buf, its length or 0. */
+static size_t answer_text(char *buf, size_t cap, int status, const char *reason, const char *msg)
+{
+	int n = snprintf(buf, cap,
 			 "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\n"
 			 "Content-Length: %zu\r\nConnection: close\r\n\r\n%s\n",
 			 status, reason, strlen(msg) + 1, msg);
 
-	if (n > 0 && (size_t)n < sizeof(buf))
-		write_all(fd, buf, (size_t)n);
+	return n > 0 && (size_t)n < cap ? (size_t)n : 0;
+}
+
+static void answer(ing_conn *c, int status, const char *reason, const char *msg)
+{
+	char buf[1024];
+	size_t n = answer_text(buf, sizeof(buf), status, reason, msg);
+
+	if (n > 0)
+		cli_send(c, buf, n);
 }
 
 /* Reads until the head's blank line: its length (body bytes may follow in
  * buf, *got in all), 0 when the peer closed or the head is too big, -1 on
  * timeout or error. */
-static ssize_t read_head(int fd, char *buf, size_t cap, size_t *got, int ms)
+static ssize_t read_head(ing_conn *c, char *buf, size_t cap, size_t *got, int ms)
 {
 	*got = 0;
 	for (;;) {
-		struct pollfd pf = {.fd = fd, .events = POLLIN};
+		struct pollfd pf = {.fd = c->cfd, .events = POLLIN};
 		char *end;
 		ssize_t r;
 
@@ -205,10 +249,10 @@ static ssize_t read_head(int fd, char *buf, size_t cap, size_t *got, int ms)
 			return end + 4 - buf;
 		if (*got + 1 >= cap)
 			return 0;
-		if (poll(&pf, 1, ms) != 1)
+		if (!cli_buffered(c) && poll(&pf, 1, ms) != 1)
 			return -1;
-		r = recv(fd, buf + *got, cap - 1 - *got, 0);
-		if (r < 0 && errno == EINTR)
+		r = cli_recv(c, buf + *got, cap - 1 - *got);
+		if (r == -2)
 			continue;
 		if (r <= 0)
 			return r == 0 ? 0 : -1;
@@ -232,6 +276,7 @@ typedef struct ing_req {
 	size_t headers_len;
 	long long body;      /* Content-Length, 0 when none */
 	bool upgrade;
+	bool tls;            /* the client came over TLS: X-Forwarded-Proto https */
 } ing_req;
 
 /* "/<id>/<port>" then "", "/..." or "?...". false with msg. */
@@ -374,8 +419,9 @@ static bool build_request(const ing_req *q, sbx_strbuf *out)
 	       sbx_strbuf_append(out, " /", root ? 2 : 1) && sbx_strbuf_append(out, q->rest, q->rest_len) &&
 	       sbx_strbuf_puts(out, " HTTP/1.1\r\n") &&
 	       copy_headers(out, q->headers, q->headers_len, q->upgrade) &&
-	       sbx_strbuf_printf(out, "%sX-Forwarded-Prefix: /%s/%u\r\nX-Forwarded-Proto: http\r\n\r\n",
-				 q->upgrade ? "" : "Connection: close\r\n", q->id, q->port);
+	       sbx_strbuf_printf(out, "%sX-Forwarded-Prefix: /%s/%u\r\nX-Forwarded-Proto: %s\r\n\r\n",
+				 q->upgrade ? "" : "Connection: close\r\n", q->id, q->port,
+				 q->tls ? "https" : "http");
 }
 
 /* Every line of the head ends with CRLF, no CR, LF or NUL stands alone,
@@ -465,9 +511,9 @@ static bool from_guest(relay *r, const char *p, size_t n)
 	bool ok;
 
 	if (r->head_done)
-		return write_all(r->c->cfd, p, n);
+		return cli_send(r->c, p, n);
 	if (r->head_got + n >= sizeof(r->head)) {
-		answer(r->c->cfd, 502, "Bad Gateway", "ingress: the guest's answer head is too big");
+		answer(r->c, 502, "Bad Gateway", "ingress: the guest's answer head is too big");
 		return false;
 	}
 	memcpy(r->head + r->head_got, p, n);
@@ -478,12 +524,12 @@ static bool from_guest(relay *r, const char *p, size_t n)
 		return true;
 	if (!build_answer(r->head, (size_t)(end + 4 - r->head), &out, &r->tunnel) || out.oom) {
 		sbx_strbuf_free(&out);
-		answer(r->c->cfd, 502, "Bad Gateway", "ingress: the guest's server did not answer HTTP");
+		answer(r->c, 502, "Bad Gateway", "ingress: the guest's server did not answer HTTP");
 		return false;
 	}
 	r->head_done = true;
-	ok = write_all(r->c->cfd, out.data, out.len) &&
-	     write_all(r->c->cfd, end + 4, r->head_got - (size_t)(end + 4 - r->head));
+	ok = cli_send(r->c, out.data, out.len) &&
+	     cli_send(r->c, end + 4, r->head_got - (size_t)(end + 4 - r->head));
 	sbx_strbuf_free(&out);
 	return ok;
 }
@@ -503,17 +549,20 @@ static bool from_client(relay *r, size_t n)
 static bool relay_step(relay *r)
 {
 	bool want_client = !r->client_eof && (r->tunnel || r->c2g_left > 0);
+	bool buffered = want_client && cli_buffered(r->c);
 	struct pollfd pf[2] = {{.fd = r->c->gfd, .events = POLLIN},
 			       {.fd = want_client ? r->c->cfd : -1, .events = POLLIN}};
-	int pr = poll(pf, 2, ING_IDLE_MS);
+	int pr = poll(pf, 2, buffered ? 0 : ING_IDLE_MS);
 	ssize_t n;
 
 	if (pr < 0 && errno == EINTR)
 		return true;
-	if (pr <= 0)
+	if (pr < 0 || (pr == 0 && !buffered))
 		return false;
-	if (pf[1].revents != 0) {
-		n = recv(r->c->cfd, r->buf, sizeof(r->buf), 0);
+	if (pf[1].revents != 0 || buffered) {
+		n = cli_recv(r->c, r->buf, sizeof(r->buf));
+		if (n == -2)
+			return true;
 		if (n <= 0) {
 			shutdown(r->c->gfd, SHUT_WR); /* the client is done sending */
 			r->client_eof = true;
@@ -525,7 +574,7 @@ static bool relay_step(relay *r)
 		n = recv(r->c->gfd, r->buf, sizeof(r->buf), 0);
 		if (n <= 0) {
 			if (!r->head_done)
-				answer(r->c->cfd, 502, "Bad Gateway",
+				answer(r->c, 502, "Bad Gateway",
 				       "ingress: the guest's server closed the connection without an answer");
 			return false;
 		}
@@ -543,7 +592,7 @@ static void relay_run(ing_conn *c, const ing_req *q, const char *extra, size_t n
 	size_t body_now;
 
 	if (r == NULL || !build_request(q, &req) || req.oom) {
-		answer(c->cfd, 500, "Internal Server Error", "ingress: out of memory");
+		answer(c, 500, "Internal Server Error", "ingress: out of memory");
 		goto out;
 	}
 	r->c = c;
@@ -571,7 +620,7 @@ static int connect_guest(ing_conn *c, const ing_req *q)
 	char msg[SBX_ERR_MAX + 64];
 
 	if (fd < 0) {
-		answer(c->cfd, status, status == 404 ? "Not Found" : status == 503 ? "Service Unavailable"
+		answer(c, status, status == 404 ? "Not Found" : status == 503 ? "Service Unavailable"
 										: "Bad Gateway",
 		       err.msg);
 		return -1;
@@ -593,7 +642,7 @@ static int connect_guest(ing_conn *c, const ing_req *q)
 	close(fd);
 	snprintf(msg, sizeof(msg), "ingress: nothing answers on port %u in sandbox %s (%s)", q->port, q->id,
 		 strerror(e));
-	answer(c->cfd, 502, "Bad Gateway", msg);
+	answer(c, 502, "Bad Gateway", msg);
 	return -1;
 }
 
@@ -606,12 +655,37 @@ static bool gate_pass(ing_conn *c, ing_req *q)
 
 	if (mock_op_computer_ingress_gate(c->mock, q->id, q->port, q->rest, q->rest_len, &skip, msg,
 					  sizeof(msg)) != 0) {
-		answer(c->cfd, 403, "Forbidden", msg);
+		answer(c, 403, "Forbidden", msg);
 		return false;
 	}
 	q->rest += skip;
 	q->rest_len -= skip;
 	return true;
+}
+
+/* The first byte says which: a TLS handshake record is a ClientHello
+ * (answered with a leaf for the name the client asked for, else for the
+ * address it dialled), anything else plain HTTP as before. false: the
+ * client sent nothing in time, or its handshake failed (garbage after the
+ * first byte, a stall past ING_HEAD_MS, a name refused): closed. */
+static bool tls_sniff(ing_conn *c)
+{
+	struct pollfd pf = {.fd = c->cfd, .events = POLLIN};
+	struct sockaddr_in a = {.sin_family = AF_UNSPEC};
+	socklen_t al = sizeof(a);
+	char dialled[INET_ADDRSTRLEN] = "127.0.0.1";
+	unsigned char first = 0;
+
+	if (c->in->tls == NULL)
+		return true;
+	if (poll(&pf, 1, ING_HEAD_MS) != 1 || recv(c->cfd, &first, 1, MSG_PEEK) != 1)
+		return false;
+	if (first != TLS_HANDSHAKE_RECORD)
+		return true;
+	if (getsockname(c->cfd, (struct sockaddr *)&a, &al) == 0 && a.sin_family == AF_INET)
+		inet_ntop(AF_INET, &a.sin_addr, dialled, sizeof(dialled));
+	c->tls = mock_inet_tls_accept(c->in->tls, c->cfd, dialled, sbx_mono_ms() + ING_HEAD_MS, -1);
+	return c->tls != NULL;
 }
 
 static void *conn_main(void *arg)
@@ -620,18 +694,19 @@ static void *conn_main(void *arg)
 	char *head = malloc(ING_HEAD_MAX);
 	ing_req q;
 	size_t got = 0;
-	ssize_t hl = head != NULL ? read_head(c->cfd, head, ING_HEAD_MAX, &got, ING_HEAD_MS) : -1;
+	ssize_t hl = head != NULL && tls_sniff(c) ? read_head(c, head, ING_HEAD_MAX, &got, ING_HEAD_MS) : -1;
 	int status, gfd;
 	const char *msg;
 
 	if (hl == 0 && got > 0)
-		answer(c->cfd, 431, "Request Header Fields Too Large", "ingress: request head too big");
+		answer(c, 431, "Request Header Fields Too Large", "ingress: request head too big");
 	if (hl <= 0)
 		goto out;
 	head[hl - 2] = '\0'; /* ends the last header line's CRLF; the body stays after */
 	memset(&q, 0, sizeof(q));
+	q.tls = c->tls != NULL;
 	if (!parse_request(head, (size_t)hl, &q, &status, &msg)) {
-		answer(c->cfd, status, status == 411 ? "Length Required" : "Bad Request", msg);
+		answer(c, status, status == 411 ? "Length Required" : "Bad Request", msg);
 		goto out;
 	}
 	if (!gate_pass(c, &q))
@@ -643,6 +718,8 @@ static void *conn_main(void *arg)
 	relay_run(c, &q, head + hl, got - (size_t)hl);
 out:
 	free(head);
+	mock_inet_tls_close(c->tls); /* close_notify before the fd goes */
+	c->tls = NULL;
 	reg_drop(c);
 	return NULL;
 }
@@ -665,9 +742,14 @@ static void accept_one(mock_ingress *in)
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	/* a client that stops reading frees its thread after the idle time */
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &snd, sizeof(snd));
+	/* non-blocking: the TLS side waits with poll (inet_tls.h); the plain
+	 * side polls before each read and write anyway */
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 	c = calloc(1, sizeof(*c));
 	if (c == NULL || !reg_add(in, c)) {
-		answer(fd, 503, "Service Unavailable", "ingress: too many open connections");
+		ing_conn plain = {.cfd = fd, .gfd = -1};
+
+		answer(&plain, 503, "Service Unavailable", "ingress: too many open connections");
 		close(fd);
 		free(c);
 		return;
@@ -679,7 +761,7 @@ static void accept_one(mock_ingress *in)
 	pthread_attr_init(&at);
 	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
 	if (pthread_create(&t, &at, conn_main, c) != 0) {
-		answer(fd, 503, "Service Unavailable", "ingress: no thread for the connection");
+		answer(c, 503, "Service Unavailable", "ingress: no thread for the connection");
 		reg_drop(c);
 	}
 	pthread_attr_destroy(&at);
@@ -702,7 +784,8 @@ static void *acceptor_main(void *arg)
 	return NULL;
 }
 
-mock_ingress *mock_ingress_start(sbx_mock *mock, uint32_t addr, uint16_t port, sbx_err *err)
+mock_ingress *mock_ingress_start(sbx_mock *mock, uint32_t addr, uint16_t port, mock_inet_tls *tls,
+				 bool https, sbx_err *err)
 {
 	mock_ingress *in = calloc(1, sizeof(*in));
 	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = addr};
@@ -715,6 +798,7 @@ mock_ingress *mock_ingress_start(sbx_mock *mock, uint32_t addr, uint16_t port, s
 		return NULL;
 	}
 	in->mock = mock;
+	in->tls = tls;
 	pthread_mutex_init(&in->lock, NULL);
 	pthread_cond_init(&in->cv, NULL);
 	in->wakefd = eventfd(0, EFD_CLOEXEC);
@@ -727,7 +811,8 @@ mock_ingress *mock_ingress_start(sbx_mock *mock, uint32_t addr, uint16_t port, s
 		goto out_free;
 	}
 	inet_ntop(AF_INET, &a.sin_addr, host, sizeof(host));
-	snprintf(in->base, sizeof(in->base), "http://%s:%u", host, (unsigned)ntohs(a.sin_port));
+	snprintf(in->base, sizeof(in->base), "%s://%s:%u", https && tls != NULL ? "https" : "http", host,
+		 (unsigned)ntohs(a.sin_port));
 	if (pthread_create(&in->thread, NULL, acceptor_main, in) != 0) {
 		sbx_err_set(err, "ingress: no thread");
 		goto out_free;

@@ -1,6 +1,7 @@
 /* ingress: the sandboxes' preview URLs (issue 25, item 3). A sandbox with
  * ingress_enabled carries ingress_url_template
- * "http://127.0.0.1:<ingress port>/<sandbox id>/<port>/" and a GET of it
+ * "https://127.0.0.1:<ingress port>/<sandbox id>/<port>" (http with
+ * --ingress-scheme http; the port takes both) and a GET of it
  * reaches the guest's server on 127.0.0.1:<port> inside the sandbox's own
  * network namespace, through a socket its cell made there (cell_proto.h,
  * SOCKET): the mock never enters a guest's namespace.
@@ -26,6 +27,7 @@
 
 typedef struct sbx_mock sbx_mock;
 typedef struct mock_ingress mock_ingress;
+struct mock_inet_tls;
 
 /* The request head in head (head_len bytes, ending in its empty line;
  * changed in place) as the guest gets it, appended to out, with the
@@ -39,9 +41,14 @@ bool mock_ingress_rewrite_head(char *head, size_t head_len, sbx_strbuf *out, cha
  * 0, or -1 with err saying what is wrong. */
 int mock_ingress_parse_listen(const char *arg, uint32_t *addr, uint16_t *port, sbx_err *err);
 
-/* Listens on addr:port and serves until stopped. NULL + err on failure. */
-mock_ingress *mock_ingress_start(sbx_mock *mock, uint32_t addr, uint16_t port, sbx_err *err);
-/* "http://127.0.0.1:PORT" (no trailing slash). */
+/* Listens on addr:port and serves until stopped. tls (borrowed, outlives
+ * the ingress): the mock's CA, whose leaves answer a client that opens
+ * with a TLS ClientHello on the same port (a first byte 0x16; any other is
+ * plain HTTP); NULL: plain only. https: the base (and so every preview and
+ * noVNC URL) says https (needs tls). NULL + err on failure. */
+mock_ingress *mock_ingress_start(sbx_mock *mock, uint32_t addr, uint16_t port, struct mock_inet_tls *tls,
+				 bool https, sbx_err *err);
+/* "https://127.0.0.1:PORT" or "http://..." (no trailing slash). */
 const char *mock_ingress_base(const mock_ingress *in);
 /* Cuts every open ingress connection into sandbox id (ingress turned off,
  * paused, destroyed). NULL in is fine. */

@@ -70,6 +70,11 @@ static const char usage[] =
 	"                          a warning, not an error, when that port is taken)\n"
 	"  --ingress-listen HOST:PORT|off  where sandboxes' preview URLs are served\n"
 	"                          (ingress_url_template; default 127.0.0.1:0, loopback only)\n"
+	"  --ingress-scheme https|http  what preview and noVNC URLs say (default https:\n"
+	"                          clients trust the mock's CA, see --ca-out); the port\n"
+	"                          takes TLS and plain HTTP either way\n"
+	"  --ca-out FILE           write the mock's CA certificate (PEM) to FILE at start\n"
+	"                          (NODE_EXTRA_CA_CERTS, curl --cacert; also GET /_mock/ca)\n"
 	"  --warm-pool N           contained cells built ahead of creates, handed out\n"
 	"                          once each; deletes are torn down after their answer\n"
 	"                          (default 2, at most 64, 0 = off)\n"
@@ -164,6 +169,8 @@ static int run(mock_cli *c)
 		printf("self-signal: %s\n", sbx_mock_self_url(mock));
 	if (sbx_mock_ingress_url(mock) != NULL)
 		printf("ingress: %s\n", sbx_mock_ingress_url(mock));
+	if (c->cfg.ca_out != NULL)
+		printf("CA certificate: %s\n", c->cfg.ca_out);
 	if (sbx_mock_egress_enforced(mock))
 		printf("egress: %s\n", sbx_mock_egress_note(mock));
 	if (c->cfg.internet_upstream != NULL)

@@ -154,7 +154,7 @@ enum {
 	OPT_STATE_DIR, OPT_SELF_LISTEN, OPT_RECORD_OVERWRITE, OPT_EGRESS, OPT_INTERNET_HOSTS, OPT_INTERNET_CA,
 	OPT_INTERNET_STUBS, OPT_INTERNET_SITE, OPT_INTERNET_UPSTREAM,
 	OPT_STATE_REPAIR, OPT_MAX_CONNS, OPT_IDLE_TIMEOUT, OPT_CHECK_STATE, OPT_INGRESS_LISTEN,
-	OPT_WARM_POOL, OPT_IMAGES, OPT_IMAGE,
+	OPT_WARM_POOL, OPT_IMAGES, OPT_IMAGE, OPT_INGRESS_SCHEME, OPT_CA_OUT,
 };
 
 static const struct option options[] = {
@@ -198,6 +198,8 @@ static const struct option options[] = {
 	{"check-state", required_argument, NULL, OPT_CHECK_STATE},
 	{"self-listen", required_argument, NULL, OPT_SELF_LISTEN},
 	{"ingress-listen", required_argument, NULL, OPT_INGRESS_LISTEN},
+	{"ingress-scheme", required_argument, NULL, OPT_INGRESS_SCHEME},
+	{"ca-out", required_argument, NULL, OPT_CA_OUT},
 	{"warm-pool", required_argument, NULL, OPT_WARM_POOL},
 	{"images", required_argument, NULL, OPT_IMAGES},
 	{"image", required_argument, NULL, OPT_IMAGE},
@@ -430,6 +432,12 @@ static int parse_opt(int opt, const char *arg, mock_cli *c)
 		return 0;
 	case OPT_INGRESS_LISTEN: /* checked at start: loopback only */
 		c->cfg.ingress_listen = arg;
+		return 0;
+	case OPT_INGRESS_SCHEME: /* checked at start: https or http */
+		c->cfg.ingress_scheme = arg;
+		return 0;
+	case OPT_CA_OUT: /* written at start */
+		c->cfg.ca_out = arg;
 		return 0;
 	case OPT_QUIET:
 		c->cfg.quiet = true;

@@ -401,6 +401,49 @@ static int copy_config(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *err)
 #define SBX_MOCK_INTERNET_HOSTS "fixtures/internet/hosts.json"
 #endif
 
+/* The mock's one CA (inet_tls.h), made by the first part that needs it
+ * (the simulated internet, the ingress's https): the guests trust the
+ * same CA the host's clients get from GET /_mock/ca or --ca-out. */
+static int need_ca(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *err)
+{
+	if (mock->tls == NULL)
+		mock->tls = mock_inet_tls_new(cfg->internet_ca, cfg->state_dir, err);
+	return mock->tls != NULL ? 0 : -1;
+}
+
+/* --ca-out: the CA certificate written for host-side clients (Node's
+ * NODE_EXTRA_CA_CERTS, curl --cacert, Python's cafile), through a
+ * temporary name so a reader never sees half of it. */
+static int write_ca_out(const sbx_mock *mock, const char *path, sbx_err *err)
+{
+	char tmp[PATH_MAX];
+	const char *pem = mock->tls != NULL ? mock_inet_tls_ca_pem(mock->tls) : NULL;
+	FILE *f;
+	bool ok;
+
+	if (pem == NULL) {
+		sbx_err_set(err, "--ca-out: no CA to write (the ingress is off and egress is not enforced)");
+		return -1;
+	}
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp)) {
+		sbx_err_set(err, "--ca-out: path too long");
+		return -1;
+	}
+	f = fopen(tmp, "we");
+	if (f == NULL) {
+		sbx_err_set(err, "--ca-out %s: %s", tmp, strerror(errno));
+		return -1;
+	}
+	ok = fputs(pem, f) >= 0;
+	ok = fclose(f) == 0 && ok;
+	if (!ok || rename(tmp, path) != 0) {
+		sbx_err_set(err, "--ca-out %s: %s", path, strerror(errno));
+		unlink(tmp);
+		return -1;
+	}
+	return 0;
+}
+
 /* Egress enforced in a simulated internet where this host allows it;
  * asked for explicitly and impossible is an error, else the note says why
  * not (main prints it as a warning) and rules are only stored. */
@@ -430,17 +473,13 @@ static int start_internet(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *e
 		}
 		return 0;
 	}
-	{
-		/* a CA that cannot be had is an error whatever --egress says:
-		 * its files were asked for, or the state dir is unusable */
-		mock_inet_tls *tls = mock_inet_tls_new(cfg->internet_ca, cfg->state_dir, err);
-
-		if (tls == NULL)
-			return -1;
-		if (hosts == NULL && access(SBX_MOCK_INTERNET_HOSTS, R_OK) == 0)
-			hosts = SBX_MOCK_INTERNET_HOSTS;
-		mock->inet = mock_internet_start(hosts, tls, mock->inet_book, &ierr);
-	}
+	/* a CA that cannot be had is an error whatever --egress says: its
+	 * files were asked for, or the state dir is unusable */
+	if (need_ca(mock, cfg, err) != 0)
+		return -1;
+	if (hosts == NULL && access(SBX_MOCK_INTERNET_HOSTS, R_OK) == 0)
+		hosts = SBX_MOCK_INTERNET_HOSTS;
+	mock->inet = mock_internet_start(hosts, mock->tls, mock->inet_book, &ierr);
 	if (mock->inet != NULL) {
 		mock->inet_ca_pem = mock_internet_ca_pem(mock->inet);
 		snprintf(mock->egress_note, sizeof(mock->egress_note), "enforced (simulated internet%s)",
@@ -614,12 +653,20 @@ static int start_ingress(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *er
 {
 	uint32_t addr = htonl(INADDR_LOOPBACK);
 	uint16_t port = 0;
+	bool https = cfg->ingress_scheme == NULL || strcmp(cfg->ingress_scheme, "https") == 0;
 
+	if (!https && strcmp(cfg->ingress_scheme, "http") != 0) {
+		sbx_err_set(err, "--ingress-scheme: \"%s\" is not https or http", cfg->ingress_scheme);
+		return -1;
+	}
 	if (cfg->ingress_listen != NULL && strcmp(cfg->ingress_listen, "off") == 0)
 		return 0;
 	if (cfg->ingress_listen != NULL && mock_ingress_parse_listen(cfg->ingress_listen, &addr, &port, err) != 0)
 		return -1;
-	mock->ingress = mock_ingress_start(mock, addr, port, err);
+	/* the port terminates TLS whichever scheme the URLs say */
+	if (need_ca(mock, cfg, err) != 0)
+		return -1;
+	mock->ingress = mock_ingress_start(mock, addr, port, mock->tls, https, err);
 	if (mock->ingress == NULL)
 		return -1;
 	mock->ingress_cut = mock_ingress_cut;
@@ -675,6 +722,8 @@ sbx_mock *sbx_mock_start(const sbx_mock_config *cfg, sbx_err *err)
 	if (start_state(mock, cfg, &set, err) != 0 || start_pool(mock, cfg, err) != 0 ||
 	    start_ingress(mock, cfg, err) != 0)
 		goto out_stop;
+	if (cfg->ca_out != NULL && write_ca_out(mock, cfg->ca_out, err) != 0)
+		goto out_stop;
 	if (start_daemon(mock, cfg, err) != 0)
 		goto out_stop;
 	if (mock->gmode == GUEST_PLAIN && start_self_daemon(mock, cfg, err) != 0)
@@ -709,6 +758,11 @@ const char *sbx_mock_guest_mode(const sbx_mock *mock)
 const char *sbx_mock_ingress_url(const sbx_mock *mock)
 {
 	return mock->ingress != NULL ? mock_ingress_base(mock->ingress) : NULL;
+}
+
+const char *sbx_mock_ca_pem(const sbx_mock *mock)
+{
+	return mock->tls != NULL ? mock_inet_tls_ca_pem(mock->tls) : NULL;
 }
 
 const char *sbx_mock_self_url(const sbx_mock *mock)
@@ -785,6 +839,7 @@ void sbx_mock_stop(sbx_mock *mock)
 	mock_cgroups_close(mock->cgroups); /* every sandbox's group is gone */
 	mock_cg_owner_release(mock->srv->cg_owner); /* after: a sweep finds nothing to do */
 	mock_internet_stop(mock->inet);    /* every sandbox's link is gone */
+	mock_inet_tls_free(mock->tls);     /* after the ingress and the internet's servers */
 	mock_inet_book_free(mock->inet_book); /* after the servers that read it */
 	mock_cell_filter_free(mock->cell_filter); /* every cell that read it is gone */
 	mock_rootfs_close(mock); /* every cell that mounted one is gone */
