@@ -856,7 +856,11 @@ int mock_internet_links_get(mock_internet *in, mock_internet_links *out, sbx_err
 
 	memset(out, 0, sizeof(*out));
 	pthread_mutex_lock(&in->lock);
-	out->sandboxes = in->nw;
+	for (size_t i = 0; i < in->nw; i++) {
+		if (strncmp(in->w[i].id, MOCK_INET_BUILDER_PREFIX, strlen(MOCK_INET_BUILDER_PREFIX)) == 0)
+			out->builders++;
+	}
+	out->sandboxes = in->nw - out->builders;
 	out->made_ahead = in->npre;
 	rc = inside(in, links_job_run, out, err);
 	pthread_mutex_unlock(&in->lock);

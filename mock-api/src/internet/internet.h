@@ -89,10 +89,15 @@ void mock_internet_unwire(mock_internet *in, uint32_t slot);
  * sandbox that was given the same slot after a reset. */
 void mock_internet_unwire_id(mock_internet *in, const char *id);
 
+/* The id a template build's cell is wired under: this + the template's
+ * id (TEMPLATES.md); counted apart from sandboxes in the links view. */
+#define MOCK_INET_BUILDER_PREFIX "build-"
+
 /* What the internet holds for sandboxes, from its own list and from the
  * kernel's table (so a test sees what a leak would leave): */
 typedef struct mock_internet_links {
 	size_t sandboxes;   /* wired sandboxes in the list */
+	size_t builders;    /* wired template builders in the list */
 	size_t made_ahead;  /* links made ahead for pooled cells */
 	size_t chains;      /* the kernel's sandbox chains (s<slot>, p<link>) */
 	size_t map_entries; /* the kernel's ifmap entries (link -> chain) */

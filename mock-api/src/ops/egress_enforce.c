@@ -141,6 +141,26 @@ void mock_egress_unwire_guest(void *arg, mock_guest *g)
 		mock_internet_unwire_id(mock->inet, mock_guest_name(g));
 }
 
+int mock_egress_wire_builder(sbx_mock *mock, uint32_t k, mock_guest *g, sbx_err *err)
+{
+	/* allow all: the simulated internet leaves the machine only through
+	 * --internet-upstream, which the mock's operator opened */
+	const sbx_egress_list open = {.is_null = true};
+	char ip[16];
+
+	if (mock->inet == NULL || g == NULL)
+		return 0;
+	if (k == 0 || k > 0xffff) {
+		sbx_err_set(err, "builder address index %u out of 1..65535", (unsigned)k);
+		return -1;
+	}
+	/* 10.232.0.0/16: past the sandboxes' 10.200-231 (model_sandbox.c),
+	 * so its slot (slot_of) is never a sandbox's */
+	snprintf(ip, sizeof(ip), "10.232.%u.%u", (unsigned)(k >> 8), (unsigned)(k & 0xff));
+	return mock_internet_wire(mock->inet, slot_of(ip), mock_guest_name(g), ip, mock_guest_cell_pid(g), 0, 0,
+				  &open, SBX_HOST_RULES_OBSERVED, false, err);
+}
+
 void mock_egress_unwire(sbx_mock *mock, const mock_sandbox *sb)
 {
 	if (mock->inet != NULL && sb->guest != NULL)

@@ -253,6 +253,10 @@ void mock_op_templates_cancel(sbx_mock *mock);
 void mock_op_templates_stop(sbx_mock *mock);
 /* Removes a deleted template's layer. */
 void mock_op_template_forget(sbx_mock *mock, const char *id);
+/* Model lock held: the API key of the tenant whose build runs in the
+ * builder named name (the internet's id of its cell), "" when none (the
+ * internet's stubs of a tenant answer its builds too). */
+void mock_op_template_builder_tenant(sbx_mock *mock, const char *name, char *key, size_t cap);
 /* A sandbox on a template: copies the template's layer into the seed its
  * cell starts its root's upper layer from. 0 (nothing to do too), or -1. */
 int mock_op_template_seed(sbx_mock *mock, const mock_sandbox *sb, sbx_err *err);
@@ -380,6 +384,13 @@ void mock_egress_unwire(sbx_mock *mock, const mock_sandbox *sb);
  * guest's teardown after the answer (the pool's `on_teardown` hook; arg the
  * sbx_mock). Without the model lock. */
 void mock_egress_unwire_guest(void *arg, mock_guest *g);
+/* A template build's cell (TEMPLATES.md "Egress of a build"): joined to
+ * the simulated internet as a sandbox is, at the builder address of
+ * index k (1..65535: 10.232.K/256.K%256, outside every sandbox's range)
+ * with an open list (allow all). Named by its guest (MOCK_INET_BUILDER_PREFIX
+ * + the template's id), so mock_egress_unwire_guest releases it. 0, or -1 +
+ * err; without the internet: 0, nothing done. Without the model lock. */
+int mock_egress_wire_builder(sbx_mock *mock, uint32_t k, mock_guest *g, sbx_err *err);
 
 /* /_mock/reset: kills every guest, empties the model, faults and journal. */
 void mock_reset_all(sbx_mock *mock);

@@ -303,6 +303,7 @@ cJSON *mock_op_egress_links_view(sbx_mock *mock, sbx_err *err)
 	cJSON_AddBoolToObject(d, "enforced", mock->inet != NULL);
 	if (mock->inet != NULL) {
 		cJSON_AddNumberToObject(d, "sandboxes", (double)l.sandboxes);
+		cJSON_AddNumberToObject(d, "builders", (double)l.builders);
 		cJSON_AddNumberToObject(d, "made_ahead", (double)l.made_ahead);
 		cJSON_AddNumberToObject(d, "kernel_chains", (double)l.chains);
 		cJSON_AddNumberToObject(d, "kernel_map_entries", (double)l.map_entries);

@@ -31,6 +31,7 @@
 
 #include "guest/cell_proto.h" /* CELL_DISK_FD */
 #include "guest/images.h"
+#include "internet/internet.h" /* MOCK_INET_BUILDER_PREFIX */
 #include "ops/core.h"
 #include "ops/rootfs.h"
 #include "sbx/sys.h"
@@ -46,6 +47,7 @@ typedef struct build {
 	char id[64];         /* the template's */
 	pthread_t th;
 	mock_guest *g;       /* the builder, under the model lock */
+	uint32_t net_k;      /* its builder address index (mock_egress_wire_builder) */
 	bool cancel, done;   /* under the model lock */
 	struct build *next;
 	/* the thread's own */
@@ -57,6 +59,7 @@ typedef struct build {
 struct mock_builds {
 	build *list;
 	bool stopping;
+	uint32_t last_net_k; /* the last builder address index handed out */
 };
 
 /* ---- the template, under the lock ---- */
@@ -430,13 +433,34 @@ static mock_guest *start_builder(build *b, const char *base, char *why, size_t c
 	o.mem_bytes = (uint64_t)set->tpl_build_mem_mib * 1024 * 1024;
 	o.disk_mib = set->tpl_build_disk_mib;
 	pthread_mutex_unlock(&mock->model->lock);
-	snprintf(name, sizeof(name), "build-%s", b->id);
+	snprintf(name, sizeof(name), MOCK_INET_BUILDER_PREFIX "%s", b->id);
 	g = mock_guest_new(mock->work_dir, name, mock->gmode, &o, &err);
 	if (g == NULL)
 		snprintf(why, cap, "the builder cell did not start: %s", err.msg);
 	else if (mock_guest_self_fd(g) >= 0)
 		close(mock_guest_take_self_fd(g)); /* a builder signals nothing */
 	return g;
+}
+
+/* The builder's egress: the simulated internet, all destinations allowed,
+ * when this mock enforces egress; else none, said once in the log. */
+static int join_network(build *b, mock_guest *g, char *why, size_t cap)
+{
+	sbx_mock *mock = b->mock;
+	sbx_err err = {{0}};
+
+	if (mock->inet == NULL) {
+		log_line(b, "network: none: egress is not enforced on this mock (%.500s); the steps see loopback only",
+			 mock->egress_note);
+		return 0;
+	}
+	if (mock_egress_wire_builder(mock, b->net_k, g, &err) != 0) {
+		snprintf(why, cap, "joining the builder to the simulated internet: %.900s", err.msg);
+		return -1;
+	}
+	log_line(b, "network: the simulated internet at 10.232.%u.%u, every destination allowed (INTERNET.md)",
+		 (unsigned)(b->net_k >> 8), (unsigned)(b->net_k & 0xff));
+	return 0;
 }
 
 static void *build_main(void *arg)
@@ -472,7 +496,7 @@ static void *build_main(void *arg)
 	pthread_mutex_lock(&mock->model->lock);
 	b->g = g;
 	pthread_mutex_unlock(&mock->model->lock);
-	if (g == NULL) {
+	if (g == NULL || join_network(b, g, why, sizeof(why)) != 0) {
 		fail_build(b, step_name, why);
 		goto out;
 	}
@@ -506,11 +530,43 @@ out:
 	b->g = NULL;
 	b->done = true;
 	pthread_mutex_unlock(&mock->model->lock);
+	mock_egress_unwire_guest(mock, g); /* its link and chain, however it ended */
 	mock_guest_free(g, true);
 	cJSON_Delete(steps);
 	env_free(&env);
 	sbx_strbuf_free(&b->part);
 	return NULL;
+}
+
+/* Lock held: a builder address index no running build holds (1..65535;
+ * more builds than that at once cannot start: 0). */
+static uint32_t net_k_take(struct mock_builds *bs)
+{
+	for (uint32_t tries = 0; tries < 0xffff; tries++) {
+		uint32_t k = bs->last_net_k % 0xffff + 1;
+		bool held = false;
+
+		bs->last_net_k = k;
+		for (const build *o = bs->list; o != NULL && !held; o = o->next)
+			held = o->net_k == k;
+		if (!held)
+			return k;
+	}
+	return 0;
+}
+
+void mock_op_template_builder_tenant(sbx_mock *mock, const char *name, char *key, size_t cap)
+{
+	size_t plen = strlen(MOCK_INET_BUILDER_PREFIX);
+
+	if (mock->builds == NULL || strncmp(name, MOCK_INET_BUILDER_PREFIX, plen) != 0)
+		return;
+	for (const build *b = mock->builds->list; b != NULL; b = b->next) {
+		if (strcmp(b->id, name + plen) == 0 && b->t != NULL && b->t->key != NULL) {
+			snprintf(key, cap, "%s", b->t->key);
+			return;
+		}
+	}
 }
 
 /* Lock held: joins and frees the builds that ended. */
@@ -544,7 +600,8 @@ void mock_op_template_build(sbx_mock *mock, mock_tenant *t, const char *id)
 		b->mock = mock;
 		b->t = t;
 		snprintf(b->id, sizeof(b->id), "%s", id);
-		if (pthread_create(&b->th, NULL, build_main, b) == 0) {
+		b->net_k = net_k_take(mock->builds);
+		if (b->net_k != 0 && pthread_create(&b->th, NULL, build_main, b) == 0) {
 			b->next = mock->builds->list;
 			mock->builds->list = b;
 			started = true;

@@ -525,6 +525,8 @@ static void inet_tenant_of(void *arg, const char *sandbox, char *key, size_t cap
 	sb = mock_sandbox_find_any(mock->model, sandbox);
 	if (sb != NULL && sb->tenant != NULL && sb->tenant->key != NULL)
 		snprintf(key, cap, "%s", sb->tenant->key);
+	else if (sb == NULL)
+		mock_op_template_builder_tenant(mock, sandbox, key, cap); /* a build's cell */
 	pthread_mutex_unlock(&mock->model->lock);
 }
 
