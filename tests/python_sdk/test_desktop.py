@@ -20,6 +20,9 @@ as the SDK's models need (JSend data; the screenshot raw PNG bytes).
   page puts it; a click on its button; the block's new colour seen.
 - NoVncGate: the noVNC port refuses a request without a token, with a
   forged one, and after the connection expired (virtual clock advanced).
+- Contained: the X and VNC servers' sockets are in the cell's network
+  namespace, none in the host's; a pause freezes their cgroup; a destroy
+  kills them.
 - NotADesktop: a devbox:1 sandbox answers 409 DESKTOP_UNAVAILABLE.
 
 Needs the desktop:1 image (mock-api/images/build-image desktop:1) in the
@@ -360,6 +363,111 @@ class NoVncGate(DesktopCase):
             self.computer(sid, "GET", "/screens/screen-0/connect")
         self.assertEqual(e.exception.status, 409)
         self.assertIn("INGRESS_DISABLED", e.exception.body)
+
+
+def sandbox_procs(sid, names):
+    """Host pids of sandbox sid's processes whose command name is in names
+    (their cgroup paths name the sandbox)."""
+    found = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/comm" % d) as f:
+                comm = f.read().strip()
+            if comm not in names:
+                continue
+            with open("/proc/%s/cgroup" % d) as f:
+                if sid in f.read():
+                    found.setdefault(comm, []).append(int(d))
+        except OSError:
+            continue
+    return found
+
+
+def socket_inodes(pid):
+    out = set()
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            target = os.readlink("/proc/%d/fd/%s" % (pid, fd))
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            out.add(target[8:-1])
+    return out
+
+
+def net_inodes(root):
+    """Socket inodes of one network namespace's TCP and Unix tables, read
+    under root ("/proc" for this process's, "/proc/PID" for PID's)."""
+    out = set()
+    for table, col in (("tcp", 9), ("tcp6", 9), ("unix", 6)):
+        try:
+            with open("%s/net/%s" % (root, table)) as f:
+                next(f)
+                for line in f:
+                    parts = line.split()
+                    if len(parts) > col:
+                        out.add(parts[col])
+        except OSError:
+            continue
+    return out
+
+
+def frozen(pid):
+    """Whether pid's cgroup is frozen (v1 freezer.state, v2 cgroup.events)."""
+    with open("/proc/%d/cgroup" % pid) as f:
+        lines = f.read().splitlines()
+    for line in lines:
+        _, ctrl, path = line.split(":", 2)
+        if ctrl == "freezer":
+            with open("/sys/fs/cgroup/freezer%s/freezer.state" % path) as f:
+                return f.read().strip() == "FROZEN"
+        if ctrl == "":
+            try:
+                with open("/sys/fs/cgroup%s/cgroup.events" % path) as f:
+                    return "frozen 1" in f.read()
+            except OSError:
+                continue
+    return False
+
+
+class Contained(DesktopCase):
+    """A desktop is its sandbox's own guest processes, contained like every
+    guest: the X server and the VNC servers listen only inside the cell
+    (none of their sockets is in the host's network namespace; they are in
+    the cell's), a pause freezes them (their cgroup frozen), a destroy
+    kills them."""
+
+    NAMES = ("Xvfb", "x11vnc")
+
+    def test_listens_inside_freezes_and_dies(self):
+        if os.geteuid() != 0:
+            self.skipTest("reads other users' /proc entries: root only")
+        sid = self.create()
+        poll("screen geometry", lambda: self.computer(sid, "GET", "/screen"))
+        procs = poll("the desktop's processes", lambda: (
+            sandbox_procs(sid, self.NAMES) if len(sandbox_procs(sid, self.NAMES)) == 2 else None))
+        print("desktop processes of %s: %s" % (sid, procs))
+        host = net_inodes("/proc")
+        for name, pids in procs.items():
+            for pid in pids:
+                mine = socket_inodes(pid)
+                self.assertTrue(mine, "%s has no socket to check" % name)
+                self.assertFalse(mine & host, "%s has a socket in the host's namespace" % name)
+                self.assertTrue(mine & net_inodes("/proc/%d" % pid),
+                                "%s's sockets are not in its own namespace's tables" % name)
+        call(self.mock, "POST", "/v1/sandboxes/%s/pause" % sid)
+        poll("paused", lambda: call(self.mock, "GET", "/v1/sandboxes/" + sid)["status"] == "paused" or None)
+        for pids in procs.values():
+            for pid in pids:
+                self.assertTrue(poll("frozen", lambda: frozen(pid) or None, timeout=30))
+        call(self.mock, "POST", "/v1/sandboxes/%s/resume" % sid)
+        poll("running", lambda: call(self.mock, "GET", "/v1/sandboxes/" + sid)["status"] == "running" or None)
+        call(self.mock, "DELETE", "/v1/sandboxes/" + sid)
+        every = [pid for pids in procs.values() for pid in pids]
+        poll("the desktop's processes gone",
+             lambda: all(not os.path.exists("/proc/%d" % pid) for pid in every) or None, timeout=30)
 
 
 class NotADesktop(DesktopCase):
