@@ -12,8 +12,10 @@ In guests of a real sbx-mock, with TLS verification on:
 - a destination the guest's rules deny never reaches a stub: the journal
   shows nothing of that sandbox; the journal lists each request with its
   sandbox, host, method, path, status and stub;
-- a site (--internet-site HOST=DIR) serves its files (GET, HEAD, types)
-  and refuses escapes ("..", %2e%2e, a symlink out) and other methods;
+- a site (--internet-site HOST=DIR) serves its files (GET, HEAD, types),
+  a bare git repository to `git ls-remote https://…` (dumb HTTP, verified
+  against the mock's CA), and refuses escapes ("..", %2e%2e, a symlink
+  out) and other methods;
 - devbox:1 (when built): apt-get update && apt-get install from an apt
   repository this test builds, and pip install from a simple index, both
   served as sites over https;
@@ -180,11 +182,26 @@ def make_site(root):
     os.symlink("/etc/hostname", os.path.join(root, "out"))
     os.symlink("..", os.path.join(root, "up"))
     os.symlink("hello.txt", os.path.join(root, "inside"))
+    # a bare repository git's dumb HTTP protocol reads (info/refs)
+    work, bare = os.path.join(root, "..", "git-work"), os.path.join(root, "git", "demo.git")
+    env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t",
+               GIT_COMMITTER_EMAIL="t@t", GIT_CONFIG_NOSYSTEM="1", HOME=root)
+    for argv in (["git", "init", "-q", "-b", "main", work],
+                 ["git", "-C", work, "commit", "-q", "--allow-empty", "-m", "first"],
+                 ["git", "clone", "-q", "--bare", work, bare],
+                 ["git", "-C", bare, "update-server-info"]):
+        subprocess.run(argv, check=True, env=env, capture_output=True)
+    head = subprocess.run(["git", "-C", bare, "rev-parse", "main"], check=True, env=env,
+                          capture_output=True, text=True).stdout.strip()
+    return head
 
 
-def sites(mock, outside_name):
+def sites(mock, outside_name, git_head):
     key = "site"
     sid = tls.create(mock, key)
+    r = tls.run(mock, key, sid, ["git", "ls-remote", "https://repo.test/git/demo.git"])
+    check(r["exit_code"] == 0 and ("%s\trefs/heads/main" % git_head) in r["stdout"],
+          "git ls-remote https://… (verified) lists a repository a site serves", r)
     r = curl(mock, key, sid, "-D-", "https://repo.test/hello.txt")
     check(r["exit_code"] == 0 and "hello from the site" in r["stdout"] and "Content-Type: text/plain" in r["stdout"],
           "a site serves a file over https, with its type", r)
@@ -414,7 +431,7 @@ def main():
         with open(os.path.join(tmp, "outside.txt"), "w") as f:
             f.write("outside the site\n")
         site = os.path.join(tmp, "site")
-        make_site(site)
+        git_head = make_site(site)
         mock = live.Mock(binary, hosts, ["--internet-stubs", os.path.join(tmp, "stubs.json"),
                                          "--internet-site", "repo.test=" + site])
         try:
@@ -424,7 +441,7 @@ def main():
             stubs(mock)
             validation(mock)
             denied(mock)
-            sites(mock, "outside.txt")
+            sites(mock, "outside.txt", git_head)
         finally:
             mock.stop()
         on_image(binary, tmp, hosts)
