@@ -20,6 +20,8 @@ as the SDK's models need (JSend data; the screenshot raw PNG bytes).
   page puts it; a click on its button; the block's new colour seen.
 - NoVncGate: the noVNC port refuses a request without a token, with a
   forged one, and after the connection expired (virtual clock advanced).
+- Screens: a second screen created, got, resized (its screenshot follows),
+  connected to and deleted; screen-0 cannot be deleted.
 - Contained: the X and VNC servers' sockets are in the cell's network
   namespace, none in the host's; a pause freezes their cgroup; a destroy
   kills them.
@@ -430,6 +432,44 @@ def frozen(pid):
             except OSError:
                 continue
     return False
+
+
+class Screens(DesktopCase):
+    """ScreensService beyond screen-0: create a second screen (its own X
+    display and VNC ports), get it, resize it (the screenshot follows),
+    connect to it, delete it (then 404); screen-0 cannot be deleted."""
+
+    FIELDS = {"screen_id": str, "display": str, "width": int, "height": int,
+              "vnc_port": int, "novnc_port": int}
+
+    def test_create_resize_delete(self):
+        sid = self.create()
+        poll("screen geometry", lambda: self.computer(sid, "GET", "/screen"))
+        made = self.computer(sid, "POST", "/screens", {"width": 800, "height": 600})
+        check_fields(made, self.FIELDS)
+        self.assertEqual((made["screen_id"], made["width"], made["height"]), ("screen-1", 800, 600))
+        ids = [x["screen_id"] for x in self.computer(sid, "GET", "/screens")]
+        self.assertEqual(sorted(ids), ["screen-0", "screen-1"])
+        got = self.computer(sid, "GET", "/screens/screen-1")
+        self.assertEqual(got["vnc_port"], made["vnc_port"])
+        self.assertNotEqual(got["vnc_port"], self.computer(sid, "GET", "/screens/screen-0")["vnc_port"])
+        w, h, _ = self.screenshot(sid, screen_id="screen-1")
+        self.assertEqual((w, h), (800, 600))
+        resized = self.computer(sid, "POST", "/screens/screen-1/resize", {"width": 640, "height": 480})
+        self.assertEqual((resized["width"], resized["height"]), (640, 480))
+        w, h, _ = poll("the resized screen",
+                       lambda: self.screenshot(sid, screen_id="screen-1") if
+                       self.screenshot(sid, screen_id="screen-1")[:2] == (640, 480) else None, timeout=60)
+        self.assertEqual((w, h), (640, 480))
+        conn = self.computer(sid, "GET", "/screens/screen-1/connect")
+        self.assertTrue(conn["url"].startswith("https://"), conn)
+        self.computer(sid, "DELETE", "/screens/screen-1")
+        with self.assertRaises(APIError) as e:
+            self.computer(sid, "GET", "/screens/screen-1")
+        self.assertEqual(e.exception.status, 404)
+        with self.assertRaises(APIError) as e:
+            self.computer(sid, "DELETE", "/screens/screen-0")
+        self.assertEqual(e.exception.status, 409)
 
 
 class Contained(DesktopCase):
