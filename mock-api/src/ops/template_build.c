@@ -36,6 +36,7 @@
 #include "guest/images.h"
 #include "internet/internet.h" /* MOCK_INET_BUILDER_PREFIX */
 #include "ops/core.h"
+#include "ops/layer_copy.h"
 #include "ops/rootfs.h"
 #include "sbx/sys.h"
 
@@ -436,7 +437,6 @@ static double save_layer(build *b, mock_guest *g, char *why, size_t cap)
 {
 	char src[96], dir[TPL_DIR_MAX], dst[TPL_DIR_MAX + 8];
 	char *rm[] = {"/bin/rm", "-rf", dst, NULL};
-	char *cp[] = {"/bin/cp", "-a", src, dst, NULL};
 	struct stat st;
 
 	snprintf(src, sizeof(src), "/proc/%d/fd/%d/u", (int)mock_guest_cell_pid(g), CELL_DISK_FD);
@@ -446,9 +446,9 @@ static double save_layer(build *b, mock_guest *g, char *why, size_t cap)
 		return -1;
 	/* nothing of the steps runs on: the layer holds still */
 	mock_guest_signal(g, SIGKILL);
-	/* cp -a keeps owners, modes, times, hard links, xattrs (an overlay's
-	 * opaque dirs) and the whiteouts' 0/0 devices as they are */
-	if ((lstat(dst, &st) == 0 && run_cmd(rm, why, cap) != 0) || run_cmd(cp, why, cap) != 0)
+	/* owners, modes, times, hard links, xattrs (an overlay's opaque
+	 * dirs) and the whiteouts' 0/0 devices as they are */
+	if ((lstat(dst, &st) == 0 && run_cmd(rm, why, cap) != 0) || mock_layer_copy(src, dst, why, cap) != 0)
 		return -1;
 	return (double)tree_bytes(dst);
 }
@@ -783,7 +783,6 @@ void mock_op_template_forget(sbx_mock *mock, const char *id)
 int mock_op_template_seed(sbx_mock *mock, const mock_sandbox *sb, sbx_err *err)
 {
 	char layer[TPL_DIR_MAX + 8], seed[TPL_DIR_MAX + 160], dir[TPL_DIR_MAX], why[512];
-	char *cp[] = {"/bin/cp", "-a", layer, seed, NULL};
 
 	if (sb->tpl_id[0] == '\0' || mock->gmode != GUEST_CONTAINED)
 		return 0;
@@ -800,7 +799,7 @@ int mock_op_template_seed(sbx_mock *mock, const mock_sandbox *sb, sbx_err *err)
 	}
 	/* the layer becomes the seed's u: the cell's upper layer starts as it */
 	snprintf(seed, sizeof(seed), "%s/%s/seed/u", mock->work_dir, sb->id);
-	if (run_cmd(cp, why, sizeof(why)) != 0) {
+	if (mock_layer_copy(layer, seed, why, sizeof(why)) != 0) {
 		sbx_err_set(err, "template %s: copying its layer: %s", sb->tpl_id, why);
 		return -1;
 	}
