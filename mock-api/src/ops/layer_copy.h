@@ -12,4 +12,8 @@
  * than one link stay linked. 0, or -1 with why (the path and the error). */
 int mock_layer_copy(const char *src, const char *dst, char *why, size_t cap);
 
+/* The blocks under dir, in bytes (du -s's count: a hard-linked file once,
+ * a sparse file's holes not); 0 when unreadable. */
+unsigned long long mock_layer_bytes(const char *dir);
+
 #endif

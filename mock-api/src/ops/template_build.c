@@ -17,7 +17,6 @@
 #include "ops/ops_internal.h"
 
 #include <errno.h>
-#include <ftw.h>
 #include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
@@ -369,63 +368,6 @@ static int mkdir_p(const char *dir, char *why, size_t cap)
 	return 0;
 }
 
-/* ---- the layer's size: du -s's, in the process ---- */
-
-/* nftw passes no argument: the walk's sum is the thread's own */
-static _Thread_local struct layer_sum {
-	unsigned long long bytes;
-	struct stat *linked; /* files of more than one link, counted once */
-	size_t nlinked, caplinked;
-} sum;
-
-static bool counted_before(const struct stat *st)
-{
-	struct stat *grown;
-
-	if (st->st_nlink < 2 || S_ISDIR(st->st_mode))
-		return false;
-	for (size_t i = 0; i < sum.nlinked; i++) {
-		if (sum.linked[i].st_ino == st->st_ino && sum.linked[i].st_dev == st->st_dev)
-			return true;
-	}
-	if (sum.nlinked == sum.caplinked) {
-		size_t cap = sum.caplinked == 0 ? 16 : sum.caplinked * 2;
-
-		grown = realloc(sum.linked, cap * sizeof(*grown));
-		if (grown == NULL)
-			return false; /* counted twice: a size a little high */
-		sum.linked = grown;
-		sum.caplinked = cap;
-	}
-	sum.linked[sum.nlinked++] = *st;
-	return false;
-}
-
-static int add_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)path;
-	(void)ftw;
-	if (flag != FTW_NS && !counted_before(st))
-		sum.bytes += (unsigned long long)st->st_blocks * 512;
-	return 0;
-}
-
-/* The blocks under dir, in bytes (du -s's count: a hard-linked file once,
- * a sparse file's holes not); 0 when unreadable. */
-static unsigned long long tree_bytes(const char *dir)
-{
-	unsigned long long bytes;
-
-	sum.bytes = 0;
-	sum.nlinked = 0;
-	if (nftw(dir, add_entry, 16, FTW_PHYS) != 0)
-		sum.bytes = 0;
-	bytes = sum.bytes;
-	free(sum.linked);
-	memset(&sum, 0, sizeof(sum));
-	return bytes;
-}
-
 static void tpl_dir(const sbx_mock *mock, const char *id, char *out, size_t cap)
 {
 	snprintf(out, cap, "%s/templates/%s", mock->work_dir, id);
@@ -450,7 +392,7 @@ static double save_layer(build *b, mock_guest *g, char *why, size_t cap)
 	 * dirs) and the whiteouts' 0/0 devices as they are */
 	if ((lstat(dst, &st) == 0 && run_cmd(rm, why, cap) != 0) || mock_layer_copy(src, dst, why, cap) != 0)
 		return -1;
-	return (double)tree_bytes(dst);
+	return (double)mock_layer_bytes(dst);
 }
 
 /* ---- the thread ---- */
