@@ -84,6 +84,32 @@ test("a RUN step builds a file a sandbox on the template sees", async () => {
   await sb.destroy();
 });
 
+// The layer is copied twice (the builder's to the template, the template's
+// into each sandbox on it): what a RUN deleted, replaced, chowned or
+// linked must come through both as the RUN left it.
+test("deletions, an emptied directory, owners, modes, links and times of a RUN reach a sandbox", async () => {
+  const box = client("tpl-attrs");
+  const run = [
+    "test -e /etc/issue && test -e /etc/skel/.bashrc", // the base has them
+    "rm /etc/issue", // a whiteout
+    "rm -rf /etc/skel && mkdir /etc/skel && touch /etc/skel/only", // an opaque directory
+    "mkdir -p /opt/t && cd /opt/t && echo data > owned && chown 1234:5678 owned && chmod 4750 owned",
+    "echo same > a && ln a b && ln -s a sym && mkfifo fifo && touch -d @1000000000 old",
+  ].join(" && ");
+  const tpl = await box.templates.create({ name: "attrs", dockerfile: `FROM nodeops/sandbox:debian\nRUN ${run}\n` });
+  const events = await follow(box, tpl.id);
+  assert.deepEqual(events.at(-1), { final: true, status: "ready" }, JSON.stringify(events));
+  const sb = await box.createSandbox({ shape: SHAPE, rootfs: tpl.id });
+  const check = "test -e /etc/issue && echo issue-back; ls -A /etc/skel; cd /opt/t && " +
+    "stat -c '%u:%g %a' owned && cat owned && stat -c %h a && " +
+    "test \"$(stat -c %i a)\" = \"$(stat -c %i b)\" && echo linked; readlink sym; " +
+    "test -p fifo && echo fifo; stat -c %Y old";
+  const out = await sb.runCommand("/bin/sh", ["-c", check]);
+  assert.equal(out.result.stdout, "only\n1234:5678 4750\ndata\n2\nlinked\na\nfifo\n1000000000\n",
+    out.result.stderr);
+  await sb.destroy();
+});
+
 test("ENV, WORKDIR and the exec form of RUN reach the steps after them", async () => {
   const box = client("tpl-env");
   const tpl = await box.templates.create({

@@ -157,8 +157,9 @@ int mock_egress_wire_builder(sbx_mock *mock, uint32_t k, mock_guest *g, sbx_err 
 	/* 10.232.0.0/16: past the sandboxes' 10.200-231 (model_sandbox.c),
 	 * so its slot (slot_of) is never a sandbox's */
 	snprintf(ip, sizeof(ip), "10.232.%u.%u", (unsigned)(k >> 8), (unsigned)(k & 0xff));
-	return mock_internet_wire(mock->inet, slot_of(ip), mock_guest_name(g), ip, mock_guest_cell_pid(g), 0, 0,
-				  &open, SBX_HOST_RULES_OBSERVED, false, err);
+	/* a warm-pool builder's link was made ahead (mock_egress_prewire) */
+	return mock_internet_wire(mock->inet, slot_of(ip), mock_guest_name(g), ip, mock_guest_cell_pid(g),
+				  mock_guest_take_net_link(g), 0, &open, SBX_HOST_RULES_OBSERVED, false, err);
 }
 
 void mock_egress_unwire(sbx_mock *mock, const mock_sandbox *sb)

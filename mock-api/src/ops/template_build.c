@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,10 +30,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "guest/cell_pool.h"
 #include "guest/cell_proto.h" /* CELL_DISK_FD */
 #include "guest/images.h"
 #include "internet/internet.h" /* MOCK_INET_BUILDER_PREFIX */
 #include "ops/core.h"
+#include "ops/layer_copy.h"
 #include "ops/rootfs.h"
 #include "sbx/sys.h"
 
@@ -47,6 +50,7 @@ typedef struct build {
 	char id[64];         /* the template's */
 	pthread_t th;
 	mock_guest *g;       /* the builder, under the model lock */
+	bool pooled;         /* g came from the warm pool, not yet settled */
 	uint32_t net_k;      /* its builder address index (mock_egress_wire_builder) */
 	bool cancel, done;   /* under the model lock */
 	struct build *next;
@@ -317,18 +321,19 @@ static int run_step(build *b, mock_guest *g, build_env *e, const cJSON *step, in
 
 /* ---- the layer ---- */
 
+extern char **environ;
+
+/* posix_spawn, not fork: the mock's address space is not copied (a fork
+ * of it took 2-4 ms, most of a small build's layer step). */
 static int run_cmd(char *const argv[], char *why, size_t cap)
 {
-	pid_t pid = fork();
+	pid_t pid = 0;
 	int st = 0;
+	int rc = posix_spawn(&pid, argv[0], NULL, NULL, argv, environ);
 
-	if (pid < 0) {
-		snprintf(why, cap, "fork: %s", strerror(errno));
+	if (rc != 0) {
+		snprintf(why, cap, "spawning %s: %s", argv[0], strerror(rc));
 		return -1;
-	}
-	if (pid == 0) {
-		execv(argv[0], argv);
-		_exit(127);
 	}
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
@@ -339,11 +344,28 @@ static int run_cmd(char *const argv[], char *why, size_t cap)
 	return 0;
 }
 
+/* mkdir -p, in the process. */
 static int mkdir_p(const char *dir, char *why, size_t cap)
 {
-	char *argv[] = {"/bin/mkdir", "-p", (char *)(uintptr_t)dir, NULL};
+	char path[TPL_DIR_MAX + 160];
+	size_t n = strlen(dir);
 
-	return run_cmd(argv, why, cap);
+	if (n == 0 || n >= sizeof(path)) {
+		snprintf(why, cap, "mkdir %.200s: an empty or too long path", dir);
+		return -1;
+	}
+	memcpy(path, dir, n + 1);
+	for (size_t i = 1; i <= n; i++) {
+		if (path[i] != '/' && path[i] != '\0')
+			continue;
+		path[i] = '\0';
+		if (mkdir(path, 0755) != 0 && errno != EEXIST) {
+			snprintf(why, cap, "mkdir %.200s: %s", path, strerror(errno));
+			return -1;
+		}
+		path[i] = dir[i];
+	}
+	return 0;
 }
 
 static void tpl_dir(const sbx_mock *mock, const char *id, char *out, size_t cap)
@@ -355,11 +377,9 @@ static void tpl_dir(const sbx_mock *mock, const char *id, char *out, size_t cap)
  * to the template's directory; its size in bytes, or -1. */
 static double save_layer(build *b, mock_guest *g, char *why, size_t cap)
 {
-	char src[96], dir[TPL_DIR_MAX], dst[TPL_DIR_MAX + 8], du[TPL_DIR_MAX + 64];
+	char src[96], dir[TPL_DIR_MAX], dst[TPL_DIR_MAX + 8];
 	char *rm[] = {"/bin/rm", "-rf", dst, NULL};
-	char *cp[] = {"/bin/cp", "-a", src, dst, NULL};
-	unsigned long long kib = 0;
-	FILE *f;
+	struct stat st;
 
 	snprintf(src, sizeof(src), "/proc/%d/fd/%d/u", (int)mock_guest_cell_pid(g), CELL_DISK_FD);
 	tpl_dir(b->mock, b->id, dir, sizeof(dir));
@@ -368,24 +388,11 @@ static double save_layer(build *b, mock_guest *g, char *why, size_t cap)
 		return -1;
 	/* nothing of the steps runs on: the layer holds still */
 	mock_guest_signal(g, SIGKILL);
-	if (run_cmd(rm, why, cap) != 0 || run_cmd(cp, why, cap) != 0)
+	/* owners, modes, times, hard links, xattrs (an overlay's opaque
+	 * dirs) and the whiteouts' 0/0 devices as they are */
+	if ((lstat(dst, &st) == 0 && run_cmd(rm, why, cap) != 0) || mock_layer_copy(src, dst, why, cap) != 0)
 		return -1;
-	snprintf(du, sizeof(du), "du -sk '%s' 2>/dev/null", dst);
-	f = popen(du, "re");
-	if (f != NULL) {
-		char line[64];
-		char *end = NULL;
-
-		/* "KIB<TAB>PATH": the number before the tab, 0 when unreadable */
-		if (fgets(line, sizeof(line), f) != NULL) {
-			errno = 0;
-			kib = strtoull(line, &end, 10);
-			if (errno != 0 || end == line)
-				kib = 0;
-		}
-		pclose(f);
-	}
-	return (double)kib * 1024.0;
+	return (double)mock_layer_bytes(dst);
 }
 
 /* ---- the thread ---- */
@@ -401,6 +408,44 @@ static void fail_build(build *b, const char *step, const char *why)
 			log_line(b, "| %s", b->tail[i % 8]);
 	}
 	set_status(b, "failed", 0);
+}
+
+/* A warm-pool cell bound as the builder (its name, the build's memory and
+ * disk limits), or NULL: no pool, none idle, or the base is not the image
+ * the pool's cells are built on. A pooled cell is a fresh one started
+ * ahead (issue 24): nothing ran in it, and the bind sets the limits a
+ * fresh builder gets at its start. One that fails its bind is retired. */
+static mock_guest *builder_from_pool(build *b, const char *name, const mock_guest_opts *o)
+{
+	sbx_mock *mock = b->mock;
+	sbx_err err = {{0}};
+	mock_guest *g;
+
+	if (mock->pool == NULL || o->image != mock->pool_image || o->disk_mib == 0)
+		return NULL;
+	g = mock_pool_take(mock->pool);
+	if (g == NULL)
+		return NULL;
+	if (mock_guest_bind(g, mock->work_dir, name, o->mem_bytes, o->disk_mib, &err) == 0) {
+		b->pooled = true; /* settled once wired (join_network) */
+		return g;
+	}
+	if (!mock->quiet)
+		fprintf(stderr, "sbx-mock: warm pool: a pooled cell failed its hand-out to %s (%s); "
+				"building a fresh one\n", name, err.msg);
+	mock_egress_unprewire(mock, g);
+	if (!mock_pool_retire(mock->pool, g))
+		mock_guest_free(g, true);
+	mock_pool_settled(mock->pool);
+	return NULL;
+}
+
+/* The hand-out of a pooled builder ended (wired, or failed to be). */
+static void builder_settled(build *b)
+{
+	if (b->pooled)
+		mock_pool_settled(b->mock->pool);
+	b->pooled = false;
 }
 
 static mock_guest *start_builder(build *b, const char *base, char *why, size_t cap)
@@ -434,7 +479,9 @@ static mock_guest *start_builder(build *b, const char *base, char *why, size_t c
 	o.disk_mib = set->tpl_build_disk_mib;
 	pthread_mutex_unlock(&mock->model->lock);
 	snprintf(name, sizeof(name), MOCK_INET_BUILDER_PREFIX "%s", b->id);
-	g = mock_guest_new(mock->work_dir, name, mock->gmode, &o, &err);
+	g = builder_from_pool(b, name, &o);
+	if (g == NULL)
+		g = mock_guest_new(mock->work_dir, name, mock->gmode, &o, &err);
 	if (g == NULL)
 		snprintf(why, cap, "the builder cell did not start: %s", err.msg);
 	else if (mock_guest_self_fd(g) >= 0)
@@ -497,9 +544,11 @@ static void *build_main(void *arg)
 	b->g = g;
 	pthread_mutex_unlock(&mock->model->lock);
 	if (g == NULL || join_network(b, g, why, sizeof(why)) != 0) {
+		builder_settled(b);
 		fail_build(b, step_name, why);
 		goto out;
 	}
+	builder_settled(b);
 	{
 		int n = cJSON_GetArraySize(steps), i = 0;
 		const cJSON *st;
@@ -676,7 +725,6 @@ void mock_op_template_forget(sbx_mock *mock, const char *id)
 int mock_op_template_seed(sbx_mock *mock, const mock_sandbox *sb, sbx_err *err)
 {
 	char layer[TPL_DIR_MAX + 8], seed[TPL_DIR_MAX + 160], dir[TPL_DIR_MAX], why[512];
-	char *cp[] = {"/bin/cp", "-a", layer, seed, NULL};
 
 	if (sb->tpl_id[0] == '\0' || mock->gmode != GUEST_CONTAINED)
 		return 0;
@@ -693,7 +741,7 @@ int mock_op_template_seed(sbx_mock *mock, const mock_sandbox *sb, sbx_err *err)
 	}
 	/* the layer becomes the seed's u: the cell's upper layer starts as it */
 	snprintf(seed, sizeof(seed), "%s/%s/seed/u", mock->work_dir, sb->id);
-	if (run_cmd(cp, why, sizeof(why)) != 0) {
+	if (mock_layer_copy(layer, seed, why, sizeof(why)) != 0) {
 		sbx_err_set(err, "template %s: copying its layer: %s", sb->tpl_id, why);
 		return -1;
 	}
