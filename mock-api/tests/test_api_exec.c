@@ -1,7 +1,7 @@
 /* Integration over loopback (the shared fixture: an embedded mock on port 0,
  * driven with libcurl): exec — buffered (env rules, cmd is an executable,
- * timeout kills the group), streamed as NDJSON, and the guests' own PID
- * namespace in ns mode. */
+ * timeout kills the group, stdin fed to its end), streamed as NDJSON, and
+ * the guests' own PID namespace in ns mode. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -111,6 +111,7 @@ static void exec_stdin_fed_after_outputs_close(void **state)
 				   "wc -c > /tmp/stdin-bytes\"],\"stdin\":\"";
 	char id[64], path[128], *body, *out;
 	size_t n = strlen(head);
+	const cJSON *res;
 	th_resp r;
 
 	(void)state;
@@ -124,10 +125,8 @@ static void exec_stdin_fed_after_outputs_close(void **state)
 	th_json(U, "k1", "POST", path, body, &r);
 	free(body);
 	expect_status(&r, 200, "exec with 200000 bytes of stdin closing its outputs first");
-	assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(r.json, "data"),
-								  "result"),
-					     "exit_code")->valueint,
-			 0);
+	res = cJSON_GetObjectItem(cJSON_GetObjectItem(r.json, "data"), "result");
+	assert_int_equal(cJSON_GetObjectItem(res, "exit_code")->valueint, 0);
 	th_resp_free(&r);
 	out = exec_stdout(id, "cat", "[\"/tmp/stdin-bytes\"]");
 	assert_string_equal(out, "200000\n");
