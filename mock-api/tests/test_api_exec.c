@@ -1,7 +1,7 @@
 /* Integration over loopback (the shared fixture: an embedded mock on port 0,
  * driven with libcurl): exec — buffered (env rules, cmd is an executable,
- * timeout kills the group), streamed as NDJSON, and the guests' own PID
- * namespace in ns mode. */
+ * timeout kills the group, stdin fed to its end), streamed as NDJSON, and
+ * the guests' own PID namespace in ns mode. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -99,6 +99,40 @@ static void exec_output_escaped_in_pieces(void **state)
 	free(out);
 }
 
+/* A command that closes its stdout and stderr before reading its stdin
+ * (`exec cmd >/dev/null 2>&1`, as a clipboard tool that stays to serve
+ * its selection does) still gets all of its stdin and its end: stdin
+ * larger than a pipe holds, so the mock must keep feeding after both
+ * outputs are closed, and not wait for an exit that waits for it. */
+static void exec_stdin_fed_after_outputs_close(void **state)
+{
+	enum { STDIN_BYTES = 200000 };
+	static const char head[] = "{\"cmd\":\"sh\",\"args\":[\"-c\",\"exec >/dev/null 2>&1; "
+				   "wc -c > /tmp/stdin-bytes\"],\"stdin\":\"";
+	char id[64], path[128], *body, *out;
+	size_t n = strlen(head);
+	const cJSON *res;
+	th_resp r;
+
+	(void)state;
+	create("k1", "{\"shape\":\"s-1vcpu-1gb\"}", id, sizeof(id));
+	body = malloc(n + STDIN_BYTES + 3);
+	assert_non_null(body);
+	memcpy(body, head, n);
+	memset(body + n, 'x', STDIN_BYTES);
+	memcpy(body + n + STDIN_BYTES, "\"}", 3);
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/exec", id);
+	th_json(U, "k1", "POST", path, body, &r);
+	free(body);
+	expect_status(&r, 200, "exec with 200000 bytes of stdin closing its outputs first");
+	res = cJSON_GetObjectItem(cJSON_GetObjectItem(r.json, "data"), "result");
+	assert_int_equal(cJSON_GetObjectItem(res, "exit_code")->valueint, 0);
+	th_resp_free(&r);
+	out = exec_stdout(id, "cat", "[\"/tmp/stdin-bytes\"]");
+	assert_string_equal(out, "200000\n");
+	free(out);
+}
+
 /* contained mode: each sandbox's guests live in a PID namespace of their own. They see and
  * signal only guests, so even `kill -9 -1` (every process the caller may
  * signal) stays inside: the mock and this test outlive it, while a
@@ -181,6 +215,7 @@ int main(void)
 		cmocka_unit_test_setup(guests_have_their_own_pid_namespace, mf_reset),
 		cmocka_unit_test_setup(exec_streaming_ndjson, mf_reset),
 		cmocka_unit_test_setup(exec_output_escaped_in_pieces, mf_reset),
+		cmocka_unit_test_setup(exec_stdin_fed_after_outputs_close, mf_reset),
 	};
 
 	return cmocka_run_group_tests(tests, mf_group_setup, mf_group_teardown);

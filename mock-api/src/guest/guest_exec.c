@@ -580,7 +580,10 @@ ssize_t mock_proc_read(mock_proc *p, int timeout_ms, char *buf, size_t cap, int 
 		r = read_ready(p, buf, cap, which);
 		if (r > 0)
 			return r;
-		if (p->out_fd < 0 && p->err_fd < 0) {
+		/* Both outputs closed waits for the exit only once stdin is fed:
+		 * a command can close them first (`exec cmd >/dev/null 2>&1`)
+		 * and then wait for its stdin's end, which this must give it. */
+		if (p->out_fd < 0 && p->err_fd < 0 && p->in_fd < 0) {
 			proc_wait(p, true);
 			return -1;
 		}
