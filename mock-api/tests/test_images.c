@@ -163,29 +163,37 @@ static void os_release_is_debians(void **state)
 	th_resp_free(&r);
 }
 
+/* Runs script (it must exit 0) in a new sandbox on devbox:1 (skipped
+ * without the image); its output into x. */
+static void on_devbox(const char *script, cx_res *x)
+{
+	char id[64];
+
+	need_image();
+	devbox(id, sizeof(id));
+	run_ok(id, script, x);
+}
+
 /* A package built in the guest installs with dpkg -i, another with
  * apt-get install ./file.deb; both run and dpkg's database lists them. */
 static void apt_and_dpkg_install_local_debs(void **state)
 {
-	char id[64];
 	cx_res x;
 
 	(void)state;
-	need_image();
-	devbox(id, sizeof(id));
-	run_ok(id,
-	       "set -e; cd /workspace\n"
-	       "mk() { mkdir -p $1/DEBIAN $1/usr/bin\n"
-	       "  printf 'Package: %s\\nVersion: 1.0\\nArchitecture: all\\nMaintainer: t <t@example.com>\\n"
-	       "Description: test\\n' $1 > $1/DEBIAN/control\n"
-	       "  printf '#!/bin/sh\\necho %s-ran\\n' $1 > $1/usr/bin/$1; chmod 755 $1/usr/bin/$1\n"
-	       "  dpkg-deb --build $1 $1.deb >/dev/null; }\n"
-	       "mk sbx-by-dpkg; mk sbx-by-apt\n"
-	       "dpkg -i sbx-by-dpkg.deb >/dev/null\n"
-	       "apt-get install -y ./sbx-by-apt.deb >/dev/null 2>&1 || apt-get install -y ./sbx-by-apt.deb\n"
-	       "sbx-by-dpkg; sbx-by-apt\n"
-	       "for p in sbx-by-dpkg sbx-by-apt; do dpkg-query -W -f '${Package} ${Status}\\n' $p; done",
-	       &x);
+	on_devbox(
+		"set -e; cd /workspace\n"
+		"mk() { mkdir -p $1/DEBIAN $1/usr/bin\n"
+		"  printf 'Package: %s\\nVersion: 1.0\\nArchitecture: all\\nMaintainer: t <t@example.com>\\n"
+		"Description: test\\n' $1 > $1/DEBIAN/control\n"
+		"  printf '#!/bin/sh\\necho %s-ran\\n' $1 > $1/usr/bin/$1; chmod 755 $1/usr/bin/$1\n"
+		"  dpkg-deb --build $1 $1.deb >/dev/null; }\n"
+		"mk sbx-by-dpkg; mk sbx-by-apt\n"
+		"dpkg -i sbx-by-dpkg.deb >/dev/null\n"
+		"apt-get install -y ./sbx-by-apt.deb >/dev/null 2>&1 || apt-get install -y ./sbx-by-apt.deb\n"
+		"sbx-by-dpkg; sbx-by-apt\n"
+		"for p in sbx-by-dpkg sbx-by-apt; do dpkg-query -W -f '${Package} ${Status}\\n' $p; done",
+		&x);
 	assert_string_equal(x.out, "sbx-by-dpkg-ran\nsbx-by-apt-ran\n"
 				   "sbx-by-dpkg install ok installed\nsbx-by-apt install ok installed\n");
 	cx_free(&x);
@@ -195,21 +203,18 @@ static void apt_and_dpkg_install_local_debs(void **state)
  * --user install) and python3 imports it from anywhere. */
 static void pip_installs_system_wide(void **state)
 {
-	char id[64];
 	cx_res x;
 
 	(void)state;
-	need_image();
-	devbox(id, sizeof(id));
-	run_ok(id,
-	       "set -e; mkdir -p /workspace/p/sbxpkg; cd /workspace/p\n"
-	       "echo 'VALUE = 42' > sbxpkg/__init__.py\n"
-	       "printf 'from setuptools import setup\\nsetup(name=\"sbxpkg\", version=\"1.0\", "
-	       "packages=[\"sbxpkg\"])\\n' > setup.py\n"
-	       "pip install --no-index --no-build-isolation . >/dev/null 2>&1 || "
-	       "pip install --no-index --no-build-isolation .\n"
-	       "cd / && python3 -c 'import sbxpkg; print(sbxpkg.VALUE, sbxpkg.__file__)'",
-	       &x);
+	on_devbox(
+		"set -e; mkdir -p /workspace/p/sbxpkg; cd /workspace/p\n"
+		"echo 'VALUE = 42' > sbxpkg/__init__.py\n"
+		"printf 'from setuptools import setup\\nsetup(name=\"sbxpkg\", version=\"1.0\", "
+		"packages=[\"sbxpkg\"])\\n' > setup.py\n"
+		"pip install --no-index --no-build-isolation . >/dev/null 2>&1 || "
+		"pip install --no-index --no-build-isolation .\n"
+		"cd / && python3 -c 'import sbxpkg; print(sbxpkg.VALUE, sbxpkg.__file__)'",
+		&x);
 	assert_non_null(strstr(x.out, "42 /usr/local/lib/python3"));
 	assert_non_null(strstr(x.out, "/dist-packages/sbxpkg/__init__.py"));
 	cx_free(&x);
@@ -219,21 +224,18 @@ static void pip_installs_system_wide(void **state)
  * binary on PATH in the global prefix. */
 static void npm_install_g_puts_binary_on_path(void **state)
 {
-	char id[64];
 	cx_res x;
 
 	(void)state;
-	need_image();
-	devbox(id, sizeof(id));
-	run_ok(id,
-	       "set -e; mkdir -p /workspace/n/bin; cd /workspace/n\n"
-	       "printf '{\"name\":\"sbx-npm-hello\",\"version\":\"1.0.0\","
-	       "\"bin\":{\"sbx-npm-hello\":\"bin/h.js\"}}' > package.json\n"
-	       "printf '#!/usr/bin/env node\\nconsole.log(\"npm-hello-ran\")\\n' > bin/h.js\n"
-	       "npm pack --silent >/dev/null\n"
-	       "npm install -g --offline --no-audit --no-fund ./sbx-npm-hello-1.0.0.tgz >/dev/null\n"
-	       "cd / && command -v sbx-npm-hello && sbx-npm-hello",
-	       &x);
+	on_devbox(
+		"set -e; mkdir -p /workspace/n/bin; cd /workspace/n\n"
+		"printf '{\"name\":\"sbx-npm-hello\",\"version\":\"1.0.0\","
+		"\"bin\":{\"sbx-npm-hello\":\"bin/h.js\"}}' > package.json\n"
+		"printf '#!/usr/bin/env node\\nconsole.log(\"npm-hello-ran\")\\n' > bin/h.js\n"
+		"npm pack --silent >/dev/null\n"
+		"npm install -g --offline --no-audit --no-fund ./sbx-npm-hello-1.0.0.tgz >/dev/null\n"
+		"cd / && command -v sbx-npm-hello && sbx-npm-hello",
+		&x);
 	assert_string_equal(x.out, "/usr/local/bin/sbx-npm-hello\nnpm-hello-ran\n");
 	cx_free(&x);
 }
