@@ -19,7 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cjson/cJSON.h>
 
 #include "sbx/http_client.h"
 #include "sbx/mock.h"
@@ -31,18 +30,13 @@
 
 /* The guest times n GETs of each path given, alternating; prints every
  * sample of each path on a line of its own. */
-static const char PROBE[] =
+static const char PROBE[] = BENCH_PY_READ_ALL
 	"import socket,sys,time\n"
 	"n=int(sys.argv[1]);paths=sys.argv[2:];t=[[] for _ in paths]\n"
 	"def get(p):\n"
 	" req=('GET %s HTTP/1.1\\r\\nHost: example.com\\r\\nConnection: close\\r\\n\\r\\n'%p).encode()\n"
 	" a=time.perf_counter();s=socket.create_connection(('192.0.2.10',80))\n"
-	" s.sendall(req);b=b''\n"
-	" while True:\n"
-	"  d=s.recv(4096)\n"
-	"  if not d:break\n"
-	"  b+=d\n"
-	" s.close()\n"
+	" s.sendall(req);b=read_all(s);s.close()\n"
 	" if b' 200 ' not in b.split(b'\\r\\n',1)[0]:raise SystemExit('no answer: %r'%b)\n"
 	" return (time.perf_counter()-a)*1e3\n"
 	"for i in range(n):\n"
@@ -54,30 +48,15 @@ static const char PROBE[] =
 static void probe(sbx_http_client *c, const char *id, long n, const char *const *paths, size_t np, double **v,
 		  size_t *nv)
 {
-	char cmd[160], num[16];
-	cJSON *b = cJSON_CreateObject(), *args = cJSON_AddArrayToObject(b, "args");
+	const char *args[8];
+	char num[16], *res, *line, *save = NULL;
 	sbx_http_resp out = {0};
-	char *text, *res = NULL, *line, *save = NULL;
-	cJSON *j, *st;
 
 	snprintf(num, sizeof(num), "%ld", n);
-	cJSON_AddStringToObject(b, "cmd", "python3");
-	cJSON_AddItemToArray(args, cJSON_CreateString("-c"));
-	cJSON_AddItemToArray(args, cJSON_CreateString(PROBE));
-	cJSON_AddItemToArray(args, cJSON_CreateString(num));
-	for (size_t k = 0; k < np; k++)
-		cJSON_AddItemToArray(args, cJSON_CreateString(paths[k]));
-	text = cJSON_PrintUnformatted(b);
-	snprintf(cmd, sizeof(cmd), "/v1/sandboxes/%s/exec", id);
-	if (bench_call(c, "POST", cmd, text, &out) != 200)
-		bench_failed("guest probe", (long)out.status, &out);
-	j = cJSON_ParseWithLength(sbx_strbuf_str(&out.body), out.body.len);
-	st = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "data"), "result"),
-					      "stdout");
-	if (cJSON_IsString(st))
-		res = strdup(st->valuestring);
-	else
-		bench_failed("guest probe output", (long)out.status, &out);
+	args[0] = num;
+	for (size_t k = 0; k < np && k + 1 < sizeof(args) / sizeof(args[0]); k++)
+		args[k + 1] = paths[k];
+	res = bench_guest_python(c, id, PROBE, args, np + 1 < 8 ? np + 1 : 8, &out);
 	line = res != NULL ? strtok_r(res, "\n", &save) : NULL;
 	for (size_t k = 0; k < np && line != NULL; k++, line = strtok_r(NULL, "\n", &save)) {
 		char *at = line, *end = NULL;
@@ -86,10 +65,7 @@ static void probe(sbx_http_client *c, const char *id, long n, const char *const 
 			v[k][nv[k]++] = x;
 	}
 	free(res);
-	cJSON_Delete(j);
 	sbx_http_resp_free(&out);
-	free(text);
-	cJSON_Delete(b);
 }
 
 static char *stubs_body(void)

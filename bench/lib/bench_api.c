@@ -137,6 +137,34 @@ void bench_pool_wait_full(sbx_http_client *a, unsigned size, sbx_http_resp *out)
 	}
 }
 
+char *bench_guest_python(sbx_http_client *c, const char *id, const char *script, const char *const *args,
+			 size_t nargs, sbx_http_resp *out)
+{
+	cJSON *b = cJSON_CreateObject(), *av = cJSON_AddArrayToObject(b, "args"), *j, *st;
+	char path[160], *text, *res = NULL;
+
+	cJSON_AddStringToObject(b, "cmd", "python3");
+	cJSON_AddItemToArray(av, cJSON_CreateString("-c"));
+	cJSON_AddItemToArray(av, cJSON_CreateString(script));
+	for (size_t i = 0; i < nargs; i++)
+		cJSON_AddItemToArray(av, cJSON_CreateString(args[i]));
+	text = cJSON_PrintUnformatted(b);
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/exec", id);
+	if (bench_call(c, "POST", path, text, out) != 200)
+		bench_failed("guest probe", (long)out->status, out);
+	j = cJSON_ParseWithLength(sbx_strbuf_str(&out->body), out->body.len);
+	st = cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "data"), "result"), "stdout");
+	if (cJSON_IsString(st))
+		res = strdup(st->valuestring);
+	else
+		bench_failed("guest probe output", (long)out->status, out);
+	cJSON_Delete(j);
+	free(text);
+	cJSON_Delete(b);
+	return res;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;

@@ -43,6 +43,21 @@ double bench_pool_num(sbx_http_client *a, const char *key, sbx_http_resp *out);
  * not creating faster than the pool refills. a: an admin client. */
 void bench_pool_wait_full(sbx_http_client *a, unsigned size, sbx_http_resp *out);
 
+/* Python for the probes a benchmark runs in a guest: read_all(s), what a
+ * socket sends until it closes. Put before a probe's own code. */
+#define BENCH_PY_READ_ALL                                                                          \
+	"def read_all(s):\n"                                                                     \
+	" b=b''\n"                                                                               \
+	" while True:\n"                                                                         \
+	"  d=s.recv(4096)\n"                                                                     \
+	"  if not d:return b\n"                                                                  \
+	"  b+=d\n"
+
+/* Runs `python3 -c script args...` in sandbox id by exec: its stdout
+ * (the caller frees it), or NULL (a counted failure). */
+char *bench_guest_python(sbx_http_client *c, const char *id, const char *script, const char *const *args,
+			 size_t nargs, sbx_http_resp *out);
+
 /* The p-th percentile (0..100) of v[0..n), which is sorted in place; 0 when n is 0. */
 double bench_pct(double *v, size_t n, double p);
 

@@ -41,10 +41,11 @@ PY_URLOPEN = ("import urllib.request\n"
               "    print('ERR', e); raise SystemExit(3)\n")
 # a TLS record header (handshake, TLS 1.0) followed by garbage, then a
 # plain request: what the internet sends back to each, or "closed"
-PY_GARBAGE = r"""
+# talk(): what the internet sends back to data, read until it closes
+PY_TALK = r"""
 import socket
-def talk(data):
-    s = socket.create_connection(("192.0.2.10", 443), timeout=10)
+def talk(data, port=443, wait=10):
+    s = socket.create_connection(("192.0.2.10", port), timeout=wait)
     s.sendall(data)
     got = b""
     try:
@@ -57,10 +58,39 @@ def talk(data):
         got += b"<" + type(e).__name__.encode() + b">"
     s.close()
     return got
+"""
+PY_GARBAGE = PY_TALK + r"""
 bad = talk(b"\x16\x03\x01\x00\x30" + b"\xff" * 48)
 print("garbage:", "closed" if b"HTTP/1.1" not in bad else "answered")
-plain = talk(b"GET / HTTP/1.1\r\nHost: example.com\r\n\r\n")
+plain = talk(b"GET / HTTP/1.1\r\nHost: example.com\r\nConnection: close\r\n\r\n")
 print("plain:", plain.split(b"\r\n", 1)[0].decode())
+"""
+# keep-alive (INTERNET.md "Connections"): three requests on one
+# connection per scheme (http.client keeps it when the answer allows),
+# then raw exchanges on port 80 whose framing decides what follows
+PY_KEEP = PY_TALK + r"""
+import http.client, ssl
+ctx = ssl.create_default_context()
+for name, conn in (("https", http.client.HTTPSConnection("example.com", context=ctx, timeout=10)),
+                   ("http", http.client.HTTPConnection("example.com", timeout=10))):
+    socks, heads = set(), []
+    for path in ("/k1", "/k2", "/k3"):
+        conn.request("GET", path)
+        r = conn.getresponse()
+        r.read()
+        heads.append("%d/%s" % (r.status, r.getheader("Connection")))
+        socks.add(id(conn.sock))
+    print(name, ",".join(heads), "sockets=%d" % len(socks), "open=%s" % (conn.sock is not None))
+    conn.close()
+def show(name, g):
+    print(name, "answers=%d keep=%d close=%d ended=%s" % (g.count(b"HTTP/1.1 200 OK"), g.count(b"Connection: keep-alive"),
+          g.count(b"Connection: close"), b"<" not in g))
+show("pipelined", talk(b"POST /p1 HTTP/1.1\r\nHost: example.com\r\nContent-Length: 5\r\n\r\nhello"
+                      b"GET /p2 HTTP/1.1\r\nHost: example.com\r\nConnection: close\r\n\r\n", port=80))
+show("http10", talk(b"GET /p3 HTTP/1.0\r\nHost: example.com\r\n\r\n", port=80))
+show("chunked", talk(b"POST /p4 HTTP/1.1\r\nHost: example.com\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
+                    b"GET /p5 HTTP/1.1\r\nHost: example.com\r\n\r\n", port=80))
+show("idle", talk(b"GET /p6 HTTP/1.1\r\nHost: example.com\r\n\r\n", port=80, wait=30))
 """
 
 
@@ -144,6 +174,27 @@ def bad_input(mock, key, sid):
           "the internet serves TLS after the bad input", r)
 
 
+def keep_alive(mock, key, sid):
+    r = run(mock, key, sid, ["python3", "-c", PY_KEEP])
+    out = r["stdout"]
+    for scheme in ("https", "http"):
+        check("%s 200/keep-alive,200/keep-alive,200/keep-alive sockets=1 open=True" % scheme in out,
+              "%s: three requests on one kept-alive connection" % scheme, r)
+    check("pipelined answers=2 keep=1 close=1 ended=True" in out,
+          "a request with a Content-Length body, then a pipelined one with Connection: close: both answered, "
+          "then closed", r)
+    check("http10 answers=1 keep=0 close=1 ended=True" in out, "HTTP/1.0 without keep-alive is closed", r)
+    check("chunked answers=1 keep=0 close=1 ended=True" in out,
+          "a chunked body ends the connection after its answer (the pipelined GET is not read as a request)", r)
+    check("idle answers=1 keep=1 close=0 ended=True" in out, "an idle kept-alive connection is closed by the internet", r)
+    st, b = mock.call("GET", "/_mock/internet/journal?sandbox_id=" + sid, admin=True)
+    paths = [e.get("path") for e in (b.get("data") or {}).get("entries", [])] if st == 200 else []
+    check(st == 200 and all(paths.count(p) == 2 for p in ("/k1", "/k2", "/k3")) and
+          all(paths.count(p) == 1 for p in ("/p1", "/p2", "/p3", "/p4", "/p6")) and "/p5" not in paths,
+          "the journal has each request of a kept-alive connection, and not what followed a chunked body",
+          (st, paths))
+
+
 def key_stays_out(mock, key, sid, state):
     with open(os.path.join(state, "internet-ca.key")) as f:
         lines = [l for l in f.read().splitlines() if l and not l.startswith("-----")]
@@ -176,6 +227,7 @@ def main():
             clients_refuse_without_ca(mock, "tls", sid)
             egress_first(mock)
             bad_input(mock, "tls", sid)
+            keep_alive(mock, "tls", sid)
             key_stays_out(mock, "tls", sid, os.path.join(state, "s"))
         finally:
             mock.stop()

@@ -2,14 +2,21 @@
  * — the transparent proxy that takes every TCP connection a guest's rules
  * let through, and the resolver.
  *
- * The proxy answers each connection once: after the request's head (or 2 s
- * of silence, for clients that wait to be spoken to) it writes an HTTP
- * answer naming the address and port the guest dialled, the metadata
- * document on 169.254.169.254:80, and closes. A guest controls what it
- * sends, so every read is bounded, a request head has HEAD_DEADLINE_MS in
- * all (however slowly it trickles), and a connection costs one short-lived
- * thread: at most SANDBOX_CONNS at once per sandbox and MAX_CONNS in all
- * (more are closed at once), so one guest's flood leaves the others theirs.
+ * The proxy answers each request: after the request's head (or 2 s of
+ * silence, for clients that wait to be spoken to) it writes an HTTP answer
+ * (a stub's, a site's file, or the page naming the address and port the
+ * guest dialled; the metadata document on 169.254.169.254:80). An HTTP/1.1
+ * request that allows it leaves the connection open for the next one
+ * (keep-alive, as every server a guest's apt, pip, npm or fetch talks to
+ * does: a TLS handshake is paid once per connection, not per request), up
+ * to KEEP_REQUESTS requests and KEEP_IDLE_MS of silence between them;
+ * anything else (HTTP/1.0 without keep-alive, "Connection: close", a body
+ * not framed by one Content-Length up to KEEP_BODY_MAX, Expect, Upgrade, a
+ * fault) is answered and closed. A guest controls what it sends, so every
+ * read is bounded, a request head has HEAD_DEADLINE_MS in all (however
+ * slowly it trickles), and a connection costs one thread while it lives:
+ * at most SANDBOX_CONNS at once per sandbox and MAX_CONNS in all (more are
+ * closed at once), so one guest's flood leaves the others theirs.
  * A connection whose first byte opens a TLS handshake (on any port, 443
  * the usual one) is answered the same way under TLS (inet_tls.h): the
  * handshake shares the head's deadline, and one that fails is closed.
@@ -54,6 +61,9 @@
 #define ID_MAX 64
 #define TLS_HANDSHAKE_RECORD 0x16 /* the content type a TLS client's first record has */
 #define WRITE_STALL_MS 30000 /* a client that takes none of an answer's bytes this long is dropped */
+#define KEEP_REQUESTS 100      /* requests one kept-alive connection serves */
+#define KEEP_IDLE_MS 5000      /* silence between them that closes it */
+#define KEEP_BODY_MAX 65536    /* a larger request body ends the connection after the answer */
 
 /* Who holds connections (an entry per sandbox with any; "" for addresses
  * no sandbox is wired at), under the servers' lock. */
@@ -103,6 +113,12 @@ typedef struct conn {
 	mock_inet_tls_conn *tls; /* under TLS, until closed */
 	char head[HEAD_MAX + 1]; /* the request head as read */
 	size_t head_len;
+	char rest[HEAD_MAX];     /* read past the head: a body's start, the next request */
+	size_t rest_len;
+	int quiet_ms;            /* the silence the next read waits out (0: QUIET_MS) */
+	bool keep;               /* the answer being written leaves the connection open */
+	long long body;          /* the request's body bytes, dropped after a kept answer */
+	unsigned served;         /* requests answered on this connection, this one included */
 } conn;
 
 /* ---- sockets ---- */
@@ -182,7 +198,8 @@ static void addr_text(const struct sockaddr_storage *ss, char *out, size_t cap, 
  * stop). */
 static size_t conn_recv(const conn *c, char *buf, size_t cap, int64_t end)
 {
-	int64_t now = sbx_mono_ms(), until = end < now + QUIET_MS ? end : now + QUIET_MS;
+	int64_t now = sbx_mono_ms(), quiet = c->quiet_ms > 0 ? c->quiet_ms : QUIET_MS;
+	int64_t until = end < now + quiet ? end : now + quiet;
 	struct pollfd pf[2] = {{.fd = c->fd, .events = POLLIN}, {.fd = c->s->stopfd, .events = POLLIN}};
 	ssize_t r;
 
@@ -194,23 +211,42 @@ static size_t conn_recv(const conn *c, char *buf, size_t cap, int64_t end)
 	return r > 0 ? (size_t)r : 0;
 }
 
+/* Where the head in buf ends (past its blank line), or 0. */
+static size_t head_end(const char *buf)
+{
+	const char *crlf = strstr(buf, "\r\n\r\n"), *lf = strstr(buf, "\n\n");
+
+	if (crlf != NULL && (lf == NULL || crlf < lf))
+		return (size_t)(crlf - buf) + 4;
+	return lf != NULL ? (size_t)(lf - buf) + 2 : 0;
+}
+
 /* Reads until the end of a request head, HEAD_MAX bytes, EOF, silence,
- * end, or stop: into c's head. */
+ * end, or stop: into c's head, starting with what the last request left
+ * (c's rest); what came past the head's end goes to c's rest. */
 static void read_head(conn *c, int64_t end)
 {
 	char *buf = c->head;
-	size_t n = 0;
+	size_t n = c->rest_len, at;
 
-	buf[0] = '\0';
-	while (n < HEAD_MAX) {
+	memcpy(buf, c->rest, n);
+	buf[n] = '\0';
+	c->rest_len = 0;
+	while (n < HEAD_MAX && head_end(buf) == 0) {
 		size_t r = conn_recv(c, buf + n, HEAD_MAX - n, end);
 
 		if (r == 0)
 			break;
+		c->quiet_ms = 0; /* the wait for a next request's first bytes is over */
 		n += r;
 		buf[n] = '\0';
-		if (strstr(buf, "\r\n\r\n") != NULL || strstr(buf, "\n\n") != NULL)
-			break;
+	}
+	at = head_end(buf);
+	if (at > 0 && at < n) {
+		c->rest_len = n - at;
+		memcpy(c->rest, buf + at, c->rest_len);
+		buf[at] = '\0';
+		n = at;
 	}
 	c->head_len = n;
 }
@@ -313,6 +349,10 @@ static int conn_send(conn *c, const char *buf, size_t len)
  * connection before it sees the answer). */
 static void finish(conn *c, int sent)
 {
+	if (sent != 0)
+		c->keep = false;
+	if (c->keep)
+		return; /* the next request may come */
 	if (c->tls != NULL) {
 		mock_inet_tls_close(c->tls); /* close_notify; what follows is drained raw */
 		c->tls = NULL;
@@ -328,6 +368,7 @@ static void reset_conn(conn *c)
 {
 	struct linger lg = {.l_onoff = 1, .l_linger = 0};
 
+	c->keep = false;
 	mock_inet_tls_drop(c->tls);
 	c->tls = NULL;
 	setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
@@ -407,6 +448,108 @@ static void journal(conn *c, const parsed *p, const char *tenant, int status, un
 		mock_inet_journal_add(c->s->book, &e);
 }
 
+/* The Connection header's value of the answer being written. */
+static const char *conn_word(const conn *c)
+{
+	return c->keep ? "keep-alive" : "close";
+}
+
+/* True when a header named name has the token tok among its
+ * comma-separated values (case-insensitive, as RFC 9110 reads them). */
+static bool header_has_token(const char *head, const char *name, const char *tok)
+{
+	char v[512];
+	size_t tl = strlen(tok);
+
+	if (!mock_inet_head_header(head, name, v, sizeof(v)))
+		return false;
+	for (const char *p = v; *p != '\0';) {
+		size_t len;
+
+		p += strspn(p, " \t,");
+		len = strcspn(p, ",");
+		while (len > 0 && (p[len - 1] == ' ' || p[len - 1] == '\t'))
+			len--;
+		if (len == tl && strncasecmp(p, tok, tl) == 0)
+			return true;
+		p += strcspn(p, ",");
+	}
+	return false;
+}
+
+/* How many header lines named name c's head has. */
+static int header_count(const char *head, const char *name)
+{
+	size_t nl = strlen(name);
+	int n = 0;
+
+	for (const char *line = strchr(head, '\n'); line != NULL && line[1] != '\0'; line = strchr(line + 1, '\n')) {
+		if (strncasecmp(line + 1, name, nl) == 0 && line[1 + nl] == ':')
+			n++;
+	}
+	return n;
+}
+
+/* Whether the connection may carry another request after this one's
+ * answer (RFC 9112 section 9.3): HTTP/1.1 unless "Connection: close",
+ * HTTP/1.0 only with "keep-alive"; and only when the request's body is
+ * framed so that its end is known here: none, or one Content-Length of at
+ * most KEEP_BODY_MAX (its bytes are read and dropped after the answer,
+ * *body). Chunked bodies, Expect (the client may never send the body
+ * after an early answer) and Upgrade end the connection. */
+static bool wants_keep(const conn *c, const parsed *p, long long *body)
+{
+	const char *eol = strchr(c->head, '\n');
+	size_t line = eol != NULL ? (size_t)(eol - c->head) : strlen(c->head);
+	char cl[32] = "";
+	bool v11, v10;
+
+	*body = 0;
+	while (line > 0 && c->head[line - 1] == '\r')
+		line--;
+	v11 = line > 9 && strncmp(c->head + line - 9, " HTTP/1.1", 9) == 0;
+	v10 = line > 9 && strncmp(c->head + line - 9, " HTTP/1.0", 9) == 0;
+	if (p->method[0] == '\0' || !(v11 || v10) || header_has_token(c->head, "Connection", "close") ||
+	    (v10 && !header_has_token(c->head, "Connection", "keep-alive")) ||
+	    header_count(c->head, "Transfer-Encoding") > 0 || header_count(c->head, "Expect") > 0 ||
+	    header_count(c->head, "Upgrade") > 0 || header_count(c->head, "Content-Length") > 1)
+		return false;
+	if (mock_inet_head_header(c->head, "Content-Length", cl, sizeof(cl))) {
+		char *end = NULL;
+
+		if (cl[0] < '0' || cl[0] > '9')
+			return false;
+		*body = strtoll(cl, &end, 10);
+		if (*end != '\0' || *body > KEEP_BODY_MAX)
+			return false;
+	}
+	return true;
+}
+
+/* Reads and drops a request body of len bytes (what read_head left in
+ * c's rest first): false when it did not all come. */
+static bool drop_body(conn *c, long long len)
+{
+	int64_t end = sbx_mono_ms() + HEAD_DEADLINE_MS;
+	char buf[4096];
+
+	if ((long long)c->rest_len >= len) {
+		c->rest_len -= (size_t)len;
+		memmove(c->rest, c->rest + len, c->rest_len);
+		return true;
+	}
+	len -= (long long)c->rest_len;
+	c->rest_len = 0;
+	while (len > 0) {
+		size_t r = conn_recv(c, buf, len < (long long)sizeof(buf) ? (size_t)len : sizeof(buf), end);
+
+		if (r == 0)
+			return false;
+		len -= (long long)r;
+	}
+	return true;
+}
+
 /* Answers with a stub: its delay, then its answer or its fault. */
 static void answer_stub(conn *c, const mock_inet_stub *st)
 {
@@ -425,8 +568,8 @@ static void answer_stub(conn *c, const mock_inet_stub *st)
 		reset_conn(c);
 		return;
 	}
-	n = snprintf(head, sizeof(head), "HTTP/1.1 %d %s\r\n%sContent-Length: %zu\r\nConnection: close\r\n\r\n",
-		     st->status, reason(st->status), st->head, st->body_len);
+	n = snprintf(head, sizeof(head), "HTTP/1.1 %d %s\r\n%sContent-Length: %zu\r\nConnection: %s\r\n\r\n",
+		     st->status, reason(st->status), st->head, st->body_len, conn_word(c));
 	if (n < 0 || (size_t)n >= sizeof(head))
 		return;
 	if (st->fault == MOCK_INET_FAULT_NONE && (size_t)n + st->body_len <= sizeof(head)) {
@@ -474,14 +617,15 @@ static void answer_site(conn *c, int dirfd, const parsed *p, const char *tenant)
 
 		n = snprintf(head, sizeof(head),
 			     "HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\n%s"
-			     "Connection: close\r\n\r\n%s",
-			     status, reason(status), strlen(why), status == 405 ? "Allow: GET, HEAD\r\n" : "", why);
+			     "Connection: %s\r\n\r\n%s",
+			     status, reason(status), strlen(why), status == 405 ? "Allow: GET, HEAD\r\n" : "",
+			     conn_word(c), why);
 		finish(c, conn_send(c, head, (size_t)n));
 		return;
 	}
 	n = snprintf(head, sizeof(head),
-		     "HTTP/1.1 200 OK\r\nContent-Type: %s\r\nContent-Length: %lld\r\nConnection: close\r\n\r\n",
-		     mock_inet_content_type(p->path), (long long)st.st_size);
+		     "HTTP/1.1 200 OK\r\nContent-Type: %s\r\nContent-Length: %lld\r\nConnection: %s\r\n\r\n",
+		     mock_inet_content_type(p->path), (long long)st.st_size, conn_word(c));
 	rc = conn_send(c, head, (size_t)n);
 	while (rc == 0 && get) {
 		ssize_t r = read(fd, buf, sizeof(buf));
@@ -513,8 +657,9 @@ static void answer_page(conn *c)
 		snprintf(tls_head, sizeof(tls_head), "X-Sbx-Tls-Name: %s\r\n", mock_inet_tls_name(c->tls));
 	n = snprintf(msg, sizeof(msg),
 		     "HTTP/1.1 200 OK\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
-		     "X-Sbx-Reached: %s\r\n%sConnection: close\r\n\r\n%s",
-		     metadata ? "application/json" : "text/plain", strlen(body), c->dest, tls_head, body);
+		     "X-Sbx-Reached: %s\r\n%sConnection: %s\r\n\r\n%s",
+		     metadata ? "application/json" : "text/plain", strlen(body), c->dest, tls_head, conn_word(c),
+		     body);
 	if (n < 0 || (size_t)n >= sizeof(msg))
 		return;
 	finish(c, conn_send(c, msg, (size_t)n));
@@ -530,11 +675,12 @@ static void answer(conn *c)
 	parsed p;
 	int dirfd;
 
+	parse_request(c, &p);
+	c->keep = c->served < KEEP_REQUESTS && wants_keep(c, &p, &c->body);
 	if (b == NULL || metadata) {
 		answer_page(c);
 		return;
 	}
-	parse_request(c, &p);
 	mock_inet_book_tenant(b, c->id, tenant, sizeof(tenant));
 	{
 		mock_inet_req r = {.tenant = tenant, .sandbox = c->id, .host = p.host, .tls = c->tls != NULL,
@@ -573,10 +719,51 @@ static void go_upstream(conn *c, const char *host, const parsed *p)
 	}
 	mock_inet_book_tenant(c->s->book, c->id, tenant, sizeof(tenant));
 	journal(c, p, tenant, 0, 0, "upstream", NULL);
+	/* everything read so far goes first: the head, and what came past it */
+	memcpy(c->head + c->head_len, c->rest, c->rest_len);
+	c->head_len += c->rest_len;
+	c->rest_len = 0;
 	rc = mock_inet_forward(c->s->outside, c->fd, c->head, c->head_len, c->dest_fam, c->dest_raw, c->dest_port,
 			       c->s->stopfd);
 	if (rc != 0)
 		reset_conn(c); /* the way out is closed: as a refused connection would */
+}
+
+/* The requests of one connection, answered in turn while each allows a
+ * next (wants_keep); the first's head has the connection's deadline, each
+ * later one KEEP_IDLE_MS to begin and HEAD_DEADLINE_MS more to end. A
+ * plain request for an upstream destination hands the connection over
+ * (go_upstream: everything after is the upstream's). */
+static void serve_requests(conn *c, int64_t end, bool up, bool heard)
+{
+	for (unsigned i = 0; i < KEEP_REQUESTS; i++) {
+		if (i > 0) {
+			c->quiet_ms = c->rest_len == 0 ? KEEP_IDLE_MS : 0;
+			end = sbx_mono_ms() + KEEP_IDLE_MS + HEAD_DEADLINE_MS;
+		}
+		if (i > 0 || heard)
+			read_head(c, end);
+		if (i > 0 && c->head_len == 0) {
+			/* gone, or idle: a TLS client gets close_notify first */
+			mock_inet_tls_close(c->tls);
+			c->tls = NULL;
+			return;
+		}
+		if (c->tls == NULL && up) {
+			parsed p;
+
+			parse_request(c, &p);
+			if (mock_inet_upstream_match(c->s->book, c->dest_fam, c->dest_raw,
+						     p.method[0] != '\0' ? p.host : NULL)) {
+				go_upstream(c, p.host, &p);
+				return;
+			}
+		}
+		c->served = i + 1;
+		answer(c);
+		if (!c->keep || !drop_body(c, c->body))
+			return;
+	}
 }
 
 static void *serve_conn(void *arg)
@@ -607,27 +794,15 @@ static void *serve_conn(void *arg)
 		setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 		if (fcntl(c->fd, F_SETFL, fcntl(c->fd, F_GETFL) | O_NONBLOCK) == 0)
 			c->tls = mock_inet_tls_accept(c->s->tls, c->fd, c->dest_ip, end, c->s->stopfd);
-		if (c->tls != NULL) {
-			read_head(c, end);
-			answer(c);
-		}
+		if (c->tls != NULL)
+			serve_requests(c, end, false, true);
 	} else {
 		struct timeval stall = {.tv_sec = WRITE_STALL_MS / 1000};
 
 		setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &stall, sizeof(stall));
-		if (first >= 0)
-			read_head(c, end);
-		if (up) {
-			parsed p;
-
-			parse_request(c, &p);
-			if (mock_inet_upstream_match(c->s->book, c->dest_fam, c->dest_raw,
-						     p.method[0] != '\0' ? p.host : NULL)) {
-				go_upstream(c, p.host, &p);
-				goto done;
-			}
-		}
-		answer(c);
+		/* a client that waits to be spoken to gets the page (or its
+		 * upstream) without a head */
+		serve_requests(c, end, up, first >= 0);
 	}
 done:
 	mock_inet_tls_drop(c->tls);
