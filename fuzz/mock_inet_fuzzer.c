@@ -2,9 +2,13 @@
  * (mock-api/src/internet/inet_rules.h) — the resolver's answer to a DNS
  * query a guest sends (untrusted bytes off the wire), and the hosts file.
  *
- * The first input byte picks the part: even, the rest is one DNS query
- * answered from a fixed hosts table; odd, the rest is a hosts file, and
- * when it parses, its names are compiled into a documented-mode chain.
+ * The first input byte picks the part: 3 modulo 4, the rest is what a
+ * guest sends on one connection to the internet's HTTP listener, read as
+ * the listener reads it (inet_http.h: where each head ends, the request,
+ * whether the connection carries the next one); else even, the rest is
+ * one DNS query answered from a fixed hosts table; odd, the rest is a
+ * hosts file, and when it parses, its names are compiled into a
+ * documented-mode chain.
  *
  * Properties, each abort()s when broken:
  * - an answer fits its buffer, echoes the query's id and question, is a
@@ -14,12 +18,21 @@
  * - an unknown name gets NXDOMAIN; a known one NOERROR;
  * - a hosts file that parses has 1-16 addresses per name, no name twice,
  *   and every name resolves to itself; the compiled chain is well formed
- *   (flush first, drop last, braces balanced). */
+ *   (flush first, drop last, braces balanced);
+ * - a head ends at its first empty line; a request's method has no blank,
+ *   its path no blank, query or fragment, its host no capital letter; a
+ *   connection is kept only after an HTTP/1.1 or 1.0 request without
+ *   Transfer-Encoding, Expect, Upgrade or "Connection: close", with one
+ *   Content-Length at most, of at most MOCK_INET_KEEP_BODY_MAX bytes: so
+ *   a body is never read as a request whose end is unknown. */
+#define _GNU_SOURCE
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
+#include "../mock-api/src/internet/inet_http.h"
 #include "../mock-api/src/internet/inet_rules.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -145,11 +158,89 @@ static void hosts_file(const uint8_t *data, size_t n)
 	mock_hosts_free(&h);
 }
 
+/* Lines of head (past its first) that start with name and a colon,
+ * counted without case: independently of inet_http's own reading. */
+static int lines_named(const char *head, const char *name)
+{
+	size_t nl = strlen(name);
+	int n = 0;
+
+	for (const char *l = strchr(head, '\n'); l != NULL; l = strchr(l + 1, '\n')) {
+		if (strncasecmp(l + 1, name, nl) == 0 && l[1 + nl] == ':')
+			n++;
+	}
+	return n;
+}
+
+/* Where the first empty line ends (after "\n", a "\n" or "\r\n"),
+ * scanned byte by byte; 0 when none. */
+static size_t ref_head_end(const char *s)
+{
+	for (size_t i = 0; s[i] != '\0'; i++) {
+		if (s[i] == '\n' && s[i + 1] == '\n')
+			return i + 2;
+		if (s[i] == '\n' && s[i + 1] == '\r' && s[i + 2] == '\n')
+			return i + 3;
+	}
+	return 0;
+}
+
+static void http_stream(const uint8_t *data, size_t size)
+{
+	char *all = calloc(1, size + 1), head[4097];
+	size_t at = 0, len;
+
+	check(all != NULL, "memory");
+	memcpy(all, data, size);
+	len = strlen(all); /* the listener's buffer is a C string too */
+	for (int req = 0; req < 100 && at < len; req++) {
+		size_t end, n = len - at < 4096 ? len - at : 4096, first;
+		mock_inet_parsed p;
+		long long body = -1;
+		bool keep;
+
+		memcpy(head, all + at, n);
+		head[n] = '\0';
+		end = mock_inet_head_end(head);
+		check(end == ref_head_end(head), "a head ends at its first empty line");
+		if (end > 0)
+			head[end] = '\0';
+		mock_inet_parse_request(head, "192.0.2.10", &p);
+		check(strlen(p.method) < sizeof(p.method) && strpbrk(p.method, " \r\n") == NULL,
+		      "a method has no blank");
+		check(strpbrk(p.path, " ?#\r\n") == NULL, "a path has no blank, query or fragment");
+		for (const char *h = p.host; *h != '\0'; h++)
+			check(*h < 'A' || *h > 'Z', "a host is in lower case");
+		keep = mock_inet_keep_alive(head, &p, &body);
+		first = strcspn(head, "\r\n");
+		if (keep) {
+			check(body >= 0 && body <= MOCK_INET_KEEP_BODY_MAX, "a kept connection's body is bounded");
+			check(first > 9 && (strncmp(head + first - 9, " HTTP/1.1", 9) == 0 ||
+					    strncmp(head + first - 9, " HTTP/1.0", 9) == 0),
+			      "only HTTP/1.x is kept");
+			check(lines_named(head, "transfer-encoding") == 0 && lines_named(head, "expect") == 0 &&
+				      lines_named(head, "upgrade") == 0 && lines_named(head, "content-length") <= 1,
+			      "a body whose end is unknown never keeps the connection");
+			check(strcasestr(head, "\nconnection: close\r\n") == NULL &&
+				      strcasestr(head, "\nconnection: close\n") == NULL,
+			      "Connection: close is never kept");
+		} else {
+			check(body == 0, "a connection not kept drops no body");
+		}
+		if (!keep || end == 0)
+			break;
+		at += end + (size_t)body;
+	}
+	free(all);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size == 0)
 		return 0;
-	if (data[0] % 2 == 0)
+	if (data[0] % 4 == 3)
+		http_stream(data + 1, size - 1);
+	else if (data[0] % 2 == 0)
 		dns(data + 1, size - 1);
 	else
 		hosts_file(data + 1, size - 1);

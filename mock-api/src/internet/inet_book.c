@@ -6,6 +6,7 @@
  * it answers with, so an admin's delete or clear never frees one in use. */
 #define _GNU_SOURCE
 #include "internet/inet_book_internal.h"
+#include "internet/inet_http.h"
 
 #include "sbx/strbuf.h"
 
@@ -680,33 +681,6 @@ size_t mock_inet_stubs_count(mock_inet_book *b)
 }
 
 /* ---- matching ---- */
-
-/* The value of header name in a request head (its first line skipped),
- * into out; false when absent. */
-bool mock_inet_head_header(const char *head, const char *name, char *out, size_t cap)
-{
-	size_t nl = strlen(name);
-	const char *line = strchr(head, '\n');
-
-	while (line != NULL && line[1] != '\0' && line[1] != '\r' && line[1] != '\n') {
-		const char *p = line + 1, *end = strchr(p, '\n');
-		size_t len = end != NULL ? (size_t)(end - p) : strlen(p);
-
-		if (len > nl && strncasecmp(p, name, nl) == 0 && p[nl] == ':') {
-			const char *v = p + nl + 1;
-
-			while (*v == ' ' || *v == '\t')
-				v++;
-			len -= (size_t)(v - p);
-			while (len > 0 && (v[len - 1] == '\r' || v[len - 1] == ' ' || v[len - 1] == '\t'))
-				len--;
-			snprintf(out, cap, "%.*s", (int)len, v);
-			return true;
-		}
-		line = end;
-	}
-	return false;
-}
 
 static bool stub_matches(const stub *s, const mock_inet_req *r, const char *tenant)
 {

@@ -84,9 +84,6 @@ void mock_inet_book_tenant(mock_inet_book *b, const char *sandbox, char *key, si
 /* Whether host matches a pattern (lower case; wildcard: "*.suffix",
  * which the suffix itself does not match). */
 bool mock_inet_host_match(const char *pattern, bool wildcard, const char *host);
-/* The value of header name in a request head (its first line skipped,
- * names compared without case), into out; false when absent. */
-bool mock_inet_head_header(const char *head, const char *name, char *out, size_t cap);
 
 /* ---- stubs ---- */
 

@@ -11,7 +11,7 @@
  * does: a TLS handshake is paid once per connection, not per request), up
  * to KEEP_REQUESTS requests and KEEP_IDLE_MS of silence between them;
  * anything else (HTTP/1.0 without keep-alive, "Connection: close", a body
- * not framed by one Content-Length up to KEEP_BODY_MAX, Expect, Upgrade, a
+ * not framed by one Content-Length up to MOCK_INET_KEEP_BODY_MAX, Expect, Upgrade, a
  * fault) is answered and closed. A guest controls what it sends, so every
  * read is bounded, a request head has HEAD_DEADLINE_MS in all (however
  * slowly it trickles), and a connection costs one thread while it lives:
@@ -25,6 +25,7 @@
 #define _GNU_SOURCE
 #include "internet/internet.h"
 #include "internet/inet_book.h"
+#include "internet/inet_http.h"
 #include "internet/inet_tls.h"
 #include "internet/inet_upstream.h"
 #include "sbx/sys.h"
@@ -63,7 +64,6 @@
 #define WRITE_STALL_MS 30000 /* a client that takes none of an answer's bytes this long is dropped */
 #define KEEP_REQUESTS 100      /* requests one kept-alive connection serves */
 #define KEEP_IDLE_MS 5000      /* silence between them that closes it */
-#define KEEP_BODY_MAX 65536    /* a larger request body ends the connection after the answer */
 
 /* Who holds connections (an entry per sandbox with any; "" for addresses
  * no sandbox is wired at), under the servers' lock. */
@@ -211,16 +211,6 @@ static size_t conn_recv(const conn *c, char *buf, size_t cap, int64_t end)
 	return r > 0 ? (size_t)r : 0;
 }
 
-/* Where the head in buf ends (past its blank line), or 0. */
-static size_t head_end(const char *buf)
-{
-	const char *crlf = strstr(buf, "\r\n\r\n"), *lf = strstr(buf, "\n\n");
-
-	if (crlf != NULL && (lf == NULL || crlf < lf))
-		return (size_t)(crlf - buf) + 4;
-	return lf != NULL ? (size_t)(lf - buf) + 2 : 0;
-}
-
 /* Reads until the end of a request head, HEAD_MAX bytes, EOF, silence,
  * end, or stop: into c's head, starting with what the last request left
  * (c's rest); what came past the head's end goes to c's rest. */
@@ -232,7 +222,7 @@ static void read_head(conn *c, int64_t end)
 	memcpy(buf, c->rest, n);
 	buf[n] = '\0';
 	c->rest_len = 0;
-	while (n < HEAD_MAX && head_end(buf) == 0) {
+	while (n < HEAD_MAX && mock_inet_head_end(buf) == 0) {
 		size_t r = conn_recv(c, buf + n, HEAD_MAX - n, end);
 
 		if (r == 0)
@@ -241,7 +231,7 @@ static void read_head(conn *c, int64_t end)
 		n += r;
 		buf[n] = '\0';
 	}
-	at = head_end(buf);
+	at = mock_inet_head_end(buf);
 	if (at > 0 && at < n) {
 		c->rest_len = n - at;
 		memcpy(c->rest, buf + at, c->rest_len);
@@ -400,44 +390,14 @@ static const char *reason(int status)
 	return "Status";
 }
 
-/* The request as read: method, path (no query), host (lower case, no
- * port: the Host header's, else the TLS name, else the dialled address). */
-typedef struct parsed {
-	char method[32];
-	char path[2048];
-	char host[256];
-} parsed;
-
-static void parse_request(conn *c, parsed *p)
+/* What a request without a Host header is taken to name: the TLS name,
+ * else the address dialled. */
+static const char *fallback_host(const conn *c)
 {
-	const char *sp = strchr(c->head, ' '), *t, *end;
-	char host[300];
-
-	memset(p, 0, sizeof(*p));
-	if (sp != NULL && (size_t)(sp - c->head) < sizeof(p->method))
-		snprintf(p->method, sizeof(p->method), "%.*s", (int)(sp - c->head), c->head);
-	t = sp != NULL ? sp + 1 : "";
-	if (strncmp(t, "http://", 7) == 0 || strncmp(t, "https://", 8) == 0) /* absolute form */
-		t = strchr(t + 8, '/') != NULL ? strchr(t + 8, '/') : "/";
-	end = t + strcspn(t, " ?#\r\n");
-	snprintf(p->path, sizeof(p->path), "%.*s", (int)(end - t), t);
-	if (mock_inet_head_header(c->head, "Host", host, sizeof(host)) && host[0] != '\0') {
-		char *colon = host[0] == '[' ? strchr(host, ']') : strrchr(host, ':');
-
-		if (host[0] == '[' && colon != NULL) {
-			*colon = '\0';
-			memmove(host, host + 1, strlen(host));
-		} else if (colon != NULL) {
-			*colon = '\0';
-		}
-	} else {
-		snprintf(host, sizeof(host), "%s", c->tls != NULL ? mock_inet_tls_name(c->tls) : c->dest_ip);
-	}
-	for (size_t i = 0; host[i] != '\0' && i + 1 < sizeof(p->host); i++)
-		p->host[i] = (char)tolower((unsigned char)host[i]);
+	return c->tls != NULL ? mock_inet_tls_name(c->tls) : c->dest_ip;
 }
 
-static void journal(conn *c, const parsed *p, const char *tenant, int status, unsigned stub, const char *via,
+static void journal(conn *c, const mock_inet_parsed *p, const char *tenant, int status, unsigned stub, const char *via,
 		    const char *fault)
 {
 	mock_inet_entry e = {.tenant = tenant, .sandbox = c->id, .host = p->host,
@@ -452,78 +412,6 @@ static void journal(conn *c, const parsed *p, const char *tenant, int status, un
 static const char *conn_word(const conn *c)
 {
 	return c->keep ? "keep-alive" : "close";
-}
-
-/* True when a header named name has the token tok among its
- * comma-separated values (case-insensitive, as RFC 9110 reads them). */
-static bool header_has_token(const char *head, const char *name, const char *tok)
-{
-	char v[512];
-	size_t tl = strlen(tok);
-
-	if (!mock_inet_head_header(head, name, v, sizeof(v)))
-		return false;
-	for (const char *p = v; *p != '\0';) {
-		size_t len;
-
-		p += strspn(p, " \t,");
-		len = strcspn(p, ",");
-		while (len > 0 && (p[len - 1] == ' ' || p[len - 1] == '\t'))
-			len--;
-		if (len == tl && strncasecmp(p, tok, tl) == 0)
-			return true;
-		p += strcspn(p, ",");
-	}
-	return false;
-}
-
-/* How many header lines named name c's head has. */
-static int header_count(const char *head, const char *name)
-{
-	size_t nl = strlen(name);
-	int n = 0;
-
-	for (const char *line = strchr(head, '\n'); line != NULL && line[1] != '\0'; line = strchr(line + 1, '\n')) {
-		if (strncasecmp(line + 1, name, nl) == 0 && line[1 + nl] == ':')
-			n++;
-	}
-	return n;
-}
-
-/* Whether the connection may carry another request after this one's
- * answer (RFC 9112 section 9.3): HTTP/1.1 unless "Connection: close",
- * HTTP/1.0 only with "keep-alive"; and only when the request's body is
- * framed so that its end is known here: none, or one Content-Length of at
- * most KEEP_BODY_MAX (its bytes are read and dropped after the answer,
- * *body). Chunked bodies, Expect (the client may never send the body
- * after an early answer) and Upgrade end the connection. */
-static bool wants_keep(const conn *c, const parsed *p, long long *body)
-{
-	const char *eol = strchr(c->head, '\n');
-	size_t line = eol != NULL ? (size_t)(eol - c->head) : strlen(c->head);
-	char cl[32] = "";
-	bool v11, v10;
-
-	*body = 0;
-	while (line > 0 && c->head[line - 1] == '\r')
-		line--;
-	v11 = line > 9 && strncmp(c->head + line - 9, " HTTP/1.1", 9) == 0;
-	v10 = line > 9 && strncmp(c->head + line - 9, " HTTP/1.0", 9) == 0;
-	if (p->method[0] == '\0' || !(v11 || v10) || header_has_token(c->head, "Connection", "close") ||
-	    (v10 && !header_has_token(c->head, "Connection", "keep-alive")) ||
-	    header_count(c->head, "Transfer-Encoding") > 0 || header_count(c->head, "Expect") > 0 ||
-	    header_count(c->head, "Upgrade") > 0 || header_count(c->head, "Content-Length") > 1)
-		return false;
-	if (mock_inet_head_header(c->head, "Content-Length", cl, sizeof(cl))) {
-		char *end = NULL;
-
-		if (cl[0] < '0' || cl[0] > '9')
-			return false;
-		*body = strtoll(cl, &end, 10);
-		if (*end != '\0' || *body > KEEP_BODY_MAX)
-			return false;
-	}
-	return true;
 }
 
 /* Reads and drops a request body of len bytes (what read_head left in
@@ -599,7 +487,7 @@ static void answer_stub(conn *c, const mock_inet_stub *st)
 
 /* Answers from a site directory: GET and HEAD of a file beneath it;
  * journaled before the answer. */
-static void answer_site(conn *c, int dirfd, const parsed *p, const char *tenant)
+static void answer_site(conn *c, int dirfd, const mock_inet_parsed *p, const char *tenant)
 {
 	char head[512], buf[8192];
 	bool get = strcmp(p->method, "GET") == 0, headonly = strcmp(p->method, "HEAD") == 0;
@@ -672,11 +560,11 @@ static void answer(conn *c)
 	bool metadata = strcmp(c->dest, MOCK_INET_METADATA4 ":80") == 0;
 	char tenant[256] = "";
 	mock_inet_stub *st = NULL;
-	parsed p;
+	mock_inet_parsed p;
 	int dirfd;
 
-	parse_request(c, &p);
-	c->keep = c->served < KEEP_REQUESTS && wants_keep(c, &p, &c->body);
+	mock_inet_parse_request(c->head, fallback_host(c), &p);
+	c->keep = c->served < KEEP_REQUESTS && mock_inet_keep_alive(c->head, &p, &c->body);
 	if (b == NULL || metadata) {
 		answer_page(c);
 		return;
@@ -706,9 +594,9 @@ static void answer(conn *c)
 
 /* Forwards the connection upstream (the head read so far first) and
  * journals it. */
-static void go_upstream(conn *c, const char *host, const parsed *p)
+static void go_upstream(conn *c, const char *host, const mock_inet_parsed *p)
 {
-	parsed none;
+	mock_inet_parsed none;
 	char tenant[256] = "";
 	int rc;
 
@@ -730,7 +618,7 @@ static void go_upstream(conn *c, const char *host, const parsed *p)
 }
 
 /* The requests of one connection, answered in turn while each allows a
- * next (wants_keep); the first's head has the connection's deadline, each
+ * next (mock_inet_keep_alive); the first's head has the connection's deadline, each
  * later one KEEP_IDLE_MS to begin and HEAD_DEADLINE_MS more to end. A
  * plain request for an upstream destination hands the connection over
  * (go_upstream: everything after is the upstream's). */
@@ -750,9 +638,9 @@ static void serve_requests(conn *c, int64_t end, bool up, bool heard)
 			return;
 		}
 		if (c->tls == NULL && up) {
-			parsed p;
+			mock_inet_parsed p;
 
-			parse_request(c, &p);
+			mock_inet_parse_request(c->head, fallback_host(c), &p);
 			if (mock_inet_upstream_match(c->s->book, c->dest_fam, c->dest_raw,
 						     p.method[0] != '\0' ? p.host : NULL)) {
 				go_upstream(c, p.host, &p);
