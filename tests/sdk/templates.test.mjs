@@ -15,6 +15,8 @@ import { existsSync } from "node:fs";
 
 import {
   CreateosSandboxClient,
+  CreateosSandboxPermissionError,
+  CreateosSandboxServerError,
   CreateosSandboxValidationError,
 } from "@nodeops-createos/sandbox";
 import { startMock } from "./mock.mjs";
@@ -183,5 +185,52 @@ test("a build's time, disk and memory limits end it failed", async () => {
     assert.deepEqual(he.at(-1), { final: true, status: "failed" }, JSON.stringify(he));
   } finally {
     await admin("PUT", "/_mock/settings", { template_build_mem_mib: 2048 });
+  }
+});
+
+// GET /v1/metrics with key: the tenant's usage (the SDK does not model it).
+async function usage(apiKey) {
+  const res = await fetch(`${baseUrl}/v1/metrics`, { headers: { "X-Api-Key": apiKey } });
+  assert.equal(res.status, 200);
+  return (await res.json()).data;
+}
+
+test("builds count to their tenant and to the mock; a create over a cap is refused", async () => {
+  const a = client("tpl-cap-a");
+  const b = client("tpl-cap-b");
+  const c = client("tpl-cap-c");
+  // a step that holds the build until its template is deleted
+  const hold = "FROM nodeops/sandbox:debian\nRUN sleep 600\n";
+  await admin("PUT", "/_mock/settings", { template_build_cap: 1, template_build_cap_global: 2 });
+  try {
+    const a1 = await a.templates.create({ name: "a1", dockerfile: hold });
+    assert.equal((await usage("tpl-cap-a")).template_builds.total, 1);
+    assert.equal((await usage("tpl-cap-b")).template_builds.total, 0, "another tenant's build is not b's");
+    await assert.rejects(
+      a.templates.create({ name: "a2", dockerfile: hold }),
+      (e) => e instanceof CreateosSandboxPermissionError && /concurrent template build limit reached \(1 per key/.test(e.message),
+    );
+    assert.equal((await a.templates.list()).length, 1, "a refused create makes no template");
+    // b has a cap of its own; its build and a's fill the mock's
+    const b1 = await b.templates.create({ name: "b1", dockerfile: hold });
+    await assert.rejects(
+      c.templates.create({ name: "c1", dockerfile: hold }, { retry: false }),
+      (e) => e instanceof CreateosSandboxServerError && e.statusCode === 503 && /2 builds across all keys/.test(e.message),
+    );
+    // deleting a template ends its build: it no longer counts
+    await a.templates.delete(a1.id);
+    assert.equal((await usage("tpl-cap-a")).template_builds.total, 0);
+    const c1 = await c.templates.create({ name: "c1", dockerfile: hold });
+    await b.templates.delete(b1.id);
+    await c.templates.delete(c1.id);
+    // a build that ended (ready) no longer counts either
+    const quick = await a.templates.create({ name: "quick", dockerfile: DOCKERFILE });
+    assert.deepEqual((await follow(a, quick.id)).at(-1), { final: true, status: "ready" });
+    const again = await a.templates.create({ name: "again", dockerfile: DOCKERFILE });
+    assert.deepEqual((await follow(a, again.id)).at(-1), { final: true, status: "ready" });
+    await a.templates.delete(quick.id);
+    await a.templates.delete(again.id);
+  } finally {
+    await admin("PUT", "/_mock/settings", { template_build_cap: 4, template_build_cap_global: 8 });
   }
 });

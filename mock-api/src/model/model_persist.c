@@ -517,7 +517,9 @@ void mock_model_after_restore(mock_model *m)
 			break;
 		}
 	}
-	for (mock_tenant *t = m->tenants; t != NULL; t = t->next)
+	for (mock_tenant *t = m->tenants; t != NULL; t = t->next) {
 		note_user_id(m, t->user_id);
+		mock_template_after_restore(t);
+	}
 	m->next_due_ms = INT64_MIN;
 }

@@ -100,16 +100,28 @@ static void log_line(build *b, const char *fmt, ...)
 	pthread_mutex_unlock(&b->mock->model->lock);
 }
 
+/* The build's end: its status, and with --state-dir its template as it
+ * ended (ready with its layer, or failed with its log) in the state log,
+ * which no request does for it (a restart then finds it so). A build
+ * cancelled (template deleted, reset, stop) changes nothing. */
 static void set_status(build *b, const char *status, double size)
 {
+	sbx_mock *mock = b->mock;
+	sbx_err err = {{0}};
 	cJSON *tpl;
+	bool ended;
 
-	pthread_mutex_lock(&b->mock->model->lock);
+	pthread_mutex_lock(&mock->model->lock);
 	tpl = tpl_of(b);
 	if (tpl != NULL)
-		mock_template_set_status(b->mock->model, tpl, status, size);
+		mock_template_set_status(mock->model, tpl, status, size);
+	ended = tpl != NULL && mock_template_done(tpl);
 	pthread_cond_broadcast(&log_grew);
-	pthread_mutex_unlock(&b->mock->model->lock);
+	pthread_mutex_unlock(&mock->model->lock);
+	if (ended && mock->persist_tenant != NULL && mock->persist_tenant(mock, b->t, &err) != 0 &&
+	    !mock->quiet)
+		fprintf(stderr, "sbx-mock: template %s: its end could not be made durable: %s\n", b->id,
+			err.msg);
 }
 
 /* ---- a step's output, line by line ---- */
@@ -714,6 +726,32 @@ void mock_op_templates_stop(sbx_mock *mock)
 	}
 	free(mock->builds);
 	mock->builds = NULL;
+}
+
+void mock_op_templates_restored(sbx_mock *mock)
+{
+	char dir[TPL_DIR_MAX], layer[TPL_DIR_MAX + 8], line[TPL_DIR_MAX + 200];
+
+	for (mock_tenant *t = mock->model->tenants; t != NULL; t = t->next) {
+		cJSON *tpl;
+
+		cJSON_ArrayForEach(tpl, t->templates) {
+			const cJSON *st = cJSON_GetObjectItemCaseSensitive(tpl, "status");
+
+			if (!cJSON_IsString(st) || strcmp(st->valuestring, "ready") != 0)
+				continue;
+			tpl_dir(mock, cJSON_GetObjectItemCaseSensitive(tpl, "id")->valuestring, dir, sizeof(dir));
+			snprintf(layer, sizeof(layer), "%s/layer", dir);
+			if (access(layer, F_OK) == 0 || mock->gmode != GUEST_CONTAINED)
+				continue;
+			snprintf(line, sizeof(line),
+				 "after a restart: the template's layer %s is not there (another --work-dir?), "
+				 "so no sandbox can boot on it; create the template again",
+				 layer);
+			mock_template_log(tpl, line);
+			mock_template_set_status(mock->model, tpl, "failed", 0);
+		}
+	}
 }
 
 void mock_op_template_forget(sbx_mock *mock, const char *id)

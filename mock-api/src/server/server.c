@@ -704,6 +704,7 @@ sbx_mock *sbx_mock_start(const sbx_mock_config *cfg, sbx_err *err)
 	mock->guest_booted = mock_op_computer_boot;
 	mock->guest_seed = mock_op_template_seed;
 	mock->builds_cancel = mock_op_templates_cancel;
+	mock->persist_tenant = mock_durable_persist;
 	if (mock_settings_from_config(cfg, &set, err) != 0)
 		goto out_stop;
 	if (copy_config(mock, cfg, err) != 0)
