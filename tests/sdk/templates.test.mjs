@@ -11,7 +11,9 @@
 // Usage: node --test templates.test.mjs   (SBX_MOCK_BIN=/path/to/sbx-mock)
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 
 import {
   CreateosSandboxClient,
@@ -232,5 +234,68 @@ test("builds count to their tenant and to the mock; a create over a cap is refus
     await a.templates.delete(again.id);
   } finally {
     await admin("PUT", "/_mock/settings", { template_build_cap: 4, template_build_cap_global: 8 });
+  }
+});
+
+test("a durable mock keeps a ready template across a restart; a build it was running ends failed", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "sbx-tpl-state-"));
+  const args = ["--self-listen", "127.0.0.1:0", "--admin-token", ADMIN, "--images", STORE, "--state-dir", dir];
+  let first = await startMock(args);
+  let second;
+  try {
+    let box = new CreateosSandboxClient({ apiKey: "tpl-durable", baseUrl: first.baseUrl });
+    const held = await box.templates.create({ name: "held", dockerfile: "FROM nodeops/sandbox:debian\nRUN sleep 600\n" });
+    // the last change before the stop is a build's end, which no request
+    // acknowledges: the mock must have logged it itself
+    const ready = await box.templates.create({ name: "kept", dockerfile: DOCKERFILE });
+    assert.deepEqual((await follow(box, ready.id)).at(-1), { final: true, status: "ready" });
+    await first.stop();
+    first = undefined;
+
+    second = await startMock(args);
+    box = new CreateosSandboxClient({ apiKey: "tpl-durable", baseUrl: second.baseUrl });
+    const kept = await box.templates.get("kept");
+    assert.equal(kept.id, ready.id);
+    assert.equal(kept.status, "ready");
+    assert.ok(kept.built_at && kept.ext4_size_bytes > 0, JSON.stringify(kept));
+    const sb = await box.createSandbox({ shape: SHAPE, rootfs: "kept" });
+    assert.equal((await sb.runCommand("cat", ["/etc/marker"])).result.stdout, "built-by-run\n");
+    await sb.destroy();
+    const lost = await box.templates.get(held.id);
+    assert.equal(lost.status, "failed");
+    const events = await follow(box, held.id);
+    assert.deepEqual(events.at(-1), { final: true, status: "failed" });
+    assert.ok(
+      events.some((e) => /build failed: the mock restarted during the build/.test(e.line ?? "")),
+      JSON.stringify(events),
+    );
+    // not counted any more: the tenant's build cap is free
+    assert.equal((await fetch(`${second.baseUrl}/v1/metrics`, { headers: { "X-Api-Key": "tpl-durable" } })
+      .then((r) => r.json())).data.template_builds.total, 0);
+  } finally {
+    await first?.stop();
+    await second?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("a mock that is not durable takes its templates' layers with it at stop", async () => {
+  const tmp = mkdtempSync(join(tmpdir(), "sbx-tpl-tmp-"));
+  const saved = process.env.TMPDIR;
+  process.env.TMPDIR = tmp; // its work dir goes below it
+  let other;
+  try {
+    other = await startMock(["--images", STORE]);
+    const box = new CreateosSandboxClient({ apiKey: "tpl-leak", baseUrl: other.baseUrl });
+    const tpl = await box.templates.create({ name: "gone", dockerfile: DOCKERFILE });
+    assert.deepEqual((await follow(box, tpl.id)).at(-1), { final: true, status: "ready" });
+    await other.stop();
+    other = undefined;
+    assert.deepEqual(readdirSync(tmp), [], "the work dir and the layer in it are gone");
+  } finally {
+    if (saved === undefined) delete process.env.TMPDIR;
+    else process.env.TMPDIR = saved;
+    await other?.stop();
+    rmSync(tmp, { recursive: true, force: true });
   }
 });

@@ -380,6 +380,17 @@ static int mkdir_p(const char *dir, char *why, size_t cap)
 	return 0;
 }
 
+/* rm -rf dir when it exists; what names it in a warning. */
+static void remove_tree(const sbx_mock *mock, const char *dir, const char *what)
+{
+	char path[TPL_DIR_MAX], why[256];
+	char *rm[] = {"/bin/rm", "-rf", path, NULL};
+
+	snprintf(path, sizeof(path), "%s", dir);
+	if (access(path, F_OK) == 0 && run_cmd(rm, why, sizeof(why)) != 0 && !mock->quiet)
+		fprintf(stderr, "sbx-mock: removing %s: %s\n", what, why);
+}
+
 static void tpl_dir(const sbx_mock *mock, const char *id, char *out, size_t cap)
 {
 	snprintf(out, cap, "%s/templates/%s", mock->work_dir, id);
@@ -703,6 +714,18 @@ void mock_op_templates_cancel(sbx_mock *mock)
 	pthread_mutex_unlock(&mock->model->lock);
 }
 
+/* Not durable: the templates end with the mock, and so do their layers
+ * (else each run left them in the work dir, and the work dir with them).
+ * Durable: kept for the restart (DURABLE.md). */
+static void drop_layers(sbx_mock *mock)
+{
+	char dir[TPL_DIR_MAX];
+
+	snprintf(dir, sizeof(dir), "%s/templates", mock->work_dir);
+	if (mock->state == NULL)
+		remove_tree(mock, dir, "the templates' layers");
+}
+
 void mock_op_templates_stop(sbx_mock *mock)
 {
 	build *list;
@@ -710,6 +733,7 @@ void mock_op_templates_stop(sbx_mock *mock)
 	pthread_mutex_lock(&mock->model->lock);
 	if (mock->builds == NULL) {
 		pthread_mutex_unlock(&mock->model->lock);
+		drop_layers(mock);
 		return;
 	}
 	mock->builds->stopping = true;
@@ -726,6 +750,7 @@ void mock_op_templates_stop(sbx_mock *mock)
 	}
 	free(mock->builds);
 	mock->builds = NULL;
+	drop_layers(mock);
 }
 
 void mock_op_templates_restored(sbx_mock *mock)
@@ -756,12 +781,10 @@ void mock_op_templates_restored(sbx_mock *mock)
 
 void mock_op_template_forget(sbx_mock *mock, const char *id)
 {
-	char dir[TPL_DIR_MAX], why[256];
-	char *rm[] = {"/bin/rm", "-rf", dir, NULL};
+	char dir[TPL_DIR_MAX];
 
 	tpl_dir(mock, id, dir, sizeof(dir));
-	if (access(dir, F_OK) == 0 && run_cmd(rm, why, sizeof(why)) != 0 && !mock->quiet)
-		fprintf(stderr, "sbx-mock: template %s: removing its layer: %s\n", id, why);
+	remove_tree(mock, dir, id);
 }
 
 int mock_op_template_seed(sbx_mock *mock, const mock_sandbox *sb, sbx_err *err)
