@@ -426,8 +426,9 @@ bool mock_template_done(const cJSON *tpl);
 /* The tenant's templates whose build has not ended: pending (queued)
  * and building. */
 void mock_template_builds(const mock_tenant *t, unsigned *pending, unsigned *building);
-/* A durable replay's templates (mock_model_after_restore): a build the
- * old mock was running has no thread now; it ends failed saying so. */
+/* A tenant's templates just restored from a state record: a build the
+ * old mock was running (or one without a status) has no thread now; it
+ * ends failed saying so. */
 void mock_template_after_restore(mock_tenant *t);
 /* The allow-listed bases a Dockerfile's FROM may name. */
 extern const char *const mock_template_bases[];

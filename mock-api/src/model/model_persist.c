@@ -254,6 +254,9 @@ int mock_tenant_restore(mock_model *m, const cJSON *o, char *why, size_t cap)
 	t->networks = rj(o, "networks", true);
 	t->disks = rj(o, "disks", true);
 	t->templates = rj(o, "templates", true);
+	/* a build in the record was the old process's: it ended with it (a
+	 * later record of this tenant replaces these, so each is said once) */
+	mock_template_after_restore(t);
 	return 0;
 }
 
@@ -517,9 +520,7 @@ void mock_model_after_restore(mock_model *m)
 			break;
 		}
 	}
-	for (mock_tenant *t = m->tenants; t != NULL; t = t->next) {
+	for (mock_tenant *t = m->tenants; t != NULL; t = t->next)
 		note_user_id(m, t->user_id);
-		mock_template_after_restore(t);
-	}
 	m->next_due_ms = INT64_MIN;
 }
