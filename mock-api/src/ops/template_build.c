@@ -30,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "guest/cell.h" /* mock_cell_host_root */
 #include "guest/cell_pool.h"
 #include "guest/cell_proto.h" /* CELL_DISK_FD */
 #include "guest/images.h"
@@ -221,6 +222,22 @@ static int run_argv(build *b, mock_guest *g, build_env *e, const char *const *ar
 	int64_t left = deadline_ms - sbx_mono_ms();
 
 	if (e->user[0] != '\0' && strcmp(e->user, "root") != 0 && strcmp(e->user, "0") != 0) {
+		/* An unprivileged mock's cells map one uid (root inside = the
+		 * mock's own uid): no other uid exists in them, so setgroups
+		 * and setuid to it fail (runuser said only "cannot set groups:
+		 * Operation not permitted"). Mapping more needs newuidmap and
+		 * subordinate ids, or CAP_SETUID outside; a nested user
+		 * namespace (which a cell's filter refuses) could map the
+		 * account only onto root, whose files it would then own. */
+		if (!mock_cell_host_root()) {
+			snprintf(why, cap,
+				 "USER %s: this mock runs unprivileged, so its cells map only root (uid 0 inside "
+				 "is the mock's own uid outside) and no uid for %s exists in them: a step cannot "
+				 "run as any account but root here. Build templates with a non-root USER on a "
+				 "mock run as root (mock-api/TEMPLATES.md)",
+				 e->user, e->user);
+			return -1;
+		}
 		/* USER: the steps after it run as that account (util-linux's
 		 * runuser, in the base image) */
 		full[n++] = "runuser";
