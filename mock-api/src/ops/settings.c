@@ -57,8 +57,8 @@ int mock_settings_from_config(const sbx_mock_config *cfg, mock_settings *set, sb
 	set->tpl_build_timeout_s = MOCK_TPL_BUILD_TIMEOUT_S;
 	set->tpl_build_disk_mib = MOCK_TPL_BUILD_DISK_MIB;
 	set->tpl_build_mem_mib = MOCK_TPL_BUILD_MEM_MIB;
-	set->tpl_build_cap = MOCK_TPL_BUILD_CAP;
-	set->tpl_build_cap_global = MOCK_TPL_BUILD_CAP_GLOBAL;
+	set->tpl_build_cap = cfg->template_build_cap;
+	set->tpl_build_cap_global = cfg->template_build_cap_global;
 	snprintf(set->region, sizeof(set->region), "%s",
 		 cfg->region != NULL ? cfg->region : "local");
 	if (sbx_mock_parse_timing(cfg->timing, &set->timing_scale, err) != 0)
