@@ -101,10 +101,8 @@ static void log_line(build *b, const char *fmt, ...)
 	pthread_mutex_unlock(&b->mock->model->lock);
 }
 
-/* The build's end: its status, and with --state-dir its template as it
- * ended (ready with its layer, or failed with its log) in the state log,
- * which no request does for it (a restart then finds it so). A build
- * cancelled (template deleted, reset, stop) changes nothing. */
+/* The build's end: its status, and with --state-dir the template as it
+ * ended in the state log (no request logs it). A cancelled build: nothing. */
 static void set_status(build *b, const char *status, double size)
 {
 	sbx_mock *mock = b->mock;
@@ -222,13 +220,9 @@ static int run_argv(build *b, mock_guest *g, build_env *e, const char *const *ar
 	int64_t left = deadline_ms - sbx_mono_ms();
 
 	if (e->user[0] != '\0' && strcmp(e->user, "root") != 0 && strcmp(e->user, "0") != 0) {
-		/* An unprivileged mock's cells map one uid (root inside = the
-		 * mock's own uid): no other uid exists in them, so setgroups
-		 * and setuid to it fail (runuser said only "cannot set groups:
-		 * Operation not permitted"). Mapping more needs newuidmap and
-		 * subordinate ids, or CAP_SETUID outside; a nested user
-		 * namespace (which a cell's filter refuses) could map the
-		 * account only onto root, whose files it would then own. */
+		/* an unprivileged mock's cells map only root: no other uid
+		 * exists there (runuser said only "cannot set groups"); why
+		 * nothing maps more: TEMPLATES.md "A non-root USER" */
 		if (!mock_cell_host_root()) {
 			snprintf(why, cap,
 				 "USER %s: this mock runs unprivileged, so its cells map only root (uid 0 inside "
@@ -731,9 +725,8 @@ void mock_op_templates_cancel(sbx_mock *mock)
 	pthread_mutex_unlock(&mock->model->lock);
 }
 
-/* Not durable: the templates end with the mock, and so do their layers
- * (else each run left them in the work dir, and the work dir with them).
- * Durable: kept for the restart (DURABLE.md). */
+/* Not durable: the layers end with the mock (else they, and the work dir
+ * with them, stayed). Durable: kept for the restart (DURABLE.md). */
 static void drop_layers(sbx_mock *mock)
 {
 	char dir[TPL_DIR_MAX];
@@ -786,10 +779,8 @@ void mock_op_templates_restored(sbx_mock *mock)
 			snprintf(layer, sizeof(layer), "%s/layer", dir);
 			if (access(layer, F_OK) == 0 || mock->gmode != GUEST_CONTAINED)
 				continue;
-			snprintf(line, sizeof(line),
-				 "after a restart: the template's layer %s is not there (another --work-dir?), "
-				 "so no sandbox can boot on it; create the template again",
-				 layer);
+			snprintf(line, sizeof(line), "after a restart: the template's layer %s is not there "
+				 "(another --work-dir?); create the template again", layer);
 			mock_template_log(tpl, line);
 			mock_template_set_status(mock->model, tpl, "failed", 0);
 		}
