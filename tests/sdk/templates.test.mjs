@@ -279,16 +279,24 @@ test("a durable mock keeps a ready template across a restart; a build it was run
   }
 });
 
-test("a mock that is not durable takes its templates' layers with it at stop", async () => {
+test("a reset and, when not durable, a stop remove the templates' layers", async () => {
   const tmp = mkdtempSync(join(tmpdir(), "sbx-tpl-tmp-"));
   const saved = process.env.TMPDIR;
   process.env.TMPDIR = tmp; // its work dir goes below it
   let other;
   try {
-    other = await startMock(["--images", STORE]);
+    other = await startMock(["--images", STORE, "--admin-token", ADMIN]);
+    const [work] = readdirSync(tmp);
+    const layers = () => (existsSync(join(tmp, work, "templates")) ? readdirSync(join(tmp, work, "templates")) : []);
     const box = new CreateosSandboxClient({ apiKey: "tpl-leak", baseUrl: other.baseUrl });
+    const first = await box.templates.create({ name: "reset", dockerfile: DOCKERFILE });
+    assert.deepEqual((await follow(box, first.id)).at(-1), { final: true, status: "ready" });
+    assert.deepEqual(layers(), [first.id]);
+    await other.admin("POST", "/_mock/reset", {});
+    assert.deepEqual(layers(), [], "a reset takes the templates and their layers");
     const tpl = await box.templates.create({ name: "gone", dockerfile: DOCKERFILE });
     assert.deepEqual((await follow(box, tpl.id)).at(-1), { final: true, status: "ready" });
+    assert.deepEqual(layers(), [tpl.id]);
     await other.stop();
     other = undefined;
     assert.deepEqual(readdirSync(tmp), [], "the work dir and the layer in it are gone");

@@ -96,14 +96,23 @@ fail:
  * there found none, and every image was unusable. */
 static unsigned host_uid(void)
 {
-	unsigned long inside = 1, outside = 0, count = 0;
+	char line[128] = "";
+	char *p = line, *end = NULL;
+	unsigned long v[3] = {1, 0, 0};
 	FILE *f = geteuid() == 0 && !mock_cell_host_root() ? fopen("/proc/self/uid_map", "re") : NULL;
-	bool one = f != NULL && fscanf(f, "%lu %lu %lu", &inside, &outside, &count) == 3 && inside == 0 &&
-		   count == 1;
 
+	if (f != NULL && fgets(line, sizeof(line), f) == NULL)
+		line[0] = '\0';
 	if (f != NULL)
 		fclose(f);
-	return one ? (unsigned)outside : (unsigned)geteuid();
+	for (int i = 0; i < 3 && line[0] != '\0'; i++, p = end) {
+		errno = 0;
+		v[i] = strtoul(p, &end, 10);
+		if (end == p || errno != 0)
+			return (unsigned)geteuid();
+	}
+	/* "0 OUTSIDE 1": root here is OUTSIDE on the host */
+	return v[0] == 0 && v[2] == 1 ? (unsigned)v[1] : (unsigned)geteuid();
 }
 
 /* Decides whether a cell of this mock can use img->dir, and says how. */
