@@ -266,6 +266,9 @@ static void within_limits(const mock_cli *c, const args *a)
 	sbx_mock_config_init(&d);
 	check(range(x->sandbox_cap, d.sandbox_cap, 0, 1000000), "--cap out of range", NULL);
 	check(range(x->cap_status, d.cap_status, 400, 599), "--cap-status out of range", NULL);
+	check(range(x->template_build_cap, d.template_build_cap, 0, 1000), "--template-build-cap out of range", NULL);
+	check(range(x->template_build_cap_global, d.template_build_cap_global, 0, 1000),
+	      "--template-build-cap-global out of range", NULL);
 	check(range(x->max_egress_rules, d.max_egress_rules, 1, 1000000), "--max-egress-rules out of range", NULL);
 	check(range(x->max_json_body, d.max_json_body, 1024, 1ULL << 30), "--max-body out of range", NULL);
 	check(range(x->max_file_body, d.max_file_body, 1024, 1ULL << 34), "--max-file-body out of range", NULL);

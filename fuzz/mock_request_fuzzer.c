@@ -76,6 +76,10 @@ static mock_model *new_model(void)
 	set.max_egress_rules = SBX_EGRESS_MAX_RULES_DEFAULT;
 	snprintf(set.region, sizeof(set.region), "local");
 	set.ready = true;
+	/* the start's defaults: a fuzzer's templates stay pending (no build
+	 * runs), so its creates reach both build caps */
+	set.tpl_build_cap = MOCK_TPL_BUILD_CAP;
+	set.tpl_build_cap_global = MOCK_TPL_BUILD_CAP_GLOBAL;
 	m = mock_model_new(&set);
 	/* records name tenants by a keyed hash: a model that dumps and
 	 * restores needs the secret, as with --state-dir */
@@ -719,6 +723,10 @@ static void fuzz_others(mock_model *m, mock_tenant *t, const cJSON *b)
 		check(cJSON_GetObjectItemCaseSensitive(view, "_created_ms") == NULL,
 		      "template view shows internals");
 		cJSON_Delete(view);
+	} else if (e.status == 503) {
+		/* the mock's own capacity, as the live fleet's (LIMITS.md) */
+		check(strstr(e.msg, "concurrent template build limit is reached") != NULL,
+		      "template refused with a 5xx other than the mock's build cap");
 	} else {
 		check_err(&e, "template refused with a status outside 4xx");
 	}

@@ -133,11 +133,62 @@ static void build_without_image_fails_saying_why(void **state)
 	th_resp_free(&r);
 }
 
+/* One request (key NULL: the admin API) that must answer want, with says
+ * in its body when says is not NULL. */
+static void answers(const char *key, const char *method, const char *path, const char *body, long want,
+		    const char *says)
+{
+	th_resp r;
+
+	if (key == NULL)
+		th_admin(U, TOK, method, path, body, &r);
+	else
+		th_json(U, key, method, path, body, &r);
+	expect_status(&r, want, path);
+	if (says != NULL && strstr(sbx_strbuf_str(&r.body), says) == NULL)
+		fail_msg("%s %s: \"%s\" is not in %s", method, path, says, sbx_strbuf_str(&r.body));
+	th_resp_free(&r);
+}
+
+/* The caps on concurrent builds are settings; a create over either is
+ * refused at once and makes no template (a cap of 0 refuses every build:
+ * the counting itself, with builds that hold, is sdk_templates'). */
+static void build_caps_refuse_at_create(void **state)
+{
+	static const char body[] = "{\"name\":\"capped\",\"dockerfile\":\"FROM nodeops/sandbox:debian\\nRUN true\"}";
+	static const char *const set = "/_mock/settings";
+
+	(void)state;
+	answers(NULL, "GET", set, NULL, 200, "\"template_build_cap\":4,\"template_build_cap_global\":8");
+	answers(NULL, "PUT", set, "{\"template_build_cap\":1.5}", 400, "template_build_cap must be a whole number");
+	answers(NULL, "PUT", set, "{\"template_build_cap_global\":-1}", 400, "template_build_cap_global must be");
+
+	answers(NULL, "PUT", set, "{\"template_build_cap\":0}", 200, NULL);
+	answers("tk", "POST", "/v1/templates", body, 403,
+		"\"error\":\"concurrent template build limit reached (0 per key; 0 pending, 0 building)");
+	answers("tk", "POST", "/v1/templates", body, 403, "\"code\":\"QUOTA_EXCEEDED\"");
+	answers("tk", "GET", "/v1/templates", NULL, 200, "\"data\":[]");
+
+	answers(NULL, "PUT", set, "{\"template_build_cap\":4,\"template_build_cap_global\":0}", 200, NULL);
+	answers("tk", "POST", "/v1/templates", body, 503,
+		"\"status\":\"error\",\"message\":\"the mock's concurrent template build limit is reached "
+		"(0 builds across all keys)");
+	answers(NULL, "PUT", set, "{\"template_build_cap_global\":8}", 200, NULL);
+
+	/* within the caps again: the create is accepted, and its build, once
+	 * ended (failed: no image here), no longer counts */
+	answers("tk", "POST", "/v1/templates", body, 200, "\"status\":\"pending\"");
+	answers("tk", "GET", "/v1/templates/capped/logs?follow=true", NULL, 200, "{\"final\":true");
+	answers("tk", "GET", "/v1/metrics", NULL, 200,
+		"\"template_builds\":{\"pending\":0,\"building\":0,\"total\":0}");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(dockerfile_rules, mf_reset),
 		cmocka_unit_test_setup(build_without_image_fails_saying_why, mf_reset),
+		cmocka_unit_test_setup(build_caps_refuse_at_create, mf_reset),
 	};
 
 	return cmocka_run_group_tests(tests, mf_group_setup, mf_group_teardown);

@@ -5,7 +5,9 @@
  * pip installs a local package system-wide and python3 imports it, npm
  * install -g puts a local package's binary on PATH, /etc/os-release is
  * Debian's; a fork keeps what was installed; another rootfs name gets the
- * host skeleton; the image itself is never written from a guest.
+ * host skeleton; the image itself is never written from a guest; a
+ * template's USER step runs as that account on a mock run as root and, on
+ * an unprivileged one, fails saying its cells map only root.
  *
  * Needs the image built (mock-api/images/build-image devbox:1; ci/bootstrap
  * test does it): without a store holding it the program exits 77 (ctest:
@@ -32,6 +34,7 @@
 
 static char g_store[PATH_MAX];
 static char g_image_dir[PATH_MAX]; /* devbox:1's directory, as the mock uses it */
+static char g_image_note[1024];    /* how the mock uses it (idmapped: its cells map every uid) */
 
 /* build-image's store: $SBX_IMAGE_STORE, /var/cache/sbx-harness/images as
  * root, else $XDG_CACHE_HOME (or ~/.cache)/sbx-harness/images. */
@@ -120,6 +123,7 @@ static void need_image(void)
 		print_message("devbox:1 in %s is not usable by this mock: %s\n", g_store, note);
 		skip();
 	}
+	snprintf(g_image_note, sizeof(g_image_note), "%s", note);
 }
 
 /* sh -c script in id; asserts exit 0 and returns the result (cx_free it). */
@@ -338,6 +342,38 @@ static void image_never_writable_from_guest(void **state)
 	assert_int_equal(after.st_size, before.st_size);
 }
 
+/* A template's USER step. A mock run as root (its cells map every uid:
+ * the image is idmapped) runs the steps after it as that account; an
+ * unprivileged one (its cells map only root: an owned copy) fails the
+ * build saying so, not with runuser's "cannot set groups" (TEMPLATES.md). */
+static void template_user_step(void **state)
+{
+	static const char body[] = "{\"name\":\"as-nobody\",\"dockerfile\":"
+				   "\"FROM nodeops/sandbox:debian\\nUSER nobody\\nRUN id -un\\n\"}";
+	const char *log;
+	th_resp r;
+
+	(void)state;
+	need_image();
+	th_json(U, KEY, "POST", "/v1/templates", body, &r);
+	expect_status(&r, 200, "template create");
+	th_resp_free(&r);
+	th_json(U, KEY, "GET", "/v1/templates/as-nobody/logs?follow=true", NULL, &r);
+	expect_status(&r, 200, "template logs");
+	log = sbx_strbuf_str(&r.body);
+	if (strstr(g_image_note, "idmapped") != NULL) {
+		if (strstr(log, "\"line\":\"nobody\"") == NULL ||
+		    strstr(log, "{\"final\":true,\"status\":\"ready\"}") == NULL)
+			fail_msg("as root, a RUN after USER nobody runs as nobody: %s", log);
+	} else if (strstr(log, "{\"final\":true,\"status\":\"failed\"}") == NULL ||
+		   strstr(log, "RUN: USER nobody: this mock runs unprivileged, so its cells map only root") ==
+			   NULL ||
+		   strstr(log, "runuser:") != NULL) {
+		fail_msg("unprivileged (%s), a RUN after USER nobody fails saying why: %s", g_image_note, log);
+	}
+	th_resp_free(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -348,6 +384,7 @@ int main(void)
 		cmocka_unit_test_setup(installs_are_the_sandboxs_layer, test_setup),
 		cmocka_unit_test_setup(other_names_get_the_skeleton, test_setup),
 		cmocka_unit_test_setup(image_never_writable_from_guest, test_setup),
+		cmocka_unit_test_setup(template_user_step, test_setup),
 	};
 
 	store_path(g_store, sizeof(g_store));

@@ -636,6 +636,27 @@ static void option_values_that_do_not_fit_are_refused(void **state)
 	expect_refused((const char *[]){"--work-dir", dir, NULL}, "--work-dir: ");
 }
 
+/* The template build caps from the command line: the settings a PUT
+ * changes start with them; a value out of the settings' range exits 2. */
+static void template_build_caps_from_flags(void **state)
+{
+	char msg[4096];
+	th_resp resp;
+	run r;
+
+	(void)state;
+	expect_refused((const char *[]){"--template-build-cap", "1001", NULL},
+		       "--template-build-cap: \"1001\" is not a number 0-1000");
+	expect_refused((const char *[]){"--template-build-cap-global", "x", NULL}, "--template-build-cap-global");
+	start(&r, (const char *[]){"--self-listen", "off", "--template-build-cap", "2", "--template-build-cap-global",
+				   "0", NULL});
+	th_admin(r.url, TOKEN, "GET", "/_mock/settings", NULL, &resp);
+	if (strstr(sbx_strbuf_str(&resp.body), "\"template_build_cap\":2,\"template_build_cap_global\":0") == NULL)
+		fail_msg("the flags' caps are not the settings: %s", sbx_strbuf_str(&resp.body));
+	th_resp_free(&resp);
+	stop(&r, msg, sizeof(msg));
+}
+
 static void exposed_or_closed_starts_warn(void **state)
 {
 	char msg[8192];
@@ -689,6 +710,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_teardown(raw_key_log_is_refused, teardown),
 		cmocka_unit_test_teardown(damaged_log_needs_state_repair, teardown),
 		cmocka_unit_test_teardown(exposed_or_closed_starts_warn, teardown),
+		cmocka_unit_test_teardown(template_build_caps_from_flags, teardown),
 	};
 	int rc;
 

@@ -147,7 +147,7 @@ static void restored_template_without_status_gets_one(void **state)
 	assert_non_null(t);
 	view = mock_template_view(m, mock_template_find(t, "tpl-1"));
 	assert_non_null(view);
-	assert_true(cJSON_IsString(cJSON_GetObjectItemCaseSensitive(view, "status")));
+	assert_string_equal(cJSON_GetObjectItemCaseSensitive(view, "status")->valuestring, "failed");
 	assert_null(cJSON_GetObjectItemCaseSensitive(view, "_created_ms"));
 	cJSON_Delete(view);
 	mock_model_free(m);

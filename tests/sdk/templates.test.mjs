@@ -11,10 +11,14 @@
 // Usage: node --test templates.test.mjs   (SBX_MOCK_BIN=/path/to/sbx-mock)
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 
 import {
   CreateosSandboxClient,
+  CreateosSandboxPermissionError,
+  CreateosSandboxServerError,
   CreateosSandboxValidationError,
 } from "@nodeops-createos/sandbox";
 import { startMock } from "./mock.mjs";
@@ -183,5 +187,123 @@ test("a build's time, disk and memory limits end it failed", async () => {
     assert.deepEqual(he.at(-1), { final: true, status: "failed" }, JSON.stringify(he));
   } finally {
     await admin("PUT", "/_mock/settings", { template_build_mem_mib: 2048 });
+  }
+});
+
+// GET /v1/metrics with key: the tenant's usage (the SDK does not model it).
+async function usage(apiKey) {
+  const res = await fetch(`${baseUrl}/v1/metrics`, { headers: { "X-Api-Key": apiKey } });
+  assert.equal(res.status, 200);
+  return (await res.json()).data;
+}
+
+test("builds count to their tenant and to the mock; a create over a cap is refused", async () => {
+  const a = client("tpl-cap-a");
+  const b = client("tpl-cap-b");
+  const c = client("tpl-cap-c");
+  // a step that holds the build until its template is deleted
+  const hold = "FROM nodeops/sandbox:debian\nRUN sleep 600\n";
+  await admin("PUT", "/_mock/settings", { template_build_cap: 1, template_build_cap_global: 2 });
+  try {
+    const a1 = await a.templates.create({ name: "a1", dockerfile: hold });
+    assert.equal((await usage("tpl-cap-a")).template_builds.total, 1);
+    assert.equal((await usage("tpl-cap-b")).template_builds.total, 0, "another tenant's build is not b's");
+    await assert.rejects(
+      a.templates.create({ name: "a2", dockerfile: hold }),
+      (e) => e instanceof CreateosSandboxPermissionError && /concurrent template build limit reached \(1 per key/.test(e.message),
+    );
+    assert.equal((await a.templates.list()).length, 1, "a refused create makes no template");
+    // b has a cap of its own; its build and a's fill the mock's
+    const b1 = await b.templates.create({ name: "b1", dockerfile: hold });
+    await assert.rejects(
+      c.templates.create({ name: "c1", dockerfile: hold }, { retry: false }),
+      (e) => e instanceof CreateosSandboxServerError && e.statusCode === 503 && /2 builds across all keys/.test(e.message),
+    );
+    // deleting a template ends its build: it no longer counts
+    await a.templates.delete(a1.id);
+    assert.equal((await usage("tpl-cap-a")).template_builds.total, 0);
+    const c1 = await c.templates.create({ name: "c1", dockerfile: hold });
+    await b.templates.delete(b1.id);
+    await c.templates.delete(c1.id);
+    // a build that ended (ready) no longer counts either
+    const quick = await a.templates.create({ name: "quick", dockerfile: DOCKERFILE });
+    assert.deepEqual((await follow(a, quick.id)).at(-1), { final: true, status: "ready" });
+    const again = await a.templates.create({ name: "again", dockerfile: DOCKERFILE });
+    assert.deepEqual((await follow(a, again.id)).at(-1), { final: true, status: "ready" });
+    await a.templates.delete(quick.id);
+    await a.templates.delete(again.id);
+  } finally {
+    await admin("PUT", "/_mock/settings", { template_build_cap: 4, template_build_cap_global: 8 });
+  }
+});
+
+test("a durable mock keeps a ready template across a restart; a build it was running ends failed", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "sbx-tpl-state-"));
+  const args = ["--self-listen", "127.0.0.1:0", "--admin-token", ADMIN, "--images", STORE, "--state-dir", dir];
+  let first = await startMock(args);
+  let second;
+  try {
+    let box = new CreateosSandboxClient({ apiKey: "tpl-durable", baseUrl: first.baseUrl });
+    const held = await box.templates.create({ name: "held", dockerfile: "FROM nodeops/sandbox:debian\nRUN sleep 600\n" });
+    // the last change before the stop is a build's end, which no request
+    // acknowledges: the mock must have logged it itself
+    const ready = await box.templates.create({ name: "kept", dockerfile: DOCKERFILE });
+    assert.deepEqual((await follow(box, ready.id)).at(-1), { final: true, status: "ready" });
+    await first.stop();
+    first = undefined;
+
+    second = await startMock(args);
+    box = new CreateosSandboxClient({ apiKey: "tpl-durable", baseUrl: second.baseUrl });
+    const kept = await box.templates.get("kept");
+    assert.equal(kept.id, ready.id);
+    assert.equal(kept.status, "ready");
+    assert.ok(kept.built_at && kept.ext4_size_bytes > 0, JSON.stringify(kept));
+    const sb = await box.createSandbox({ shape: SHAPE, rootfs: "kept" });
+    assert.equal((await sb.runCommand("cat", ["/etc/marker"])).result.stdout, "built-by-run\n");
+    await sb.destroy();
+    const lost = await box.templates.get(held.id);
+    assert.equal(lost.status, "failed");
+    const events = await follow(box, held.id);
+    assert.deepEqual(events.at(-1), { final: true, status: "failed" });
+    assert.ok(
+      events.some((e) => /build failed: the mock restarted during the build/.test(e.line ?? "")),
+      JSON.stringify(events),
+    );
+    // not counted any more: the tenant's build cap is free
+    assert.equal((await fetch(`${second.baseUrl}/v1/metrics`, { headers: { "X-Api-Key": "tpl-durable" } })
+      .then((r) => r.json())).data.template_builds.total, 0);
+  } finally {
+    await first?.stop();
+    await second?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("a reset and, when not durable, a stop remove the templates' layers", async () => {
+  const tmp = mkdtempSync(join(tmpdir(), "sbx-tpl-tmp-"));
+  const saved = process.env.TMPDIR;
+  process.env.TMPDIR = tmp; // its work dir goes below it
+  let other;
+  try {
+    other = await startMock(["--images", STORE, "--admin-token", ADMIN]);
+    const [work] = readdirSync(tmp);
+    const layers = () => (existsSync(join(tmp, work, "templates")) ? readdirSync(join(tmp, work, "templates")) : []);
+    const box = new CreateosSandboxClient({ apiKey: "tpl-leak", baseUrl: other.baseUrl });
+    const first = await box.templates.create({ name: "reset", dockerfile: DOCKERFILE });
+    assert.deepEqual((await follow(box, first.id)).at(-1), { final: true, status: "ready" });
+    assert.deepEqual(layers(), [first.id]);
+    await other.admin("POST", "/_mock/reset", {});
+    assert.deepEqual(layers(), [], "a reset takes the templates and their layers");
+    const tpl = await box.templates.create({ name: "gone", dockerfile: DOCKERFILE });
+    assert.deepEqual((await follow(box, tpl.id)).at(-1), { final: true, status: "ready" });
+    assert.deepEqual(layers(), [tpl.id]);
+    await other.stop();
+    other = undefined;
+    assert.deepEqual(readdirSync(tmp), [], "the work dir and the layer in it are gone");
+  } finally {
+    if (saved === undefined) delete process.env.TMPDIR;
+    else process.env.TMPDIR = saved;
+    await other?.stop();
+    rmSync(tmp, { recursive: true, force: true });
   }
 });

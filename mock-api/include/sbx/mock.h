@@ -30,6 +30,8 @@ typedef struct sbx_mock_config {
 	unsigned sandbox_cap;        /* concurrent sandboxes per tenant, default 5 */
 	unsigned cap_status;         /* default 403 (unconfirmed upstream) */
 	const char *cap_code;        /* default "QUOTA_EXCEEDED" */
+	unsigned template_build_cap;        /* concurrent template builds per tenant, default 4 */
+	unsigned template_build_cap_global; /* concurrent template builds in the mock, default 8 */
 	sbx_host_rule_mode host_rule_mode; /* default SBX_HOST_RULES_OBSERVED (what the live service does) */
 	size_t max_egress_rules;     /* default SBX_EGRESS_MAX_RULES_DEFAULT */
 	size_t max_json_body;        /* default 1 MiB */

@@ -89,6 +89,32 @@ fail:
 	return -1;
 }
 
+/* The host's uid of this process: its own, or, for an unprivileged
+ * sbx-mock that entered a user namespace of its own (root in it, for
+ * enforced egress: INTERNET.md), the one id its map holds. The owned
+ * copies are named by it (build-image --owner UID): looking for owned-0
+ * there found none, and every image was unusable. */
+static unsigned host_uid(void)
+{
+	char line[128] = "";
+	char *p = line, *end = NULL;
+	unsigned long v[3] = {1, 0, 0};
+	FILE *f = geteuid() == 0 && !mock_cell_host_root() ? fopen("/proc/self/uid_map", "re") : NULL;
+
+	if (f != NULL && fgets(line, sizeof(line), f) == NULL)
+		line[0] = '\0';
+	if (f != NULL)
+		fclose(f);
+	for (int i = 0; i < 3 && line[0] != '\0'; i++, p = end) {
+		errno = 0;
+		v[i] = strtoul(p, &end, 10);
+		if (end == p || errno != 0)
+			return (unsigned)geteuid();
+	}
+	/* "0 OUTSIDE 1": root here is OUTSIDE on the host */
+	return v[0] == 0 && v[2] == 1 ? (unsigned)v[1] : (unsigned)geteuid();
+}
+
 /* Decides whether a cell of this mock can use img->dir, and says how. */
 static void check_usable(mock_images *im, mock_image *img)
 {
@@ -116,16 +142,17 @@ static void check_usable(mock_images *im, mock_image *img)
 			 "idmapped read-only for each cell (its uid 0 is root inside)");
 		return;
 	}
+	/* st_uid as this process sees it: its own euid when the copy is the
+	 * host uid's (host_uid) */
 	if (st.st_uid != geteuid()) {
 		snprintf(img->note, sizeof(img->note),
-			 "not usable: an unprivileged cell maps only uid %u, and %s is owned by %u "
+			 "not usable: an unprivileged cell maps only uid %u, and %s is not owned by it "
 			 "(as root: mock-api/images/build-image --owner %u NAME)",
-			 (unsigned)geteuid(), img->dir, (unsigned)st.st_uid, (unsigned)geteuid());
+			 host_uid(), img->dir, host_uid());
 		return;
 	}
 	img->usable = true;
-	snprintf(img->note, sizeof(img->note), "bound read-only (a copy owned by uid %u)",
-		 (unsigned)geteuid());
+	snprintf(img->note, sizeof(img->note), "bound read-only (a copy owned by uid %u)", host_uid());
 }
 
 /* Adds or replaces name's entry. */
@@ -194,8 +221,7 @@ static int read_store(mock_images *im, const char *store, sbx_err *err)
 		if (im->userns >= 0)
 			snprintf(img->dir, sizeof(img->dir), "%s/%s/rootfs", store, tab + 1);
 		else
-			snprintf(img->dir, sizeof(img->dir), "%s/%s/owned-%u", store, tab + 1,
-				 (unsigned)geteuid());
+			snprintf(img->dir, sizeof(img->dir), "%s/%s/owned-%u", store, tab + 1, host_uid());
 	}
 	fclose(f);
 	return rc;

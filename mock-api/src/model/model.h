@@ -164,6 +164,12 @@ typedef enum mock_timing_kind { TIMING_INSTANT, TIMING_REALISTIC } mock_timing_k
 #define MOCK_TPL_BUILD_TIMEOUT_S 900u
 #define MOCK_TPL_BUILD_DISK_MIB 4096u
 #define MOCK_TPL_BUILD_MEM_MIB 2048u
+/* Concurrent builds (pending or building) per tenant and in the whole
+ * mock: the mock's own caps (no live limit is known; LIMITS.md). Each
+ * build holds a cell with up to template_build_mem_mib of memory, so the
+ * mock's total stays bounded. */
+#define MOCK_TPL_BUILD_CAP 4u
+#define MOCK_TPL_BUILD_CAP_GLOBAL 8u
 
 typedef struct mock_settings {
 	unsigned sandbox_cap;
@@ -180,6 +186,8 @@ typedef struct mock_settings {
 	unsigned tpl_build_timeout_s;
 	unsigned tpl_build_disk_mib;
 	unsigned tpl_build_mem_mib;
+	unsigned tpl_build_cap;        /* concurrent builds per tenant */
+	unsigned tpl_build_cap_global; /* concurrent builds in the mock */
 } mock_settings;
 
 typedef struct mock_model {
@@ -415,6 +423,13 @@ void mock_template_set_status(mock_model *m, cJSON *tpl, const char *status, dou
 size_t mock_template_log_lines(const cJSON *tpl, size_t from, bool ndjson, sbx_strbuf *out);
 /* Whether the status is final (ready, failed). */
 bool mock_template_done(const cJSON *tpl);
+/* The tenant's templates whose build has not ended: pending (queued)
+ * and building. */
+void mock_template_builds(const mock_tenant *t, unsigned *pending, unsigned *building);
+/* A tenant's templates just restored from a state record: a build the
+ * old mock was running (or one without a status) has no thread now; it
+ * ends failed saying so. */
+void mock_template_after_restore(mock_tenant *t);
 /* The allow-listed bases a Dockerfile's FROM may name. */
 extern const char *const mock_template_bases[];
 

@@ -254,6 +254,9 @@ int mock_tenant_restore(mock_model *m, const cJSON *o, char *why, size_t cap)
 	t->networks = rj(o, "networks", true);
 	t->disks = rj(o, "disks", true);
 	t->templates = rj(o, "templates", true);
+	/* a build in the record was the old process's: it ended with it (a
+	 * later record of this tenant replaces these, so each is said once) */
+	mock_template_after_restore(t);
 	return 0;
 }
 

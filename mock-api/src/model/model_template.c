@@ -270,6 +270,61 @@ static int df_parse_text(df_parse *p, const char *text)
 	return rc;
 }
 
+/* A build that has not ended: queued (pending) or running its steps. */
+static bool build_running(const cJSON *tpl)
+{
+	const char *st = model_str(tpl, "status");
+
+	return st != NULL && (strcmp(st, "pending") == 0 || strcmp(st, "building") == 0);
+}
+
+void mock_template_builds(const mock_tenant *t, unsigned *pending, unsigned *building)
+{
+	const cJSON *tpl;
+
+	*pending = *building = 0;
+	cJSON_ArrayForEach(tpl, t->templates) {
+		if (!build_running(tpl))
+			continue;
+		if (strcmp(model_str(tpl, "status"), "pending") == 0)
+			(*pending)++;
+		else
+			(*building)++;
+	}
+}
+
+/* A build counts to its tenant and to the mock from its create to its end
+ * (ready or failed; deleting the template ends it): over either cap the
+ * create is refused at once, it never queues (LIMITS.md). The tenant's
+ * cap is its quota, 403 QUOTA_EXCEEDED as its other quotas; the mock's is
+ * its capacity, 503 as the live fleet's exhaustion (spec "Quotas and
+ * caps"). Neither answer of the live service is known. */
+static int build_caps(mock_model *m, const mock_tenant *t, mock_err *e)
+{
+	unsigned p, b, all = 0;
+
+	mock_template_builds(t, &p, &b);
+	if (p + b >= m->set.tpl_build_cap) {
+		mock_err_set(e, 403, "QUOTA_EXCEEDED", "error",
+			     "concurrent template build limit reached (%u per key; %u pending, %u building): "
+			     "wait for one to end (ready or failed) or delete one",
+			     m->set.tpl_build_cap, p, b);
+		return -1;
+	}
+	for (const mock_tenant *o = m->tenants; o != NULL; o = o->next) {
+		mock_template_builds(o, &p, &b);
+		all += p + b;
+	}
+	if (all >= m->set.tpl_build_cap_global) {
+		mock_err_set(e, 503, "", "error",
+			     "the mock's concurrent template build limit is reached (%u builds across all "
+			     "keys); retry when one has ended",
+			     m->set.tpl_build_cap_global);
+		return -1;
+	}
+	return 0;
+}
+
 cJSON *mock_template_create(mock_model *m, mock_tenant *t, const cJSON *body, mock_err *e)
 {
 	const char *name = model_str(body, "name");
@@ -301,7 +356,7 @@ cJSON *mock_template_create(mock_model *m, mock_tenant *t, const cJSON *body, mo
 		cJSON_Delete(p.steps);
 		return NULL;
 	}
-	if (model_need_credit(m, t, e) != 0) {
+	if (model_need_credit(m, t, e) != 0 || build_caps(m, t, e) != 0) {
 		cJSON_Delete(p.steps);
 		return NULL;
 	}
@@ -338,12 +393,6 @@ cJSON *mock_template_view(mock_model *m, cJSON *tpl)
 	cJSON *v;
 
 	(void)m;
-	/* restored from a state log: the build (and its layer, in the old
-	 * run's work dir) is gone with the mock that ran it */
-	if (!cJSON_IsString(cJSON_GetObjectItemCaseSensitive(tpl, "status"))) {
-		put_item(tpl, "status", cJSON_CreateString("failed"));
-		mock_template_log(tpl, "build lost: the mock restarted (templates are not restored)");
-	}
 	v = cJSON_Duplicate(tpl, true);
 	if (v != NULL) {
 		static const char *const hidden[] = {"_created_ms", "_steps", "_log", "_log_dropped"};
@@ -383,6 +432,21 @@ void mock_template_set_status(mock_model *m, cJSON *tpl, const char *status, dou
 		mock_rfc3339(m, mock_now(m), ts, sizeof(ts));
 		put_item(tpl, "built_at", cJSON_CreateString(ts));
 		put_item(tpl, "ext4_size_bytes", cJSON_CreateNumber(size_bytes));
+	}
+}
+
+void mock_template_after_restore(mock_tenant *t)
+{
+	cJSON *tpl;
+
+	cJSON_ArrayForEach(tpl, t->templates) {
+		if (mock_template_done(tpl))
+			continue;
+		/* its thread, cell and steps were the old process's */
+		mock_template_log(tpl, "build failed: the mock restarted during the build (a build does not "
+				       "survive a restart: its cell and steps were the stopped mock's); "
+				       "create the template again");
+		put_item(tpl, "status", cJSON_CreateString("failed"));
 	}
 }
 

@@ -94,6 +94,9 @@ struct sbx_mock {
 	void (*guest_booted)(sbx_mock *mock, const mock_sandbox *sb, mock_guest *g);
 	int (*guest_seed)(sbx_mock *mock, const mock_sandbox *sb, sbx_err *err);
 	void (*builds_cancel)(sbx_mock *mock);
+	/* Logs tenant t's state now (state/durable.c, --state-dir): a build
+	 * that ended, which no request acknowledges. NULL: not durable. */
+	int (*persist_tenant)(sbx_mock *mock, mock_tenant *t, sbx_err *err);
 	char work_dir[PATH_MAX];
 	bool own_work_dir;
 	/* the template builds running (template_build.c), under the model

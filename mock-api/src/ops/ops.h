@@ -251,6 +251,10 @@ void mock_op_template_build(sbx_mock *mock, mock_tenant *t, const char *id);
 void mock_op_templates_cancel(sbx_mock *mock);
 /* Cancels and waits for every build (stop). */
 void mock_op_templates_stop(sbx_mock *mock);
+/* Model lock held, after a durable replay: a ready template whose layer
+ * is not in this mock's work dir (another --work-dir) ends failed saying
+ * so, rather than failing each create on it. */
+void mock_op_templates_restored(sbx_mock *mock);
 /* Removes a deleted template's layer. */
 void mock_op_template_forget(sbx_mock *mock, const char *id);
 /* Model lock held: the API key of the tenant whose build runs in the

@@ -127,7 +127,8 @@ static bool sum_tenant(mock_model *m, const mock_tenant *t, user_sum *s)
 static cJSON *user_view(mock_model *m, const mock_op *op, const user_sum *s, const mock_guest_usage *u,
 			unsigned unread)
 {
-	cJSON *o = cJSON_CreateObject(), *st;
+	cJSON *o = cJSON_CreateObject(), *st, *tb;
+	unsigned pending, building;
 
 	cJSON_AddStringToObject(o, "user_id", op->t->user_id);
 	add_time(m, o, "sampled_at", mock_now(m));
@@ -136,6 +137,13 @@ static cJSON *user_view(mock_model *m, const mock_op *op, const user_sum *s, con
 	cJSON_AddNumberToObject(st, "paused", s->paused);
 	cJSON_AddNumberToObject(st, "other", s->other);
 	cJSON_AddNumberToObject(st, "total", s->total);
+	/* the tenant's template builds not yet ended, as its sandboxes by
+	 * status: what its build cap counts (LIMITS.md) */
+	mock_template_builds(op->t, &pending, &building);
+	tb = cJSON_AddObjectToObject(o, "template_builds");
+	cJSON_AddNumberToObject(tb, "pending", pending);
+	cJSON_AddNumberToObject(tb, "building", building);
+	cJSON_AddNumberToObject(tb, "total", pending + building);
 	cJSON_AddNumberToObject(o, "vcpu", (double)s->vcpu);
 	cJSON_AddNumberToObject(o, "mem_mib", (double)s->mem_mib);
 	cJSON_AddNumberToObject(o, "disk_mib", (double)s->disk_mib);

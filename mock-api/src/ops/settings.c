@@ -57,6 +57,8 @@ int mock_settings_from_config(const sbx_mock_config *cfg, mock_settings *set, sb
 	set->tpl_build_timeout_s = MOCK_TPL_BUILD_TIMEOUT_S;
 	set->tpl_build_disk_mib = MOCK_TPL_BUILD_DISK_MIB;
 	set->tpl_build_mem_mib = MOCK_TPL_BUILD_MEM_MIB;
+	set->tpl_build_cap = cfg->template_build_cap;
+	set->tpl_build_cap_global = cfg->template_build_cap_global;
 	snprintf(set->region, sizeof(set->region), "%s",
 		 cfg->region != NULL ? cfg->region : "local");
 	if (sbx_mock_parse_timing(cfg->timing, &set->timing_scale, err) != 0)
@@ -74,6 +76,7 @@ static const char *const settable[] = {
 	"sandbox_cap", "cap_status", "cap_code", "credit", "host_rule_mode", "accept_any_key",
 	"timing", "max_egress_rules", "region", "ready", "exec_heartbeat_ms", "guest_disk_max_mib",
 	"template_build_timeout_s", "template_build_disk_mib", "template_build_mem_mib",
+	"template_build_cap", "template_build_cap_global",
 };
 
 /* What the view reports about the mock itself, fixed at start (guest mode,
@@ -144,7 +147,7 @@ static int keys_check(const sbx_mock *mock, const cJSON *b, sbx_err *err)
 			continue;
 		rc = -1;
 		if (now == NULL) {
-			char list[256];
+			char list[512];
 
 			settable_list(list, sizeof(list));
 			sbx_err_set(err, "unknown setting \"%.64s\" (settable: %s)", it->string, list);
@@ -189,6 +192,8 @@ cJSON *mock_settings_view(sbx_mock *mock)
 	cJSON_AddNumberToObject(o, "template_build_timeout_s", s->tpl_build_timeout_s);
 	cJSON_AddNumberToObject(o, "template_build_disk_mib", s->tpl_build_disk_mib);
 	cJSON_AddNumberToObject(o, "template_build_mem_mib", s->tpl_build_mem_mib);
+	cJSON_AddNumberToObject(o, "template_build_cap", s->tpl_build_cap);
+	cJSON_AddNumberToObject(o, "template_build_cap_global", s->tpl_build_cap_global);
 	cJSON_AddNumberToObject(o, "exec_heartbeat_ms", atomic_load(&mock->hb_ms));
 	cJSON_AddNumberToObject(o, "guest_disk_max_mib", atomic_load(&mock->disk_max_mib));
 	add_read_only(mock, o);
@@ -212,8 +217,9 @@ static int num_setting(const cJSON *b, const char *k, double lo, double hi, doub
 	return 1;
 }
 
-/* A template build's time, disk and memory limits (TEMPLATES.md); a
- * build takes the values of its start. */
+/* A template build's time, disk and memory limits (TEMPLATES.md; a
+ * build takes the values of its start) and the caps on concurrent builds
+ * (checked at each create; 0 refuses every build). */
 static int tpl_limits(const cJSON *b, mock_settings *s, sbx_err *err)
 {
 	static const struct {
@@ -221,8 +227,11 @@ static int tpl_limits(const cJSON *b, mock_settings *s, sbx_err *err)
 		double lo, hi;
 	} lim[] = {{"template_build_timeout_s", 1, 86400},
 		   {"template_build_disk_mib", 16, 1024 * 1024},
-		   {"template_build_mem_mib", 32, 1024 * 1024}};
-	unsigned *dst[] = {&s->tpl_build_timeout_s, &s->tpl_build_disk_mib, &s->tpl_build_mem_mib};
+		   {"template_build_mem_mib", 32, 1024 * 1024},
+		   {"template_build_cap", 0, 1000},
+		   {"template_build_cap_global", 0, 1000}};
+	unsigned *dst[] = {&s->tpl_build_timeout_s, &s->tpl_build_disk_mib, &s->tpl_build_mem_mib,
+			   &s->tpl_build_cap, &s->tpl_build_cap_global};
 	double v = 0;
 
 	for (size_t i = 0; i < sizeof(lim) / sizeof(lim[0]); i++) {

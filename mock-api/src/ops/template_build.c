@@ -30,19 +30,19 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "guest/cell.h" /* mock_cell_host_root */
 #include "guest/cell_pool.h"
 #include "guest/cell_proto.h" /* CELL_DISK_FD */
 #include "guest/images.h"
 #include "internet/internet.h" /* MOCK_INET_BUILDER_PREFIX */
 #include "ops/core.h"
 #include "ops/layer_copy.h"
+#include "ops/template_layer.h"
 #include "ops/rootfs.h"
 #include "sbx/sys.h"
 
 /* a step's argv, runuser's words included */
 #define BUILD_ARGV_MAX 256
-/* <work>/templates/<id>: room for the work dir and an id */
-#define TPL_DIR_MAX (PATH_MAX + 96)
 
 typedef struct build {
 	sbx_mock *mock;
@@ -100,16 +100,26 @@ static void log_line(build *b, const char *fmt, ...)
 	pthread_mutex_unlock(&b->mock->model->lock);
 }
 
+/* The build's end: its status, and with --state-dir the template as it
+ * ended in the state log (no request logs it). A cancelled build: nothing. */
 static void set_status(build *b, const char *status, double size)
 {
+	sbx_mock *mock = b->mock;
+	sbx_err err = {{0}};
 	cJSON *tpl;
+	bool ended;
 
-	pthread_mutex_lock(&b->mock->model->lock);
+	pthread_mutex_lock(&mock->model->lock);
 	tpl = tpl_of(b);
 	if (tpl != NULL)
-		mock_template_set_status(b->mock->model, tpl, status, size);
+		mock_template_set_status(mock->model, tpl, status, size);
+	ended = tpl != NULL && mock_template_done(tpl);
 	pthread_cond_broadcast(&log_grew);
-	pthread_mutex_unlock(&b->mock->model->lock);
+	pthread_mutex_unlock(&mock->model->lock);
+	if (ended && mock->persist_tenant != NULL && mock->persist_tenant(mock, b->t, &err) != 0 &&
+	    !mock->quiet)
+		fprintf(stderr, "sbx-mock: template %s: its end could not be made durable: %s\n", b->id,
+			err.msg);
 }
 
 /* ---- a step's output, line by line ---- */
@@ -209,6 +219,18 @@ static int run_argv(build *b, mock_guest *g, build_env *e, const char *const *ar
 	int64_t left = deadline_ms - sbx_mono_ms();
 
 	if (e->user[0] != '\0' && strcmp(e->user, "root") != 0 && strcmp(e->user, "0") != 0) {
+		/* an unprivileged mock's cells map only root: no other uid
+		 * exists there (runuser said only "cannot set groups"); why
+		 * nothing maps more: TEMPLATES.md "A non-root USER" */
+		if (!mock_cell_host_root()) {
+			snprintf(why, cap,
+				 "USER %s: this mock runs unprivileged, so its cells map only root (uid 0 inside "
+				 "is the mock's own uid outside) and no uid for %s exists in them: a step cannot "
+				 "run as any account but root here. Build templates with a non-root USER on a "
+				 "mock run as root (mock-api/TEMPLATES.md)",
+				 e->user, e->user);
+			return -1;
+		}
 		/* USER: the steps after it run as that account (util-linux's
 		 * runuser, in the base image) */
 		full[n++] = "runuser";
@@ -321,58 +343,6 @@ static int run_step(build *b, mock_guest *g, build_env *e, const cJSON *step, in
 
 /* ---- the layer ---- */
 
-extern char **environ;
-
-/* posix_spawn, not fork: the mock's address space is not copied (a fork
- * of it took 2-4 ms, most of a small build's layer step). */
-static int run_cmd(char *const argv[], char *why, size_t cap)
-{
-	pid_t pid = 0;
-	int st = 0;
-	int rc = posix_spawn(&pid, argv[0], NULL, NULL, argv, environ);
-
-	if (rc != 0) {
-		snprintf(why, cap, "spawning %s: %s", argv[0], strerror(rc));
-		return -1;
-	}
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
-	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-		snprintf(why, cap, "%s %s: status %d", argv[0], argv[1], st);
-		return -1;
-	}
-	return 0;
-}
-
-/* mkdir -p, in the process. */
-static int mkdir_p(const char *dir, char *why, size_t cap)
-{
-	char path[TPL_DIR_MAX + 160];
-	size_t n = strlen(dir);
-
-	if (n == 0 || n >= sizeof(path)) {
-		snprintf(why, cap, "mkdir %.200s: an empty or too long path", dir);
-		return -1;
-	}
-	memcpy(path, dir, n + 1);
-	for (size_t i = 1; i <= n; i++) {
-		if (path[i] != '/' && path[i] != '\0')
-			continue;
-		path[i] = '\0';
-		if (mkdir(path, 0755) != 0 && errno != EEXIST) {
-			snprintf(why, cap, "mkdir %.200s: %s", path, strerror(errno));
-			return -1;
-		}
-		path[i] = dir[i];
-	}
-	return 0;
-}
-
-static void tpl_dir(const sbx_mock *mock, const char *id, char *out, size_t cap)
-{
-	snprintf(out, cap, "%s/templates/%s", mock->work_dir, id);
-}
-
 /* Copies the builder's upper layer (whiteouts and xattrs as they are)
  * to the template's directory; its size in bytes, or -1. */
 static double save_layer(build *b, mock_guest *g, char *why, size_t cap)
@@ -382,15 +352,15 @@ static double save_layer(build *b, mock_guest *g, char *why, size_t cap)
 	struct stat st;
 
 	snprintf(src, sizeof(src), "/proc/%d/fd/%d/u", (int)mock_guest_cell_pid(g), CELL_DISK_FD);
-	tpl_dir(b->mock, b->id, dir, sizeof(dir));
+	mock_tpl_dir(b->mock, b->id, dir, sizeof(dir));
 	snprintf(dst, sizeof(dst), "%s/layer", dir);
-	if (mkdir_p(dir, why, cap) != 0)
+	if (mock_tpl_mkdir_p(dir, why, cap) != 0)
 		return -1;
 	/* nothing of the steps runs on: the layer holds still */
 	mock_guest_signal(g, SIGKILL);
 	/* owners, modes, times, hard links, xattrs (an overlay's opaque
 	 * dirs) and the whiteouts' 0/0 devices as they are */
-	if ((lstat(dst, &st) == 0 && run_cmd(rm, why, cap) != 0) || mock_layer_copy(src, dst, why, cap) != 0)
+	if ((lstat(dst, &st) == 0 && mock_tpl_run(rm, why, cap) != 0) || mock_layer_copy(src, dst, why, cap) != 0)
 		return -1;
 	return (double)mock_layer_bytes(dst);
 }
@@ -521,6 +491,7 @@ static void *build_main(void *arg)
 	mock_guest *g = NULL;
 	int64_t deadline;
 	double size;
+	bool gone;
 
 	sbx_strbuf_init(&b->part);
 	pthread_mutex_lock(&mock->model->lock);
@@ -580,9 +551,15 @@ out:
 	 * 4.9-6.2 ms to 3.1-4.3 ms to ready) */
 	builder_settled(b);
 	pthread_mutex_lock(&mock->model->lock);
+	/* a stop's cancel leaves the template (durable: its layer is kept) */
+	gone = (b->cancel && !mock->builds->stopping) || mock_template_find(b->t, b->id) == NULL;
 	b->g = NULL;
 	b->done = true;
 	pthread_mutex_unlock(&mock->model->lock);
+	/* deleted or reset meanwhile: what it saved of a layer (the delete's
+	 * or reset's removal may have run before) is no one's */
+	if (gone)
+		mock_op_template_forget(mock, b->id);
 	mock_egress_unwire_guest(mock, g); /* its link and chain, however it ended */
 	mock_guest_free(g, true);
 	cJSON_Delete(steps);
@@ -689,6 +666,7 @@ void mock_op_templates_cancel(sbx_mock *mock)
 	if (mock->builds != NULL)
 		cancel_all(mock->builds);
 	pthread_mutex_unlock(&mock->model->lock);
+	mock_tpl_layers_drop(mock, true); /* their templates go with the reset */
 }
 
 void mock_op_templates_stop(sbx_mock *mock)
@@ -698,6 +676,7 @@ void mock_op_templates_stop(sbx_mock *mock)
 	pthread_mutex_lock(&mock->model->lock);
 	if (mock->builds == NULL) {
 		pthread_mutex_unlock(&mock->model->lock);
+		mock_tpl_layers_drop(mock, false);
 		return;
 	}
 	mock->builds->stopping = true;
@@ -714,42 +693,7 @@ void mock_op_templates_stop(sbx_mock *mock)
 	}
 	free(mock->builds);
 	mock->builds = NULL;
-}
-
-void mock_op_template_forget(sbx_mock *mock, const char *id)
-{
-	char dir[TPL_DIR_MAX], why[256];
-	char *rm[] = {"/bin/rm", "-rf", dir, NULL};
-
-	tpl_dir(mock, id, dir, sizeof(dir));
-	if (access(dir, F_OK) == 0 && run_cmd(rm, why, sizeof(why)) != 0 && !mock->quiet)
-		fprintf(stderr, "sbx-mock: template %s: removing its layer: %s\n", id, why);
-}
-
-int mock_op_template_seed(sbx_mock *mock, const mock_sandbox *sb, sbx_err *err)
-{
-	char layer[TPL_DIR_MAX + 8], seed[TPL_DIR_MAX + 160], dir[TPL_DIR_MAX], why[512];
-
-	if (sb->tpl_id[0] == '\0' || mock->gmode != GUEST_CONTAINED)
-		return 0;
-	tpl_dir(mock, sb->tpl_id, dir, sizeof(dir));
-	snprintf(layer, sizeof(layer), "%s/layer", dir);
-	snprintf(seed, sizeof(seed), "%s/%s/seed", mock->work_dir, sb->id);
-	if (access(layer, F_OK) != 0) {
-		sbx_err_set(err, "template %s: its layer %s is gone (deleted meanwhile?)", sb->tpl_id, layer);
-		return -1;
-	}
-	if (mkdir_p(seed, why, sizeof(why)) != 0) {
-		sbx_err_set(err, "template %s: %s", sb->tpl_id, why);
-		return -1;
-	}
-	/* the layer becomes the seed's u: the cell's upper layer starts as it */
-	snprintf(seed, sizeof(seed), "%s/%s/seed/u", mock->work_dir, sb->id);
-	if (mock_layer_copy(layer, seed, why, sizeof(why)) != 0) {
-		sbx_err_set(err, "template %s: copying its layer: %s", sb->tpl_id, why);
-		return -1;
-	}
-	return 0;
+	mock_tpl_layers_drop(mock, false);
 }
 
 /* ---- the log, followed ---- */

@@ -25,6 +25,8 @@ static const char usage[] =
 	"  --no-accept-any-key     only known keys (401 otherwise)\n"
 	"  --cap N                 concurrent sandboxes per key (default 5)\n"
 	"  --cap-status CODE       status when over the cap (default 403)\n"
+	"  --template-build-cap N  concurrent template builds per key (default 4, 0-1000)\n"
+	"  --template-build-cap-global N  concurrent template builds in the mock (default 8)\n"
 	"  --cap-code CODE         data.code when over the cap (default QUOTA_EXCEEDED)\n"
 	"  --host-rules MODE       egress host rules: observed (default) | documented\n"
 	"  --timing T              instant (default) | realistic | scale factor (e.g. 0.1)\n"

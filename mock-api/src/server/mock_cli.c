@@ -155,6 +155,7 @@ enum {
 	OPT_INTERNET_STUBS, OPT_INTERNET_SITE, OPT_INTERNET_UPSTREAM,
 	OPT_STATE_REPAIR, OPT_MAX_CONNS, OPT_IDLE_TIMEOUT, OPT_CHECK_STATE, OPT_INGRESS_LISTEN,
 	OPT_WARM_POOL, OPT_IMAGES, OPT_IMAGE, OPT_INGRESS_SCHEME, OPT_CA_OUT,
+	OPT_TPL_BUILD_CAP, OPT_TPL_BUILD_CAP_GLOBAL,
 };
 
 static const struct option options[] = {
@@ -167,6 +168,8 @@ static const struct option options[] = {
 	{"cap", required_argument, NULL, OPT_CAP},
 	{"cap-status", required_argument, NULL, OPT_CAP_STATUS},
 	{"cap-code", required_argument, NULL, OPT_CAP_CODE},
+	{"template-build-cap", required_argument, NULL, OPT_TPL_BUILD_CAP},
+	{"template-build-cap-global", required_argument, NULL, OPT_TPL_BUILD_CAP_GLOBAL},
 	{"host-rules", required_argument, NULL, OPT_HOST_RULES},
 	{"timing", required_argument, NULL, OPT_TIMING},
 	{"region", required_argument, NULL, OPT_REGION},
@@ -217,6 +220,15 @@ static int parse_num_opt(int opt, const char *arg, mock_cli *c)
 		if (parse_ull(arg, 0, 1000000, &v) != 0)
 			return cli_fail(c, "--cap: \"%s\" is not a number 0-1000000", arg);
 		c->cfg.sandbox_cap = (unsigned)v;
+		return 0;
+	case OPT_TPL_BUILD_CAP:
+	case OPT_TPL_BUILD_CAP_GLOBAL:
+		/* the range PUT /_mock/settings takes (settings.c) */
+		if (parse_ull(arg, 0, 1000, &v) != 0)
+			return cli_fail(c, "--%s: \"%s\" is not a number 0-1000",
+					opt == OPT_TPL_BUILD_CAP ? "template-build-cap" : "template-build-cap-global", arg);
+		*(opt == OPT_TPL_BUILD_CAP ? &c->cfg.template_build_cap : &c->cfg.template_build_cap_global) =
+			(unsigned)v;
 		return 0;
 	case OPT_CAP_STATUS:
 		if (parse_ull(arg, 400, 599, &v) != 0)

@@ -44,6 +44,8 @@ void sbx_mock_config_init(sbx_mock_config *cfg)
 	cfg->sandbox_cap = 5;
 	cfg->cap_status = 403;
 	cfg->cap_code = "QUOTA_EXCEEDED";
+	cfg->template_build_cap = MOCK_TPL_BUILD_CAP;
+	cfg->template_build_cap_global = MOCK_TPL_BUILD_CAP_GLOBAL;
 	cfg->host_rule_mode = SBX_HOST_RULES_OBSERVED;
 	cfg->max_egress_rules = SBX_EGRESS_MAX_RULES_DEFAULT;
 	cfg->max_json_body = 1024 * 1024;
@@ -704,6 +706,7 @@ sbx_mock *sbx_mock_start(const sbx_mock_config *cfg, sbx_err *err)
 	mock->guest_booted = mock_op_computer_boot;
 	mock->guest_seed = mock_op_template_seed;
 	mock->builds_cancel = mock_op_templates_cancel;
+	mock->persist_tenant = mock_durable_persist;
 	if (mock_settings_from_config(cfg, &set, err) != 0)
 		goto out_stop;
 	if (copy_config(mock, cfg, err) != 0)

@@ -302,6 +302,7 @@ int mock_durable_start(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *err)
 		return -1;
 	pthread_mutex_lock(&m->lock);
 	mock_model_after_restore(m);
+	mock_op_templates_restored(mock);
 	for (size_t i = 0; i < m->nsbx; i++) {
 		mock_sandbox *sb = m->sbx[i];
 		sbx_err gerr = {{0}};
@@ -349,6 +350,8 @@ int mock_durable_persist(sbx_mock *mock, mock_tenant *t, sbx_err *err)
 	bool changed = false;
 	int rc = 0;
 
+	if (mock->state == NULL)
+		return 0; /* not durable */
 	rec = cJSON_CreateObject();
 	if (rec == NULL) {
 		sbx_err_set(err, "out of memory");
