@@ -23,7 +23,11 @@ In guests of a real sbx-mock, with TLS verification on:
   declared with --internet-upstream, is reached by an allowed guest over
   plain HTTP and over TLS passed through (its own certificate, not the
   mock's); a rule that denies it drops it; an address that is not
-  declared gets the simulated page (nothing else leaves).
+  declared gets the simulated page (nothing else leaves). The same
+  declared by name (exact and *.suffix, resolved through --internet-hosts):
+  by Host and by SNI; a name not declared, or a declared name dialled at
+  an address the hosts file does not give it, stays simulated; a name the
+  hosts file does not resolve stops the start.
 
 Usage: internet_stubs_test.py SBX_MOCK
 Exit 0 pass, 1 fail, 77 skipped (enforcement unavailable here).
@@ -412,7 +416,69 @@ def upstream(binary, tmp, hosts):
         check(r["exit_code"] == 28, "a rule that denies the upstream drops it", r)
     finally:
         mock.stop()
+    try:
+        upstream_by_name(binary, tmp)
+    finally:
         up.close()
+
+
+# names the resolver gives the test's namespace: two declared (one exact,
+# one under a wildcard), one not
+UP_HOSTS = {"version": 1, "hosts": {"up.example.test": [UP_NS_ADDR], "a.wild.test": [UP_NS_ADDR],
+                                    "plain.example.test": [UP_NS_ADDR]}}
+
+
+def upstream_by_name(binary, tmp):
+    hosts = os.path.join(tmp, "up-hosts.json")
+    with open(hosts, "w") as f:
+        json.dump(UP_HOSTS, f)
+    try:
+        r = subprocess.run([binary, "--listen", "127.0.0.1:0", "--self-listen", "off", "--internet-hosts", hosts,
+                            "--internet-upstream", "up.example.test,nowhere.test"],
+                           capture_output=True, text=True, timeout=30)
+        refused = (r.returncode, r.stderr)
+    except subprocess.TimeoutExpired:  # it started (and was killed)
+        refused = (None, "started")
+    check(refused[0] not in (None, 0) and "nowhere.test" in refused[1] and "--internet-hosts" in refused[1],
+          "an upstream name the hosts file does not resolve stops the start, naming it", refused)
+    mock = live.Mock(binary, hosts, ["--internet-upstream", "up.example.test,*.wild.test"])
+    try:
+        sid = tls.create(mock, "upn")
+        r = curl(mock, "upn", sid, "http://up.example.test:8080/up.txt")
+        check(r["stdout"] == "the real upstream over HTTP\n", "a guest reaches an upstream declared by name (HTTP, Host)", r)
+        r = curl(mock, "upn", sid, "http://a.wild.test:8080/up.txt")
+        check(r["stdout"] == "the real upstream over HTTP\n", "a name under a declared *.suffix goes upstream", r)
+        r = curl(mock, "upn", sid, "-v", "https://up.example.test:8443/")
+        check(r["exit_code"] == 60, "TLS to a name declared upstream is passed through by SNI, not terminated", r)
+        r = curl(mock, "upn", sid, "-k", "-v", "https://up.example.test:8443/")
+        check(r["stdout"] == "the real upstream over TLS\n" and "upstream.test" in r["stderr"],
+              "TLS by SNI reaches the real server with its own certificate", r)
+        r = curl(mock, "upn", sid, "http://plain.example.test:8080/up.txt")
+        check("reached %s:8080" % UP_NS_ADDR in r["stdout"], "a name not declared stays simulated (HTTP)", r)
+        r = curl(mock, "upn", sid, "https://plain.example.test:8443/")
+        check(r["exit_code"] == 0 and "reached %s:8443" % UP_NS_ADDR in r["stdout"],
+              "a name not declared stays simulated (TLS terminated under the mock's CA)", r)
+        # the name is the guest's to claim; the address is the hosts file's
+        r = curl(mock, "upn", sid, "-H", "Host: up.example.test", "http://%s:8080/up.txt" % UP_HOST_ADDR)
+        check("reached %s:8080" % UP_HOST_ADDR in r["stdout"],
+              "a declared name dialled at another address stays simulated (the Host header opens nothing)", r)
+        r = curl(mock, "upn", sid, "--resolve", "up.example.test:8443:" + UP_HOST_ADDR,
+                 "https://up.example.test:8443/")
+        check(r["exit_code"] == 0 and "reached %s:8443" % UP_HOST_ADDR in r["stdout"],
+              "a declared SNI dialled at another address stays simulated", r)
+        e = journal(mock, sandbox_id=sid)
+        check(sum(1 for x in e if x["via"] == "upstream") == 4 and
+              any(x["via"] == "upstream" and x["host"] == "up.example.test" and x["path"] == "/up.txt" for x in e),
+              "the flows by name are journaled as upstream, the others not", [(x["host"], x["via"]) for x in e])
+        denied = tls.create(mock, "upn", egress=["192.0.2.0/24"])
+        r = curl(mock, "upn", denied, "--connect-timeout", "3", "http://up.example.test:8080/up.txt")
+        check(r["exit_code"] == 28, "a rule that denies a name declared upstream drops it (HTTP)", r)
+        r = curl(mock, "upn", denied, "-k", "--connect-timeout", "3", "https://up.example.test:8443/")
+        check(r["exit_code"] == 28, "a rule that denies a name declared upstream drops it (TLS)", r)
+        check(not any(x["via"] == "upstream" for x in journal(mock, sandbox_id=denied)),
+              "nothing of the denied guest reaches the way out", journal(mock, sandbox_id=denied))
+    finally:
+        mock.stop()
 
 
 def main():
