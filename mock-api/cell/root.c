@@ -210,7 +210,7 @@ static int build_etc(const char *hostname, bool image, char *err, size_t cap)
 		return write_file("/etc/hosts", hosts, err, cap) != 0 ||
 			       write_file("/etc/hostname", name, err, cap) != 0 ||
 			       write_file("/etc/resolv.conf", CELL_RESOLV_CONF, err, cap) != 0 ||
-			       cell_trust_write(SKEL, IMAGE, err, cap) != 0
+			       cell_trust_write(SKEL, err, cap) != 0
 			       ? -1
 			       : 0;
 	if (write_file("/etc/passwd",
@@ -229,7 +229,7 @@ static int build_etc(const char *hostname, bool image, char *err, size_t cap)
 		if (mirror(etc_binds[i], true, err, cap) != 0)
 			return -1;
 	}
-	return cell_trust_write(SKEL, "", err, cap);
+	return cell_trust_write(SKEL, err, cap);
 }
 
 /* /dev: a small tmpfs with binds of the harmless character devices (a
@@ -290,7 +290,7 @@ static int build_skel(const char *hostname, bool image, char *err, size_t cap)
 	char path[PATH_MAX];
 
 	if ((mkdir(SKEL, 0755) != 0 && errno != EEXIST) ||
-	    /* a limit, not a reservation: room for the trust bundle (trust.c) */
+	    /* a limit, not a reservation: the name files and mount points */
 	    mount("tmpfs", SKEL, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=4m") != 0)
 		return fail(err, cap, "mount tmpfs on", SKEL);
 	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
@@ -344,9 +344,7 @@ static int build_tree(bool image, char *err, size_t cap)
 		if (mirror(etc_binds[i], false, err, cap) != 0)
 			return -1;
 	}
-	if (image)
-		unsetenv(CELL_TRUST_ENV); /* the copy in SKEL shadows the image's bundle */
-	else if (cell_trust_bind(SKEL, NEWROOT, err, cap) != 0)
+	if (cell_trust_bind(NEWROOT, err, cap) != 0)
 		return -1;
 	if (bind(DISK "/workspace", NEWROOT "/workspace", false, err, cap) != 0 ||
 	    bind(DISK "/tmp", NEWROOT "/tmp", false, err, cap) != 0)

@@ -1,19 +1,24 @@
-/* trust: the guest's system trust bundle, the host's plus the CA
+/* trust: the guest's system trust bundle, the root's own plus the CA
  * certificate the mock hands the cell (CELL_TRUST_ENV: the simulated
  * internet's, mock-api/INTERNET.md "TLS"), so curl, Python's ssl, git and
  * Node (NODE_EXTRA_CA_CERTS, set by the mock's exec) in a guest verify
  * the internet's leaves as they would a real site's.
  *
- * The host's /etc/ssl stays a read-only bind; only its one bundle file is
- * covered, by a read-only bind of a copy the cell writes in its lower
- * layer under /etc/ssl's mount point (hidden there by that bind). The
- * certificate is public; the CA's key never leaves the mock. */
+ * The mock writes the bundle once per root (its guest/trust.c) and the
+ * cell binds it read-only over /etc/ssl/certs/ca-certificates.crt: the
+ * host's bundle inside the host's read-only /etc/ssl, or a mount point
+ * the lower layer holds (above an image, whose own it shadows, or with no
+ * /etc/ssl on the host). A guest's write, rename or removal there fails
+ * (EROFS, EBUSY), and it has no capability or system call to undo a mount,
+ * so what every other guest reads stays the same. The certificate alone
+ * goes to CELL_TRUST_CA_FILE. The CA's key never leaves the mock. */
 #define _GNU_SOURCE
 #include "cell.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,33 +50,10 @@ static int write_all(int fd, const char *buf, size_t len)
 	return 0;
 }
 
-/* The bundle at src (when there is one) copied to out, then pem. */
-static int copy_bundle(int out, const char *src, const char *pem, const char *dst, char *err,
-		       size_t cap)
-{
-	char buf[65536];
-	int in = open(src, O_RDONLY | O_CLOEXEC);
-	ssize_t r = 0;
-
-	while (in >= 0 && (r = read(in, buf, sizeof(buf))) != 0) {
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0 || write_all(out, buf, (size_t)r) != 0)
-			break;
-	}
-	if (in >= 0)
-		close(in);
-	if (r != 0)
-		return trust_fail(err, cap, "copy the root's bundle to", dst);
-	if (write_all(out, "\n", 1) != 0 || write_all(out, pem, strlen(pem)) != 0)
-		return trust_fail(err, cap, "write", dst);
-	return 0;
-}
-
-int cell_trust_write(const char *skel, const char *from, char *err, size_t cap)
+int cell_trust_write(const char *skel, char *err, size_t cap)
 {
 	const char *pem = getenv(CELL_TRUST_ENV);
-	char dir[PATH_MAX], dst[PATH_MAX], src[PATH_MAX];
+	char dir[PATH_MAX], dst[PATH_MAX];
 	int fd, rc;
 
 	if (pem == NULL)
@@ -96,34 +78,37 @@ int cell_trust_write(const char *skel, const char *from, char *err, size_t cap)
 	close(fd);
 	if (rc != 0)
 		return trust_fail(err, cap, "write", dst);
+	/* the bundle's mount point, seen where nothing above covers it */
 	snprintf(dst, sizeof(dst), "%s" BUNDLE, skel);
 	fd = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return trust_fail(err, cap, "create", dst);
-	snprintf(src, sizeof(src), "%s" BUNDLE, from);
-	rc = copy_bundle(fd, src, pem, dst, err, cap);
 	close(fd);
-	return rc;
+	return 0;
 }
 
-int cell_trust_bind(const char *skel, const char *newroot, char *err, size_t cap)
+int cell_trust_bind(const char *newroot, char *err, size_t cap)
 {
-	char src[PATH_MAX], dst[PATH_MAX];
+	char src[32], dst[PATH_MAX];
 	struct stat st;
+	bool given = getenv(CELL_TRUST_ENV) != NULL && getenv(CELL_TRUST_BUNDLE_ENV) != NULL;
+	int rc = 0;
 
-	if (getenv(CELL_TRUST_ENV) == NULL)
+	unsetenv(CELL_TRUST_ENV); /* nothing after this needs them */
+	unsetenv(CELL_TRUST_BUNDLE_ENV);
+	if (!given)
 		return 0;
-	unsetenv(CELL_TRUST_ENV); /* nothing after this needs it */
-	snprintf(src, sizeof(src), "%s" BUNDLE, skel);
+	snprintf(src, sizeof(src), "/proc/self/fd/%d", CELL_TRUST_FD);
 	snprintf(dst, sizeof(dst), "%s" BUNDLE, newroot);
-	/* a host without /etc/ssl: the copy in the lower layer is the guest's
-	 * own; one with /etc/ssl but no bundle has no file to cover (the
-	 * bind is read-only): the guest trusts what the host does */
-	if (stat(dst, &st) != 0 || !S_ISREG(st.st_mode) || lstat("/etc/ssl", &st) != 0)
-		return 0;
-	if (mount(src, dst, NULL, MS_BIND, NULL) != 0)
-		return trust_fail(err, cap, "bind", dst);
-	if (mount(NULL, dst, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) != 0)
-		return trust_fail(err, cap, "make read-only", dst);
-	return 0;
+	/* the host's /etc/ssl without a bundle has no file to cover (the bind
+	 * is read-only): the guest trusts what the host does */
+	if (stat(dst, &st) == 0 && S_ISREG(st.st_mode)) {
+		if (mount(src, dst, NULL, MS_BIND, NULL) != 0)
+			rc = trust_fail(err, cap, "bind", dst);
+		else if (mount(NULL, dst, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+			       NULL) != 0)
+			rc = trust_fail(err, cap, "make read-only", dst);
+	}
+	close(CELL_TRUST_FD); /* no guest process inherits the handle */
+	return rc;
 }

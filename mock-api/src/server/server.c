@@ -10,6 +10,7 @@
 #include "guest/cell_pool.h"
 #include "guest/cgroup.h"
 #include "guest/cgroup_owner.h"
+#include "guest/trust.h"
 #include "server/server.h"
 #include "internet/internet.h"
 
@@ -866,6 +867,7 @@ void sbx_mock_stop(sbx_mock *mock)
 	mock_inet_book_free(mock->inet_book); /* after the servers that read it */
 	mock_cell_filter_free(mock->cell_filter); /* every cell that read it is gone */
 	mock_rootfs_close(mock); /* every cell that mounted one is gone */
+	mock_trust_forget(mock->work_dir); /* so is every cell that bound one */
 	mock_self_listen_free(mock); /* after the daemon: its callbacks use it */
 	if (mock->own_work_dir)
 		rmdir(mock->work_dir);
