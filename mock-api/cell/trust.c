@@ -4,13 +4,16 @@
  * Node (NODE_EXTRA_CA_CERTS, set by the mock's exec) in a guest verify
  * the internet's leaves as they would a real site's.
  *
- * The mock writes the bundle once per root (its guest/trust.c) and the
- * cell binds it read-only over /etc/ssl/certs/ca-certificates.crt: the
- * host's bundle inside the host's read-only /etc/ssl, or a mount point
- * the lower layer holds (above an image, whose own it shadows, or with no
- * /etc/ssl on the host). A guest's write, rename or removal there fails
- * (EROFS, EBUSY), and it has no capability or system call to undo a mount,
- * so what every other guest reads stays the same. The certificate alone
+ * The mock writes the bundle once per root (its guest/trust.c). On the
+ * host skeleton the cell binds it read-only over
+ * /etc/ssl/certs/ca-certificates.crt: the host's bundle inside the host's
+ * read-only /etc/ssl, or a mount point the lower layer holds (no /etc/ssl
+ * on the host); a guest's write, rename or removal there fails (EROFS,
+ * EBUSY), and it has no capability or system call to undo a mount. Above
+ * an image the bundle comes in a directory the cell mounts read-only as an
+ * overlay layer between its own files and the image's: the guest's changes
+ * are copied up into its own disk, as any change of an image's file is.
+ * Either way what every other guest reads stays the same. The certificate alone
  * goes to CELL_TRUST_CA_FILE. The CA's key never leaves the mock. */
 #define _GNU_SOURCE
 #include "cell.h"
@@ -50,7 +53,26 @@ static int write_all(int fd, const char *buf, size_t len)
 	return 0;
 }
 
-int cell_trust_write(const char *skel, char *err, size_t cap)
+int cell_trust_layer(const char *at, char *err, size_t cap)
+{
+	const char *kind = getenv(CELL_TRUST_BUNDLE_ENV);
+	char src[32];
+	int rc = 1;
+
+	if (getenv(CELL_TRUST_ENV) == NULL || kind == NULL || strcmp(kind, "layer") != 0)
+		return 0;
+	snprintf(src, sizeof(src), "/proc/self/fd/%d", CELL_TRUST_FD);
+	if (mkdir(at, 0755) != 0 && errno != EEXIST)
+		rc = trust_fail(err, cap, "mkdir", at);
+	else if (mount(src, at, NULL, MS_BIND, NULL) != 0)
+		rc = trust_fail(err, cap, "bind the layer at", at);
+	else if (mount(NULL, at, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) != 0)
+		rc = trust_fail(err, cap, "make read-only", at);
+	close(CELL_TRUST_FD); /* no guest process inherits the handle */
+	return rc;
+}
+
+int cell_trust_write(const char *skel, bool layer, char *err, size_t cap)
 {
 	const char *pem = getenv(CELL_TRUST_ENV);
 	char dir[PATH_MAX], dst[PATH_MAX];
@@ -63,13 +85,6 @@ int cell_trust_write(const char *skel, char *err, size_t cap)
 			 CELL_TRUST_MAX);
 		return -1;
 	}
-	/* /etc/ssl is there already when the host has one (a mount point) */
-	snprintf(dir, sizeof(dir), "%s/etc/ssl", skel);
-	if (mkdir(dir, 0755) != 0 && errno != EEXIST)
-		return trust_fail(err, cap, "mkdir", dir);
-	snprintf(dir, sizeof(dir), "%s/etc/ssl/certs", skel);
-	if (mkdir(dir, 0755) != 0)
-		return trust_fail(err, cap, "mkdir", dir);
 	snprintf(dst, sizeof(dst), "%s" CELL_TRUST_CA_FILE, skel);
 	fd = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 	if (fd < 0)
@@ -78,6 +93,15 @@ int cell_trust_write(const char *skel, char *err, size_t cap)
 	close(fd);
 	if (rc != 0)
 		return trust_fail(err, cap, "write", dst);
+	if (layer) /* the bundle is the layer's, below this one */
+		return 0;
+	/* /etc/ssl is there already when the host has one (a mount point) */
+	snprintf(dir, sizeof(dir), "%s/etc/ssl", skel);
+	if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+		return trust_fail(err, cap, "mkdir", dir);
+	snprintf(dir, sizeof(dir), "%s/etc/ssl/certs", skel);
+	if (mkdir(dir, 0755) != 0)
+		return trust_fail(err, cap, "mkdir", dir);
 	/* the bundle's mount point, seen where nothing above covers it */
 	snprintf(dst, sizeof(dst), "%s" BUNDLE, skel);
 	fd = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
@@ -89,9 +113,10 @@ int cell_trust_write(const char *skel, char *err, size_t cap)
 
 int cell_trust_bind(const char *newroot, char *err, size_t cap)
 {
+	const char *kind = getenv(CELL_TRUST_BUNDLE_ENV);
 	char src[32], dst[PATH_MAX];
 	struct stat st;
-	bool given = getenv(CELL_TRUST_ENV) != NULL && getenv(CELL_TRUST_BUNDLE_ENV) != NULL;
+	bool given = getenv(CELL_TRUST_ENV) != NULL && kind != NULL && strcmp(kind, "file") == 0;
 	int rc = 0;
 
 	unsetenv(CELL_TRUST_ENV); /* nothing after this needs them */

@@ -199,7 +199,7 @@ static int cell_child_main(void *arg)
 		image = open(cc->image_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	/* a path of this mount namespace: only such a file can be bound here */
 	if (cc->trust_bundle != NULL)
-		bundle = open(cc->trust_bundle, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		bundle = open(cc->trust_bundle, O_PATH | O_NOFOLLOW | O_CLOEXEC); /* a file or a layer */
 	if (ws < 0 || tmp < 0 || (cc->image_dir != NULL && image < 0) || (cc->trust_bundle != NULL && bundle < 0))
 		child_fail(cc);
 	/* copies above 0-5 first (a source may sit on a target), then onto
@@ -457,7 +457,7 @@ static int child_prepare(cell_child *cc, const mock_cell_conf *conf, const char 
 		cc->envp[e++] = cc->trust;
 	if (cc->trust != NULL && conf->trust_bundle != NULL) {
 		cc->trust_bundle = conf->trust_bundle;
-		cc->envp[e++] = CELL_TRUST_BUNDLE_ENV "=1";
+		cc->envp[e++] = conf->image_dir != NULL ? CELL_TRUST_BUNDLE_ENV "=layer" : CELL_TRUST_BUNDLE_ENV "=file";
 	}
 	cc->envp[e] = NULL;
 	cc->devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
