@@ -161,6 +161,9 @@ static int write_bundle(trust_entry *e, sbx_err *err)
 		sbx_err_set(err, "trust bundle: work dir path too long");
 		return -1;
 	}
+	/* a mock killed in a kept --work-dir left its own (same names) */
+	remove_tree(tmp, layer);
+	remove_tree(e->path, layer);
 	if (make_tree(tmp, layer, owner, file, sizeof(file)) == 0)
 		out = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0444);
 	if (out >= 0) {
