@@ -182,7 +182,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	ids = cJSON_CreateArray();
 	before = snapshot(mk, &before_rules);
 	count0 = mock_faults_count(mk->faults);
-	rc = mock_scenario_apply(mk, sc, ids, &err);
+	rc = mock_scenario_apply(mk, sc, NULL, ids, &err);
 	after = snapshot(mk, &after_rules);
 	n = cJSON_GetArraySize(ids);
 	if (cJSON_IsObject(sc) && cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(sc, "settings")))
@@ -205,7 +205,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			      "ids are not consecutive");
 		if (cJSON_IsObject(settings))
 			settings_show(mk, settings);
-		check(mock_scenario_apply(mk, sc, ids2, &err) == 0, "the same scenario refused the second time");
+		check(mock_scenario_apply(mk, sc, NULL, ids2, &err) == 0, "the same scenario refused the second time");
 		cJSON_Delete(ids2);
 	}
 	free(before);

@@ -27,13 +27,15 @@
 int cell_root_build(const char *hostname, char *err, size_t cap);
 
 /* trust.c: the guest's system trust bundle (the root's own + CELL_TRUST_ENV's
- * CA). Nothing to do without that variable. write: in the lower layer skel,
- * before it is made read-only, from the bundle under from ("": the host's;
- * an image's mount point: the image's, which the copy then shadows in the
- * overlay); bind: with the host's /etc/ssl bound in newroot, covers its
- * bundle with the copy (not needed over an image). 0, or -1 with err set. */
-int cell_trust_write(const char *skel, const char *from, char *err, size_t cap);
-int cell_trust_bind(const char *skel, const char *newroot, char *err, size_t cap);
+ * CA, written by the mock: CELL_TRUST_FD). Nothing to do without those
+ * variables. layer: above an image, mounts the mock's layer read-only at
+ * at (1; 0: none given). write: in the lower layer skel, before it is made
+ * read-only, the CA file and (without a layer) the bundle's mount point;
+ * bind: without a layer, the mock's bundle read-only over newroot's (the
+ * host's inside its /etc/ssl, or the mount point). 0, or -1 with err set. */
+int cell_trust_layer(const char *at, char *err, size_t cap);
+int cell_trust_write(const char *skel, bool layer, char *err, size_t cap);
+int cell_trust_bind(const char *newroot, char *err, size_t cap);
 
 /* Mounts the sandbox's disk at dir (tmpfs of $SBX_CELL_DISK_MIB MiB, or
  * with 0 a bind of the host tree), copies seed into it when it exists, makes

@@ -53,6 +53,8 @@ struct cell_mount_attr {
 #define NEWROOT DISK "/m"
 /* the rootfs image's mount point (read-only; below SKEL in the overlay) */
 #define IMAGE DISK "/i"
+/* the mock's trust layer above an image (trust.c; between SKEL and IMAGE) */
+#define TRUST DISK "/t"
 /* fork: what the mock copied from the source's disk, copied in first, and
  * the source's name, which the name files it carries were written for */
 #define SEED "/proc/self/fd/4/../seed"
@@ -197,7 +199,7 @@ static const char *const etc_binds[] = {"/etc/alternatives", "/etc/ssl", "/etc/l
 
 /* /etc: fresh accounts and name files (the host's users are nobody's
  * business here), plus the mount points of what programs need to run. */
-static int build_etc(const char *hostname, bool image, char *err, size_t cap)
+static int build_etc(const char *hostname, bool image, bool layer, char *err, size_t cap)
 {
 	char hosts[256], name[128];
 
@@ -210,7 +212,7 @@ static int build_etc(const char *hostname, bool image, char *err, size_t cap)
 		return write_file("/etc/hosts", hosts, err, cap) != 0 ||
 			       write_file("/etc/hostname", name, err, cap) != 0 ||
 			       write_file("/etc/resolv.conf", CELL_RESOLV_CONF, err, cap) != 0 ||
-			       cell_trust_write(SKEL, IMAGE, err, cap) != 0
+			       cell_trust_write(SKEL, layer, err, cap) != 0
 			       ? -1
 			       : 0;
 	if (write_file("/etc/passwd",
@@ -229,7 +231,7 @@ static int build_etc(const char *hostname, bool image, char *err, size_t cap)
 		if (mirror(etc_binds[i], true, err, cap) != 0)
 			return -1;
 	}
-	return cell_trust_write(SKEL, "", err, cap);
+	return cell_trust_write(SKEL, false, err, cap);
 }
 
 /* /dev: a small tmpfs with binds of the harmless character devices (a
@@ -278,7 +280,7 @@ static const char *const sys_dirs[] = {"/usr", "/bin", "/sbin", "/lib", "/lib32"
  * points among them), the system directories' mount points (merged-/usr
  * symlinks stay symlinks) and /etc; above an image, the directories and
  * the name files only. */
-static int build_skel(const char *hostname, bool image, char *err, size_t cap)
+static int build_skel(const char *hostname, bool image, bool layer, char *err, size_t cap)
 {
 	static const struct {
 		const char *path;
@@ -290,7 +292,7 @@ static int build_skel(const char *hostname, bool image, char *err, size_t cap)
 	char path[PATH_MAX];
 
 	if ((mkdir(SKEL, 0755) != 0 && errno != EEXIST) ||
-	    /* a limit, not a reservation: room for the trust bundle (trust.c) */
+	    /* a limit, not a reservation: the name files and mount points */
 	    mount("tmpfs", SKEL, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=4m") != 0)
 		return fail(err, cap, "mount tmpfs on", SKEL);
 	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
@@ -302,7 +304,7 @@ static int build_skel(const char *hostname, bool image, char *err, size_t cap)
 		if (mirror(sys_dirs[i], true, err, cap) != 0)
 			return -1;
 	}
-	if (build_etc(hostname, image, err, cap) != 0)
+	if (build_etc(hostname, image, layer, err, cap) != 0)
 		return -1;
 	/* the lower layer must not change under the overlay */
 	return set_attr(SKEL, CELL_ATTR_RDONLY, 0) == 0 ? 0 : fail(err, cap, "make read-only", SKEL);
@@ -328,11 +330,12 @@ static int mask_host_facts(char *err, size_t cap)
 /* The merged root: the overlay (over the image, when there is one, or
  * else with the read-only system binds on it), the sandbox's workspace and
  * tmp (on the disk), its own /proc and /dev. */
-static int build_tree(bool image, char *err, size_t cap)
+static int build_tree(bool image, bool layer, char *err, size_t cap)
 {
-	const char *opts = image ? "lowerdir=" SKEL ":" IMAGE ",upperdir=" DISK "/u,workdir=" DISK
+	const char *opts = layer ? "lowerdir=" SKEL ":" TRUST ":" IMAGE ",upperdir=" DISK "/u,workdir=" DISK
 				   "/w,userxattr"
-				 : "lowerdir=" SKEL ",upperdir=" DISK "/u,workdir=" DISK "/w,userxattr";
+			   : image ? "lowerdir=" SKEL ":" IMAGE ",upperdir=" DISK "/u,workdir=" DISK "/w,userxattr"
+				   : "lowerdir=" SKEL ",upperdir=" DISK "/u,workdir=" DISK "/w,userxattr";
 
 	if (mount("overlay", NEWROOT, "overlay", MS_NOSUID | MS_NODEV, opts) != 0)
 		return fail(err, cap, "mount overlay on", NEWROOT);
@@ -344,9 +347,7 @@ static int build_tree(bool image, char *err, size_t cap)
 		if (mirror(etc_binds[i], false, err, cap) != 0)
 			return -1;
 	}
-	if (image)
-		unsetenv(CELL_TRUST_ENV); /* the copy in SKEL shadows the image's bundle */
-	else if (cell_trust_bind(SKEL, NEWROOT, err, cap) != 0)
+	if (cell_trust_bind(NEWROOT, err, cap) != 0)
 		return -1;
 	if (bind(DISK "/workspace", NEWROOT "/workspace", false, err, cap) != 0 ||
 	    bind(DISK "/tmp", NEWROOT "/tmp", false, err, cap) != 0)
@@ -375,7 +376,7 @@ static void seed_from(char *name, size_t cap)
 int cell_root_build(const char *hostname, char *err, size_t cap)
 {
 	char from[CELL_NAME_MAX + 2];
-	int image;
+	int image, layer = 0;
 
 	seed_from(from, sizeof(from));
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
@@ -383,8 +384,10 @@ int cell_root_build(const char *hostname, char *err, size_t cap)
 	if (cell_disk_mount(DISK, SEED, err, cap) != 0)
 		return -1;
 	image = mount_image(err, cap);
-	if (image < 0 || build_skel(hostname, image == 0, err, cap) != 0 ||
-	    build_tree(image == 0, err, cap) != 0)
+	if (image == 0)
+		layer = cell_trust_layer(TRUST, err, cap);
+	if (image < 0 || layer < 0 || build_skel(hostname, image == 0, layer == 1, err, cap) != 0 ||
+	    build_tree(image == 0, layer == 1, err, cap) != 0)
 		return -1;
 	/* pivot_root(".", "."): the old root ends up under the new one and is
 	 * detached at once; no directory for it is needed. The disk goes with

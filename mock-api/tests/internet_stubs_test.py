@@ -16,6 +16,10 @@ In guests of a real sbx-mock, with TLS verification on:
   a bare git repository to `git ls-remote https://…` (dumb HTTP, verified
   against the mock's CA), and refuses escapes ("..", %2e%2e, a symlink
   out) and other methods;
+- a scenario's internet_stubs (--scenario FILE at start, POST
+  /_mock/scenario {name}) answer a guest, a body_file beside the scenario
+  file included; a bad entry refuses the scenario (at start, or a 400)
+  naming the scenario, the stub and the key, and adds none of its stubs;
 - devbox:1 (when built): apt-get update && apt-get install from an apt
   repository this test builds, and pip install from a simple index, both
   served as sites over https;
@@ -23,7 +27,11 @@ In guests of a real sbx-mock, with TLS verification on:
   declared with --internet-upstream, is reached by an allowed guest over
   plain HTTP and over TLS passed through (its own certificate, not the
   mock's); a rule that denies it drops it; an address that is not
-  declared gets the simulated page (nothing else leaves).
+  declared gets the simulated page (nothing else leaves). The same
+  declared by name (exact and *.suffix, resolved through --internet-hosts):
+  by Host and by SNI; a name not declared, or a declared name dialled at
+  an address the hosts file does not give it, stays simulated; a name the
+  hosts file does not resolve stops the start.
 
 Usage: internet_stubs_test.py SBX_MOCK
 Exit 0 pass, 1 fail, 77 skipped (enforcement unavailable here).
@@ -50,7 +58,7 @@ UP_NS_ADDR, UP_HOST_ADDR = "10.254.77.2", "10.254.77.1"
 
 HOSTS = {"version": 1, "hosts": {
     "api.example.test": ["192.0.2.50"], "other.example.test": ["192.0.2.51"],
-    "repo.test": ["192.0.2.60"], "pypi.test": ["192.0.2.61"]}}
+    "repo.test": ["192.0.2.60"], "pypi.test": ["192.0.2.61"], "scenario.example.test": ["192.0.2.70"]}}
 
 FILE_STUBS = {"stubs": [
     {"match": {"host": "api.example.test", "scheme": "https", "method": "GET", "path": "/v1/x"},
@@ -67,6 +75,17 @@ def check(ok, what, detail=""):
 
 def curl(mock, key, sid, *args):
     return tls.run(mock, key, sid, ["curl", "-sS", "--max-time", "8", *args])
+
+
+def start_refused(binary, hosts, *args):
+    """(exit code, stderr) of a mock that should refuse to start;
+    (None, "started") when it started instead (it is killed)."""
+    try:
+        r = subprocess.run([binary, "--listen", "127.0.0.1:0", "--self-listen", "off", "--internet-hosts", hosts,
+                            *args], capture_output=True, text=True, timeout=30)
+        return r.returncode, r.stderr
+    except subprocess.TimeoutExpired:
+        return None, "started"
 
 
 def journal(mock, **q):
@@ -319,6 +338,66 @@ def on_image(binary, tmp, hosts):
         mock.stop()
 
 
+# ---- scenarios ----
+
+def scenario_files(tmp):
+    """Two directories: one a scenario is given from by path (its stub's
+    body_file beside it), the other the --scenario-dir names are found in."""
+    by_path, by_name = os.path.join(tmp, "scen-path"), os.path.join(tmp, "scen-dir")
+    for d in (by_path, by_name):
+        os.makedirs(d)
+    with open(os.path.join(by_path, "answer.json"), "w") as f:
+        f.write('{"answer":"a file beside the scenario"}')
+    with open(os.path.join(by_path, "offline-api.json"), "w") as f:
+        json.dump({"name": "offline-api", "description": "an API the guest calls, answered offline",
+                   "internet_stubs": [
+                       {"match": {"host": "scenario.example.test", "path": "/v1/inline"},
+                        "respond": {"status": 202, "body": "inline from the start scenario"}},
+                       {"match": {"host": "scenario.example.test", "path": "/v1/file"},
+                        "respond": {"headers": {"Content-Type": "application/json"}, "body_file": "answer.json"}}]},
+                  f)
+    with open(os.path.join(by_name, "later-api.json"), "w") as f:
+        json.dump({"name": "later-api", "internet_stubs": [
+            {"match": {"host": "scenario.example.test", "path": "/v1/later"}, "respond": {"body": "loaded by name"}}]},
+            f)
+    with open(os.path.join(by_name, "bad-stubs.json"), "w") as f:
+        json.dump({"name": "bad-stubs", "internet_stubs": [
+            {"match": {"host": "scenario.example.test", "path": "/v1/half"}, "respond": {"body": "half applied"}},
+            {"match": {"host": "scenario.example.test", "pth": "/v1/typo"}, "respond": {"body": "never"}}]}, f)
+    return by_path, by_name
+
+
+def scenarios(binary, tmp, hosts):
+    by_path, by_name = scenario_files(tmp)
+    bad = os.path.join(by_name, "bad-stubs.json")
+    refused = start_refused(binary, hosts, "--scenario", bad)
+    check(refused[0] not in (None, 0) and "bad-stubs.json" in refused[1] and "stub 1" in refused[1] and
+          "match.pth" in refused[1], "--scenario with a bad internet_stubs entry stops the start, naming where",
+          refused)
+    mock = live.Mock(binary, hosts, ["--scenario", os.path.join(by_path, "offline-api.json"),
+                                     "--scenario-dir", by_name])
+    try:
+        sid = tls.create(mock, "scen")
+        r = curl(mock, "scen", sid, "-w", " %{http_code}", "https://scenario.example.test/v1/inline")
+        check(r["exit_code"] == 0 and r["stdout"] == "inline from the start scenario 202",
+              "a --scenario's internet_stubs answer a guest (https, verified)", r)
+        r = curl(mock, "scen", sid, "-D-", "https://scenario.example.test/v1/file")
+        check(r["exit_code"] == 0 and r["stdout"].endswith('{"answer":"a file beside the scenario"}') and
+              "application/json" in r["stdout"], "a scenario stub's body_file is read beside the scenario file", r)
+        st, b = mock.call("POST", "/_mock/scenario", {"name": "later-api"}, admin=True)
+        r = curl(mock, "scen", sid, "http://scenario.example.test/v1/later")
+        check(st == 200 and r["stdout"] == "loaded by name",
+              "POST /_mock/scenario {name} adds its internet_stubs", (st, b, r))
+        st, b = mock.call("POST", "/_mock/scenario", {"name": "bad-stubs"}, admin=True)
+        msg = json.dumps(b)
+        check(st == 400 and "bad-stubs" in msg and "stub 1" in msg and "match.pth" in msg,
+              "a bad internet_stubs entry is a 400 naming the scenario, the stub and the key", (st, b))
+        r = curl(mock, "scen", sid, "http://scenario.example.test/v1/half")
+        check("reached 192.0.2.70:80" in r["stdout"], "a refused scenario adds none of its stubs", r)
+    finally:
+        mock.stop()
+
+
 # ---- upstream ----
 
 UP_TLS_SERVER = r"""
@@ -412,7 +491,63 @@ def upstream(binary, tmp, hosts):
         check(r["exit_code"] == 28, "a rule that denies the upstream drops it", r)
     finally:
         mock.stop()
+    try:
+        upstream_by_name(binary, tmp)
+    finally:
         up.close()
+
+
+# names the resolver gives the test's namespace: two declared (one exact,
+# one under a wildcard), one not
+UP_HOSTS = {"version": 1, "hosts": {"up.example.test": [UP_NS_ADDR], "a.wild.test": [UP_NS_ADDR],
+                                    "plain.example.test": [UP_NS_ADDR]}}
+
+
+def upstream_by_name(binary, tmp):
+    hosts = os.path.join(tmp, "up-hosts.json")
+    with open(hosts, "w") as f:
+        json.dump(UP_HOSTS, f)
+    refused = start_refused(binary, hosts, "--internet-upstream", "up.example.test,nowhere.test")
+    check(refused[0] not in (None, 0) and "nowhere.test" in refused[1] and "--internet-hosts" in refused[1],
+          "an upstream name the hosts file does not resolve stops the start, naming it", refused)
+    mock = live.Mock(binary, hosts, ["--internet-upstream", "up.example.test,*.wild.test"])
+    try:
+        sid = tls.create(mock, "upn")
+        r = curl(mock, "upn", sid, "http://up.example.test:8080/up.txt")
+        check(r["stdout"] == "the real upstream over HTTP\n", "a guest reaches an upstream declared by name (HTTP, Host)", r)
+        r = curl(mock, "upn", sid, "http://a.wild.test:8080/up.txt")
+        check(r["stdout"] == "the real upstream over HTTP\n", "a name under a declared *.suffix goes upstream", r)
+        r = curl(mock, "upn", sid, "-v", "https://up.example.test:8443/")
+        check(r["exit_code"] == 60, "TLS to a name declared upstream is passed through by SNI, not terminated", r)
+        r = curl(mock, "upn", sid, "-k", "-v", "https://up.example.test:8443/")
+        check(r["stdout"] == "the real upstream over TLS\n" and "upstream.test" in r["stderr"],
+              "TLS by SNI reaches the real server with its own certificate", r)
+        r = curl(mock, "upn", sid, "http://plain.example.test:8080/up.txt")
+        check("reached %s:8080" % UP_NS_ADDR in r["stdout"], "a name not declared stays simulated (HTTP)", r)
+        r = curl(mock, "upn", sid, "https://plain.example.test:8443/")
+        check(r["exit_code"] == 0 and "reached %s:8443" % UP_NS_ADDR in r["stdout"],
+              "a name not declared stays simulated (TLS terminated under the mock's CA)", r)
+        # the name is the guest's to claim; the address is the hosts file's
+        r = curl(mock, "upn", sid, "-H", "Host: up.example.test", "http://%s:8080/up.txt" % UP_HOST_ADDR)
+        check("reached %s:8080" % UP_HOST_ADDR in r["stdout"],
+              "a declared name dialled at another address stays simulated (the Host header opens nothing)", r)
+        r = curl(mock, "upn", sid, "--resolve", "up.example.test:8443:" + UP_HOST_ADDR,
+                 "https://up.example.test:8443/")
+        check(r["exit_code"] == 0 and "reached %s:8443" % UP_HOST_ADDR in r["stdout"],
+              "a declared SNI dialled at another address stays simulated", r)
+        e = journal(mock, sandbox_id=sid)
+        check(sum(1 for x in e if x["via"] == "upstream") == 4 and
+              any(x["via"] == "upstream" and x["host"] == "up.example.test" and x["path"] == "/up.txt" for x in e),
+              "the flows by name are journaled as upstream, the others not", [(x["host"], x["via"]) for x in e])
+        denied = tls.create(mock, "upn", egress=["192.0.2.0/24"])
+        r = curl(mock, "upn", denied, "--connect-timeout", "3", "http://up.example.test:8080/up.txt")
+        check(r["exit_code"] == 28, "a rule that denies a name declared upstream drops it (HTTP)", r)
+        r = curl(mock, "upn", denied, "-k", "--connect-timeout", "3", "https://up.example.test:8443/")
+        check(r["exit_code"] == 28, "a rule that denies a name declared upstream drops it (TLS)", r)
+        check(not any(x["via"] == "upstream" for x in journal(mock, sandbox_id=denied)),
+              "nothing of the denied guest reaches the way out", journal(mock, sandbox_id=denied))
+    finally:
+        mock.stop()
 
 
 def main():
@@ -444,6 +579,7 @@ def main():
             sites(mock, "outside.txt", git_head)
         finally:
             mock.stop()
+        scenarios(binary, tmp, hosts)
         on_image(binary, tmp, hosts)
         upstream(binary, tmp, hosts)
     finally:

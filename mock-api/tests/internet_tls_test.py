@@ -14,7 +14,11 @@ In guests of a real sbx-mock, with verification on:
 - the CA's private key is nowhere a guest can read; with --state-dir the
   CA is kept (key 0600) and a restarted mock's guests trust the same one;
 - --internet-ca CERT,KEY is used, and a bad one stops the start with an
-  error naming the file.
+  error naming the file;
+- the bundle (written once per mock and root, bound into every cell) is
+  read-only to a guest's root on the host skeleton; on devbox:1 a guest
+  may rewrite its own (update-ca-certificates) and another guest keeps the
+  shared one.
 
 Usage: internet_tls_test.py SBX_MOCK HOSTS_JSON
 Exit 0 pass, 1 fail, 77 skipped (enforcement unavailable here).
@@ -213,6 +217,32 @@ def key_stays_out(mock, key, sid, state):
           "the same search finds the CA's certificate in the guest's store", r)
 
 
+BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
+# each way root could change a file in place or replace it; prints how many worked
+TAMPER = ("export f=%s; echo x > /tmp/x; n=0; for how in 'echo x >> $f' ': > $f' 'rm -f $f' 'chmod 666 $f' "
+          "'mv -f /tmp/x $f' 'cp /tmp/x $f' 'ln -sf /tmp/x $f' 'touch $f'; do "
+          "sh -c \"$how\" 2>/dev/null && n=$((n+1)); done; echo $n") % BUNDLE
+
+
+def bundle_hash(mock, key, sid):
+    r = run(mock, key, sid, ["sh", "-c", "sha256sum %s | cut -d' ' -f1; grep -c 'BEGIN CERTIFICATE' %s" %
+                             (BUNDLE, BUNDLE)])
+    return r["stdout"].split() if r["exit_code"] == 0 else r
+
+
+def bundle_stays(mock, key):
+    """The bundle every cell of the host skeleton binds is read-only: a
+    guest's root changes nothing of it, for itself or the next guest."""
+    first, second = create(mock, key), create(mock, key)
+    before = bundle_hash(mock, key, first)
+    r = run(mock, key, first, ["sh", "-c", TAMPER])
+    check(r["stdout"].strip() == "0", "root in a guest cannot write, replace or remove its trust bundle", r)
+    check(bundle_hash(mock, key, first) == before and bundle_hash(mock, key, second) == before,
+          "the bundle is the same after the attempts, in that guest and another", (before,))
+    r = run(mock, key, second, ["curl", "-sS", "https://example.com/"])
+    check(r["exit_code"] == 0, "and the other guest still verifies", r)
+
+
 def main():
     binary, hosts = sys.argv[1], sys.argv[2]
     state = tempfile.mkdtemp(prefix="sbx-tls-")
@@ -229,6 +259,7 @@ def main():
             bad_input(mock, "tls", sid)
             keep_alive(mock, "tls", sid)
             key_stays_out(mock, "tls", sid, os.path.join(state, "s"))
+            bundle_stays(mock, "tls")
         finally:
             mock.stop()
         kept = os.path.join(state, "s")
@@ -287,6 +318,19 @@ def on_image(binary, hosts):
         r = run(mock, "tls", sid, ["sh", "-c", "grep -c 'BEGIN CERTIFICATE' /etc/ssl/certs/ca-certificates.crt"])
         check(r["exit_code"] == 0 and int(r["stdout"] or 0) > 100,
               "the image's own roots stay in its bundle", r)
+        # the bundle is a layer every cell of the image shares: a guest's
+        # change is its own (copied up), as any change of an image's file
+        st, b = mock.call("POST", "/v1/sandboxes", {"shape": "s-1vcpu-1gb", "rootfs": "devbox:1"}, key="tls")
+        other = b["data"]["id"] if st == 200 else sid
+        before = bundle_hash(mock, "tls", other)
+        r = run(mock, "tls", sid, ["sh", "-c", "update-ca-certificates >/dev/null && echo '# mine' >> %s && "
+                                   "tail -n1 %s" % (BUNDLE, BUNDLE)])
+        check(r["exit_code"] == 0 and r["stdout"].strip() == "# mine",
+              "on devbox:1 a guest may still rewrite its own bundle (update-ca-certificates)", r)
+        check(other != sid and bundle_hash(mock, "tls", other) == before and before[0] != bundle_hash(
+            mock, "tls", sid)[0], "another guest of the image keeps the shared bundle", before)
+        r = run(mock, "tls", other, ["curl", "-sS", "https://example.com/"])
+        check(r["exit_code"] == 0, "and still verifies", r)
     finally:
         mock.stop()
 

@@ -133,8 +133,9 @@ typedef struct cell_child {
 	int image;        /* the image's idmapped detached mount, or -1 */
 	const char *ws, *tmp;
 	const char *image_dir; /* an image directory to open as the cell's, or NULL */
+	const char *trust_bundle; /* the trust bundle to open as the cell's, or NULL */
 	char *argv[5];
-	char *envp[5]; /* disk, bpf, image, trust, NULL */
+	char *envp[6]; /* disk, bpf, image, trust, trust bundle, NULL */
 	char *trust; /* CELL_TRUST_ENV=PEM, malloc'd before the clone; or NULL */
 	char port[8];
 	char disk[40];
@@ -179,7 +180,7 @@ static int cell_child_main(void *arg)
 	struct sigaction dfl = {.sa_handler = SIG_DFL};
 	sigset_t none;
 	char go = 0;
-	int hi[6] = {-1, -1, -1, -1, -1, -1}, ws, tmp, image = cc->image;
+	int hi[7] = {-1, -1, -1, -1, -1, -1, -1}, ws, tmp, image = cc->image, bundle = -1;
 
 	/* the clone copied every descriptor of the mock; only the start's own
 	 * stay. A copy held here keeps the mock's open: the sync pipe's write
@@ -196,7 +197,10 @@ static int cell_child_main(void *arg)
 	tmp = open(cc->tmp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (cc->image_dir != NULL)
 		image = open(cc->image_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (ws < 0 || tmp < 0 || (cc->image_dir != NULL && image < 0))
+	/* a path of this mount namespace: only such a file can be bound here */
+	if (cc->trust_bundle != NULL)
+		bundle = open(cc->trust_bundle, O_PATH | O_NOFOLLOW | O_CLOEXEC); /* a file or a layer */
+	if (ws < 0 || tmp < 0 || (cc->image_dir != NULL && image < 0) || (cc->trust_bundle != NULL && bundle < 0))
 		child_fail(cc);
 	/* copies above 0-5 first (a source may sit on a target), then onto
 	 * 0-5 with dup2, whose copies are not close-on-exec */
@@ -208,16 +212,19 @@ static int cell_child_main(void *arg)
 		hi[4] = fcntl(cc->bpf, F_DUPFD_CLOEXEC, 10);
 	if (image >= 0)
 		hi[5] = fcntl(image, F_DUPFD_CLOEXEC, 10);
+	if (bundle >= 0)
+		hi[6] = fcntl(bundle, F_DUPFD_CLOEXEC, 10);
 	if (hi[0] < 0 || hi[1] < 0 || hi[2] < 0 || hi[3] < 0 || (cc->bpf >= 0 && hi[4] < 0) ||
-	    (image >= 0 && hi[5] < 0) || dup2(hi[3], 0) < 0 || dup2(hi[3], 1) < 0 ||
+	    (image >= 0 && hi[5] < 0) || (bundle >= 0 && hi[6] < 0) || dup2(hi[3], 0) < 0 || dup2(hi[3], 1) < 0 ||
 	    dup2(hi[3], 2) < 0 || dup2(hi[2], CELL_CTL_FD) < 0 || dup2(hi[0], 4) < 0 ||
 	    dup2(hi[1], 5) < 0)
 		child_fail(cc);
 	/* nothing else of the mock's crosses into the cell: all from 6 up
-	 * close at exec but the filter and the image, put there after */
+	 * close at exec but the filter, the image and the bundle, put there
+	 * after */
 	syscall(SYS_close_range, (unsigned)CELL_BPF_FD, ~0U, CLOSE_RANGE_CLOEXEC);
 	if ((cc->bpf >= 0 && dup2(hi[4], CELL_BPF_FD) < 0) ||
-	    (image >= 0 && dup2(hi[5], CELL_IMAGE_FD) < 0))
+	    (image >= 0 && dup2(hi[5], CELL_IMAGE_FD) < 0) || (bundle >= 0 && dup2(hi[6], CELL_TRUST_FD) < 0))
 		child_fail(cc);
 	/* root of the new user namespace: raw calls, this task only */
 	if (syscall(SYS_setresgid, 0, 0, 0) != 0)
@@ -448,6 +455,10 @@ static int child_prepare(cell_child *cc, const mock_cell_conf *conf, const char 
 	}
 	if (cc->trust != NULL)
 		cc->envp[e++] = cc->trust;
+	if (cc->trust != NULL && conf->trust_bundle != NULL) {
+		cc->trust_bundle = conf->trust_bundle;
+		cc->envp[e++] = conf->image_dir != NULL ? CELL_TRUST_BUNDLE_ENV "=layer" : CELL_TRUST_BUNDLE_ENV "=file";
+	}
 	cc->envp[e] = NULL;
 	cc->devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
 	cc->exe = open(path, O_PATH | O_CLOEXEC);

@@ -54,6 +54,10 @@ typedef struct mock_cell_conf {
 	/* a CA certificate (PEM) for the guest's trust store, passed to the
 	 * cell as CELL_TRUST_ENV; may be NULL */
 	const char *trust_pem;
+	/* with trust_pem: the system bundle with it (guest/trust.h), which the
+	 * cell opens at its start and binds read-only over its root's (a file),
+	 * or with image_dir mounts as an overlay layer above the image's */
+	const char *trust_bundle;
 	mock_cell_place_fn place; /* may be NULL */
 	mock_cell_around_fn join, leave; /* both or neither */
 	void *place_arg;		 /* place's, join's and leave's */

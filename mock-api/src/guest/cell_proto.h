@@ -48,6 +48,14 @@
  * bundle (cell/trust.c); at most CELL_TRUST_MAX bytes. */
 #define CELL_TRUST_ENV "SBX_CELL_TRUST"
 #define CELL_TRUST_MAX 16384
+/* The system bundle with that certificate, written once per mock and
+ * root (the mock's guest/trust.c): an O_PATH handle at this fd, with
+ * CELL_TRUST_BUNDLE_ENV=file, a file the cell binds read-only over its
+ * root's /etc/ssl/certs/ca-certificates.crt, or =layer (above an image), a
+ * directory holding etc/ssl/certs/ca-certificates.crt that the cell mounts
+ * read-only as the overlay layer between its own files and the image. */
+#define CELL_TRUST_FD 8
+#define CELL_TRUST_BUNDLE_ENV "SBX_CELL_TRUST_BUNDLE"
 /* The certificate alone, in the guest's /etc: Node reads only its own
  * bundled roots, and NODE_EXTRA_CA_CERTS (the mock's exec sets it to
  * this) adds to them; the whole system bundle there would cost every node

@@ -11,6 +11,7 @@
 #include "guest/guest_internal.h"
 #include "guest/cell_proto.h"
 #include "guest/images.h"
+#include "guest/trust.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -119,9 +120,10 @@ static int leave_group(void *arg, sbx_err *err)
 	return mock_cgroup_leave(arg, err);
 }
 
-static int start_cell(mock_guest *g, const char *id, const mock_guest_opts *o, sbx_err *err)
+static int start_cell(mock_guest *g, const char *work_dir, const char *id, const mock_guest_opts *o, sbx_err *err)
 {
 	mock_cell_conf conf = {.id = id, .ws = g->ws, .tmp = g->tmp};
+	char bundle[PATH_MAX];
 
 	if (o != NULL) {
 		conf.self_port = o->self_port;
@@ -135,6 +137,11 @@ static int start_cell(mock_guest *g, const char *id, const mock_guest_opts *o, s
 		}
 		conf.trust_pem = o->trust_pem;
 		g->trusts_ca = o->trust_pem != NULL;
+		if (o->trust_pem != NULL) {
+			if (mock_trust_bundle(work_dir, conf.image_dir, o->trust_pem, bundle, sizeof(bundle), err) != 0)
+				return -1;
+			conf.trust_bundle = bundle;
+		}
 	}
 	if (o != NULL && o->cgroups != NULL) {
 		g->cg = mock_cgroup_create(o->cgroups, id, o->mem_bytes, o->pids_max, err);
@@ -186,7 +193,7 @@ mock_guest *mock_guest_new(const char *work_dir, const char *id, mock_guest_mode
 	if (statfs(g->fs, &sf) == 0)
 		g->work_fs = (long)sf.f_type;
 	chmod(g->tmp, 01777);
-	if (mode == GUEST_CONTAINED && start_cell(g, id, opts, err) != 0)
+	if (mode == GUEST_CONTAINED && start_cell(g, work_dir, id, opts, err) != 0)
 		goto out_remove_cg;
 	remove_tree_at(AT_FDCWD, seed); /* a fork's: in the cell's disk now */
 	unlink(from);

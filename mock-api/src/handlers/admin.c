@@ -316,6 +316,7 @@ static void a_scenario(mreq *r, mresp *out)
 	const cJSON *name;
 	cJSON *loaded = NULL, *ids, *d;
 	sbx_err err = {{0}};
+	char dir[PATH_MAX] = "";
 
 	if (b == NULL) {
 		if (out->body == NULL)
@@ -326,15 +327,19 @@ static void a_scenario(mreq *r, mresp *out)
 	if (cJSON_IsString(name) && cJSON_GetObjectItemCaseSensitive(b, "rules") == NULL &&
 	    cJSON_GetObjectItemCaseSensitive(b, "internet_stubs") == NULL &&
 	    cJSON_GetObjectItemCaseSensitive(b, "settings") == NULL) {
-		loaded = mock_scenario_load(r->mock, name->valuestring, &err);
+		loaded = mock_scenario_load(r->mock, name->valuestring, dir, sizeof(dir), &err);
 		if (loaded == NULL) {
 			resp_fail(out, 404, "name", "NOT_FOUND", err.msg);
 			return;
 		}
 		b = loaded;
 	}
+	if (loaded == NULL) /* a scenario in the body: its files are --scenario-dir's */
+		snprintf(dir, sizeof(dir), "%s", r->mock->scenario_dir);
 	ids = cJSON_CreateArray();
-	if (mock_scenario_apply(r->mock, b, ids, &err) != 0) {
+	if (mock_scenario_apply(r->mock, b, dir[0] != '\0' ? dir : NULL, ids, &err) != 0) {
+		if (loaded != NULL) /* which file: the body named it only */
+			sbx_err_prefix(&err, "scenario %s", name->valuestring);
 		cJSON_Delete(ids);
 		cJSON_Delete(loaded);
 		resp_fail(out, 400, "scenario", "INVALID_SCENARIO", err.msg);

@@ -22,6 +22,8 @@
 
 #include "sbx/err.h"
 
+struct mock_hosts;
+
 /* Limits (INTERNET.md lists them; a stub over one is refused with a 400
  * naming it). */
 #define MOCK_INET_STUBS_MAX 4096
@@ -131,8 +133,13 @@ int mock_inet_upstream_set(mock_inet_book *b, const char *patterns, sbx_err *err
 bool mock_inet_upstream_any(mock_inet_book *b);
 /* The patterns as given, "" when none. */
 const char *mock_inet_upstream_text(mock_inet_book *b);
-/* Whether a flow to the address (family 4/6, raw bytes) or naming host
- * (SNI or Host; NULL: none) is forwarded. */
+/* Binds each name pattern to the addresses the hosts file gives the names
+ * it matches (the internet calls it at start, with its resolver's table):
+ * -1 with err naming a pattern that matches no name with an address. */
+int mock_inet_upstream_resolve(mock_inet_book *b, const struct mock_hosts *hosts, sbx_err *err);
+/* Whether a flow is forwarded: its address (family 4/6, raw bytes) is in
+ * a CIDR, or it names host (SNI or Host, lower case; NULL: none) that a
+ * name pattern matches and dials one of that pattern's addresses. */
 bool mock_inet_upstream_match(mock_inet_book *b, int family, const uint8_t *addr, const char *host);
 
 /* ---- the journal ---- */

@@ -5,6 +5,7 @@
 #define SBX_MOCK_INET_BOOK_INTERNAL_H
 
 #include "internet/inet_book.h"
+#include "internet/inet_rules.h"
 
 #include <pthread.h>
 
@@ -47,6 +48,11 @@ struct mock_inet_book {
 	size_t nsites;
 	char *upstream_text;
 	char *up_names[MOCK_INET_UPSTREAM_MAX];
+	/* per name pattern, the hosts file's addresses of the names it
+	 * matches (mock_inet_upstream_resolve): the only addresses a flow
+	 * naming it may go out to */
+	mock_host_addr *up_name_addrs[MOCK_INET_UPSTREAM_MAX];
+	size_t up_name_naddr[MOCK_INET_UPSTREAM_MAX];
 	size_t nup_names;
 	mock_inet_cidr up_cidrs[MOCK_INET_UPSTREAM_MAX];
 	size_t nup_cidrs;

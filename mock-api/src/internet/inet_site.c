@@ -28,9 +28,14 @@ void mock_inet_sites_free(mock_inet_book *b)
 	for (size_t i = 0; i < b->nsites; i++)
 		close(b->sites[i].dirfd);
 	b->nsites = 0;
-	for (size_t i = 0; i < b->nup_names; i++)
+	for (size_t i = 0; i < b->nup_names; i++) {
 		free(b->up_names[i]);
+		free(b->up_name_addrs[i]);
+		b->up_name_addrs[i] = NULL;
+		b->up_name_naddr[i] = 0;
+	}
 	b->nup_names = 0;
+	b->nup_cidrs = 0;
 	free(b->upstream_text);
 	b->upstream_text = NULL;
 }
@@ -242,6 +247,14 @@ int mock_inet_upstream_set(mock_inet_book *b, const char *patterns, sbx_err *err
 		sbx_err_set(err, "out of memory");
 		return -1;
 	}
+	if (patterns[strspn(patterns, ", ")] == '\0') {
+		/* an empty list would still print the start-up warning while
+		 * declaring nothing: say so instead */
+		sbx_err_set(err, "--internet-upstream: no pattern given (names, \"*.suffix\", addresses or CIDRs, "
+			    "comma-separated)");
+		free(copy);
+		return -1;
+	}
 	for (char *tok = strtok_r(copy, ", ", &save); tok != NULL; tok = strtok_r(NULL, ", ", &save)) {
 		mock_inet_cidr c;
 
@@ -278,6 +291,45 @@ const char *mock_inet_upstream_text(mock_inet_book *b)
 	return mock_inet_upstream_any(b) && b->upstream_text != NULL ? b->upstream_text : "";
 }
 
+/* Appends h's addresses to name pattern i's: false when out of memory. */
+static bool name_addrs_add(mock_inet_book *b, size_t i, const mock_host *h)
+{
+	mock_host_addr *grown = realloc(b->up_name_addrs[i], (b->up_name_naddr[i] + h->naddr) * sizeof(*grown));
+
+	if (grown == NULL)
+		return false;
+	memcpy(grown + b->up_name_naddr[i], h->addr, h->naddr * sizeof(*grown));
+	b->up_name_addrs[i] = grown;
+	b->up_name_naddr[i] += h->naddr;
+	return true;
+}
+
+int mock_inet_upstream_resolve(mock_inet_book *b, const mock_hosts *hosts, sbx_err *err)
+{
+	for (size_t i = 0; i < b->nup_names; i++) {
+		const char *pat = b->up_names[i];
+		bool wild = pat[0] == '*';
+
+		free(b->up_name_addrs[i]);
+		b->up_name_addrs[i] = NULL;
+		b->up_name_naddr[i] = 0;
+		for (size_t k = 0; k < hosts->n; k++) {
+			if (mock_inet_host_match(pat, wild, hosts->hosts[k].name) && !name_addrs_add(b, i, &hosts->hosts[k])) {
+				sbx_err_set(err, "out of memory");
+				return -1;
+			}
+		}
+		if (b->up_name_naddr[i] == 0) {
+			sbx_err_set(err, "--internet-upstream: %s names nothing the internet's hosts file (--internet-hosts) "
+				    "gives an address: a guest could not resolve it, and a flow naming it goes out only "
+				    "to the addresses that file gives",
+				    pat);
+			return -1;
+		}
+	}
+	return 0;
+}
+
 static bool in_cidr(const mock_inet_cidr *c, int family, const uint8_t *addr)
 {
 	int full = c->bits / 8, rest = c->bits % 8;
@@ -287,14 +339,38 @@ static bool in_cidr(const mock_inet_cidr *c, int family, const uint8_t *addr)
 	return rest == 0 || ((c->addr[full] ^ addr[full]) & (uint8_t)(0xff << (8 - rest))) == 0;
 }
 
+static bool name_addr_is(const mock_inet_book *b, size_t i, int family, const uint8_t *addr)
+{
+	for (size_t k = 0; k < b->up_name_naddr[i]; k++) {
+		const mock_host_addr *a = &b->up_name_addrs[i][k];
+
+		if (a->family == family && memcmp(a->addr, addr, family == 6 ? 16 : 4) == 0)
+			return true;
+	}
+	return false;
+}
+
 bool mock_inet_upstream_match(mock_inet_book *b, int family, const uint8_t *addr, const char *host)
 {
+	char name[256];
+	size_t nl;
+
 	for (size_t i = 0; i < b->nup_cidrs; i++) {
 		if (in_cidr(&b->up_cidrs[i], family, addr))
 			return true;
 	}
-	for (size_t i = 0; host != NULL && i < b->nup_names; i++) {
-		if (mock_inet_host_match(b->up_names[i], b->up_names[i][0] == '*', host))
+	if (host == NULL || (nl = strlen(host)) == 0 || nl >= sizeof(name))
+		return false;
+	/* "name." is the name: the resolver answered it alike */
+	memcpy(name, host, nl + 1);
+	if (name[nl - 1] == '.')
+		name[nl - 1] = '\0';
+	/* the name is the guest's claim (SNI, Host): it goes out only to an
+	 * address the hosts file gives the pattern's names, never to any
+	 * address the guest chose to dial with that name */
+	for (size_t i = 0; i < b->nup_names; i++) {
+		if (mock_inet_host_match(b->up_names[i], b->up_names[i][0] == '*', name) &&
+		    name_addr_is(b, i, family, addr))
 			return true;
 	}
 	return false;

@@ -24,7 +24,7 @@
 
 /* A scenario: {name?, description?, settings?, rules:[...],
  * internet_stubs:[...]} (the stubs are the internet's, INTERNET.md). */
-int mock_scenario_apply(sbx_mock *mock, const cJSON *sc, cJSON *ids, sbx_err *err)
+int mock_scenario_apply(sbx_mock *mock, const cJSON *sc, const char *base_dir, cJSON *ids, sbx_err *err)
 {
 	const cJSON *settings = cJSON_GetObjectItemCaseSensitive(sc, "settings");
 	const cJSON *stubs = cJSON_GetObjectItemCaseSensitive(sc, "internet_stubs");
@@ -46,7 +46,7 @@ int mock_scenario_apply(sbx_mock *mock, const cJSON *sc, cJSON *ids, sbx_err *er
 		return -1;
 	}
 	stub_ids = cJSON_CreateArray();
-	if (stubs != NULL && mock_inet_stubs_add_json(mock->inet_book, stubs, mock->scenario_dir[0] != '\0' ? mock->scenario_dir : NULL, stub_ids, err) != 0) {
+	if (stubs != NULL && mock_inet_stubs_add_json(mock->inet_book, stubs, base_dir, stub_ids, err) != 0) {
 		cJSON_Delete(stub_ids);
 		sbx_err_prefix(err, "scenario internet_stubs (nothing applied)");
 		return -1;
@@ -143,7 +143,8 @@ static int find_scenario(const sbx_mock *mock, const char *name, char *path, siz
 	return -1;
 }
 
-cJSON *mock_scenario_load(const sbx_mock *mock, const char *name_or_file, sbx_err *err)
+cJSON *mock_scenario_load(const sbx_mock *mock, const char *name_or_file, char *dir, size_t dircap,
+			  sbx_err *err)
 {
 	char path[PATH_MAX];
 	char *text;
@@ -162,6 +163,16 @@ cJSON *mock_scenario_load(const sbx_mock *mock, const char *name_or_file, sbx_er
 	text = read_file(path, 1024 * 1024, err);
 	if (text == NULL)
 		return NULL;
+	if (dir != NULL) {
+		const char *slash = strrchr(path, '/');
+
+		/* a stub's body_file beside its scenario is found wherever the
+		 * scenario was (--scenario-dir, $SBX_SCENARIO_DIR, a path) */
+		if (slash == NULL)
+			snprintf(dir, dircap, ".");
+		else
+			snprintf(dir, dircap, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+	}
 	sc = cJSON_Parse(text);
 	free(text);
 	if (sc == NULL)
@@ -171,14 +182,15 @@ cJSON *mock_scenario_load(const sbx_mock *mock, const char *name_or_file, sbx_er
 
 int sbx_mock_load_scenario(sbx_mock *mock, const char *name_or_file, sbx_err *err)
 {
-	cJSON *sc = mock_scenario_load(mock, name_or_file, err);
+	char dir[PATH_MAX];
+	cJSON *sc = mock_scenario_load(mock, name_or_file, dir, sizeof(dir), err);
 	cJSON *ids;
 	int rc;
 
 	if (sc == NULL)
 		return -1;
 	ids = cJSON_CreateArray();
-	rc = mock_scenario_apply(mock, sc, ids, err);
+	rc = mock_scenario_apply(mock, sc, dir, ids, err);
 	if (rc != 0)
 		sbx_err_prefix(err, "scenario %s", name_or_file);
 	cJSON_Delete(ids);

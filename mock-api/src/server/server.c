@@ -10,6 +10,7 @@
 #include "guest/cell_pool.h"
 #include "guest/cgroup.h"
 #include "guest/cgroup_owner.h"
+#include "guest/trust.h"
 #include "server/server.h"
 #include "internet/internet.h"
 
@@ -449,6 +450,23 @@ static int write_ca_out(const sbx_mock *mock, const char *path, sbx_err *err)
 /* Egress enforced in a simulated internet where this host allows it;
  * asked for explicitly and impossible is an error, else the note says why
  * not (main prints it as a warning) and rules are only stored. */
+/* Binds the upstream name patterns to the addresses the resolver's hosts
+ * file (the one the internet loads) gives their names (INTERNET.md,
+ * "Upstream"). */
+static int bind_upstream_names(sbx_mock *mock, const char *hosts_path, sbx_err *err)
+{
+	mock_hosts hosts = {0};
+	int rc;
+
+	if (!mock_inet_upstream_any(mock->inet_book))
+		return 0;
+	if (hosts_path != NULL && mock_hosts_load(hosts_path, &hosts, err) != 0)
+		return -1;
+	rc = mock_inet_upstream_resolve(mock->inet_book, &hosts, err);
+	mock_hosts_free(&hosts);
+	return rc;
+}
+
 static int start_internet(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *err)
 {
 	const char *want = cfg->egress != NULL ? cfg->egress : "auto";
@@ -481,6 +499,10 @@ static int start_internet(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *e
 		return -1;
 	if (hosts == NULL && access(SBX_MOCK_INTERNET_HOSTS, R_OK) == 0)
 		hosts = SBX_MOCK_INTERNET_HOSTS;
+	/* like the CA: an upstream name no guest could resolve is an error
+	 * whatever --egress says, not a reason to run unenforced */
+	if (bind_upstream_names(mock, hosts, err) != 0)
+		return -1;
 	mock->inet = mock_internet_start(hosts, mock->tls, mock->inet_book, &ierr);
 	if (mock->inet != NULL) {
 		mock->inet_ca_pem = mock_internet_ca_pem(mock->inet);
@@ -848,6 +870,7 @@ void sbx_mock_stop(sbx_mock *mock)
 	mock_inet_book_free(mock->inet_book); /* after the servers that read it */
 	mock_cell_filter_free(mock->cell_filter); /* every cell that read it is gone */
 	mock_rootfs_close(mock); /* every cell that mounted one is gone */
+	mock_trust_forget(mock->work_dir); /* so is every cell that bound one */
 	mock_self_listen_free(mock); /* after the daemon: its callbacks use it */
 	if (mock->own_work_dir)
 		rmdir(mock->work_dir);
