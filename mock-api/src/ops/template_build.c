@@ -17,6 +17,7 @@
 #include "ops/ops_internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
@@ -350,19 +351,30 @@ static double save_layer(build *b, mock_guest *g, char *why, size_t cap)
 	char src[96], dir[TPL_DIR_MAX], dst[TPL_DIR_MAX + 8];
 	char *rm[] = {"/bin/rm", "-rf", dst, NULL};
 	struct stat st;
+	int held, rc;
 
 	snprintf(src, sizeof(src), "/proc/%d/fd/%d/u", (int)mock_guest_cell_pid(g), CELL_DISK_FD);
 	mock_tpl_dir(b->mock, b->id, dir, sizeof(dir));
 	snprintf(dst, sizeof(dst), "%s/layer", dir);
 	if (mock_tpl_mkdir_p(dir, why, cap) != 0)
 		return -1;
+	/* the layer is read through a descriptor of the mock's own: the
+	 * cell's disk lives in its mount namespace, which goes with the cell
+	 * once it is killed (through /proc/<cell>/fd the copy raced that
+	 * exit, and waited on it) */
+	held = open(src, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (held < 0) {
+		snprintf(why, cap, "opening the builder's layer %s: %s", src, strerror(errno));
+		return -1;
+	}
+	snprintf(src, sizeof(src), "/proc/self/fd/%d", held);
 	/* nothing of the steps runs on: the layer holds still */
 	mock_guest_signal(g, SIGKILL);
 	/* owners, modes, times, hard links, xattrs (an overlay's opaque
 	 * dirs) and the whiteouts' 0/0 devices as they are */
-	if ((lstat(dst, &st) == 0 && mock_tpl_run(rm, why, cap) != 0) || mock_layer_copy(src, dst, why, cap) != 0)
-		return -1;
-	return (double)mock_layer_bytes(dst);
+	rc = (lstat(dst, &st) == 0 && mock_tpl_run(rm, why, cap) != 0) || mock_layer_copy(src, dst, why, cap) != 0;
+	close(held);
+	return rc ? -1 : (double)mock_layer_bytes(dst);
 }
 
 /* ---- the thread ---- */
