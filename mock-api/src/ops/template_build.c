@@ -367,7 +367,7 @@ static double save_layer(build *b, mock_guest *g, char *why, size_t cap)
 		snprintf(why, cap, "opening the builder's layer %s: %s", src, strerror(errno));
 		return -1;
 	}
-	snprintf(src, sizeof(src), "/proc/self/fd/%d", held);
+	snprintf(src, sizeof(src), "/proc/self/fd/%d/.", held); /* the directory, not the link */
 	/* nothing of the steps runs on: the layer holds still */
 	mock_guest_signal(g, SIGKILL);
 	/* owners, modes, times, hard links, xattrs (an overlay's opaque
