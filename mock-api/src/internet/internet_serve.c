@@ -1,6 +1,6 @@
 /* internet_serve: the listeners inside the simulated internet (internet.h)
  * — the transparent proxy that takes every TCP connection a guest's rules
- * let through, and the resolver.
+ * let through, and (inet_resolver.c) the resolver.
  *
  * The proxy answers each request: after the request's head (or 2 s of
  * silence, for clients that wait to be spoken to) it writes an HTTP answer
@@ -20,12 +20,12 @@
  * A connection whose first byte opens a TLS handshake (on any port, 443
  * the usual one) is answered the same way under TLS (inet_tls.h): the
  * handshake shares the head's deadline, and one that fails is closed.
- * The resolver answers each sandbox at most DNS_RATE queries a second
- * (DNS_BURST at once); more are dropped, as a loaded resolver would. */
+ * The resolver is inet_resolver.c. */
 #define _GNU_SOURCE
 #include "internet/internet.h"
 #include "internet/inet_book.h"
 #include "internet/inet_http.h"
+#include "internet/inet_resolver.h"
 #include "internet/inet_tls.h"
 #include "internet/inet_upstream.h"
 #include "sbx/sys.h"
@@ -55,10 +55,6 @@
 #define HEAD_MAX 4096
 #define QUIET_MS 2000
 #define HEAD_DEADLINE_MS 5000
-#define DNS_MAX 512
-#define DNS_RATE 200
-#define DNS_BURST 200
-#define DNS_BUCKETS 256
 #define ID_MAX 64
 #define TLS_HANDSHAKE_RECORD 0x16 /* the content type a TLS client's first record has */
 #define WRITE_STALL_MS 30000 /* a client that takes none of an answer's bytes this long is dropped */
@@ -72,24 +68,16 @@ typedef struct share {
 	int n;
 } share;
 
-/* A sandbox's DNS allowance (the resolver's thread only). */
-typedef struct bucket {
-	char id[ID_MAX];
-	double tokens;
-	int64_t at_ms;
-} bucket;
-
 struct mock_inet_servers {
-	int tcp4, tcp6, dns, stopfd;
-	pthread_t acceptor, resolver;
-	bool acceptor_up, resolver_up;
+	int tcp4, tcp6, stopfd;
+	pthread_t acceptor;
+	bool acceptor_up;
+	mock_inet_resolver *resolver;
 	atomic_int conns;
 	pthread_mutex_t lock;
 	pthread_cond_t idle; /* conns reached 0 */
 	share shares[MAX_CONNS];
 	size_t nshares;
-	bucket buckets[DNS_BUCKETS];
-	size_t nbuckets;
 	const mock_hosts *hosts;
 	mock_inet_tls *tls;
 	mock_inet_who_fn who;
@@ -140,25 +128,6 @@ static int listener(int family, sbx_err *err)
 	if (!ok || listen(fd, 1024) != 0) {
 		sbx_err_set(err, "internet: transparent listener (IPv%d): %s", family == AF_INET ? 4 : 6,
 			    strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
-	return fd;
-}
-
-/* UDP port 53 of every IPv4 address: 169.254.169.253 is local here, and
- * queries a guest sends to any other server arrive by tproxy; the answer
- * goes out from the address the guest asked (IP_TRANSPARENT lets it). */
-static int resolver_socket(sbx_err *err)
-{
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(53)};
-	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), one = 1;
-
-	if (fd < 0 || setsockopt(fd, IPPROTO_IP, IP_TRANSPARENT, &one, sizeof(one)) != 0 ||
-	    setsockopt(fd, IPPROTO_IP, IP_RECVORIGDSTADDR, &one, sizeof(one)) != 0 ||
-	    bind(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
-		sbx_err_set(err, "internet: resolver on UDP port 53: %s", strerror(errno));
 		if (fd >= 0)
 			close(fd);
 		return -1;
@@ -765,124 +734,6 @@ static void *acceptor_main(void *arg)
 	return NULL;
 }
 
-/* ---- the resolver ---- */
-
-/* One query; *asked = the address the guest sent it to. */
-static ssize_t recv_query(int fd, uint8_t *q, size_t cap, struct sockaddr_storage *from, socklen_t *fl,
-			  struct in_addr *asked)
-{
-	union {
-		struct cmsghdr align;
-		char space[CMSG_SPACE(sizeof(struct sockaddr_in))];
-	} cbuf;
-	struct iovec iov = {.iov_base = q, .iov_len = cap};
-	struct msghdr m = {.msg_name = from, .msg_namelen = *fl, .msg_iov = &iov, .msg_iovlen = 1,
-			   .msg_control = cbuf.space, .msg_controllen = sizeof(cbuf.space)};
-	ssize_t n = recvmsg(fd, &m, MSG_DONTWAIT);
-
-	*fl = m.msg_namelen;
-	for (struct cmsghdr *c = n > 0 ? CMSG_FIRSTHDR(&m) : NULL; c != NULL; c = CMSG_NXTHDR(&m, c)) {
-		if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_ORIGDSTADDR) {
-			struct sockaddr_in dst;
-
-			memcpy(&dst, CMSG_DATA(c), sizeof(dst));
-			*asked = dst.sin_addr;
-		}
-	}
-	return n;
-}
-
-/* The answer, from the address the query went to. */
-static void send_answer(int fd, const uint8_t *r, size_t len, const struct sockaddr_storage *to,
-			socklen_t tl, const struct in_addr *asked)
-{
-	union {
-		struct cmsghdr align;
-		char space[CMSG_SPACE(sizeof(struct in_pktinfo))];
-	} cbuf;
-	struct iovec iov = {.iov_base = (void *)(uintptr_t)r, .iov_len = len};
-	struct msghdr m = {.msg_name = (void *)(uintptr_t)to, .msg_namelen = tl, .msg_iov = &iov,
-			   .msg_iovlen = 1, .msg_control = cbuf.space, .msg_controllen = sizeof(cbuf.space)};
-	struct cmsghdr *c;
-	struct in_pktinfo pi = {.ipi_spec_dst = *asked};
-
-	memset(&cbuf, 0, sizeof(cbuf));
-	c = CMSG_FIRSTHDR(&m);
-	c->cmsg_level = IPPROTO_IP;
-	c->cmsg_type = IP_PKTINFO;
-	c->cmsg_len = CMSG_LEN(sizeof(pi));
-	memcpy(CMSG_DATA(c), &pi, sizeof(pi));
-	sendmsg(fd, &m, MSG_DONTWAIT);
-}
-
-/* True when the sandbox at from may have one more answer now (its bucket
- * refills at DNS_RATE a second up to DNS_BURST). With every bucket taken,
- * the one idle longest is reused. */
-static bool dns_allowed(mock_inet_servers *s, const struct sockaddr_storage *from)
-{
-	char id[ID_MAX], text[64];
-	uint8_t raw[16];
-	int fam;
-	int64_t now = sbx_mono_ms();
-	bucket *b = NULL;
-
-	addr_text(from, text, sizeof(text), &fam, raw);
-	s->who(s->who_arg, fam, raw, id, sizeof(id));
-	for (size_t i = 0; i < s->nbuckets && b == NULL; i++) {
-		if (strcmp(s->buckets[i].id, id) == 0)
-			b = &s->buckets[i];
-	}
-	if (b == NULL) {
-		if (s->nbuckets < DNS_BUCKETS) {
-			b = &s->buckets[s->nbuckets++];
-		} else {
-			b = &s->buckets[0];
-			for (size_t i = 1; i < DNS_BUCKETS; i++) {
-				if (s->buckets[i].at_ms < b->at_ms)
-					b = &s->buckets[i];
-			}
-		}
-		snprintf(b->id, sizeof(b->id), "%s", id);
-		b->tokens = DNS_BURST;
-		b->at_ms = now;
-	}
-	b->tokens += (double)(now - b->at_ms) * DNS_RATE / 1000.0;
-	if (b->tokens > DNS_BURST)
-		b->tokens = DNS_BURST;
-	b->at_ms = now;
-	if (b->tokens < 1.0)
-		return false;
-	b->tokens -= 1.0;
-	return true;
-}
-
-static void *resolver_main(void *arg)
-{
-	mock_inet_servers *s = arg;
-	uint8_t q[DNS_MAX], r[DNS_MAX];
-
-	for (;;) {
-		struct pollfd pf[2] = {{.fd = s->dns, .events = POLLIN}, {.fd = s->stopfd, .events = POLLIN}};
-		struct sockaddr_storage from;
-		socklen_t fl = sizeof(from);
-		struct in_addr asked = {0};
-		ssize_t n;
-		size_t len;
-
-		if (poll(pf, 2, -1) < 0 && errno != EINTR)
-			break;
-		if (pf[1].revents != 0)
-			break;
-		n = recv_query(s->dns, q, sizeof(q), &from, &fl, &asked);
-		if (n <= 0 || !dns_allowed(s, &from))
-			continue;
-		len = mock_dns_answer(s->hosts, q, (size_t)n, r, sizeof(r));
-		if (len > 0)
-			send_answer(s->dns, r, len, &from, fl, &asked);
-	}
-	return NULL;
-}
-
 /* ---- start and stop ---- */
 
 mock_inet_servers *mock_inet_servers_start(const mock_hosts *hosts, mock_inet_tls *tls, mock_inet_who_fn who,
@@ -900,19 +751,20 @@ mock_inet_servers *mock_inet_servers_start(const mock_hosts *hosts, mock_inet_tl
 	s->who_arg = who_arg;
 	s->book = book;
 	s->outside = outside;
-	s->tcp4 = s->tcp6 = s->dns = -1;
+	s->tcp4 = s->tcp6 = -1;
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_cond_init(&s->idle, NULL);
 	s->stopfd = eventfd(0, EFD_CLOEXEC);
-	if (s->stopfd < 0 || (s->tcp4 = listener(AF_INET, err)) < 0 || (s->tcp6 = listener(AF_INET6, err)) < 0 ||
-	    (s->dns = resolver_socket(err)) < 0)
+	if (s->stopfd < 0 || (s->tcp4 = listener(AF_INET, err)) < 0 || (s->tcp6 = listener(AF_INET6, err)) < 0)
 		goto fail;
 	s->acceptor_up = pthread_create(&s->acceptor, NULL, acceptor_main, s) == 0;
-	s->resolver_up = s->acceptor_up && pthread_create(&s->resolver, NULL, resolver_main, s) == 0;
-	if (!s->resolver_up) {
+	if (!s->acceptor_up) {
 		sbx_err_set(err, "internet: threads: %s", strerror(errno));
 		goto fail;
 	}
+	s->resolver = mock_inet_resolver_start(hosts, who, who_arg, s->stopfd, err);
+	if (s->resolver == NULL)
+		goto fail;
 	return s;
 
 fail:
@@ -932,13 +784,12 @@ void mock_inet_servers_stop(mock_inet_servers *s)
 		abort(); /* an eventfd write of 1 cannot fail */
 	if (s->acceptor_up)
 		pthread_join(s->acceptor, NULL);
-	if (s->resolver_up)
-		pthread_join(s->resolver, NULL);
+	mock_inet_resolver_stop(s->resolver); /* its thread saw stopfd */
 	pthread_mutex_lock(&s->lock);
 	while (atomic_load(&s->conns) > 0)
 		pthread_cond_wait(&s->idle, &s->lock);
 	pthread_mutex_unlock(&s->lock);
-	int fds[] = {s->tcp4, s->tcp6, s->dns, s->stopfd};
+	int fds[] = {s->tcp4, s->tcp6, s->stopfd};
 
 	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
 		if (fds[i] >= 0)
