@@ -166,6 +166,9 @@ static bool envs_ok(const cJSON *envs)
 	cJSON_ArrayForEach(it, envs) {
 		if (!env_key_ok(it->string) || !cJSON_IsString(it) || strlen(it->valuestring) > 4096)
 			return false;
+		/* a name given twice: which value is meant is open (RFC 8259) */
+		if (n < 64 && cJSON_GetObjectItemCaseSensitive(envs, it->string) != it)
+			return false;
 		total += strlen(it->valuestring) + strlen(it->string);
 		n++;
 	}

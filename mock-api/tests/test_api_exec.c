@@ -45,6 +45,11 @@ static void exec_buffered(void **state)
 	expect_status(&r, 400, "undeclared env");
 	assert_non_null(fail_field(&r, "env"));
 	th_resp_free(&r);
+	/* ...nor one given twice (which value is meant is open, RFC 8259) */
+	th_json(U, "k1", "POST", path, "{\"cmd\":\"true\",\"env\":{\"GREETING\":\"a\",\"GREETING\":\"b\"}}", &r);
+	expect_status(&r, 400, "env key twice");
+	assert_non_null(fail_field(&r, "env"));
+	th_resp_free(&r);
 	/* cmd is an executable, not a shell line */
 	th_json(U, "k1", "POST", path, "{\"cmd\":\"echo hi | cat\"}", &r);
 	expect_status(&r, 200, "shell line");

@@ -76,6 +76,7 @@ static void validation_names_the_field(void **state)
 		{"{\"shape\":\"s-1vcpu-1gb\",\"auto_pause_after_seconds\":59}", 400, "auto_pause_after_seconds"},
 		{"{\"shape\":\"s-1vcpu-1gb\",\"bandwidth_quota_bytes\":10}", 400, "bandwidth_quota_bytes"},
 		{"{\"shape\":\"s-1vcpu-1gb\",\"envs\":{\"1BAD\":\"x\"}}", 400, "envs"},
+		{"{\"shape\":\"s-1vcpu-1gb\",\"envs\":{\"A\":\"1\",\"A\":\"2\"}}", 400, "envs"},
 		{"{\"shape\":\"s-1vcpu-1gb\",\"disk_mib\":\"big\"}", 400, "disk_mib"},
 		{"{\"shape\":\"s-1vcpu-1gb\",\"egress\":[\"1.2.3.4:70000\"]}", 400, "egress"},
 		{"{\"shape\":1}", 400, "shape"},

@@ -344,6 +344,10 @@ bool api_cmd_env(const cJSON *env, mock_cmd_req *cmd, mresp *out)
 	const cJSON *it;
 	size_t n = env != NULL ? (size_t)cJSON_GetArraySize(env) : 0;
 
+	if (n > MOCK_ENVS_MAX) { /* each key must be one of a sandbox's envs: at most that many */
+		resp_fail(out, 400, "env", "INVALID_REQUEST", "env has more entries than a sandbox can declare (64)");
+		return false;
+	}
 	cmd->env = vars = calloc(n + 1, sizeof(*vars));
 	if (vars == NULL) {
 		resp_error(out, 500, "out of memory");
@@ -353,6 +357,12 @@ bool api_cmd_env(const cJSON *env, mock_cmd_req *cmd, mresp *out)
 		if (!cJSON_IsString(it)) {
 			resp_fail(out, 400, "env", "INVALID_REQUEST", "env values must be strings");
 			return false;
+		}
+		for (size_t i = 0; i < cmd->nenv; i++) {
+			if (strcmp(vars[i].key, it->string) == 0) {
+				resp_fail(out, 400, "env", "INVALID_REQUEST", "env key given twice");
+				return false;
+			}
 		}
 		vars[cmd->nenv++] = (mock_env_var){.key = it->string, .value = it->valuestring};
 	}

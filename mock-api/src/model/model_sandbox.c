@@ -37,6 +37,11 @@ int mock_validate_envs(const cJSON *envs, mock_err *e)
 		mock_err_set(e, 400, "INVALID_ENVS", "envs", "envs must be an object of strings");
 		return -1;
 	}
+	n = (size_t)cJSON_GetArraySize(envs);
+	if (n > MOCK_ENVS_MAX) { /* first: the duplicate check below is quadratic */
+		mock_err_set(e, 400, "INVALID_ENVS", "envs", "envs has %zu entries, over the limit of 64", n);
+		return -1;
+	}
 	cJSON_ArrayForEach(it, envs) {
 		size_t vlen;
 
@@ -56,12 +61,16 @@ int mock_validate_envs(const cJSON *envs, mock_err *e)
 				     "envs.%.64s is %zu bytes, over the 4096-byte limit", it->string, vlen);
 			return -1;
 		}
+		/* JSON leaves a repeated name's meaning open (RFC 8259 section
+		 * 4), and a guest's environment would hold the name twice */
+		for (const cJSON *before = envs->child; before != it; before = before->next) {
+			if (strcmp(before->string, it->string) == 0) {
+				mock_err_set(e, 400, "INVALID_ENVS", "envs", "envs key \"%.64s\" is given twice",
+					     it->string);
+				return -1;
+			}
+		}
 		total += vlen + strlen(it->string);
-		n++;
-	}
-	if (n > MOCK_ENVS_MAX) {
-		mock_err_set(e, 400, "INVALID_ENVS", "envs", "envs has %zu entries, over the limit of 64", n);
-		return -1;
 	}
 	if (total > MOCK_ENVS_TOTAL_MAX) {
 		mock_err_set(e, 400, "INVALID_ENVS", "envs", "envs total %zu bytes, over the 64 KiB limit",
