@@ -359,7 +359,7 @@ bool api_cmd_env(const cJSON *env, mock_cmd_req *cmd, mresp *out)
 			return false;
 		}
 		for (size_t i = 0; i < cmd->nenv; i++) {
-			if (strcmp(vars[i].key, it->string) == 0) {
+			if (it->string != NULL && vars[i].key != NULL && strcmp(vars[i].key, it->string) == 0) {
 				resp_fail(out, 400, "env", "INVALID_REQUEST", "env key given twice");
 				return false;
 			}
