@@ -19,6 +19,7 @@
 #include "guest/trust.h"
 
 #include "guest/cell.h"
+#include "sbx/sys.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -68,21 +69,6 @@ static int open_bundle(const char *root)
 	return fd;
 }
 
-static int write_all(int fd, const char *buf, size_t len)
-{
-	while (len > 0) {
-		ssize_t w = write(fd, buf, len);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		buf += w;
-		len -= (size_t)w;
-	}
-	return 0;
-}
-
 /* Copies in (may be -1: nothing) to out, then "\n" and pem: 0 or -1. */
 static int fill(int out, int in, const char *pem)
 {
@@ -93,10 +79,10 @@ static int fill(int out, int in, const char *pem)
 	while (in >= 0 && (r = read(in, buf, sizeof(buf))) != 0) {
 		if (r < 0 && errno == EINTR)
 			continue;
-		if (r < 0 || (total += (size_t)r) > BUNDLE_MAX || write_all(out, buf, (size_t)r) != 0)
+		if (r < 0 || (total += (size_t)r) > BUNDLE_MAX || sbx_write_all(out, buf, (size_t)r) != 0)
 			return -1;
 	}
-	return write_all(out, "\n", 1) != 0 || write_all(out, pem, strlen(pem)) != 0 ? -1 : 0;
+	return sbx_write_all(out, "\n", 1) != 0 || sbx_write_all(out, pem, strlen(pem)) != 0 ? -1 : 0;
 }
 
 /* Root inside owns a layer's tree, so that a guest's copy-up (which keeps
