@@ -141,10 +141,10 @@ typedef struct cell_child {
 	char disk[40];
 } cell_child;
 
-static _Noreturn void child_fail(const cell_child *cc)
+static _Noreturn void child_fail(int err_w)
 {
 	int code = errno;
-	ssize_t w = write(cc->err_w, &code, sizeof(code));
+	ssize_t w = write(err_w, &code, sizeof(code));
 
 	(void)w;
 	_exit(127);
@@ -180,7 +180,8 @@ static int cell_child_main(void *arg)
 	struct sigaction dfl = {.sa_handler = SIG_DFL};
 	sigset_t none;
 	char go = 0;
-	int hi[7] = {-1, -1, -1, -1, -1, -1, -1}, ws, tmp, image = cc->image, bundle = -1;
+	int hi[8] = {-1, -1, -1, -1, -1, -1, -1, -1}, ws, tmp, image = cc->image, bundle = -1;
+	int err_w = cc->err_w; /* moved above the dup2 targets below, as the rest */
 
 	/* the clone copied every descriptor of the mock; only the start's own
 	 * stay. A copy held here keeps the mock's open: the sync pipe's write
@@ -201,7 +202,7 @@ static int cell_child_main(void *arg)
 	if (cc->trust_bundle != NULL)
 		bundle = open(cc->trust_bundle, O_PATH | O_NOFOLLOW | O_CLOEXEC); /* a file or a layer */
 	if (ws < 0 || tmp < 0 || (cc->image_dir != NULL && image < 0) || (cc->trust_bundle != NULL && bundle < 0))
-		child_fail(cc);
+		child_fail(err_w);
 	/* copies above 0-5 first (a source may sit on a target), then onto
 	 * 0-5 with dup2, whose copies are not close-on-exec */
 	hi[0] = fcntl(ws, F_DUPFD_CLOEXEC, 10);
@@ -214,33 +215,41 @@ static int cell_child_main(void *arg)
 		hi[5] = fcntl(image, F_DUPFD_CLOEXEC, 10);
 	if (bundle >= 0)
 		hi[6] = fcntl(bundle, F_DUPFD_CLOEXEC, 10);
-	if (hi[0] < 0 || hi[1] < 0 || hi[2] < 0 || hi[3] < 0 || (cc->bpf >= 0 && hi[4] < 0) ||
+	/* sbx-cell itself and the error pipe too: the mock opened them
+	 * wherever a number was free, and 0-8 are overwritten below (sbx-cell's
+	 * handle at 8 became the trust bundle's, which execveat then refused
+	 * with EACCES, now and then) */
+	hi[7] = fcntl(cc->exe, F_DUPFD_CLOEXEC, 10);
+	err_w = fcntl(cc->err_w, F_DUPFD_CLOEXEC, 10);
+	if (err_w < 0)
+		child_fail(cc->err_w);
+	if (hi[0] < 0 || hi[1] < 0 || hi[2] < 0 || hi[3] < 0 || hi[7] < 0 || (cc->bpf >= 0 && hi[4] < 0) ||
 	    (image >= 0 && hi[5] < 0) || (bundle >= 0 && hi[6] < 0) || dup2(hi[3], 0) < 0 || dup2(hi[3], 1) < 0 ||
 	    dup2(hi[3], 2) < 0 || dup2(hi[2], CELL_CTL_FD) < 0 || dup2(hi[0], 4) < 0 ||
 	    dup2(hi[1], 5) < 0)
-		child_fail(cc);
+		child_fail(err_w);
 	/* nothing else of the mock's crosses into the cell: all from 6 up
 	 * close at exec but the filter, the image and the bundle, put there
 	 * after */
 	syscall(SYS_close_range, (unsigned)CELL_BPF_FD, ~0U, CLOSE_RANGE_CLOEXEC);
 	if ((cc->bpf >= 0 && dup2(hi[4], CELL_BPF_FD) < 0) ||
 	    (image >= 0 && dup2(hi[5], CELL_IMAGE_FD) < 0) || (bundle >= 0 && dup2(hi[6], CELL_TRUST_FD) < 0))
-		child_fail(cc);
+		child_fail(err_w);
 	/* root of the new user namespace: raw calls, this task only */
 	if (syscall(SYS_setresgid, 0, 0, 0) != 0)
-		child_fail(cc);
+		child_fail(err_w);
 	if (syscall(SYS_setgroups, 0, NULL) != 0 && errno != EPERM)
-		child_fail(cc); /* EPERM: unprivileged, setgroups denied, none held */
+		child_fail(err_w); /* EPERM: unprivileged, setgroups denied, none held */
 	if (syscall(SYS_setresuid, 0, 0, 0) != 0)
-		child_fail(cc);
+		child_fail(err_w);
 	for (int sig = 1; sig < NSIG; sig++) {
 		if (sig != SIGKILL && sig != SIGSTOP)
 			sigaction(sig, &dfl, NULL);
 	}
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
-	syscall(SYS_execveat, cc->exe, "", cc->argv, cc->envp, AT_EMPTY_PATH);
-	child_fail(cc);
+	syscall(SYS_execveat, hi[7], "", cc->argv, cc->envp, AT_EMPTY_PATH);
+	child_fail(err_w);
 	return 127;
 }
 
