@@ -94,7 +94,7 @@ char *mock_op_computer_screenshot(mock_op *op, const mock_screenshot_req *q, siz
 
 /* At boot of sb's guest g: starts screen-0 when sb is a desktop (in the
  * background: its routes wait for it). */
-void mock_op_computer_boot(sbx_mock *mock, const mock_sandbox *sb, mock_guest *g);
+void mock_op_computer_boot(sbx_mock *mock, mock_sandbox *sb, mock_guest *g);
 
 /* The ingress's gate for a request to sandbox id's port (ingress.c): a
  * desktop's noVNC ports take only paths "/t/<token>/..." with a token of a
