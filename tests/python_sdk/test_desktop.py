@@ -29,6 +29,9 @@ as the SDK's models need (JSend data; the screenshot raw PNG bytes).
   a sparse GiB): screenshots answer 500 naming both sizes, and 16 at once
   leave the mock's peak memory (VmHWM) within 64 MiB of before.
 - ConcurrentScreens: three screens created at once get three screens.
+- Tools: a clipboard of 108 KiB read back whole, one over 1 MiB refused; a
+  type too long to finish refused; a destroy ends a running tool; a
+  guest's xdotool lying about geometry or the active window gets a 500.
 - NotADesktop: a devbox:1 sandbox answers 409 DESKTOP_UNAVAILABLE.
 
 Needs the desktop:1 image (mock-api/images/build-image desktop:1) in the
@@ -649,6 +652,85 @@ class ConcurrentScreens(DesktopCase):
         for m in made:
             w, h, _ = self.screenshot(sid, screen_id=m["screen_id"])
             self.assertEqual((w, h), (640, 480), m)
+
+
+# A guest's root replaces xdotool with one that lies about geometry and
+# the active window (the rest passes to the real one).
+FAKE_XDOTOOL = """mv /usr/bin/xdotool /usr/bin/xdotool.real && cat > /usr/bin/xdotool <<'EOF'
+#!/bin/sh
+case "$1" in
+getwindowname) echo fake; exit 0 ;;
+getwindowgeometry) printf 'WINDOW=%s\\nX=9223372036854775807\\nY=0\\nWIDTH=10\\nHEIGHT=10\\nSCREEN=0\\n' "$3"; exit 0 ;;
+getactivewindow) echo junk; exit 0 ;;
+esac
+exec /usr/bin/xdotool.real "$@"
+EOF
+chmod 755 /usr/bin/xdotool"""
+
+
+class Tools(DesktopCase):
+    """The tools a route runs in the guest are the guest's: their output is
+    read whole or refused (never cut), range-checked, and their run ends
+    when the sandbox is destroyed; a type too long to finish is refused."""
+
+    def error_of(self, fn):
+        with self.assertRaises(APIError) as e:
+            fn()
+        return e.exception
+
+    def test_clipboard_read_whole_or_refused(self):
+        sid = self.create()
+        poll("screen geometry", lambda: self.computer(sid, "GET", "/screen"))
+        text = "".join("line %06d of the clipboard\n" % i for i in range(4000))  # ~108 KiB
+        self.computer(sid, "PUT", "/clipboard", {"text": text})
+        got = self.computer(sid, "GET", "/clipboard")["text"]
+        self.assertEqual(len(got), len(text))
+        self.assertEqual(got, text)
+        # over what the mock reads back (1 MiB), set inside the guest
+        call(self.mock, "POST", "/v1/sandboxes/%s/exec" % sid, {"cmd": "sh", "args": ["-c", (
+            "head -c 1100000 /dev/zero | tr '\\0' a | DISPLAY=:0 xclip -selection clipboard -i "
+            ">/dev/null 2>&1")]})
+        e = self.error_of(lambda: self.computer(sid, "GET", "/clipboard"))
+        self.assertEqual(e.status, 500, e.body)
+        self.assertIn("more than 1048576 bytes", e.body)
+
+    def test_type_too_long_refused(self):
+        sid = self.create()
+        poll("screen geometry", lambda: self.computer(sid, "GET", "/screen"))
+        e = self.error_of(lambda: self.computer(sid, "POST", "/keyboard/type",
+                                                {"text": "x" * 2000, "delay_in_ms": 100}))
+        self.assertEqual(e.status, 400, e.body)
+        self.assertIn("200000 ms", e.body)
+
+    def test_destroy_ends_running_tool(self):
+        sb = call(self.mock, "POST", "/v1/sandboxes", {"shape": "s-2vcpu-4gb", "rootfs": "desktop:1"})
+        sid = sb["id"]
+        poll("screen geometry", lambda: self.computer(sid, "GET", "/screen"))
+        with ThreadPoolExecutor(1) as pool:
+            typing = pool.submit(lambda: self.error_of(lambda: self.computer(
+                sid, "POST", "/keyboard/type", {"text": "y" * 60, "delay_in_ms": 1000})))
+            time.sleep(1)
+            call(self.mock, "DELETE", "/v1/sandboxes/" + sid)
+            e = typing.result(timeout=120)
+        # ended by the destroy, not after its 60 s of typing or a timeout
+        self.assertEqual(e.status, 409, e.body)
+        self.assertIn("NOT_RUNNING", e.body)
+
+    def test_tool_output_checked(self):
+        sid = self.create()
+        poll("screen geometry", lambda: self.computer(sid, "GET", "/screen"))
+        res = call(self.mock, "POST", "/v1/sandboxes/%s/exec" % sid,
+                   {"cmd": "sh", "args": ["-c", FAKE_XDOTOOL]})
+        self.assertEqual(res["result"]["exit_code"], 0, res)
+        e = self.error_of(lambda: self.computer(sid, "GET", "/windows/77/geometry"))
+        self.assertEqual(e.status, 500, e.body)
+        self.assertIn("in X's ranges", e.body)
+        e = self.error_of(lambda: self.computer(sid, "GET", "/screenshot", params={"window_id": "77"},
+                                                raw=True))
+        self.assertEqual(e.status, 500, e.body)
+        e = self.error_of(lambda: self.computer(sid, "GET", "/windows/current"))
+        self.assertEqual(e.status, 500, e.body)
+        self.assertIn("junk", e.body)
 
 
 class NotADesktop(DesktopCase):

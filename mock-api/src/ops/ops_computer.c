@@ -432,6 +432,20 @@ static mock_guest *desk_begin(mock_op *op)
 	return g;
 }
 
+/* xdotool getactivewindow's answer, a decimal X id and a newline: false
+ * with a 500 for anything else (the tool is the guest's). */
+static bool active_id(mock_op *op, const char *out, unsigned long *id)
+{
+	char *end = NULL;
+
+	errno = 0;
+	*id = isdigit((unsigned char)out[0]) ? strtoul(out, &end, 10) : 0;
+	if (errno == 0 && end != NULL && (*end == '\0' || strcmp(end, "\n") == 0) && *id <= 0xffffffffUL)
+		return true;
+	mock_err_set(&op->err, 500, "DESKTOP_ERROR", "error", "xdotool getactivewindow said \"%.40s\"", out);
+	return false;
+}
+
 static cJSON *computer_run(mock_op *op, mock_guest *g, const mock_computer_req *q)
 {
 	unsigned long wid = 0;
@@ -467,8 +481,8 @@ static cJSON *computer_run(mock_op *op, mock_guest *g, const mock_computer_req *
 		desk_out o;
 
 		desk_out_init(&o);
-		if (desk_run(op, g, q->screen, argv, 2, NULL, &o) == 0)
-			wid = strtoul(sbx_strbuf_str(&o.out), NULL, 10);
+		if (desk_run(op, g, q->screen, argv, 2, NULL, &o) == 0 && !active_id(op, sbx_strbuf_str(&o.out), &wid))
+			wid = 0;
 		desk_out_free(&o);
 		if (wid == 0) {
 			if (op->err.status == 0)

@@ -17,18 +17,24 @@
 #include "sbx/strbuf.h"
 
 #define DESK_DIR "/tmp/.sbx-desktop"
-#define DESK_EXEC_MS 15000 /* one tool's run at most */
-#define DESK_OUT_MAX 65536 /* a tool's output kept */
+#define DESK_EXEC_MS 15000 /* one tool's run at most (a type: more, by its text) */
+#define DESK_OUT_MAX 65536 /* a tool's output read (the clipboard's: MOCK_COMPUTER_CLIP_MAX) */
 
-/* A tool's output (stdout, stderr), at most DESK_OUT_MAX bytes each. */
+/* A tool's run: stdout at most cap bytes (over: more came, and the
+ * run is an error, never a cut answer), stderr its first DESK_OUT_MAX. */
 typedef struct desk_out {
 	sbx_strbuf out, err;
+	size_t cap;
+	bool over;
+	int64_t time_ms; /* the run's limit: DESK_EXEC_MS, a type's more */
 } desk_out;
 
 /* ---- running tools in the guest (ops_computer_input.c) ---- */
 void desk_out_init(desk_out *o);
-/* Runs argv on screen's display in the guest (DESK_EXEC_MS at most): its
- * exit status, or -1 with op->err set when it could not run. */
+/* Runs argv on screen's display in the guest (DESK_EXEC_MS at most; ended
+ * at once when the sandbox is destroyed or the mock stops): its exit
+ * status, or -1 with op->err set when it could not run, did not finish or
+ * wrote more than o->cap. */
 int desk_run(mock_op *op, mock_guest *g, int screen, const char *const *argv, size_t argc,
 	     const char *stdin_text, desk_out *o);
 void desk_out_free(desk_out *o);
