@@ -4,10 +4,11 @@
  * file /tmp/.sbx-desktop/N/Xvfb_screen0), openbox, x11vnc on the cell's
  * 127.0.0.1:5900+N and websockify serving noVNC on 127.0.0.1:6080+N. They
  * are started by a shell script run through exec, so they are contained
- * like any guest process (frozen by pause, killed by destroy). The
- * screen's state lives in the guest too (/tmp/.sbx-desktop/N: size, pids,
- * ready), so the mock keeps no per-sandbox desktop state: a fork boots its
- * own screen-0, a destroyed sandbox leaves nothing behind.
+ * like any guest process (frozen by pause, killed by destroy). Their
+ * processes' state lives in the guest (/tmp/.sbx-desktop/N: pids, ready);
+ * which screens exist and their sizes the mock records in the sandbox
+ * (sb->screens, under the model lock; reset at each boot, so a fork boots
+ * its own screen-0), since the guest's files are the guest's to rewrite.
  *
  * Input, clipboard and windows are one exec of xdotool, xclip or wmctrl
  * each (about 1 ms); screenshots read the framebuffer file through the
