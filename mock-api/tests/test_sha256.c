@@ -1,6 +1,7 @@
 /* Unit: SHA-256 and HMAC-SHA256 (src/util/sha256.c), which key the tenant
  * hashes of the durable state, against the published known answers:
- * FIPS 180-2 appendix B and RFC 4231 test cases 1, 2, 4 and 6. */
+ * FIPS 180-2 appendix B and RFC 4231 test cases 1, 2, 4 and 6; and the
+ * constant-time comparison of secrets. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -82,11 +83,34 @@ static void hmac_sha256_rfc4231(void **state)
 		    "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
 }
 
+/* mock_equal_ct, which checks a noVNC token against the one the mock
+ * would issue: equal only when every byte and the length agree, wherever
+ * the difference is (the first byte, the last, a NUL inside). */
+static void equal_ct_compares_every_byte(void **state)
+{
+	const char tok[] = "1700000000000.0123456789abcdef0123456789abcdef";
+	char other[sizeof(tok)];
+
+	(void)state;
+	assert_true(mock_equal_ct(tok, strlen(tok), tok, strlen(tok)));
+	assert_true(mock_equal_ct("", 0, "", 0));
+	for (size_t i = 0; i < strlen(tok); i++) {
+		memcpy(other, tok, sizeof(tok));
+		other[i] ^= 1;
+		assert_false(mock_equal_ct(tok, strlen(tok), other, strlen(tok)));
+	}
+	assert_false(mock_equal_ct(tok, strlen(tok), tok, strlen(tok) - 1));
+	assert_false(mock_equal_ct(tok, strlen(tok) - 1, tok, strlen(tok)));
+	assert_false(mock_equal_ct("ab\0c", 4, "ab\0d", 4));
+	assert_false(mock_equal_ct("", 0, "a", 1));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(sha256_known_answers),
 		cmocka_unit_test(hmac_sha256_rfc4231),
+		cmocka_unit_test(equal_ct_compares_every_byte),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

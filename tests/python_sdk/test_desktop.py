@@ -25,6 +25,13 @@ as the SDK's models need (JSend data; the screenshot raw PNG bytes).
 - Contained: the X and VNC servers' sockets are in the cell's network
   namespace, none in the host's; a pause freezes their cgroup (unprivileged
   without cgroups: stops each with SIGSTOP); a destroy kills them.
+- Forged: root in the guest forges its framebuffer's header (16384x16384,
+  a sparse GiB): screenshots answer 500 naming both sizes, and 16 at once
+  leave the mock's peak memory (VmHWM) within 64 MiB of before.
+- ConcurrentScreens: three screens created at once get three screens.
+- Tools: a clipboard of 108 KiB read back whole, one over 1 MiB refused; a
+  type too long to finish refused; a destroy ends a running tool; a
+  guest's xdotool lying about geometry or the active window gets a 500.
 - NotADesktop: a devbox:1 sandbox answers 409 DESKTOP_UNAVAILABLE.
 
 Needs the desktop:1 image (mock-api/images/build-image desktop:1) in the
@@ -48,6 +55,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 import zlib
+from concurrent.futures import ThreadPoolExecutor
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_python_sdk_examples as examples  # noqa: E402 (its Mock)
@@ -554,6 +562,175 @@ class Contained(DesktopCase):
         call(self.mock, "DELETE", "/v1/sandboxes/" + sid)
         poll("the desktop's processes gone",
              lambda: all(not os.path.exists("/proc/%d" % pid) for pid in every) or None, timeout=30)
+
+
+def vm_hwm_kib(pid):
+    """The peak resident memory (VmHWM, KiB) of process pid so far."""
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    raise AssertionError("no VmHWM in /proc/%d/status" % pid)
+
+
+# Root in the guest rewrites its screen-0's XWD header to say 16384x16384
+# (width, height, bytes_per_line, window width and height: fields 4, 5,
+# 12, 20 and 21) and makes the file as long as that says: a sparse GiB.
+FORGED_SIDE = 16384
+FORGE_PY = """
+import struct, sys
+side = int(sys.argv[1])
+path = "/tmp/.sbx-desktop/0/Xvfb_screen0"
+with open(path, "r+b") as f:
+    h = bytearray(f.read(100))
+    for field, v in ((4, side), (5, side), (12, side * 4), (20, side), (21, side)):
+        struct.pack_into(">I", h, 4 * field, v)
+    size, ncolors = struct.unpack_from(">I", h, 0)[0], struct.unpack_from(">I", h, 76)[0]
+    f.seek(0)
+    f.write(h)
+    f.truncate(size + 12 * ncolors + side * 4 * side)
+"""
+
+
+class Forged(DesktopCase):
+    """What a guest writes is input: a framebuffer whose header root in the
+    sandbox forged gets a clear error (the mock reads the size it started
+    the screen at, never the file's), and 16 screenshots of it at once
+    leave the mock's peak memory (VmHWM) within 64 MiB of before."""
+
+    SHOTS = 16
+    BUDGET_KIB = 64 * 1024
+
+    def shot_status(self, sid):
+        try:
+            ctype, png = self.computer(sid, "GET", "/screenshot", raw=True)
+            return 200, ctype, png[:64]
+        except APIError as e:
+            return e.status, None, e.body
+
+    def test_forged_framebuffer_bounded(self):
+        sid = self.create()
+        geometry = poll("screen geometry", lambda: self.computer(sid, "GET", "/screen"))
+        # the mock's own buffers warmed by real screenshots first
+        self.assertEqual(self.screenshot(sid)[:2], (geometry["width"], geometry["height"]))
+        pid = self.mock.proc.pid
+        before = vm_hwm_kib(pid)
+        res = call(self.mock, "POST", "/v1/sandboxes/%s/exec" % sid,
+                   {"cmd": "python3", "args": ["-c", FORGE_PY, str(FORGED_SIDE)]})
+        self.assertEqual(res["result"]["exit_code"], 0, res)
+        with ThreadPoolExecutor(self.SHOTS) as pool:
+            answers = list(pool.map(lambda _: self.shot_status(sid), range(self.SHOTS)))
+        after = vm_hwm_kib(pid)
+        print("forged %dx%d framebuffer, %d screenshots at once: VmHWM %d -> %d KiB (+%d)" % (
+            FORGED_SIDE, FORGED_SIDE, self.SHOTS, before, after, after - before))
+        for status, _, body in answers:
+            self.assertEqual(status, 500, "a forged framebuffer answered %d: %r" % (status, body))
+            self.assertIn("says %dx%d" % (FORGED_SIDE, FORGED_SIDE), body)
+            self.assertIn("%dx%d" % (geometry["width"], geometry["height"]), body)
+        self.assertLessEqual(after - before, self.BUDGET_KIB,
+                             "the mock's peak memory grew by %d KiB (VmHWM %d -> %d), over %d" % (
+                                 after - before, before, after, self.BUDGET_KIB))
+        # the screen's size is still the one the mock started it at
+        self.assertEqual(self.computer(sid, "GET", "/screen"), geometry)
+
+
+class ConcurrentScreens(DesktopCase):
+    """Screens created at once get one screen each (the lowest free one is
+    reserved under the mock's lock before its X server starts)."""
+
+    def test_concurrent_creates_distinct(self):
+        sid = self.create()
+        poll("screen geometry", lambda: self.computer(sid, "GET", "/screen"))
+        n = 3
+        with ThreadPoolExecutor(n) as pool:
+            made = list(pool.map(lambda _: self.computer(sid, "POST", "/screens",
+                                                         {"width": 640, "height": 480}), range(n)))
+        ids = sorted(m["screen_id"] for m in made)
+        self.assertEqual(ids, ["screen-%d" % i for i in range(1, n + 1)], made)
+        self.assertEqual(sorted(x["screen_id"] for x in self.computer(sid, "GET", "/screens")),
+                         ["screen-%d" % i for i in range(n + 1)])
+        for m in made:
+            w, h, _ = self.screenshot(sid, screen_id=m["screen_id"])
+            self.assertEqual((w, h), (640, 480), m)
+
+
+# A guest's root replaces xdotool with one that lies about geometry and
+# the active window (the rest passes to the real one).
+FAKE_XDOTOOL = """mv /usr/bin/xdotool /usr/bin/xdotool.real && cat > /usr/bin/xdotool <<'EOF'
+#!/bin/sh
+case "$1" in
+getwindowname) echo fake; exit 0 ;;
+getwindowgeometry) printf 'WINDOW=%s\\nX=9223372036854775807\\nY=0\\nWIDTH=10\\nHEIGHT=10\\nSCREEN=0\\n' "$3"; exit 0 ;;
+getactivewindow) echo junk; exit 0 ;;
+esac
+exec /usr/bin/xdotool.real "$@"
+EOF
+chmod 755 /usr/bin/xdotool"""
+
+
+class Tools(DesktopCase):
+    """The tools a route runs in the guest are the guest's: their output is
+    read whole or refused (never cut), range-checked, and their run ends
+    when the sandbox is destroyed; a type too long to finish is refused."""
+
+    def error_of(self, fn):
+        with self.assertRaises(APIError) as e:
+            fn()
+        return e.exception
+
+    def test_clipboard_read_whole_or_refused(self):
+        sid = self.create()
+        poll("screen geometry", lambda: self.computer(sid, "GET", "/screen"))
+        text = "".join("line %06d of the clipboard\n" % i for i in range(4000))  # ~108 KiB
+        self.computer(sid, "PUT", "/clipboard", {"text": text})
+        got = self.computer(sid, "GET", "/clipboard")["text"]
+        self.assertEqual(len(got), len(text))
+        self.assertEqual(got, text)
+        # over what the mock reads back (1 MiB), set inside the guest
+        call(self.mock, "POST", "/v1/sandboxes/%s/exec" % sid, {"cmd": "sh", "args": ["-c", (
+            "head -c 1100000 /dev/zero | tr '\\0' a | DISPLAY=:0 xclip -selection clipboard -i "
+            ">/dev/null 2>&1")]})
+        e = self.error_of(lambda: self.computer(sid, "GET", "/clipboard"))
+        self.assertEqual(e.status, 500, e.body)
+        self.assertIn("more than 1048576 bytes", e.body)
+
+    def test_type_too_long_refused(self):
+        sid = self.create()
+        poll("screen geometry", lambda: self.computer(sid, "GET", "/screen"))
+        e = self.error_of(lambda: self.computer(sid, "POST", "/keyboard/type",
+                                                {"text": "x" * 2000, "delay_in_ms": 100}))
+        self.assertEqual(e.status, 400, e.body)
+        self.assertIn("200000 ms", e.body)
+
+    def test_destroy_ends_running_tool(self):
+        sb = call(self.mock, "POST", "/v1/sandboxes", {"shape": "s-2vcpu-4gb", "rootfs": "desktop:1"})
+        sid = sb["id"]
+        poll("screen geometry", lambda: self.computer(sid, "GET", "/screen"))
+        with ThreadPoolExecutor(1) as pool:
+            typing = pool.submit(lambda: self.error_of(lambda: self.computer(
+                sid, "POST", "/keyboard/type", {"text": "y" * 60, "delay_in_ms": 1000})))
+            time.sleep(1)
+            call(self.mock, "DELETE", "/v1/sandboxes/" + sid)
+            e = typing.result(timeout=120)
+        # ended by the destroy, not after its 60 s of typing or a timeout
+        self.assertEqual(e.status, 409, e.body)
+        self.assertIn("NOT_RUNNING", e.body)
+
+    def test_tool_output_checked(self):
+        sid = self.create()
+        poll("screen geometry", lambda: self.computer(sid, "GET", "/screen"))
+        res = call(self.mock, "POST", "/v1/sandboxes/%s/exec" % sid,
+                   {"cmd": "sh", "args": ["-c", FAKE_XDOTOOL]})
+        self.assertEqual(res["result"]["exit_code"], 0, res)
+        e = self.error_of(lambda: self.computer(sid, "GET", "/windows/77/geometry"))
+        self.assertEqual(e.status, 500, e.body)
+        self.assertIn("in X's ranges", e.body)
+        e = self.error_of(lambda: self.computer(sid, "GET", "/screenshot", params={"window_id": "77"},
+                                                raw=True))
+        self.assertEqual(e.status, 500, e.body)
+        e = self.error_of(lambda: self.computer(sid, "GET", "/windows/current"))
+        self.assertEqual(e.status, 500, e.body)
+        self.assertIn("junk", e.body)
 
 
 class NotADesktop(DesktopCase):

@@ -9,6 +9,7 @@
 #include "http/route.h"
 #include "ops/ops_computer.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -164,6 +165,23 @@ static bool parse_keys(const cJSON *o, mock_computer_req *q, mresp *out)
 	return true;
 }
 
+/* A type whose typing takes longer than MOCK_COMPUTER_TYPE_MS is refused
+ * before a key is pressed (it was cut short after 15 s, half typed). */
+static bool type_fits(const mock_computer_req *q, mresp *out)
+{
+	char msg[200];
+	int64_t ms = mock_computer_type_ms(q->text, q->delay_ms);
+
+	if (ms <= MOCK_COMPUTER_TYPE_MS)
+		return true;
+	snprintf(msg, sizeof(msg),
+		 "typing this text takes %" PRId64 " ms at %d ms a key, over the %d ms one type may take: "
+		 "send it in parts, or with a shorter delay_in_ms",
+		 ms, q->delay_ms > 0 ? q->delay_ms : 12, MOCK_COMPUTER_TYPE_MS);
+	resp_fail(out, 400, "text", "INVALID_REQUEST", msg);
+	return false;
+}
+
 /* The body's fields for q->act; false with the 400 set. */
 static bool parse_body(const cJSON *b, mock_computer_req *q, mresp *out)
 {
@@ -225,7 +243,7 @@ static bool parse_body(const cJSON *b, mock_computer_req *q, mresp *out)
 			resp_fail(out, 400, "text", "INVALID_REQUEST", "text is required (a string)");
 			return false;
 		}
-		return true;
+		return type_fits(q, out);
 	case MC_KEY_PRESS:
 	case MC_KEY_DOWN:
 	case MC_KEY_UP:

@@ -118,6 +118,16 @@ typedef struct mock_tenant {
 	struct mock_tenant *next;
 } mock_tenant;
 
+/* A desktop's screen as the mock started it (ops_computer.c): the size it
+ * asked its X server for (0: no such screen) and whether a create, resize
+ * or delete of it is under way. The guest's own record of it is input
+ * (root in the guest can rewrite it), so sizes come from here. */
+#define MOCK_SANDBOX_SCREENS 8
+typedef struct mock_screen {
+	uint16_t width, height;
+	bool held;
+} mock_screen;
+
 typedef struct mock_sandbox {
 	char id[MOCK_ID_MAX];
 	char name[MOCK_NAME_MAX + 1];
@@ -156,6 +166,9 @@ typedef struct mock_sandbox {
 				  listener stays until reset, as it carries the answer */
 	uint32_t persist_crc;  /* durable state: CRC of the last record written for it */
 	struct mock_guest *guest; /* set by the guest layer */
+	/* a desktop's screens, set at its guest's boot (never persisted: a
+	 * restart boots screen-0 again); under the model lock */
+	mock_screen screens[MOCK_SANDBOX_SCREENS];
 } mock_sandbox;
 
 typedef enum mock_timing_kind { TIMING_INSTANT, TIMING_REALISTIC } mock_timing_kind;

@@ -91,7 +91,7 @@ struct sbx_mock {
 	 * layer and the builds, template_build.c): they use ops.c's helpers,
 	 * so ops.c reaches them through hooks the server fills, not by name
 	 * (no two files may need each other). NULL: nothing to do. */
-	void (*guest_booted)(sbx_mock *mock, const mock_sandbox *sb, mock_guest *g);
+	void (*guest_booted)(sbx_mock *mock, mock_sandbox *sb, mock_guest *g);
 	int (*guest_seed)(sbx_mock *mock, const mock_sandbox *sb, sbx_err *err);
 	void (*builds_cancel)(sbx_mock *mock);
 	/* Logs tenant t's state now (state/durable.c, --state-dir): a build

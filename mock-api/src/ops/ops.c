@@ -631,7 +631,7 @@ static mock_guest *guest_attach(sbx_mock *mock, const mock_sandbox *sb, mock_gue
 	return g;
 }
 
-mock_guest *mock_op_guest_start(sbx_mock *mock, const mock_sandbox *sb, sbx_err *err)
+mock_guest *mock_op_guest_start(sbx_mock *mock, mock_sandbox *sb, sbx_err *err)
 {
 	mock_guest_opts o = guest_opts(mock, sb);
 	mock_guest *g = guest_attach(mock, sb, mock_guest_new(mock->work_dir, sb->id, mock->gmode, &o, err), err);
@@ -641,7 +641,7 @@ mock_guest *mock_op_guest_start(sbx_mock *mock, const mock_sandbox *sb, sbx_err 
 	return g;
 }
 
-mock_guest *mock_op_guest_start_create(sbx_mock *mock, const mock_sandbox *sb, sbx_err *err)
+mock_guest *mock_op_guest_start_create(sbx_mock *mock, mock_sandbox *sb, sbx_err *err)
 {
 	mock_guest_opts o = guest_opts(mock, sb);
 	mock_guest *g = guest_from_pool(mock, sb, &o);

@@ -353,11 +353,11 @@ void mock_op_reap_guests(sbx_mock *mock);
 /* Starts sb's guest (its tree and, contained, its cell in a cgroup of
  * the shape's memory and MOCK_GUEST_PIDS_MAX processes); NULL + err. */
 #define MOCK_GUEST_PIDS_MAX 512
-mock_guest *mock_op_guest_start(sbx_mock *mock, const mock_sandbox *sb, sbx_err *err);
+mock_guest *mock_op_guest_start(sbx_mock *mock, mock_sandbox *sb, sbx_err *err);
 /* The same for a create: a warm pool's guest bound to sb when one is ready
  * (cell_pool.h), else a fresh one. Forks and restores start fresh ones
  * (their cells begin from copied files). */
-mock_guest *mock_op_guest_start_create(sbx_mock *mock, const mock_sandbox *sb, sbx_err *err);
+mock_guest *mock_op_guest_start_create(sbx_mock *mock, mock_sandbox *sb, sbx_err *err);
 /* The size of a guest disk for a sandbox of disk_mib: disk_mib, or the
  * guest_disk_max_mib setting when that is smaller; 0 (the host tree,
  * unbounded) with --state-dir. */

@@ -4,15 +4,17 @@
  * file /tmp/.sbx-desktop/N/Xvfb_screen0), openbox, x11vnc on the cell's
  * 127.0.0.1:5900+N and websockify serving noVNC on 127.0.0.1:6080+N. They
  * are started by a shell script run through exec, so they are contained
- * like any guest process (frozen by pause, killed by destroy). The
- * screen's state lives in the guest too (/tmp/.sbx-desktop/N: size, pids,
- * ready), so the mock keeps no per-sandbox desktop state: a fork boots its
- * own screen-0, a destroyed sandbox leaves nothing behind.
+ * like any guest process (frozen by pause, killed by destroy). Their
+ * processes' state lives in the guest (/tmp/.sbx-desktop/N: pids, ready);
+ * which screens exist and their sizes the mock records in the sandbox
+ * (sb->screens, under the model lock; reset at each boot, so a fork boots
+ * its own screen-0), since the guest's files are the guest's to rewrite.
  *
  * Input, clipboard and windows are one exec of xdotool, xclip or wmctrl
  * each (about 1 ms); screenshots read the framebuffer file through the
- * files API's confined open and encode the PNG here. Never holds the model
- * lock across guest I/O: the sandbox is busy instead (ops_io_begin). */
+ * files API's confined open and encode the PNG (ops_computer_fb.c). Never
+ * holds the model lock across guest I/O: the sandbox is busy instead
+ * (ops_io_begin). */
 #define _GNU_SOURCE
 #include "ops/ops_computer.h"
 #include "ops/ops_computer_internal.h"
@@ -27,7 +29,6 @@
 #include <strings.h>
 #include <time.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include "guest/images.h"
 #include "ops/core.h"
@@ -36,7 +37,6 @@
 #include "util/sha256.h"
 
 #define DESK_READY_MS 20000   /* a route waits this long for its screen to start */
-#define XWD_HEADER_FIELDS 25
 
 /* Starts screen $1 at $2x$3 in the background and returns at once; a
  * screen already there is stopped first (resize). "ready" appears when X
@@ -111,37 +111,57 @@ static ssize_t desk_file(mock_guest *g, int screen, const char *name, char *buf,
 	return n;
 }
 
-/* The size screen was asked for; false when it does not exist. */
-static bool screen_size(mock_guest *g, int screen, int *w, int *h)
-{
-	char buf[64], *sp;
-	long lw, lh;
+/* ---- screens' record (the mock's own, under the model lock) ---- */
 
-	if (desk_file(g, screen, "size", buf, sizeof(buf)) <= 0 || !desk_num_after(buf, "", 10, &lw))
-		return false;
-	sp = strchr(buf, ' '); /* "W H" */
-	if (sp == NULL || !desk_num_after(sp, " ", 10, &lh) || lw <= 0 || lh <= 0 || lw > 16384 || lh > 16384)
-		return false;
-	*w = (int)lw;
-	*h = (int)lh;
-	return true;
+_Static_assert(MOCK_COMPUTER_SCREENS == MOCK_SANDBOX_SCREENS, "a sandbox records each screen");
+
+/* What the mock started screen at (width 0: no such screen). The guest's
+ * files in DESK_DIR (size, the framebuffer's header) are the guest's to
+ * rewrite, so no size is ever taken from them. */
+static mock_screen screen_rec(const mock_op *op, int screen)
+{
+	mock_screen s;
+
+	pthread_mutex_lock(&op->mock->model->lock);
+	s = op->sb->screens[screen];
+	pthread_mutex_unlock(&op->mock->model->lock);
+	return s;
 }
 
-/* Waits until screen is up (DESK_READY_MS at most): false with a 404 (no
- * such screen) or a 503 (still starting). */
-static bool screen_wait(mock_op *op, mock_guest *g, int screen)
+static void screen_rec_set(const mock_op *op, int screen, mock_screen s)
+{
+	pthread_mutex_lock(&op->mock->model->lock);
+	op->sb->screens[screen] = s;
+	pthread_mutex_unlock(&op->mock->model->lock);
+}
+
+/* The size screen was started at; false when it does not exist. */
+static bool screen_size(const mock_op *op, int screen, int *w, int *h)
+{
+	mock_screen s = screen_rec(op, screen);
+
+	*w = s.width;
+	*h = s.height;
+	return s.width != 0;
+}
+
+/* Waits until screen is up (DESK_READY_MS at most) and not held by a
+ * create, resize or delete (unless mine: the caller holds it): false with
+ * a 404 (no such screen) or a 503 (still starting). */
+static bool screen_wait(mock_op *op, mock_guest *g, int screen, bool mine)
 {
 	int64_t end = sbx_mono_ms() + DESK_READY_MS;
 	char buf[16];
-	int w, h;
 
 	for (;;) {
-		if (!screen_size(g, screen, &w, &h)) {
+		mock_screen s = screen_rec(op, screen);
+
+		if (s.width == 0) {
 			mock_err_set(&op->err, 404, "SCREEN_NOT_FOUND", "screen_id",
 				     "screen-%d does not exist (GET .../computer/screens lists them)", screen);
 			return false;
 		}
-		if (desk_file(g, screen, "ready", buf, sizeof(buf)) > 0)
+		if ((mine || !s.held) && desk_file(g, screen, "ready", buf, sizeof(buf)) > 0)
 			return true;
 		if (sbx_mono_ms() >= end || op->mock->stopping)
 			break;
@@ -168,13 +188,22 @@ static bool screen_start(mock_op *op, mock_guest *g, int screen, int w, int h)
 	return ok;
 }
 
-void mock_op_computer_boot(sbx_mock *mock, const mock_sandbox *sb, mock_guest *g)
+void mock_op_computer_boot(sbx_mock *mock, mock_sandbox *sb, mock_guest *g)
 {
-	mock_op op = {.mock = mock};
+	mock_op op = {.mock = mock, .sb = sb};
+	const mock_screen primary = {.width = MOCK_COMPUTER_WIDTH, .height = MOCK_COMPUTER_HEIGHT};
 
 	if (g == NULL || !rootfs_is_desktop(mock, sb->rootfs))
 		return;
-	if (!screen_start(&op, g, 0, MOCK_COMPUTER_WIDTH, MOCK_COMPUTER_HEIGHT) && !mock->quiet)
+	/* a new guest: only its screen-0 (a fork or a restart has no other) */
+	pthread_mutex_lock(&mock->model->lock);
+	memset(sb->screens, 0, sizeof(sb->screens));
+	sb->screens[0] = primary;
+	pthread_mutex_unlock(&mock->model->lock);
+	if (screen_start(&op, g, 0, primary.width, primary.height))
+		return;
+	screen_rec_set(&op, 0, (mock_screen){0});
+	if (!mock->quiet)
 		fprintf(stderr, "sbx-mock: %s: the desktop did not start: %s\n", sb->id, op.err.msg);
 }
 
@@ -194,180 +223,118 @@ static cJSON *screen_view(int screen, int w, int h)
 	return o;
 }
 
-/* ---- the framebuffer (an XWD file Xvfb keeps mapped) ---- */
-
-typedef struct xwd_fb {
-	int fd;
-	uint32_t width, height, bpp, stride, offset;
-	uint32_t mask[3]; /* red, green, blue */
-	unsigned shift[3];
-	bool lsb;         /* pixels little-endian */
-} xwd_fb;
-
-static uint32_t be32(const unsigned char *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-/* Opens screen's framebuffer: false with op->err (a 500 naming what is
- * wrong with it: only 24/32-bit true colour is read). */
-static bool fb_open(mock_op *op, mock_guest *g, int screen, xwd_fb *fb)
-{
-	unsigned char h[XWD_HEADER_FIELDS * 4];
-	uint32_t f[XWD_HEADER_FIELDS];
-	char path[96];
-	int status = 0;
-	sbx_err err = {{0}};
-
-	snprintf(path, sizeof(path), DESK_DIR "/%d/Xvfb_screen0", screen);
-	fb->fd = mock_guest_open(g, path, false, &status, &err);
-	if (fb->fd < 0) {
-		mock_err_set(&op->err, 503, "DESKTOP_STARTING", "screen_id", "screen-%d has no framebuffer yet: %s",
-			     screen, err.msg);
-		return false;
-	}
-	if (pread(fb->fd, h, sizeof(h), 0) != (ssize_t)sizeof(h))
-		goto bad;
-	for (int i = 0; i < XWD_HEADER_FIELDS; i++)
-		f[i] = be32(h + 4 * i);
-	/* header_size, version 7, ZPixmap, ..., bits_per_pixel, bytes_per_line,
-	 * visual class TrueColor (4), masks, ncolors */
-	if (f[1] != 7 || f[2] != 2 || f[13] != 4 || (f[11] != 32 && f[11] != 24) || f[0] < sizeof(h) ||
-	    f[19] > 65536 || f[4] == 0 || f[5] == 0 || f[4] > 16384 || f[5] > 16384 ||
-	    f[12] < f[4] * (f[11] / 8))
-		goto bad;
-	fb->width = f[4];
-	fb->height = f[5];
-	fb->lsb = f[7] == 0;
-	fb->bpp = f[11] / 8;
-	fb->stride = f[12];
-	fb->offset = f[0] + f[19] * 12; /* the colormap's entries are 12 bytes */
-	for (int c = 0; c < 3; c++) {
-		fb->mask[c] = f[14 + c];
-		if (fb->mask[c] == 0)
-			goto bad;
-		fb->shift[c] = (unsigned)__builtin_ctz(fb->mask[c]);
-	}
-	return true;
-bad:
-	close(fb->fd);
-	mock_err_set(&op->err, 500, "DESKTOP_ERROR", "error",
-		     "screen-%d's framebuffer is not a 24/32-bit TrueColor XWD image", screen);
-	return false;
-}
-
-/* ---- PNG ---- */
-
-static void put32(unsigned char *p, uint32_t v)
-{
-	p[0] = (unsigned char)(v >> 24);
-	p[1] = (unsigned char)(v >> 16);
-	p[2] = (unsigned char)(v >> 8);
-	p[3] = (unsigned char)v;
-}
-
-static bool png_chunk(sbx_strbuf *b, const char *type, const unsigned char *data, size_t len)
-{
-	unsigned char hdr[8], crc[4];
-	uLong c = crc32(0, (const Bytef *)type, 4);
-
-	put32(hdr, (uint32_t)len);
-	memcpy(hdr + 4, type, 4);
-	if (len > 0)
-		c = crc32(c, data, (uInt)len);
-	put32(crc, (uint32_t)c);
-	return sbx_strbuf_append(b, hdr, 8) && (len == 0 || sbx_strbuf_append(b, data, len)) &&
-	       sbx_strbuf_append(b, crc, 4);
-}
-
-/* The rectangle (x, y, w, h) of fb as an 8-bit RGB PNG: malloc'ed, or
- * NULL with op->err. Rows are read one at a time (a region reads only its
- * rows); deflate level 1: speed over size, a desktop compresses well. */
-static char *fb_png(mock_op *op, const xwd_fb *fb, uint32_t x, uint32_t y, uint32_t w, uint32_t h,
-		    size_t *len)
-{
-	static const unsigned char sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
-	size_t rowlen = (size_t)w * 3 + 1, raw_len = rowlen * h;
-	unsigned char *raw = malloc(raw_len), *row = malloc((size_t)w * fb->bpp), ihdr[13];
-	uLongf zlen = compressBound((uLong)raw_len);
-	unsigned char *z = malloc(zlen);
-	sbx_strbuf b;
-	char *png = NULL;
-
-	sbx_strbuf_init(&b);
-	if (raw == NULL || row == NULL || z == NULL) {
-		mock_err_set(&op->err, 500, "", "error", "out of memory");
-		goto out;
-	}
-	for (uint32_t r = 0; r < h; r++) {
-		unsigned char *dst = raw + r * rowlen;
-		off_t at = (off_t)fb->offset + (off_t)(y + r) * fb->stride + (off_t)x * fb->bpp;
-
-		if (pread(fb->fd, row, (size_t)w * fb->bpp, at) != (ssize_t)((size_t)w * fb->bpp)) {
-			mock_err_set(&op->err, 503, "DESKTOP_STARTING", "screen_id",
-				     "the framebuffer changed while it was read (the screen restarted)");
-			goto out;
-		}
-		*dst++ = 0; /* filter: none */
-		for (uint32_t i = 0; i < w; i++) {
-			const unsigned char *s = row + (size_t)i * fb->bpp;
-			uint32_t px = fb->lsb ? (uint32_t)s[0] | (uint32_t)s[1] << 8 | (uint32_t)s[2] << 16 |
-							(fb->bpp == 4 ? (uint32_t)s[3] << 24 : 0)
-					      : fb->bpp == 4 ? be32(s)
-							     : (uint32_t)s[0] << 16 | (uint32_t)s[1] << 8 | s[2];
-
-			for (int c = 0; c < 3; c++)
-				*dst++ = (unsigned char)((px & fb->mask[c]) >> fb->shift[c]);
-		}
-	}
-	if (compress2(z, &zlen, raw, (uLong)raw_len, 1) != Z_OK) {
-		mock_err_set(&op->err, 500, "", "error", "PNG: deflate failed");
-		goto out;
-	}
-	put32(ihdr, w);
-	put32(ihdr + 4, h);
-	ihdr[8] = 8;  /* bit depth */
-	ihdr[9] = 2;  /* RGB */
-	ihdr[10] = 0; /* deflate */
-	ihdr[11] = 0; /* adaptive filtering */
-	ihdr[12] = 0; /* no interlace */
-	if (!sbx_strbuf_append(&b, sig, 8) || !png_chunk(&b, "IHDR", ihdr, 13) ||
-	    !png_chunk(&b, "IDAT", z, zlen) || !png_chunk(&b, "IEND", NULL, 0)) {
-		mock_err_set(&op->err, 500, "", "error", "out of memory");
-		goto out;
-	}
-	png = sbx_strbuf_detach(&b, len);
-out:
-	sbx_strbuf_free(&b);
-	free(raw);
-	free(row);
-	free(z);
-	return png;
-}
-
 /* ---- screens ---- */
 
-static cJSON *screens_list(mock_guest *g)
+static cJSON *screens_list(const mock_op *op)
 {
 	cJSON *arr = cJSON_CreateArray();
 	int w, h;
 
 	for (int s = 0; s < MOCK_COMPUTER_SCREENS; s++) {
-		if (screen_size(g, s, &w, &h))
+		if (screen_size(op, s, &w, &h))
 			cJSON_AddItemToArray(arr, screen_view(s, w, h));
 	}
 	return arr;
 }
 
-static int screen_free(mock_guest *g)
+static bool screen_missing(mock_op *op, int screen)
 {
-	int w, h;
+	mock_err_set(&op->err, 404, "SCREEN_NOT_FOUND", "screen_id", "screen-%d does not exist", screen);
+	return false;
+}
 
-	for (int s = 0; s < MOCK_COMPUTER_SCREENS; s++) {
-		if (!screen_size(g, s, &w, &h))
-			return s;
+/* Holds existing screen for a resize or delete (w x h: its new size, 0:
+ * unchanged): false with a 404, or a 409 while another holds it. */
+static bool screen_hold(mock_op *op, int screen, int w, int h)
+{
+	mock_screen *s;
+	int status = 0;
+
+	pthread_mutex_lock(&op->mock->model->lock);
+	s = &op->sb->screens[screen];
+	if (s->width == 0) {
+		status = 404;
+	} else if (s->held) {
+		status = 409;
+	} else {
+		s->held = true;
+		if (w > 0) {
+			s->width = (uint16_t)w;
+			s->height = (uint16_t)h;
+		}
 	}
-	return -1;
+	pthread_mutex_unlock(&op->mock->model->lock);
+	if (status == 404)
+		return screen_missing(op, screen);
+	if (status == 409)
+		mock_err_set(&op->err, 409, "SCREEN_BUSY", "screen_id",
+			     "screen-%d is being created, resized or deleted by another request; try again", screen);
+	return status == 0;
+}
+
+/* Reserves the lowest free screen at w x h, held, under the lock (two
+ * creates at once get two screens): its number, or -1 with a 409. */
+static int screen_reserve(mock_op *op, int w, int h)
+{
+	int found = -1;
+
+	pthread_mutex_lock(&op->mock->model->lock);
+	for (int s = 0; s < MOCK_COMPUTER_SCREENS && found < 0; s++) {
+		if (op->sb->screens[s].width == 0) {
+			op->sb->screens[s] = (mock_screen){.width = (uint16_t)w, .height = (uint16_t)h, .held = true};
+			found = s;
+		}
+	}
+	pthread_mutex_unlock(&op->mock->model->lock);
+	if (found < 0)
+		mock_err_set(&op->err, 409, "SCREEN_LIMIT", "screen_id",
+			     "every screen (screen-0 .. screen-%d) exists; delete one first", MOCK_COMPUTER_SCREENS - 1);
+	return found;
+}
+
+/* POST screens (create: s < 0) or screens/{s}/resize: starts the screen's
+ * X server at the asked size and waits for it. A create that fails frees
+ * its screen; a resize keeps the new size (its server was restarted). */
+static cJSON *screen_start_held(mock_op *op, mock_guest *g, int s, const mock_computer_req *q)
+{
+	int w = q->width > 0 ? q->width : MOCK_COMPUTER_WIDTH;
+	int h = q->height > 0 ? q->height : MOCK_COMPUTER_HEIGHT;
+	bool create = s < 0, ok;
+
+	if (create)
+		s = screen_reserve(op, w, h);
+	else if (!screen_hold(op, s, w, h))
+		return NULL;
+	if (s < 0)
+		return NULL;
+	ok = screen_start(op, g, s, w, h) && screen_wait(op, g, s, true);
+	screen_rec_set(op, s, (mock_screen){.width = (uint16_t)(ok || !create ? w : 0),
+					    .height = (uint16_t)(ok || !create ? h : 0)});
+	return ok ? screen_view(s, w, h) : NULL;
+}
+
+static bool screen_delete(mock_op *op, mock_guest *g, int s)
+{
+	char n[8];
+	const char *stop[] = {"/bin/sh", "-c", screen_stop_sh, "sh", n};
+	desk_out o;
+	mock_screen was = screen_rec(op, s);
+	bool ok;
+
+	if (s == 0) {
+		mock_err_set(&op->err, 409, "PRIMARY_SCREEN", "screen_id",
+			     "screen-0 is the desktop's primary screen and cannot be deleted");
+		return false;
+	}
+	if (!screen_hold(op, s, 0, 0))
+		return false;
+	snprintf(n, sizeof(n), "%d", s);
+	desk_out_init(&o);
+	ok = desk_do(op, g, s, stop, 5, NULL, &o);
+	desk_out_free(&o);
+	was.held = false;
+	screen_rec_set(op, s, ok ? (mock_screen){0} : was);
+	return ok;
 }
 
 /* "<expiry ms>.<32 hex>": an HMAC, keyed by the admin token, of the
@@ -429,56 +396,23 @@ static cJSON *screen_connect(mock_op *op, int screen)
 static cJSON *screens_action(mock_op *op, mock_guest *g, const mock_computer_req *q)
 {
 	int s = q->screen, w, h;
-	char n[8];
-	const char *stop[] = {"/bin/sh", "-c", screen_stop_sh, "sh", n};
-	desk_out o;
-	bool ok;
 
 	switch (q->act) {
 	case MC_SCREENS:
-		return screens_list(g);
+		return screens_list(op);
 	case MC_SCREEN_CREATE:
-		s = screen_free(g);
-		if (s < 0) {
-			mock_err_set(&op->err, 409, "SCREEN_LIMIT", "screen_id",
-				     "every screen (screen-0 .. screen-%d) exists; delete one first",
-				     MOCK_COMPUTER_SCREENS - 1);
-			return NULL;
-		}
-		__attribute__((fallthrough)); /* start it */
+		return screen_start_held(op, g, -1, q);
 	case MC_SCREEN_RESIZE:
-		if (q->act == MC_SCREEN_RESIZE && !screen_size(g, s, &w, &h)) {
-			mock_err_set(&op->err, 404, "SCREEN_NOT_FOUND", "screen_id", "screen-%d does not exist", s);
-			return NULL;
-		}
-		w = q->width > 0 ? q->width : MOCK_COMPUTER_WIDTH;
-		h = q->height > 0 ? q->height : MOCK_COMPUTER_HEIGHT;
-		if (!screen_start(op, g, s, w, h) || !screen_wait(op, g, s))
-			return NULL;
-		return screen_view(s, w, h);
+		return screen_start_held(op, g, s, q);
 	case MC_SCREEN_GET:
-		if (!screen_size(g, s, &w, &h)) {
-			mock_err_set(&op->err, 404, "SCREEN_NOT_FOUND", "screen_id", "screen-%d does not exist", s);
-			return NULL;
-		}
-		return screen_view(s, w, h);
+		if (screen_size(op, s, &w, &h))
+			return screen_view(s, w, h);
+		screen_missing(op, s);
+		return NULL;
 	case MC_SCREEN_CONNECT:
-		return screen_wait(op, g, s) ? screen_connect(op, s) : NULL;
+		return screen_wait(op, g, s, false) ? screen_connect(op, s) : NULL;
 	default: /* MC_SCREEN_DELETE */
-		if (s == 0) {
-			mock_err_set(&op->err, 409, "PRIMARY_SCREEN", "screen_id",
-				     "screen-0 is the desktop's primary screen and cannot be deleted");
-			return NULL;
-		}
-		if (!screen_size(g, s, &w, &h)) {
-			mock_err_set(&op->err, 404, "SCREEN_NOT_FOUND", "screen_id", "screen-%d does not exist", s);
-			return NULL;
-		}
-		snprintf(n, sizeof(n), "%d", s);
-		desk_out_init(&o);
-		ok = desk_do(op, g, s, stop, 5, NULL, &o);
-		desk_out_free(&o);
-		return ok ? cJSON_CreateObject() : NULL;
+		return screen_delete(op, g, s) ? cJSON_CreateObject() : NULL;
 	}
 }
 
@@ -499,6 +433,20 @@ static mock_guest *desk_begin(mock_op *op)
 	return g;
 }
 
+/* xdotool getactivewindow's answer, a decimal X id and a newline: false
+ * with a 500 for anything else (the tool is the guest's). */
+static bool active_id(mock_op *op, const char *out, unsigned long *id)
+{
+	char *end = NULL;
+
+	errno = 0;
+	*id = isdigit((unsigned char)out[0]) ? strtoul(out, &end, 10) : 0;
+	if (errno == 0 && end != NULL && (*end == '\0' || strcmp(end, "\n") == 0) && *id <= 0xffffffffUL)
+		return true;
+	mock_err_set(&op->err, 500, "DESKTOP_ERROR", "error", "xdotool getactivewindow said \"%.40s\"", out);
+	return false;
+}
+
 static cJSON *computer_run(mock_op *op, mock_guest *g, const mock_computer_req *q)
 {
 	unsigned long wid = 0;
@@ -508,11 +456,11 @@ static cJSON *computer_run(mock_op *op, mock_guest *g, const mock_computer_req *
 
 	if (q->act >= MC_SCREENS)
 		return screens_action(op, g, q);
-	if (!screen_wait(op, g, q->screen))
+	if (!screen_wait(op, g, q->screen, false))
 		return NULL;
 	switch (q->act) {
 	case MC_SCREEN:
-		if (!screen_size(g, q->screen, &w, &h))
+		if (!screen_size(op, q->screen, &w, &h))
 			return NULL;
 		v = cJSON_CreateObject();
 		cJSON_AddNumberToObject(v, "width", w);
@@ -534,8 +482,8 @@ static cJSON *computer_run(mock_op *op, mock_guest *g, const mock_computer_req *
 		desk_out o;
 
 		desk_out_init(&o);
-		if (desk_run(op, g, q->screen, argv, 2, NULL, &o) == 0)
-			wid = strtoul(sbx_strbuf_str(&o.out), NULL, 10);
+		if (desk_run(op, g, q->screen, argv, 2, NULL, &o) == 0 && !active_id(op, sbx_strbuf_str(&o.out), &wid))
+			wid = 0;
 		desk_out_free(&o);
 		if (wid == 0) {
 			if (op->err.status == 0)
@@ -584,33 +532,28 @@ cJSON *mock_op_computer(mock_op *op, const mock_computer_req *q)
 		return NULL;
 	/* input: no window to look up first */
 	if (q->act >= MC_MOUSE_MOVE && q->act <= MC_KEY_UP)
-		v = screen_wait(op, g, q->screen) && desk_input_action(op, g, q) ? cJSON_CreateObject() : NULL;
+		v = screen_wait(op, g, q->screen, false) && desk_input_action(op, g, q) ? cJSON_CreateObject() : NULL;
 	else
 		v = computer_run(op, g, q);
 	ops_io_end(op->mock, op->sb);
 	return v;
 }
 
-char *mock_op_computer_screenshot(mock_op *op, const mock_screenshot_req *q, size_t *len)
+/* The region of the screenshot q asks for (x0, y0: where the window
+ * starts, x, y, w, h: the region in it): false with op->err. */
+static bool shot_region(mock_op *op, mock_guest *g, const mock_screenshot_req *q, const xwd_fb *fb,
+			int64_t r[6])
 {
-	mock_guest *g = desk_begin(op);
-	xwd_fb fb = {.fd = -1};
-	int64_t x0 = 0, y0 = 0, w0, h0, x, y, w, h;
-	char *png = NULL;
+	int64_t x0 = 0, y0 = 0, w0 = fb->width, h0 = fb->height, x, y, w, h;
+	bool window = q->window != NULL && q->window[0] != '\0';
 
-	*len = 0;
-	if (g == NULL)
-		return NULL;
-	if (!screen_wait(op, g, q->screen) || !fb_open(op, g, q->screen, &fb))
-		goto out;
-	w0 = fb.width;
-	h0 = fb.height;
-	if (q->window != NULL && q->window[0] != '\0') {
+	if (window) {
 		unsigned long wid;
 		cJSON *geo;
 
 		if (!desk_window_id(op, q->window, &wid) || (geo = desk_window_geometry(op, g, q->screen, wid)) == NULL)
-			goto out;
+			return false;
+		/* desk_window_geometry's numbers are X's: 16 bits each */
 		x0 = (int64_t)cJSON_GetNumberValue(cJSON_GetObjectItem(geo, "x"));
 		y0 = (int64_t)cJSON_GetNumberValue(cJSON_GetObjectItem(geo, "y"));
 		w0 = (int64_t)cJSON_GetNumberValue(cJSON_GetObjectItem(geo, "width"));
@@ -621,14 +564,14 @@ char *mock_op_computer_screenshot(mock_op *op, const mock_screenshot_req *q, siz
 			w0 += x0, x0 = 0;
 		if (y0 < 0)
 			h0 += y0, y0 = 0;
-		if (x0 + w0 > fb.width)
-			w0 = fb.width - x0;
-		if (y0 + h0 > fb.height)
-			h0 = fb.height - y0;
+		if (x0 + w0 > fb->width)
+			w0 = fb->width - x0;
+		if (y0 + h0 > fb->height)
+			h0 = fb->height - y0;
 		if (w0 <= 0 || h0 <= 0) {
 			mock_err_set(&op->err, 409, "WINDOW_OFFSCREEN", "window_id",
 				     "window %lu is not on screen-%d", wid, q->screen);
-			goto out;
+			return false;
 		}
 	}
 	x = q->x;
@@ -639,10 +582,44 @@ char *mock_op_computer_screenshot(mock_op *op, const mock_screenshot_req *q, siz
 		mock_err_set(&op->err, 400, "INVALID_REGION", "x",
 			     "region %" PRId64 ",%" PRId64 " %" PRId64 "x%" PRId64
 			     " is not inside the %s (%" PRId64 "x%" PRId64 ")",
-			     x, y, w, h, q->window != NULL && q->window[0] != '\0' ? "window" : "screen", w0, h0);
+			     x, y, w, h, window ? "window" : "screen", w0, h0);
+		return false;
+	}
+	r[0] = x0, r[1] = y0, r[2] = x, r[3] = y, r[4] = w, r[5] = h;
+	return true;
+}
+
+char *mock_op_computer_screenshot(mock_op *op, const mock_screenshot_req *q, size_t *len)
+{
+	mock_guest *g = desk_begin(op);
+	xwd_fb fb = {.fd = -1};
+	mock_screen rec;
+	int64_t r[6];
+	char *png = NULL;
+
+	*len = 0;
+	if (g == NULL)
+		return NULL;
+	if (!screen_wait(op, g, q->screen, false))
+		goto out;
+	/* the size the mock started the screen at, never the guest's word */
+	rec = screen_rec(op, q->screen);
+	if (rec.width == 0) {
+		screen_missing(op, q->screen);
 		goto out;
 	}
-	png = fb_png(op, &fb, (uint32_t)(x0 + x), (uint32_t)(y0 + y), (uint32_t)w, (uint32_t)h, len);
+	if (!desk_fb_open(op, g, q->screen, rec.width, rec.height, &fb)) {
+		mock_screen now = screen_rec(op, q->screen);
+
+		/* resized meanwhile: its new X server is starting */
+		if (now.held || now.width != rec.width || now.height != rec.height)
+			mock_err_set(&op->err, 503, "DESKTOP_STARTING", "screen_id",
+				     "screen-%d is being resized; try again", q->screen);
+		goto out;
+	}
+	if (shot_region(op, g, q, &fb, r))
+		png = desk_fb_png(op, &fb, (uint32_t)(r[0] + r[2]), (uint32_t)(r[1] + r[3]), (uint32_t)r[4],
+				  (uint32_t)r[5], len);
 out:
 	if (fb.fd >= 0)
 		close(fb.fd);
@@ -689,7 +666,9 @@ int mock_op_computer_ingress_gate(sbx_mock *mock, const char *id, unsigned port,
 	tok[tl] = '\0';
 	expiry = strtoll(tok, NULL, 10);
 	token_make(mock, id, port, expiry, want, sizeof(want));
-	if (strcmp(want, tok) != 0) {
+	/* in constant time: how long a refusal takes says nothing of how many
+	 * leading characters of a forged token were right */
+	if (!mock_equal_ct(want, strlen(want), tok, tl)) {
 		snprintf(msg, cap, "ingress: this noVNC token is not one of sandbox %s's port %u", id, port);
 		return 403;
 	}

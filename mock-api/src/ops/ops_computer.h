@@ -13,6 +13,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "ops/ops.h"
 
@@ -24,6 +25,8 @@
 #define MOCK_COMPUTER_SIDE_MAX 4096    /* a screen's side at most */
 #define MOCK_COMPUTER_KEYS_MAX 16      /* keys of one press, down or up */
 #define MOCK_COMPUTER_TOKEN_MS (15 * 60 * 1000) /* a noVNC connection's life */
+#define MOCK_COMPUTER_CLIP_MAX (1024 * 1024) /* a clipboard read back, bytes */
+#define MOCK_COMPUTER_TYPE_MS 120000   /* a keyboard/type's typing at most */
 
 typedef enum mock_computer_act {
 	MC_SCREEN,
@@ -86,6 +89,11 @@ typedef struct mock_screenshot_req {
 	int x, y, width, height;
 } mock_screenshot_req;
 
+/* How long xdotool takes to type text with delay_ms between keys (0:
+ * its own 12 ms), in ms: a type whose text takes longer than
+ * MOCK_COMPUTER_TYPE_MS is refused (the handler) rather than cut short. */
+int64_t mock_computer_type_ms(const char *text, int delay_ms);
+
 /* The answer's data (an object, or an array for the lists), or NULL with
  * op->err. */
 cJSON *mock_op_computer(mock_op *op, const mock_computer_req *q);
@@ -94,7 +102,7 @@ char *mock_op_computer_screenshot(mock_op *op, const mock_screenshot_req *q, siz
 
 /* At boot of sb's guest g: starts screen-0 when sb is a desktop (in the
  * background: its routes wait for it). */
-void mock_op_computer_boot(sbx_mock *mock, const mock_sandbox *sb, mock_guest *g);
+void mock_op_computer_boot(sbx_mock *mock, mock_sandbox *sb, mock_guest *g);
 
 /* The ingress's gate for a request to sandbox id's port (ingress.c): a
  * desktop's noVNC ports take only paths "/t/<token>/..." with a token of a

@@ -9,6 +9,7 @@
 #include "ops/ops_internal.h"
 
 #include <ctype.h>
+#include <stdatomic.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -18,17 +19,60 @@
 
 /* ---- running tools in the guest ---- */
 
+/* What desk_run's exec reports to: the output, and the op whose sandbox
+ * it watches. */
+typedef struct desk_ctx {
+	desk_out *o;
+	mock_op *op;
+} desk_ctx;
+
+#define DESK_TYPE_KEY_MS 12 /* xdotool type's own delay between keys */
+
 static void desk_collect(void *arg, int which, const char *buf, size_t n)
 {
-	desk_out *o = arg;
-	sbx_strbuf *b = which == 1 ? &o->out : &o->err;
+	desk_out *o = ((desk_ctx *)arg)->o;
 
-	if (b->len + n <= DESK_OUT_MAX)
-		sbx_strbuf_append(b, buf, n);
+	if (which != 1) {
+		/* stderr is only quoted in an error: its start is enough */
+		if (o->err.len + n <= DESK_OUT_MAX)
+			sbx_strbuf_append(&o->err, buf, n);
+		return;
+	}
+	/* a piece that does not fit ends what is kept: a later, smaller one
+	 * appended would make an answer with a hole in it */
+	if (o->over || o->out.len + n > o->cap)
+		o->over = true;
+	else
+		sbx_strbuf_append(&o->out, buf, n);
+}
+
+/* The tool's abort hook: its sandbox destroyed (its guest lives on while
+ * busy, so the tool would run to DESK_EXEC_MS) or the mock stopping. */
+static bool desk_gone(void *arg)
+{
+	mock_op *op = ((desk_ctx *)arg)->op;
+	bool gone;
+
+	if (atomic_load(&op->mock->stopping))
+		return true;
+	pthread_mutex_lock(&op->mock->model->lock);
+	gone = op->sb->status == ST_DESTROYING || op->sb->status == ST_DESTROYED || op->sb->tenant == NULL;
+	pthread_mutex_unlock(&op->mock->model->lock);
+	return gone;
+}
+
+int64_t mock_computer_type_ms(const char *text, int delay_ms)
+{
+	int64_t chars = 0;
+
+	for (const unsigned char *p = (const unsigned char *)text; *p != '\0'; p++)
+		chars += (*p & 0xc0) != 0x80; /* one a UTF-8 character */
+	return chars * (delay_ms > 0 ? delay_ms : DESK_TYPE_KEY_MS);
 }
 
 /* Runs argv (argv[0] the program) on screen's display with stdin_text;
- * its exit code (-1 with op->err when it could not run or timed out). */
+ * its exit code (-1 with op->err when it could not run, timed out, was
+ * stopped, or wrote more than o->cap). */
 int desk_run(mock_op *op, mock_guest *g, int screen, const char *const *argv, size_t argc,
 	     const char *stdin_text, desk_out *o)
 {
@@ -36,22 +80,37 @@ int desk_run(mock_op *op, mock_guest *g, int screen, const char *const *argv, si
 	const char *env[] = {display};
 	mock_exec_spec spec = {.cmd = argv[0], .args = argv + 1, .nargs = argc - 1, .env = env,
 			       .nenv = 1, .cwd = "/root"};
-	mock_exec_io io = {.output = desk_collect, .arg = o};
+	desk_ctx ctx = {.o = o, .op = op};
+	mock_exec_io io = {.output = desk_collect, .abort = desk_gone, .arg = &ctx};
 	mock_exec_result r;
 	sbx_err err = {{0}};
+	int64_t limit = o->time_ms;
 
 	snprintf(display, sizeof(display), "DISPLAY=:%d", screen);
 	if (stdin_text != NULL) {
 		spec.stdin_data = stdin_text;
 		spec.stdin_len = strlen(stdin_text);
 	}
-	if (mock_guest_exec(g, &spec, DESK_EXEC_MS, &io, &r, &err) != 0) {
+	if (mock_guest_exec(g, &spec, limit, &io, &r, &err) != 0) {
 		mock_err_set(&op->err, 500, "", "error", "desktop: %s: %s", argv[0], err.msg);
 		return -1;
 	}
+	/* a destroy kills the guest's processes itself: the tool's death is
+	 * the sandbox's, not a tool's failure */
+	if (r.aborted || (r.exit_code >= 128 && desk_gone(&ctx))) {
+		mock_err_set(&op->err, 409, "NOT_RUNNING", "status",
+			     "desktop: %s was stopped: the sandbox was destroyed or the mock is stopping", argv[0]);
+		return -1;
+	}
 	if (r.timed_out) {
-		mock_err_set(&op->err, 504, "DESKTOP_TIMEOUT", "error", "desktop: %s did not finish in %d ms",
-			     argv[0], DESK_EXEC_MS);
+		mock_err_set(&op->err, 504, "DESKTOP_TIMEOUT", "error", "desktop: %s did not finish in %" PRId64 " ms",
+			     argv[0], limit);
+		return -1;
+	}
+	if (o->over) {
+		mock_err_set(&op->err, 500, "DESKTOP_OUTPUT_TOO_LARGE", "error",
+			     "desktop: %s wrote more than %zu bytes, the most the mock reads (LIMITS.md)", argv[0],
+			     o->cap);
 		return -1;
 	}
 	return r.exit_code;
@@ -75,6 +134,9 @@ void desk_out_init(desk_out *o)
 {
 	sbx_strbuf_init(&o->out);
 	sbx_strbuf_init(&o->err);
+	o->cap = DESK_OUT_MAX;
+	o->over = false;
+	o->time_ms = DESK_EXEC_MS;
 }
 
 void desk_out_free(desk_out *o)
@@ -226,35 +288,58 @@ out:
 	return arr;
 }
 
+/* One "KEY=n" line of xdotool getwindowgeometry --shell, n in [lo, hi]
+ * (X's coordinates are 16 bits signed, its sizes 16 bits unsigned): the
+ * tool is the guest's, so its word is range-checked like a request's. */
+static bool geometry_field(const char *line, const char *key, long lo, long hi, long *v, bool *seen)
+{
+	long n;
+
+	if (!desk_num_after(line, key, 10, &n))
+		return false;
+	*seen = n >= lo && n <= hi;
+	if (*seen)
+		*v = n;
+	return true;
+}
+
 cJSON *desk_window_geometry(mock_op *op, mock_guest *g, int screen, unsigned long id)
 {
 	char ids[24];
 	const char *argv[] = {"xdotool", "getwindowgeometry", "--shell", ids};
+	static const char *const keys[] = {"X=", "Y=", "WIDTH=", "HEIGHT=", "SCREEN="};
+	static const long lo[] = {-32768, -32768, 0, 0, 0}, hi[] = {32767, 32767, 65535, 65535, 255};
+	long v[5] = {0};
+	bool seen[5] = {false};
 	desk_out o;
-	cJSON *v = NULL;
-	long x = 0, y = 0, w = 0, h = 0, s = 0;
+	cJSON *res = NULL;
 	char *line, *save = NULL;
 
 	snprintf(ids, sizeof(ids), "%lu", id);
 	desk_out_init(&o);
-	if (desk_do(op, g, screen, argv, 4, NULL, &o)) {
-		for (line = o.out.len > 0 ? strtok_r(o.out.data, "\n", &save) : NULL; line != NULL;
-		     line = strtok_r(NULL, "\n", &save)) {
-			if (!desk_num_after(line, "X=", 10, &x) && !desk_num_after(line, "Y=", 10, &y) &&
-			    !desk_num_after(line, "WIDTH=", 10, &w) && !desk_num_after(line, "HEIGHT=", 10, &h))
-				desk_num_after(line, "SCREEN=", 10, &s);
-		}
-		v = cJSON_CreateObject();
-		cJSON_AddStringToObject(v, "id", ids);
-		cJSON_AddNumberToObject(v, "x", (double)x);
-		cJSON_AddNumberToObject(v, "y", (double)y);
-		cJSON_AddNumberToObject(v, "width", (double)w);
-		cJSON_AddNumberToObject(v, "height", (double)h);
-		/* the X screen of the display: each sandbox screen is a display */
-		cJSON_AddNumberToObject(v, "screen", (double)s);
+	if (!desk_do(op, g, screen, argv, 4, NULL, &o))
+		goto out;
+	for (line = o.out.len > 0 ? strtok_r(o.out.data, "\n", &save) : NULL; line != NULL;
+	     line = strtok_r(NULL, "\n", &save)) {
+		for (size_t k = 0; k < 5 && !geometry_field(line, keys[k], lo[k], hi[k], &v[k], &seen[k]); k++)
+			;
 	}
+	if (!seen[0] || !seen[1] || !seen[2] || !seen[3]) {
+		mock_err_set(&op->err, 500, "DESKTOP_ERROR", "error",
+			     "xdotool getwindowgeometry %lu gave no X, Y, WIDTH and HEIGHT in X's ranges", id);
+		goto out;
+	}
+	res = cJSON_CreateObject();
+	cJSON_AddStringToObject(res, "id", ids);
+	cJSON_AddNumberToObject(res, "x", (double)v[0]);
+	cJSON_AddNumberToObject(res, "y", (double)v[1]);
+	cJSON_AddNumberToObject(res, "width", (double)v[2]);
+	cJSON_AddNumberToObject(res, "height", (double)v[3]);
+	/* the X screen of the display: each sandbox screen is a display */
+	cJSON_AddNumberToObject(res, "screen", (double)v[4]);
+out:
 	desk_out_free(&o);
-	return v;
+	return res;
 }
 
 /* POST windows/{id}/{action}: xdotool or wmctrl for it. */
@@ -339,13 +424,16 @@ static const char *key_name(const char *k)
 
 bool desk_input_action(mock_op *op, mock_guest *g, const mock_computer_req *q)
 {
-	char a[4][24], combo[512] = "";
+	char a[4][24];
 	const char *argv[16];
-	size_t argc = 0, used = 0;
+	size_t argc = 0;
+	sbx_strbuf combo;
 	desk_out o;
 	bool ok;
 	const char *stdin_text = NULL;
+	int64_t type_ms = 0;
 
+	sbx_strbuf_init(&combo);
 	argv[argc++] = "xdotool";
 	switch (q->act) {
 	case MC_MOUSE_MOVE:
@@ -390,18 +478,23 @@ bool desk_input_action(mock_op *op, mock_guest *g, const mock_computer_req *q)
 			argv[argc++] = "--delay", argv[argc++] = a[0];
 		argv[argc++] = "--file", argv[argc++] = "-";
 		stdin_text = q->text;
+		/* typing takes its text's time (the handler bounds it) */
+		type_ms = mock_computer_type_ms(q->text, q->delay_ms);
 		break;
 	default: /* MC_KEY_PRESS, MC_KEY_DOWN, MC_KEY_UP: one combination */
+		/* as long as its keys need: a fixed buffer cut the last one of
+		 * 16 long names short, and xdotool pressed another key */
 		for (size_t i = 0; i < q->nkeys; i++)
-			used += (size_t)snprintf(combo + used, sizeof(combo) - used, "%s%s", i ? "+" : "",
-						 key_name(q->keys[i]));
+			sbx_strbuf_printf(&combo, "%s%s", i ? "+" : "", key_name(q->keys[i]));
 		argv[argc++] = q->act == MC_KEY_PRESS ? "key" : q->act == MC_KEY_DOWN ? "keydown" : "keyup";
-		argv[argc++] = "--", argv[argc++] = combo;
+		argv[argc++] = "--", argv[argc++] = sbx_strbuf_str(&combo);
 		break;
 	}
 	desk_out_init(&o);
+	o.time_ms += type_ms;
 	ok = desk_do(op, g, q->screen, argv, argc, stdin_text, &o);
 	desk_out_free(&o);
+	sbx_strbuf_free(&combo);
 	return ok;
 }
 
@@ -448,6 +541,7 @@ cJSON *desk_clipboard(mock_op *op, mock_guest *g, const mock_computer_req *q)
 			v = cJSON_CreateObject();
 	} else {
 		/* an empty clipboard: xclip fails saying so; the text is "" */
+		o.cap = MOCK_COMPUTER_CLIP_MAX;
 		rc = desk_run(op, g, q->screen, get, 4, NULL, &o);
 		if (rc >= 0) {
 			v = cJSON_CreateObject();

@@ -150,3 +150,15 @@ void mock_hmac_sha256_hex(const void *key, size_t key_len, const char *data, cha
 	}
 	hex[64] = '\0';
 }
+
+bool mock_equal_ct(const void *a, size_t a_len, const void *b, size_t b_len)
+{
+	const unsigned char *x = a, *y = b;
+	/* volatile: the compiler may not stop at the first difference */
+	volatile unsigned char diff = a_len == b_len ? 0 : 1;
+	size_t n = a_len < b_len ? a_len : b_len;
+
+	for (size_t i = 0; i < n; i++)
+		diff |= (unsigned char)(x[i] ^ y[i]);
+	return diff == 0;
+}
