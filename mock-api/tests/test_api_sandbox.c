@@ -186,6 +186,17 @@ static void caps_credit_and_settings(void **state)
 	th_admin(U, "wrong", "GET", "/_mock/settings", NULL, &r);
 	expect_status(&r, 401, "admin token");
 	th_resp_free(&r);
+	/* the token's lengths count: a prefix of it, or it with a byte more,
+	 * is refused (admin.c compares in constant time, both lengths) */
+	char near[128];
+	snprintf(near, sizeof(near), "%.*s", (int)strlen(TOK) - 1, TOK);
+	th_admin(U, near, "GET", "/_mock/settings", NULL, &r);
+	expect_status(&r, 401, "admin token's prefix");
+	th_resp_free(&r);
+	snprintf(near, sizeof(near), "%sx", TOK);
+	th_admin(U, near, "GET", "/_mock/settings", NULL, &r);
+	expect_status(&r, 401, "admin token and a byte");
+	th_resp_free(&r);
 }
 /* SDK types.d.ts: host_id "Empty = scheduler picks" (found by the
  * mock_request fuzz target's contract oracle: the mock refused it as an
