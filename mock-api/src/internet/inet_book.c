@@ -756,6 +756,10 @@ void mock_inet_journal_add(mock_inet_book *b, const mock_inet_entry *e)
 	cJSON_AddStringToObject(o, "via", e->via);
 	if (e->fault != NULL && e->fault[0] != '\0')
 		cJSON_AddStringToObject(o, "fault", e->fault);
+	if (e->port != 0)
+		cJSON_AddNumberToObject(o, "port", e->port);
+	if (e->tls_error != NULL && e->tls_error[0] != '\0')
+		cJSON_AddStringToObject(o, "tls_error", e->tls_error);
 	text = cJSON_PrintUnformatted(o);
 	cJSON_Delete(o);
 	if (text == NULL)

@@ -148,13 +148,15 @@ typedef struct mock_inet_entry {
 	const char *tenant, *sandbox, *host, *scheme, *method, *path;
 	int status;            /* 0: none was sent (a fault, an upstream flow) */
 	unsigned stub;         /* 0: none */
-	const char *via;       /* "stub", "site", "upstream" or "page" */
+	const char *via;       /* "stub", "site", "upstream", "page" or "tls" (a failed handshake) */
 	const char *fault;     /* NULL, or the stub's fault */
+	unsigned port;         /* the port dialled (0: not known) */
+	const char *tls_error; /* NULL, or why there was no TLS (a failed handshake, plain text on 443) */
 } mock_inet_entry;
 
 void mock_inet_journal_add(mock_inet_book *b, const mock_inet_entry *e);
 /* {entries:[{seq, ts_ms, tenant, sandbox_id, host, scheme, method, path,
- * status, stub?, via, fault?}], next_seq, wrapped}; since: exclusive seq,
+ * status, stub?, via, fault?, port?, tls_error?}], next_seq, wrapped}; since: exclusive seq,
  * sandbox/host: filters (NULL: all); limit 0: all. */
 cJSON *mock_inet_journal_json(mock_inet_book *b, uint64_t since, const char *sandbox, const char *host,
 			      size_t limit);

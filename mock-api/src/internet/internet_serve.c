@@ -107,6 +107,7 @@ typedef struct conn {
 	bool keep;               /* the answer being written leaves the connection open */
 	long long body;          /* the request's body bytes, dropped after a kept answer */
 	unsigned served;         /* requests answered on this connection, this one included */
+	char no_tls[96];         /* on port 443 without TLS: what came instead, for the journal */
 } conn;
 
 /* ---- sockets ---- */
@@ -371,7 +372,8 @@ static void journal(conn *c, const mock_inet_parsed *p, const char *tenant, int 
 {
 	mock_inet_entry e = {.tenant = tenant, .sandbox = c->id, .host = p->host,
 			     .scheme = c->tls != NULL ? "https" : "http", .method = p->method,
-			     .path = p->path, .status = status, .stub = stub, .via = via, .fault = fault};
+			     .path = p->path, .status = status, .stub = stub, .via = via, .fault = fault,
+			     .port = c->dest_port, .tls_error = c->no_tls[0] != '\0' ? c->no_tls : NULL};
 
 	if (c->s->book != NULL)
 		mock_inet_journal_add(c->s->book, &e);
@@ -623,6 +625,36 @@ static void serve_requests(conn *c, int64_t end, bool up, bool heard)
 	}
 }
 
+/* A handshake that did not complete: journaled with why (the client's
+ * alert, the deadline, garbage), as a request is. */
+static void journal_tls_fail(conn *c, const mock_inet_tls_fail *f)
+{
+	char tenant[256] = "";
+	mock_inet_entry e = {.tenant = tenant, .sandbox = c->id, .host = f->name, .scheme = "https",
+			     .method = "", .path = "", .status = 0, .via = "tls", .port = c->dest_port,
+			     .tls_error = f->why};
+
+	if (c->s->book == NULL)
+		return;
+	mock_inet_book_tenant(c->s->book, c->id, tenant, sizeof(tenant));
+	mock_inet_journal_add(c->s->book, &e);
+}
+
+/* Port 443 is where clients speak TLS: a connection there that does not
+ * is answered as plain HTTP, and its journal entries say what came. */
+static void note_no_tls(conn *c, int first)
+{
+	if (c->dest_port != 443)
+		return;
+	if (first < 0)
+		snprintf(c->no_tls, sizeof(c->no_tls), "no TLS on port 443: the client sent nothing for %d ms",
+			 QUIET_MS);
+	else
+		snprintf(c->no_tls, sizeof(c->no_tls), "no TLS on port 443: plain text (first byte 0x%02x%s%c%s)",
+			 (unsigned)first, isprint(first) ? " '" : "", isprint(first) ? first : ' ',
+			 isprint(first) ? "'" : "");
+}
+
 static void *serve_conn(void *arg)
 {
 	conn *c = arg;
@@ -635,6 +667,8 @@ static void *serve_conn(void *arg)
 		char sni[MOCK_INET_TLS_NAME_MAX + 1];
 
 		mock_inet_tls_peek_sni(c->fd, end, c->s->stopfd, sni, sizeof(sni));
+		if (!mock_inet_tls_name_ok(sni))
+			sni[0] = '\0'; /* no name (its handshake gets unrecognized_name): only a CIDR may take it */
 		if (mock_inet_upstream_match(c->s->book, c->dest_fam, c->dest_raw, sni[0] != '\0' ? sni : NULL)) {
 			c->head_len = 0; /* the hello is still unread: it goes as it is */
 			go_upstream(c, sni[0] != '\0' ? sni : c->dest_ip, NULL);
@@ -642,6 +676,7 @@ static void *serve_conn(void *arg)
 		}
 	}
 	if (first == TLS_HANDSHAKE_RECORD && c->s->tls != NULL) {
+		mock_inet_tls_fail fail;
 		int one = 1;
 
 		/* non-blocking: a record that trickles in must not hold the
@@ -650,13 +685,16 @@ static void *serve_conn(void *arg)
 		 * for the client's delayed ACK of the first (~40 ms) */
 		setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 		if (fcntl(c->fd, F_SETFL, fcntl(c->fd, F_GETFL) | O_NONBLOCK) == 0)
-			c->tls = mock_inet_tls_accept(c->s->tls, c->fd, c->dest_ip, end, c->s->stopfd);
+			c->tls = mock_inet_tls_accept(c->s->tls, c->fd, c->dest_ip, end, c->s->stopfd, &fail);
 		if (c->tls != NULL)
 			serve_requests(c, end, false, true);
+		else
+			journal_tls_fail(c, &fail);
 	} else {
 		struct timeval stall = {.tv_sec = WRITE_STALL_MS / 1000};
 
 		setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &stall, sizeof(stall));
+		note_no_tls(c, first);
 		/* a client that waits to be spoken to gets the page (or its
 		 * upstream) without a head */
 		serve_requests(c, end, up, first >= 0);
