@@ -486,12 +486,20 @@ static void answer_site(conn *c, int dirfd, const mock_inet_parsed *p, const cha
 		     "HTTP/1.1 200 OK\r\nContent-Type: %s\r\nContent-Length: %lld\r\nConnection: %s\r\n\r\n",
 		     mock_inet_content_type(p->path), (long long)st.st_size, conn_word(c));
 	rc = conn_send(c, head, (size_t)n);
-	while (rc == 0 && get) {
-		ssize_t r = read(fd, buf, sizeof(buf));
+	/* exactly the Content-Length said, whatever the file does meanwhile
+	 * (rewritten, or a /proc file whose size says 0): more would be read
+	 * as the next answer on a kept connection, less would leave the
+	 * client waiting. A file that ends early cuts the connection. */
+	for (off_t left = get ? st.st_size : 0; rc == 0 && left > 0;) {
+		ssize_t r = read(fd, buf, left < (off_t)sizeof(buf) ? (size_t)left : sizeof(buf));
 
-		if (r <= 0)
-			break;
+		if (r <= 0) {
+			close(fd);
+			reset_conn(c);
+			return;
+		}
 		rc = conn_send(c, buf, (size_t)r);
+		left -= r;
 	}
 	close(fd);
 	finish(c, rc);
@@ -800,7 +808,7 @@ mock_inet_servers *mock_inet_servers_start(const mock_hosts *hosts, mock_inet_tl
 		sbx_err_set(err, "internet: threads: %s", strerror(errno));
 		goto fail;
 	}
-	s->resolver = mock_inet_resolver_start(hosts, who, who_arg, s->stopfd, err);
+	s->resolver = mock_inet_resolver_start(hosts, book, who, who_arg, s->stopfd, err);
 	if (s->resolver == NULL)
 		goto fail;
 	return s;
