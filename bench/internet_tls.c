@@ -117,20 +117,21 @@ int main(int argc, char **argv)
 	atomic_int failed = 0;
 
 	while ((opt = getopt(argc, argv, "n:r:s:w:")) != -1) {
-		int v = atoi(optarg);
+		char *end = NULL;
+		long v = strtol(optarg, &end, 10);
 
-		if (v <= 0) {
-			fprintf(stderr, "bench-internet_tls: -%c wants a positive number\n", opt);
+		if (end == optarg || *end != '\0' || v <= 0 || v > 100000) {
+			fprintf(stderr, "bench-internet_tls: -%c %s: wants a number from 1 to 100000\n", opt, optarg);
 			return 2;
 		}
 		if (opt == 'n')
-			per = v;
+			per = (int)v;
 		else if (opt == 'r')
-			rounds = v;
+			rounds = (int)v;
 		else if (opt == 's')
-			names = v;
+			names = (int)v;
 		else if (opt == 'w')
-			workers = v;
+			workers = (int)v;
 		else
 			return 2;
 	}

@@ -249,8 +249,9 @@ def sites(mock, outside_name, git_head):
     check(r["exit_code"] == 0 and r["stdout"] == "403", "a FIFO in a site is refused (403), not waited on", r)
     # a file whose size says 0 but that reads more (/proc): exactly the
     # Content-Length goes, nothing a kept connection would take as the
-    # next answer
-    r = tls.run(mock, key, sid, ["python3", "-c", PY_RAW % ("proc.test", "/hostname")])
+    # next answer (dialled at repo.test's address: the Host header picks
+    # the site)
+    r = tls.run(mock, key, sid, ["python3", "-c", PY_RAW % ("192.0.2.60", "/hostname")])
     check(r["exit_code"] == 0 and r["stdout"].startswith("HTTP/1.1 200") and "Content-Length: 0" in r["stdout"]
           and r["stdout"].endswith("\r\n\r\n"), "a site sends exactly its Content-Length, however the file reads",
           r)
