@@ -87,7 +87,7 @@ static void dns(const uint8_t *q, size_t n)
 		check(mock_hosts_parse(hosts_json, strlen(hosts_json), "fixed", &hosts, &err) == 0, "fixed table");
 		loaded = true;
 	}
-	len = mock_dns_answer(&hosts, q, n, r, sizeof(r));
+	len = mock_dns_answer(&hosts, NULL, NULL, q, n, r, sizeof(r));
 	check(len <= sizeof(r), "answer fits");
 	if (len == 0)
 		return;

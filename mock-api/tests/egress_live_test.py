@@ -79,6 +79,7 @@ class Mock:
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.url = self.token = None
         self.enforced = False
+        self.banner = []  # the start-up lines read, up to "egress: "
         lines = queue.Queue()
         threading.Thread(target=lambda: [lines.put(l) for l in self.proc.stdout], daemon=True).start()
         # "egress: enforced ..." is printed with the other start-up lines
@@ -89,6 +90,7 @@ class Mock:
                 line = lines.get(timeout=1.0 if self.url else deadline - time.time())
             except queue.Empty:
                 break
+            self.banner.append(line.rstrip("\n"))
             if line.startswith("sbx-mock listening on "):
                 self.url = line.split()[-1]
             elif line.startswith("admin token: "):

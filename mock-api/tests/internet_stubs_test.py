@@ -201,6 +201,7 @@ def make_site(root):
     os.symlink("/etc/hostname", os.path.join(root, "out"))
     os.symlink("..", os.path.join(root, "up"))
     os.symlink("hello.txt", os.path.join(root, "inside"))
+    os.mkfifo(os.path.join(root, "pipe"))
     # a bare repository git's dumb HTTP protocol reads (info/refs)
     work, bare = os.path.join(root, "..", "git-work"), os.path.join(root, "git", "demo.git")
     env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t",
@@ -242,6 +243,58 @@ def sites(mock, outside_name, git_head):
     e = journal(mock, sandbox_id=sid, host="repo.test")
     check(any(x["via"] == "site" and x["path"] == "/hello.txt" and x["status"] == 200 for x in e) and
           any(x["status"] in (403, 404) and x["path"] == "/out" for x in e), "site requests are journaled", e)
+    # a FIFO in the tree: refused at once, not an open(2) that waits for
+    # a writer with the connection's thread (and the mock's stop) held
+    r = curl(mock, key, sid, "-w", "%{http_code}", "-o", "/dev/null", "http://repo.test/pipe")
+    check(r["exit_code"] == 0 and r["stdout"] == "403", "a FIFO in a site is refused (403), not waited on", r)
+    # a file whose size says 0 but that reads more (/proc): exactly the
+    # Content-Length goes, nothing a kept connection would take as the
+    # next answer (dialled at repo.test's address: the Host header picks
+    # the site)
+    r = tls.run(mock, key, sid, ["python3", "-c", PY_RAW % ("192.0.2.60", "/hostname")])
+    check(r["exit_code"] == 0 and r["stdout"].startswith("HTTP/1.1 200") and "Content-Length: 0" in r["stdout"]
+          and r["stdout"].endswith("\r\n\r\n"), "a site sends exactly its Content-Length, however the file reads",
+          r)
+
+
+PY_RAW = r"""
+import socket, sys
+s = socket.create_connection(("%s", 80), timeout=8)
+s.sendall(b"GET %s HTTP/1.1\r\nHost: proc.test\r\nConnection: close\r\n\r\n")
+got = b""
+while True:
+    b = s.recv(4096)
+    if not b:
+        break
+    got += b
+sys.stdout.write(got.decode("latin-1"))
+"""
+
+
+def unlisted_names(mock):
+    """A site or a stub whose name the hosts file lacks resolves (to an
+    address of 198.18.0.0/15, said at start for sites): the flag takes
+    effect instead of a guest's NXDOMAIN."""
+    key = "unlisted"
+    sid = tls.create(mock, key)
+    check(any(l.startswith("internet sites not in the hosts file (resolved in 198.18.0.0/15): ") and
+              "unlisted.test=198.1" in l and "repo.test" not in l for l in mock.banner),
+          "the start-up lines name the site the hosts file lacks and its address", mock.banner)
+    r = curl(mock, key, sid, "https://unlisted.test/hello.txt")
+    check(r["exit_code"] == 0 and "hello from the site" in r["stdout"],
+          "a site whose name the hosts file lacks is served over verified https", r)
+    r = tls.run(mock, key, sid, ["getent", "hosts", "unlisted.test"])
+    check(r["exit_code"] == 0 and r["stdout"].startswith("198.1"), "its name resolves in 198.18.0.0/15", r)
+    st, b = mock.call("POST", "/_mock/internet/stubs", {"stubs": [
+        {"match": {"host": "stubonly.test", "path": "/x"}, "respond": {"body": "stub by name"}},
+        {"match": {"host": "*.wild.test"}, "respond": {"body": "stub by wildcard"}}]}, admin=True)
+    check(st == 200, "stubs for names the hosts file lacks are added", (st, b))
+    r = curl(mock, key, sid, "https://stubonly.test/x")
+    check(r["exit_code"] == 0 and r["stdout"] == "stub by name", "a stub's name the hosts file lacks resolves", r)
+    r = curl(mock, key, sid, "https://a.wild.test/")
+    check(r["exit_code"] == 0 and r["stdout"] == "stub by wildcard", "and a name under a wildcard stub's", r)
+    r = tls.run(mock, key, sid, ["getent", "hosts", "nobody.test"])
+    check(r["exit_code"] != 0, "a name no file, site or stub gives is still NXDOMAIN", r)
 
 
 # ---- devbox:1: apt and pip against served sites ----
@@ -568,7 +621,9 @@ def main():
         site = os.path.join(tmp, "site")
         git_head = make_site(site)
         mock = live.Mock(binary, hosts, ["--internet-stubs", os.path.join(tmp, "stubs.json"),
-                                         "--internet-site", "repo.test=" + site])
+                                         "--internet-site", "repo.test=" + site,
+                                         "--internet-site", "unlisted.test=" + site,
+                                         "--internet-site", "proc.test=/proc/sys/kernel"])
         try:
             if not mock.enforced:
                 print("skip: egress is not enforced here")
@@ -577,6 +632,7 @@ def main():
             validation(mock)
             denied(mock)
             sites(mock, "outside.txt", git_head)
+            unlisted_names(mock)
         finally:
             mock.stop()
         scenarios(binary, tmp, hosts)

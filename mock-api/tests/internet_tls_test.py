@@ -11,6 +11,9 @@ In guests of a real sbx-mock, with verification on:
   dropped on 443 too, an allowed one gets TLS;
 - bad input: a TLS record of garbage, a plain request on 443 and an SNI
   that is no host name end cleanly, and the internet keeps serving;
+- each failed handshake is journaled with why (a client that rejects the
+  CA, one that stalls mid-handshake, garbage); a plain request on 443 is
+  answered and its entry says it was not TLS;
 - the CA's private key is nowhere a guest can read; with --state-dir the
   CA is kept (key 0600) and a restarted mock's guests trust the same one;
 - --internet-ca CERT,KEY is used, and a bad one stops the start with an
@@ -178,6 +181,58 @@ def bad_input(mock, key, sid):
           "the internet serves TLS after the bad input", r)
 
 
+# a TLS client that sends its ClientHello and then nothing (no Finished):
+# the handshake's deadline ends it
+PY_STALL = r"""
+import socket, ssl, time
+ctx = ssl.create_default_context()
+inc, out = ssl.MemoryBIO(), ssl.MemoryBIO()
+obj = ctx.wrap_bio(inc, out, server_hostname="stall.example.com")
+try:
+    obj.do_handshake()
+except ssl.SSLWantReadError:
+    pass
+s = socket.create_connection(("192.0.2.10", 443), timeout=15)
+s.sendall(out.read())
+t = time.time()
+try:
+    while s.recv(4096):
+        pass
+except OSError:
+    pass
+print("closed after %.1f s" % (time.time() - t))
+"""
+
+
+def failed_handshakes_journaled(mock, key):
+    """Each handshake that fails has a journal entry saying why: the
+    client rejected the CA (its alert), it stalled past the deadline,
+    garbage; a plain-text client on 443 is answered and its entry says it
+    was not TLS."""
+    sid = create(mock, key)
+    r = run(mock, key, sid, ["sh", "-c", "ls /etc/ssl/certs/*.pem | head -1"])
+    other = r["stdout"].strip()
+    run(mock, key, sid, ["curl", "-sS", "--cacert", other, "https://example.com/"])
+    r = run(mock, key, sid, ["python3", "-c", PY_STALL])
+    check(r["exit_code"] == 0 and "closed after" in r["stdout"], "a stalled handshake is closed", r)
+    run(mock, key, sid, ["python3", "-c", PY_GARBAGE])
+    st, b = mock.call("GET", "/_mock/internet/journal?sandbox_id=" + sid, admin=True)
+    e = (b.get("data") or {}).get("entries", []) if st == 200 else []
+    tls_fails = [x for x in e if x.get("via") == "tls"]
+    check(any(x["host"] == "example.com" and x["scheme"] == "https" and x.get("port") == 443 and
+              "rejected the certificate" in x.get("tls_error", "") and "unknown_ca" in x.get("tls_error", "")
+              for x in tls_fails), "a client that rejects the CA: the entry says so (its alert unknown_ca)", e)
+    check(any(x["host"] == "stall.example.com" and x.get("tls_error", "").startswith("timed out")
+              for x in tls_fails), "a client that stalls mid-handshake: the entry says it timed out", e)
+    check(any(x["host"] == "192.0.2.10" and "not a TLS handshake" in x.get("tls_error", "") for x in tls_fails),
+          "garbage in a handshake record: the entry says it was no handshake", e)
+    check(any(x["scheme"] == "http" and x.get("port") == 443 and x["path"] == "/" and
+              "no TLS on port 443: plain text (first byte 0x47 'G')" in x.get("tls_error", "") for x in e),
+          "a plain-text client on 443: answered, and the entry says it was not TLS", e)
+    check(not any("tls_error" in x for x in e if x.get("via") != "tls" and x.get("port") != 443),
+          "no other entry carries a tls_error", e)
+
+
 def keep_alive(mock, key, sid):
     r = run(mock, key, sid, ["python3", "-c", PY_KEEP])
     out = r["stdout"]
@@ -258,6 +313,7 @@ def main():
             egress_first(mock)
             bad_input(mock, "tls", sid)
             keep_alive(mock, "tls", sid)
+            failed_handshakes_journaled(mock, "tls-fail")
             key_stays_out(mock, "tls", sid, os.path.join(state, "s"))
             bundle_stays(mock, "tls")
         finally:

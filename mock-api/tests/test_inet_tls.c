@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <openssl/err.h>
@@ -50,12 +51,13 @@ typedef struct server_side {
 	char got[256];
 	char name[MOCK_INET_TLS_NAME_MAX + 1];
 	bool accepted;
+	mock_inet_tls_fail fail; /* why, when not accepted */
 } server_side;
 
 static void *serve(void *arg)
 {
 	server_side *s = arg;
-	mock_inet_tls_conn *c = mock_inet_tls_accept(s->t, s->fd, "192.0.2.10", sbx_mono_ms() + 5000, s->stopfd);
+	mock_inet_tls_conn *c = mock_inet_tls_accept(s->t, s->fd, "192.0.2.10", sbx_mono_ms() + 5000, s->stopfd, &s->fail);
 
 	s->accepted = c != NULL;
 	if (c != NULL) {
@@ -153,6 +155,10 @@ static void a_stranger_ca_does_not_verify(void **state)
 	assert_int_equal(handshake_trusting(b, mock_inet_tls_ca_pem(a), "example.com", "example.com", &s, &verify), 0);
 	assert_int_equal(verify, X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY);
 	assert_false(s.accepted);
+	/* and the server knows why: the client's alert, kept for the journal */
+	if (strstr(s.fail.why, "rejected the certificate") == NULL || strstr(s.fail.why, "unknown_ca (48)") == NULL)
+		fail_msg("why \"%s\" does not say the client rejected the CA (unknown_ca)", s.fail.why);
+	assert_string_equal(s.fail.name, "example.com");
 	mock_inet_tls_free(a);
 	mock_inet_tls_free(b);
 }
@@ -169,6 +175,9 @@ static void bad_names_and_garbage_end_cleanly(void **state)
 	assert_non_null(t);
 	assert_int_equal(handshake(t, "bad name!", "bad name!", &s), 0);
 	assert_false(s.accepted);
+	if (strstr(s.fail.why, "refused the handshake with the alert unrecognized_name") == NULL)
+		fail_msg("why \"%s\" does not name the unrecognized_name alert", s.fail.why);
+	assert_string_equal(s.fail.name, "192.0.2.10"); /* not the bad name */
 	assert_int_equal(mock_inet_tls_cached(t), 0); /* no leaf was made for it */
 	assert_false(mock_inet_tls_name_ok(""));
 	assert_false(mock_inet_tls_name_ok("a/b"));
@@ -196,7 +205,190 @@ static void bad_names_and_garbage_end_cleanly(void **state)
 	pthread_join(th, NULL);
 	close(sv[0]);
 	assert_false(s.accepted);
+	if (strstr(s.fail.why, "not a TLS handshake the internet could read") == NULL)
+		fail_msg("why \"%s\" does not say the bytes were no handshake", s.fail.why);
 	mock_inet_tls_free(t);
+}
+
+/* ---- signing outside the cache's lock ---- */
+
+typedef struct held {
+	pthread_mutex_t m;
+	pthread_cond_t cv;
+	int in, want;       /* signers in the hook; how many it waits for */
+	bool release, timed_out, done;
+	mock_inet_tls *t;
+	int rc;
+	server_side s;
+} held;
+
+static struct timespec in_s(int s)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += s;
+	return ts;
+}
+
+/* The sign hook: holds each signer until want signers are in or the test
+ * releases them (10 s at most: a signer held under the cache's lock
+ * would hold every other forever, and the test would hang instead of
+ * failing). */
+static void hold_signer(void *arg, const char *name)
+{
+	held *h = arg;
+	struct timespec until = in_s(10);
+
+	(void)name;
+	pthread_mutex_lock(&h->m);
+	h->in++;
+	pthread_cond_broadcast(&h->cv);
+	while (!h->release && h->in < h->want && !h->timed_out) {
+		if (pthread_cond_timedwait(&h->cv, &h->m, &until) != 0)
+			h->timed_out = true;
+	}
+	pthread_mutex_unlock(&h->m);
+}
+
+static void *sign_new(void *arg)
+{
+	held *h = arg;
+	int rc = mock_inet_tls_leaf(h->t, "new.example");
+
+	pthread_mutex_lock(&h->m);
+	h->rc |= rc;
+	pthread_mutex_unlock(&h->m);
+	return NULL;
+}
+
+static void *known_handshake(void *arg)
+{
+	held *h = arg;
+	int ok = handshake(h->t, "known.example", "known.example", &h->s);
+
+	pthread_mutex_lock(&h->m);
+	h->done = ok == 1;
+	pthread_cond_broadcast(&h->cv);
+	pthread_mutex_unlock(&h->m);
+	return NULL;
+}
+
+static void held_init(held *h, mock_inet_tls *t, int want)
+{
+	memset(h, 0, sizeof(*h));
+	pthread_mutex_init(&h->m, NULL);
+	pthread_cond_init(&h->cv, NULL);
+	h->t = t;
+	h->want = want;
+	mock_inet_tls_set_sign_hook(t, hold_signer, h);
+}
+
+static void a_new_name_being_signed_holds_no_known_one(void **state)
+{
+	sbx_err err = {{0}};
+	mock_inet_tls *t = mock_inet_tls_new(NULL, NULL, &err);
+	struct timespec until = in_s(10);
+	pthread_t signer, client;
+	held h;
+	bool done;
+
+	assert_non_null(t);
+	assert_int_equal(mock_inet_tls_leaf(t, "known.example"), 0);
+	held_init(&h, t, 99);
+	assert_int_equal(pthread_create(&signer, NULL, sign_new, &h), 0);
+	pthread_mutex_lock(&h.m);
+	while (h.in == 0)
+		pthread_cond_wait(&h.cv, &h.m);
+	pthread_mutex_unlock(&h.m);
+	/* new.example's signer is held: a handshake of the cached name
+	 * completes all the same */
+	assert_int_equal(pthread_create(&client, NULL, known_handshake, &h), 0);
+	pthread_mutex_lock(&h.m);
+	while (!h.done && pthread_cond_timedwait(&h.cv, &h.m, &until) == 0)
+		;
+	done = h.done;
+	h.release = true;
+	pthread_cond_broadcast(&h.cv);
+	pthread_mutex_unlock(&h.m);
+	pthread_join(signer, NULL);
+	pthread_join(client, NULL);
+	assert_true(done); /* false: it waited for the other name's signing */
+	assert_int_equal(h.rc, 0);
+	assert_int_equal(mock_inet_tls_cached(t), 2);
+	mock_inet_tls_free(t);
+}
+
+static void two_signers_of_one_name_cache_one_leaf(void **state)
+{
+	sbx_err err = {{0}};
+	mock_inet_tls *t = mock_inet_tls_new(NULL, NULL, &err);
+	pthread_t a, b;
+	held h;
+	server_side s;
+
+	assert_non_null(t);
+	held_init(&h, t, 2); /* both sign at once: neither is let through alone */
+	assert_int_equal(pthread_create(&a, NULL, sign_new, &h), 0);
+	assert_int_equal(pthread_create(&b, NULL, sign_new, &h), 0);
+	pthread_join(a, NULL);
+	pthread_join(b, NULL);
+	assert_false(h.timed_out); /* true: one signer waited for the other's lock */
+	assert_int_equal(h.in, 2);
+	assert_int_equal(h.rc, 0);
+	assert_int_equal(mock_inet_tls_cached(t), 1); /* the loser's leaf was freed (ASan, valgrind) */
+	mock_inet_tls_set_sign_hook(t, NULL, NULL);
+	assert_int_equal(handshake(t, "new.example", "new.example", &s), 1);
+	assert_int_equal(mock_inet_tls_cached(t), 1);
+	mock_inet_tls_free(t);
+}
+
+/* ---- the SNI read without a handshake ---- */
+
+/* A real ClientHello (OpenSSL's client) naming sni, into buf: its length. */
+static size_t client_hello(const char *sni, unsigned char *buf, size_t cap)
+{
+	SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+	SSL *ssl = SSL_new(ctx);
+	BIO *in = BIO_new(BIO_s_mem()), *out = BIO_new(BIO_s_mem());
+	int n;
+
+	SSL_set_bio(ssl, in, out);
+	SSL_set_tlsext_host_name(ssl, sni);
+	assert_int_equal(SSL_connect(ssl), -1); /* wants the server's answer */
+	n = BIO_read(out, buf, (int)cap);
+	assert_true(n > 0);
+	SSL_free(ssl);
+	SSL_CTX_free(ctx);
+	ERR_clear_error();
+	return (size_t)n;
+}
+
+static void peeked(const unsigned char *hello, size_t len, char *out, size_t cap)
+{
+	int sv[2];
+
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	assert_int_equal(write(sv[0], hello, len), (ssize_t)len);
+	mock_inet_tls_peek_sni(sv[1], sbx_mono_ms() + 5000, -1, out, cap);
+	close(sv[0]);
+	close(sv[1]);
+}
+
+static void a_peeked_sni_with_a_nul_is_no_name(void **state)
+{
+	unsigned char hello[4096];
+	size_t len = client_hello("up.examplex", hello, sizeof(hello));
+	char got[MOCK_INET_TLS_NAME_MAX + 1];
+	unsigned char *x = memmem(hello, len, "up.examplex", 11);
+
+	peeked(hello, len, got, sizeof(got));
+	assert_string_equal(got, "up.examplex");
+	/* "up.example\0" is not up.example: a pattern must not see it so */
+	assert_non_null(x);
+	x[10] = '\0';
+	peeked(hello, len, got, sizeof(got));
+	assert_string_equal(got, "");
 }
 
 static void the_leaf_cache_is_bounded(void **state)
@@ -306,6 +498,9 @@ int main(void)
 		cmocka_unit_test(a_stranger_ca_does_not_verify),
 		cmocka_unit_test(bad_names_and_garbage_end_cleanly),
 		cmocka_unit_test(the_leaf_cache_is_bounded),
+		cmocka_unit_test(a_new_name_being_signed_holds_no_known_one),
+		cmocka_unit_test(two_signers_of_one_name_cache_one_leaf),
+		cmocka_unit_test(a_peeked_sni_with_a_nul_is_no_name),
 		cmocka_unit_test(the_ca_is_kept_in_the_state_dir),
 		cmocka_unit_test(bad_ca_files_are_refused_by_name),
 	};

@@ -154,6 +154,10 @@ const char *sbx_mock_cgroups_note(const sbx_mock *mock);
 /* "enforced (simulated internet)" or "not enforced: <why>" (also for
  * plain guests and --egress stored). */
 const char *sbx_mock_egress_note(const sbx_mock *mock);
+/* The --internet-site names the internet's hosts file lacks and the
+ * addresses its resolver gives them ("a.test=198.18.x.y, ..."), or NULL
+ * when there are none (or egress is not enforced). */
+const char *sbx_mock_internet_sites_note(const sbx_mock *mock);
 /* Which root each rootfs name's guests get: "rootfs: devbox:1 = image DIR
  * (...); other names: the host-skeleton root", or why no image is used. */
 const char *sbx_mock_rootfs_note(const sbx_mock *mock);

@@ -727,6 +727,20 @@ mock_inet_stub *mock_inet_stub_match(mock_inet_book *b, const mock_inet_req *r)
 
 /* ---- the journal ---- */
 
+bool mock_inet_book_names(mock_inet_book *b, const char *name)
+{
+	bool found = mock_inet_site_dir(b, name) >= 0;
+
+	pthread_rwlock_rdlock(&b->slock);
+	for (size_t i = 0; i < b->nstubs && !found; i++) {
+		const stub *s = b->stubs[i];
+
+		found = mock_inet_host_match(s->host, s->wildcard, name);
+	}
+	pthread_rwlock_unlock(&b->slock);
+	return found;
+}
+
 static int64_t wall_ms(void)
 {
 	struct timespec ts;
@@ -756,6 +770,10 @@ void mock_inet_journal_add(mock_inet_book *b, const mock_inet_entry *e)
 	cJSON_AddStringToObject(o, "via", e->via);
 	if (e->fault != NULL && e->fault[0] != '\0')
 		cJSON_AddStringToObject(o, "fault", e->fault);
+	if (e->port != 0)
+		cJSON_AddNumberToObject(o, "port", e->port);
+	if (e->tls_error != NULL && e->tls_error[0] != '\0')
+		cJSON_AddStringToObject(o, "tls_error", e->tls_error);
 	text = cJSON_PrintUnformatted(o);
 	cJSON_Delete(o);
 	if (text == NULL)

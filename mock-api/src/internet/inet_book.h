@@ -117,6 +117,17 @@ int mock_inet_site_add(mock_inet_book *b, const char *spec, sbx_err *err);
 /* The site directory's descriptor (O_PATH) for host, or -1: valid while
  * the book lives (sites are only added before the servers start). */
 int mock_inet_site_dir(mock_inet_book *b, const char *host);
+/* Site i's host (i < mock_inet_site_count), for the start-up note. */
+size_t mock_inet_site_count(const mock_inet_book *b);
+const char *mock_inet_site_host(const mock_inet_book *b, size_t i);
+/* Whether name (lower case) is a site's, or a stub's match.host (exact,
+ * or under a "*.suffix"): a name the resolver answers when the hosts
+ * file lacks it. */
+bool mock_inet_book_names(mock_inet_book *b, const char *name);
+/* The sites whose names hosts lacks, with the address the resolver gives
+ * each (MOCK_INET_SYNTH_CIDR): "a.test=198.18.x.y, ..." into out, "" for
+ * none; cut at cap (each still resolves). */
+void mock_inet_sites_note(const mock_inet_book *b, const struct mock_hosts *hosts, char *out, size_t cap);
 /* Opens path (a request's, %-decoded here) beneath dirfd, never outside
  * it (no "..", no symlink out, no magic links); a directory gives its
  * index.html. The fd (read-only), or -1 with *status 404 (missing), 403
@@ -148,13 +159,15 @@ typedef struct mock_inet_entry {
 	const char *tenant, *sandbox, *host, *scheme, *method, *path;
 	int status;            /* 0: none was sent (a fault, an upstream flow) */
 	unsigned stub;         /* 0: none */
-	const char *via;       /* "stub", "site", "upstream" or "page" */
+	const char *via;       /* "stub", "site", "upstream", "page" or "tls" (a failed handshake) */
 	const char *fault;     /* NULL, or the stub's fault */
+	unsigned port;         /* the port dialled (0: not known) */
+	const char *tls_error; /* NULL, or why there was no TLS (a failed handshake, plain text on 443) */
 } mock_inet_entry;
 
 void mock_inet_journal_add(mock_inet_book *b, const mock_inet_entry *e);
 /* {entries:[{seq, ts_ms, tenant, sandbox_id, host, scheme, method, path,
- * status, stub?, via, fault?}], next_seq, wrapped}; since: exclusive seq,
+ * status, stub?, via, fault?, port?, tls_error?}], next_seq, wrapped}; since: exclusive seq,
  * sandbox/host: filters (NULL: all); limit 0: all. */
 cJSON *mock_inet_journal_json(mock_inet_book *b, uint64_t since, const char *sandbox, const char *host,
 			      size_t limit);

@@ -1,6 +1,7 @@
 /* inet_resolver: see inet_resolver.h. */
 #define _GNU_SOURCE
 #include "internet/inet_resolver.h"
+#include "internet/inet_book.h"
 #include "internet/inet_rules.h"
 
 #include <arpa/inet.h>
@@ -36,6 +37,7 @@ struct mock_inet_resolver {
 	int fd, stopfd;
 	pthread_t thread;
 	const mock_hosts *hosts;
+	mock_inet_book *book; /* sites and stubs: names the hosts file may lack */
 	mock_inet_who_fn who;
 	void *who_arg;
 	bucket buckets[DNS_BUCKETS];
@@ -152,6 +154,42 @@ static bool dns_allowed(mock_inet_resolver *s, const struct sockaddr_storage *fr
 	return true;
 }
 
+void mock_inet_synth_addr(const char *name, uint8_t out[4])
+{
+	uint32_t h = 2166136261u, host;
+
+	for (const unsigned char *p = (const unsigned char *)name; *p != '\0'; p++)
+		h = (h ^ *p) * 16777619u;
+	/* 198.18.0.1 - 198.19.255.254: 2^17 - 2 addresses, none ending .0 of
+	 * the block or its broadcast */
+	host = 1 + h % ((1u << 17) - 2);
+	out[0] = 198;
+	out[1] = (uint8_t)(18 + (host >> 16));
+	out[2] = (uint8_t)(host >> 8);
+	out[3] = (uint8_t)host;
+}
+
+/* mock_dns_more_fn: a site's or a stub's name the hosts file lacks. */
+static bool book_name(void *arg, const char *name, mock_host *out)
+{
+	mock_inet_resolver *s = arg;
+	size_t len = strlen(name);
+
+	if (s->book == NULL || len == 0 || len >= sizeof(out->name))
+		return false;
+	memset(out, 0, sizeof(*out));
+	for (size_t i = 0; i < len; i++)
+		out->name[i] = (char)(name[i] >= 'A' && name[i] <= 'Z' ? name[i] - 'A' + 'a' : name[i]);
+	if (out->name[len - 1] == '.')
+		out->name[len - 1] = '\0';
+	if (!mock_inet_book_names(s->book, out->name))
+		return false;
+	out->naddr = 1;
+	out->addr[0].family = 4;
+	mock_inet_synth_addr(out->name, out->addr[0].addr);
+	return true;
+}
+
 static void *resolver_main(void *arg)
 {
 	mock_inet_resolver *s = arg;
@@ -172,15 +210,15 @@ static void *resolver_main(void *arg)
 		n = recv_query(s->fd, q, sizeof(q), &from, &fl, &asked);
 		if (n <= 0 || !dns_allowed(s, &from))
 			continue;
-		len = mock_dns_answer(s->hosts, q, (size_t)n, r, sizeof(r));
+		len = mock_dns_answer(s->hosts, book_name, s, q, (size_t)n, r, sizeof(r));
 		if (len > 0)
 			send_answer(s->fd, r, len, &from, fl, &asked);
 	}
 	return NULL;
 }
 
-mock_inet_resolver *mock_inet_resolver_start(const mock_hosts *hosts, mock_inet_who_fn who, void *who_arg,
-					     int stopfd, sbx_err *err)
+mock_inet_resolver *mock_inet_resolver_start(const mock_hosts *hosts, mock_inet_book *book, mock_inet_who_fn who,
+					     void *who_arg, int stopfd, sbx_err *err)
 {
 	mock_inet_resolver *r = calloc(1, sizeof(*r));
 
@@ -189,6 +227,7 @@ mock_inet_resolver *mock_inet_resolver_start(const mock_hosts *hosts, mock_inet_
 		return NULL;
 	}
 	r->hosts = hosts;
+	r->book = book;
 	r->who = who;
 	r->who_arg = who_arg;
 	r->stopfd = stopfd;

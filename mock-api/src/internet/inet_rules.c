@@ -174,11 +174,13 @@ static size_t qname(const uint8_t *p, size_t n, char *name, size_t cap)
 	return off + 1;
 }
 
-size_t mock_dns_answer(const mock_hosts *hosts, const uint8_t *q, size_t n, uint8_t *r, size_t cap)
+size_t mock_dns_answer(const mock_hosts *hosts, mock_dns_more_fn more, void *more_arg, const uint8_t *q, size_t n,
+		       uint8_t *r, size_t cap)
 {
 	char name[256];
 	size_t end = n >= 12 ? qname(q, n, name, sizeof(name)) : 0, off;
 	const mock_host *h;
+	mock_host extra;
 	unsigned qtype, ancount = 0;
 
 	if (end == 0 || end + 4 > n || end + 4 > cap || q[4] != 0 || q[5] != 1 || (q[2] & 0x80) != 0)
@@ -190,6 +192,8 @@ size_t mock_dns_answer(const mock_hosts *hosts, const uint8_t *q, size_t n, uint
 	memset(r + 6, 0, 6);
 	off = end + 4;
 	h = mock_hosts_find(hosts, name);
+	if (h == NULL && more != NULL && more(more_arg, name, &extra))
+		h = &extra;
 	if (h == NULL) {
 		r[3] |= 3; /* NXDOMAIN */
 		return off;

@@ -48,11 +48,17 @@ void mock_hosts_free(mock_hosts *h);
 /* The entry for a name (case-insensitive, one trailing dot ignored). */
 const mock_host *mock_hosts_find(const mock_hosts *h, const char *name);
 
+/* For a name the hosts file lacks: true with its entry in *out (the
+ * resolver's: a site's or a stub's name), false for NXDOMAIN. */
+typedef bool (*mock_dns_more_fn)(void *arg, const char *name, mock_host *out);
+
 /* The resolver's answer to one DNS query from a guest (untrusted bytes):
  * its length in r (at most cap), or 0 for no answer (not exactly one
- * well-formed question, or a response). A known name gets its A or AAAA
- * addresses, an unknown one NXDOMAIN. */
-size_t mock_dns_answer(const mock_hosts *hosts, const uint8_t *q, size_t n, uint8_t *r, size_t cap);
+ * well-formed question, or a response). A known name (the hosts file's,
+ * else one more gives; more NULL: none) gets its A or AAAA addresses, an
+ * unknown one NXDOMAIN. */
+size_t mock_dns_answer(const mock_hosts *hosts, mock_dns_more_fn more, void *more_arg, const uint8_t *q, size_t n,
+		       uint8_t *r, size_t cap);
 
 /* The table all sandbox chains live in, and a sandbox's chain and link. */
 #define MOCK_NFT_TABLE "inet sbx_internet"

@@ -7,6 +7,7 @@
  * would resolve outside it, so no string check has to be right. */
 #define _GNU_SOURCE
 #include "internet/inet_book_internal.h"
+#include "internet/inet_resolver.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -83,6 +84,37 @@ int mock_inet_site_dir(mock_inet_book *b, const char *host)
 	return -1;
 }
 
+size_t mock_inet_site_count(const mock_inet_book *b)
+{
+	return b->nsites;
+}
+
+const char *mock_inet_site_host(const mock_inet_book *b, size_t i)
+{
+	return i < b->nsites ? b->sites[i].host : "";
+}
+
+void mock_inet_sites_note(const mock_inet_book *b, const mock_hosts *hosts, char *out, size_t cap)
+{
+	size_t len = 0;
+
+	out[0] = '\0';
+	for (size_t i = 0; i < b->nsites; i++) {
+		char a[INET_ADDRSTRLEN];
+		uint8_t raw[4];
+		int n;
+
+		if (mock_hosts_find(hosts, b->sites[i].host) != NULL)
+			continue;
+		mock_inet_synth_addr(b->sites[i].host, raw);
+		inet_ntop(AF_INET, raw, a, sizeof(a));
+		n = snprintf(out + len, cap - len, "%s%s=%s", len > 0 ? ", " : "", b->sites[i].host, a);
+		if (n < 0 || (size_t)n >= cap - len)
+			break;
+		len += (size_t)n;
+	}
+}
+
 static int hexval(char c)
 {
 	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
@@ -115,9 +147,12 @@ static bool decode_path(const char *in, char *out, size_t cap)
 	return true;
 }
 
+/* O_NONBLOCK: a FIFO (or a device) in the tree would block the open
+ * until a writer came, holding the connection's thread forever; it is
+ * opened at once and refused as not a regular file. */
 static int open_beneath(int dirfd, const char *rel)
 {
-	struct open_how how = {.flags = O_RDONLY | O_CLOEXEC,
+	struct open_how how = {.flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY,
 			       .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS};
 
 	return (int)syscall(SYS_openat2, dirfd, rel[0] != '\0' ? rel : ".", &how, sizeof(how));

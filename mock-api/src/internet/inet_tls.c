@@ -43,9 +43,12 @@
 #define KEY_FILE "internet-ca.key"
 #define CN_MAX 64 /* X.520's bound on commonName; the SAN carries the whole name */
 
+#define CACHE_BUCKETS (2 * MOCK_INET_TLS_CACHE) /* a power of two: chains stay ~1 long */
+
 typedef struct leaf {
 	char name[MOCK_INET_TLS_NAME_MAX + 1];
 	X509 *cert;
+	int chain; /* the next entry of its bucket, -1 at the end */
 } leaf;
 
 struct mock_inet_tls {
@@ -53,10 +56,16 @@ struct mock_inet_tls {
 	EVP_PKEY *ca_key, *leaf_key;
 	char *ca_pem;
 	SSL_CTX *ctx;
-	pthread_mutex_t lock; /* the cache */
+	pthread_mutex_t lock; /* the cache; never held while signing */
 	leaf cache[MOCK_INET_TLS_CACHE];
+	int bucket[CACHE_BUCKETS]; /* the first entry of each hash bucket, -1 none */
 	size_t n, next; /* entries used; the oldest, replaced next when full */
+	mock_inet_tls_sign_fn on_sign; /* tests only: called before a leaf is signed */
+	void *on_sign_arg;
 };
+
+/* How a handshake ended when it did not complete (fail_text). */
+typedef enum tls_end { END_NONE, END_TIMEOUT, END_STOP, END_SSL, END_SYSCALL } tls_end;
 
 struct mock_inet_tls_conn {
 	mock_inet_tls *t;
@@ -64,6 +73,10 @@ struct mock_inet_tls_conn {
 	int fd;
 	char fallback[MOCK_INET_TLS_NAME_MAX + 1];
 	char name[MOCK_INET_TLS_NAME_MAX + 1]; /* the leaf's */
+	int alert_in, alert_out;   /* the last alert the client sent, the last we sent; -1 none */
+	tls_end end;
+	unsigned long ossl_err;    /* OpenSSL's first error, at END_SSL */
+	int sys_errno;             /* at END_SYSCALL, 0 for EOF */
 };
 
 /* OpenSSL's reason for the last failure, or "unknown". */
@@ -256,12 +269,37 @@ static int load_ca(mock_inet_tls *t, const char *crt, const char *key, const cha
 	return 0;
 }
 
-/* Writes path (mode) through a temporary name, so a crash leaves no half
- * file; 0, or -1 with err set. */
+/* Makes path's directory entry durable (a rename is only once the
+ * directory is synced); 0, or -1 with errno set. */
+static int sync_dir_of(const char *path)
+{
+	char dir[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	int fd, rc, e;
+
+	if (slash == NULL)
+		snprintf(dir, sizeof(dir), ".");
+	else
+		snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path);
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	rc = fsync(fd);
+	e = errno;
+	close(fd);
+	errno = e;
+	return rc;
+}
+
+/* Writes path (mode) through a temporary name, synced before the rename
+ * and the directory after it, so a crash or a power cut leaves the old
+ * state or the whole file, never a half or empty one; 0, or -1 with err
+ * naming the step and its own errno (or OpenSSL's reason). */
 static int save_pem(const char *path, mode_t mode, X509 *cert, EVP_PKEY *key, sbx_err *err)
 {
-	char tmp[PATH_MAX];
-	int fd, ok;
+	char tmp[PATH_MAX], why[256];
+	const char *step = NULL;
+	int fd, e = 0;
 	FILE *f;
 
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
@@ -273,11 +311,32 @@ static int save_pem(const char *path, mode_t mode, X509 *cert, EVP_PKEY *key, sb
 			close(fd);
 		return -1;
 	}
-	ok = cert != NULL ? PEM_write_X509(f, cert) : PEM_write_PrivateKey(f, key, NULL, NULL, 0, NULL, NULL);
-	ok = fclose(f) == 0 && ok == 1;
-	if (!ok || rename(tmp, path) != 0) {
-		sbx_err_set(err, "--state-dir: write %s: %s", path, strerror(errno));
+	if ((cert != NULL ? PEM_write_X509(f, cert) : PEM_write_PrivateKey(f, key, NULL, NULL, 0, NULL, NULL)) != 1) {
+		fclose(f);
 		unlink(tmp);
+		sbx_err_set(err, "--state-dir: write %s: %s", tmp, ossl_why(why, sizeof(why)));
+		return -1;
+	}
+	if (fflush(f) != 0)
+		step = "write";
+	else if (fsync(fd) != 0)
+		step = "fsync";
+	e = errno;
+	if (fclose(f) != 0 && step == NULL) {
+		step = "write";
+		e = errno;
+	}
+	if (step == NULL && rename(tmp, path) != 0) {
+		step = "rename";
+		e = errno;
+	}
+	if (step != NULL) {
+		unlink(tmp);
+		sbx_err_set(err, "--state-dir: %s %s: %s", step, step[0] == 'r' ? path : tmp, strerror(e));
+		return -1;
+	}
+	if (sync_dir_of(path) != 0) {
+		sbx_err_set(err, "--state-dir: fsync the directory of %s: %s", path, strerror(errno));
 		return -1;
 	}
 	return 0;
@@ -344,29 +403,93 @@ static int on_servername(SSL *ssl, int *alert, void *arg)
 	return SSL_TLSEXT_ERR_OK;
 }
 
-/* Lock held: the cached leaf for name (lower-case, checked), or one made
- * now and cached (the oldest goes when the cache is full); NULL when
- * making it failed. */
-static X509 *leaf_for(mock_inet_tls *t, const char *name)
+/* FNV-1a: names are short, and a guest choosing colliding ones only
+ * lengthens its own chain walk (at most the cache's 1,024 entries). */
+static size_t name_bucket(const char *name)
 {
-	X509 *x = NULL;
-	leaf *e;
+	uint32_t h = 2166136261u;
 
-	for (size_t i = 0; i < t->n; i++) {
+	for (const unsigned char *p = (const unsigned char *)name; *p != '\0'; p++)
+		h = (h ^ *p) * 16777619u;
+	return h & (CACHE_BUCKETS - 1);
+}
+
+/* Lock held: the entry caching name, or -1. */
+static int cache_find(const mock_inet_tls *t, const char *name)
+{
+	for (int i = t->bucket[name_bucket(name)]; i >= 0; i = t->cache[i].chain) {
 		if (strcmp(t->cache[i].name, name) == 0)
-			return t->cache[i].cert;
+			return i;
 	}
-	if ((x = leaf_make(t, name)) == NULL)
-		return NULL;
+	return -1;
+}
+
+/* Lock held: takes entry i out of its bucket's chain. */
+static void cache_unlink(mock_inet_tls *t, int i)
+{
+	int *at = &t->bucket[name_bucket(t->cache[i].name)];
+
+	while (*at >= 0 && *at != i)
+		at = &t->cache[*at].chain;
+	if (*at == i)
+		*at = t->cache[i].chain;
+}
+
+/* Lock held: caches x (its reference passes to the cache) for name; the
+ * oldest entry goes when the cache is full. */
+static void cache_put(mock_inet_tls *t, const char *name, X509 *x)
+{
+	size_t b = name_bucket(name);
+	int i;
+
 	if (t->n < MOCK_INET_TLS_CACHE) {
-		e = &t->cache[t->n++];
+		i = (int)t->n++;
 	} else { /* full: the oldest goes */
-		e = &t->cache[t->next];
-		X509_free(e->cert);
+		i = (int)t->next;
+		cache_unlink(t, i);
+		X509_free(t->cache[i].cert);
 		t->next = (t->next + 1) % MOCK_INET_TLS_CACHE;
 	}
-	snprintf(e->name, sizeof(e->name), "%s", name);
-	e->cert = x;
+	snprintf(t->cache[i].name, sizeof(t->cache[i].name), "%s", name);
+	t->cache[i].cert = x;
+	t->cache[i].chain = t->bucket[b];
+	t->bucket[b] = i;
+}
+
+/* The leaf for name (lower-case, checked) with a reference of the
+ * caller's (X509_free it), from the cache or made now; NULL when making
+ * it failed. A new name is signed with the lock released, so a
+ * handshake of a cached name never waits behind another's signing; two
+ * threads that sign the same name at once both finish, the first to
+ * come back is cached and the other's leaf is freed. */
+static X509 *leaf_get(mock_inet_tls *t, const char *name)
+{
+	X509 *x = NULL, *made;
+	int i;
+
+	pthread_mutex_lock(&t->lock);
+	i = cache_find(t, name);
+	if (i >= 0 && X509_up_ref(t->cache[i].cert) == 1)
+		x = t->cache[i].cert;
+	pthread_mutex_unlock(&t->lock);
+	if (x != NULL)
+		return x;
+	if (t->on_sign != NULL)
+		t->on_sign(t->on_sign_arg, name);
+	made = leaf_make(t, name);
+	if (made == NULL)
+		return NULL;
+	pthread_mutex_lock(&t->lock);
+	i = cache_find(t, name);
+	if (i >= 0) { /* another signer won the race: its leaf serves */
+		x = X509_up_ref(t->cache[i].cert) == 1 ? t->cache[i].cert : NULL;
+	} else if (X509_up_ref(made) == 1) {
+		cache_put(t, name, made);
+		x = made;
+		made = NULL;
+	}
+	pthread_mutex_unlock(&t->lock);
+	X509_free(made);
 	return x;
 }
 
@@ -376,10 +499,15 @@ int mock_inet_tls_leaf(mock_inet_tls *t, const char *name)
 
 	if (!mock_inet_tls_name_ok(name))
 		return -1;
-	pthread_mutex_lock(&t->lock);
-	x = leaf_for(t, name);
-	pthread_mutex_unlock(&t->lock);
+	x = leaf_get(t, name);
+	X509_free(x);
 	return x != NULL ? 0 : -1;
+}
+
+void mock_inet_tls_set_sign_hook(mock_inet_tls *t, mock_inet_tls_sign_fn fn, void *arg)
+{
+	t->on_sign = fn;
+	t->on_sign_arg = arg;
 }
 
 /* The leaf for the SNI (else the dialled address), from the cache or made
@@ -399,13 +527,26 @@ static int on_cert(SSL *ssl, void *arg)
 	for (char *p = name; *p != '\0'; p++)
 		*p = (char)tolower((unsigned char)*p);
 	snprintf(c->name, sizeof(c->name), "%s", name);
-	pthread_mutex_lock(&t->lock);
-	x = leaf_for(t, name);
+	x = leaf_get(t, name);
 	/* the SSL takes its own references: an eviction later frees nothing
 	 * a handshake uses */
 	ok = x != NULL && SSL_use_certificate(ssl, x) == 1 && SSL_use_PrivateKey(ssl, t->leaf_key) == 1;
-	pthread_mutex_unlock(&t->lock);
+	X509_free(x);
 	return ok ? 1 : 0;
+}
+
+/* Keeps the alerts each side sent: why a handshake failed (a client
+ * that does not trust the CA says so with one, unknown_ca mostly). */
+static void on_info(const SSL *ssl, int where, int ret)
+{
+	mock_inet_tls_conn *c = SSL_get_app_data(ssl);
+
+	if (c == NULL || (where & SSL_CB_ALERT) == 0)
+		return;
+	if ((where & SSL_CB_READ) != 0)
+		c->alert_in = ret & 0xff;
+	else
+		c->alert_out = ret & 0xff;
 }
 
 static int finish(mock_inet_tls *t, sbx_err *err)
@@ -442,6 +583,7 @@ static int finish(mock_inet_tls *t, sbx_err *err)
 	SSL_CTX_set_session_cache_mode(t->ctx, SSL_SESS_CACHE_OFF);
 	SSL_CTX_set_tlsext_servername_callback(t->ctx, on_servername);
 	SSL_CTX_set_cert_cb(t->ctx, on_cert, t);
+	SSL_CTX_set_info_callback(t->ctx, on_info);
 	/* a CA whose key cannot sign a leaf is refused now, not at the first
 	 * guest's handshake */
 	probe = leaf_make(t, "sbx-mock.invalid");
@@ -463,6 +605,8 @@ mock_inet_tls *mock_inet_tls_new(const char *ca_spec, const char *keep_dir, sbx_
 		return NULL;
 	}
 	pthread_mutex_init(&t->lock, NULL);
+	for (size_t i = 0; i < CACHE_BUCKETS; i++)
+		t->bucket[i] = -1;
 	if (ca_spec != NULL)
 		rc = spec_ca(t, ca_spec, err);
 	else if (keep_dir != NULL)
@@ -510,8 +654,9 @@ size_t mock_inet_tls_cached(mock_inet_tls *t)
 
 /* ---- one connection ---- */
 
-/* Waits for fd to be ready for events; false at end_ms or stop. */
-static bool wait_io(int fd, short events, int64_t end_ms, int stopfd)
+/* Waits for fd to be ready for events: END_NONE, or END_TIMEOUT at
+ * end_ms, END_STOP when stopfd is readable. */
+static tls_end wait_io(int fd, short events, int64_t end_ms, int stopfd)
 {
 	for (;;) {
 		struct pollfd pf[2] = {{.fd = fd, .events = events}, {.fd = stopfd, .events = POLLIN}};
@@ -519,30 +664,104 @@ static bool wait_io(int fd, short events, int64_t end_ms, int stopfd)
 		int r;
 
 		if (left <= 0)
-			return false;
+			return END_TIMEOUT;
 		r = poll(pf, 2, (int)left);
 		if (r < 0 && errno == EINTR)
 			continue;
-		return r > 0 && pf[1].revents == 0 && pf[0].revents != 0;
+		if (r > 0 && pf[1].revents != 0)
+			return END_STOP;
+		if (r > 0 && pf[0].revents != 0)
+			return END_NONE;
+		return r == 0 ? END_TIMEOUT : END_SYSCALL;
 	}
 }
 
 /* After an SSL call returned r: true when it only has to wait for the
- * socket (and the wait succeeded). */
+ * socket (and the wait succeeded); else why it ended, in c. */
 static bool retry(mock_inet_tls_conn *c, int r, int64_t end_ms, int stopfd)
 {
 	int e = SSL_get_error(c->ssl, r);
 
-	if (e == SSL_ERROR_WANT_READ)
-		return wait_io(c->fd, POLLIN, end_ms, stopfd);
-	if (e == SSL_ERROR_WANT_WRITE)
-		return wait_io(c->fd, POLLOUT, end_ms, stopfd);
+	c->sys_errno = errno;
+	if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE)
+		c->end = wait_io(c->fd, e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, end_ms, stopfd);
+	else if (e == SSL_ERROR_SYSCALL)
+		c->end = END_SYSCALL;
+	else
+		c->end = END_SSL;
+	if (c->end == END_SSL)
+		c->ossl_err = ERR_peek_error();
+	if (e == SSL_ERROR_SYSCALL && ERR_peek_error() == 0 && r == 0)
+		c->sys_errno = 0; /* EOF */
 	ERR_clear_error();
-	return false;
+	return c->end == END_NONE;
+}
+
+/* An alert's name as RFC 8446 spells it. */
+static const char *alert_name(int a)
+{
+	static const struct {
+		int code;
+		const char *name;
+	} names[] = {{0, "close_notify"}, {10, "unexpected_message"}, {20, "bad_record_mac"},
+		     {40, "handshake_failure"}, {42, "bad_certificate"}, {43, "unsupported_certificate"},
+		     {44, "certificate_revoked"}, {45, "certificate_expired"}, {46, "certificate_unknown"},
+		     {47, "illegal_parameter"}, {48, "unknown_ca"}, {49, "access_denied"}, {50, "decode_error"},
+		     {51, "decrypt_error"}, {70, "protocol_version"}, {71, "insufficient_security"},
+		     {80, "internal_error"}, {86, "inappropriate_fallback"}, {90, "user_canceled"},
+		     {109, "missing_extension"}, {110, "unsupported_extension"}, {112, "unrecognized_name"},
+		     {116, "certificate_required"}, {120, "no_application_protocol"}};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (names[i].code == a)
+			return names[i].name;
+	}
+	return "unknown alert";
+}
+
+/* Why c's handshake did not complete, in words a journal reader acts on. */
+static void fail_text(const mock_inet_tls_conn *c, char *out, size_t cap)
+{
+	const char *state = SSL_state_string_long(c->ssl);
+	const char *reason = c->ossl_err != 0 ? ERR_reason_error_string(c->ossl_err) : NULL;
+	int a = c->alert_in;
+
+	if (reason == NULL)
+		reason = "no reason given";
+	if (a == 42 || a == 43 || a == 45 || a == 46 || a == 48)
+		snprintf(out, cap, "the client rejected the certificate: it sent the alert %s (%d); is the mock's CA "
+			 "in its trust store?", alert_name(a), a);
+	else if (a >= 0)
+		snprintf(out, cap, "the client ended the handshake with the alert %s (%d)", alert_name(a), a);
+	else if (c->alert_out == 112)
+		snprintf(out, cap, "the internet refused the handshake with the alert unrecognized_name (112): "
+			 "the SNI is not a host name or an address");
+	else if (c->alert_out >= 0 || c->end == END_SSL)
+		snprintf(out, cap, "not a TLS handshake the internet could read: %s%s%s%s", reason,
+			 c->alert_out >= 0 ? " (it answered with the alert " : "",
+			 c->alert_out >= 0 ? alert_name(c->alert_out) : "", c->alert_out >= 0 ? ")" : "");
+	else if (c->end == END_TIMEOUT)
+		snprintf(out, cap, "timed out: the client sent nothing more before the deadline (state: %s)", state);
+	else if (c->end == END_STOP)
+		snprintf(out, cap, "the mock stopped mid-handshake");
+	else
+		snprintf(out, cap, "the client %s mid-handshake (state: %s)",
+			 c->sys_errno == 0 ? "closed the connection" : strerror(c->sys_errno), state);
+}
+
+/* The failure's name: the SNI when it was one a leaf could be made for,
+ * else the dialled address. */
+static void fail_name(const mock_inet_tls_conn *c, char *out, size_t cap)
+{
+	const char *sni = SSL_get_servername(c->ssl, TLSEXT_NAMETYPE_host_name);
+
+	snprintf(out, cap, "%s", sni != NULL && mock_inet_tls_name_ok(sni) ? sni : c->fallback);
+	for (char *p = out; *p != '\0'; p++)
+		*p = (char)tolower((unsigned char)*p);
 }
 
 mock_inet_tls_conn *mock_inet_tls_accept(mock_inet_tls *t, int fd, const char *fallback, int64_t end_ms,
-					 int stopfd)
+					 int stopfd, mock_inet_tls_fail *fail)
 {
 	mock_inet_tls_conn *c = calloc(1, sizeof(*c));
 	sigset_t pipe_sig;
@@ -553,10 +772,15 @@ mock_inet_tls_conn *mock_inet_tls_accept(mock_inet_tls *t, int fd, const char *f
 	sigemptyset(&pipe_sig);
 	sigaddset(&pipe_sig, SIGPIPE);
 	pthread_sigmask(SIG_BLOCK, &pipe_sig, NULL);
+	if (fail != NULL) {
+		snprintf(fail->name, sizeof(fail->name), "%s", fallback);
+		snprintf(fail->why, sizeof(fail->why), "out of memory");
+	}
 	if (c == NULL)
 		return NULL;
 	c->t = t;
 	c->fd = fd;
+	c->alert_in = c->alert_out = -1;
 	snprintf(c->fallback, sizeof(c->fallback), "%s", fallback);
 	c->ssl = SSL_new(t->ctx);
 	if (c->ssl == NULL || SSL_set_fd(c->ssl, fd) != 1) {
@@ -570,12 +794,16 @@ mock_inet_tls_conn *mock_inet_tls_accept(mock_inet_tls *t, int fd, const char *f
 
 		if (r == 1)
 			return c;
-		if (!retry(c, r, end_ms, stopfd)) {
-			SSL_free(c->ssl);
-			free(c);
-			return NULL;
-		}
+		if (!retry(c, r, end_ms, stopfd))
+			break;
 	}
+	if (fail != NULL) {
+		fail_name(c, fail->name, sizeof(fail->name));
+		fail_text(c, fail->why, sizeof(fail->why));
+	}
+	SSL_free(c->ssl);
+	free(c);
+	return NULL;
 }
 
 size_t mock_inet_tls_read(mock_inet_tls_conn *c, char *buf, size_t cap, int64_t end_ms, int stopfd)
@@ -654,70 +882,4 @@ void mock_inet_tls_close(mock_inet_tls_conn *c)
 		SSL_free(c->ssl);
 	}
 	free(c);
-}
-
-/* Parsed by hand (OpenSSL parses a ClientHello only inside a handshake,
- * which a flow passed through must never start). */
-void mock_inet_tls_peek_sni(int fd, int64_t end, int stopfd, char *out, size_t cap)
-{
-	unsigned char buf[5 + 16384]; /* one TLS record */
-	ssize_t n = 0;
-	size_t want = 5;
-
-	out[0] = '\0';
-	for (;;) {
-		n = recv(fd, buf, sizeof(buf), MSG_PEEK | MSG_DONTWAIT);
-		if (n >= 5)
-			want = 5 + (size_t)((buf[3] << 8) | buf[4]);
-		if (n > 0 && (size_t)n >= want)
-			break;
-		if (sbx_mono_ms() >= end || (n == 0) || (n < 0 && errno != EAGAIN && errno != EINTR))
-			return;
-		struct pollfd stop = {.fd = stopfd, .events = POLLIN};
-
-		if (poll(&stop, 1, 10) != 0) /* the rest of the record comes, or the mock stops */
-			return;
-	}
-	const unsigned char *q = buf + 5, *e = buf + want;
-	size_t l;
-
-#define NEED(k) \
-	if ((size_t)(e - q) < (size_t)(k)) \
-		return
-	NEED(4 + 2 + 32 + 1);
-	if (q[0] != 1) /* ClientHello */
-		return;
-	q += 4 + 2 + 32;
-	l = q[0];
-	q += 1;
-	NEED(l + 2);
-	q += l;
-	l = (size_t)(q[0] << 8 | q[1]);
-	q += 2;
-	NEED(l + 1);
-	q += l;
-	l = q[0];
-	q += 1;
-	NEED(l + 2);
-	q += l;
-	q += 2; /* the extensions' length: each is bounded by e anyway */
-	while ((size_t)(e - q) >= 4) {
-		unsigned type = (unsigned)(q[0] << 8 | q[1]);
-
-		l = (size_t)(q[2] << 8 | q[3]);
-		q += 4;
-		NEED(l);
-		if (type == 0 && l >= 5 && q[2] == 0) { /* server_name, host_name */
-			size_t nl = (size_t)(q[3] << 8 | q[4]);
-
-			if (nl + 5 <= l && nl < cap) {
-				for (size_t i = 0; i < nl; i++)
-					out[i] = (char)tolower(q[5 + i]);
-				out[nl] = '\0';
-			}
-			return;
-		}
-		q += l;
-	}
-#undef NEED
 }

@@ -36,19 +36,34 @@ size_t mock_inet_tls_cached(mock_inet_tls *t);
  * tests of the cache bound, which need a thousand leaves, not handshakes. */
 int mock_inet_tls_leaf(mock_inet_tls *t, const char *name);
 
+/* Tests only: fn(arg, name) runs on the handshake's thread just before a
+ * new name's leaf is signed, with no lock held (so a test can hold a
+ * signer there and see other handshakes go on). NULL: none. Set before
+ * any handshake. */
+typedef void (*mock_inet_tls_sign_fn)(void *arg, const char *name);
+void mock_inet_tls_set_sign_hook(mock_inet_tls *t, mock_inet_tls_sign_fn fn, void *arg);
+
 /* Whether name is one a leaf is made for: 1-253 bytes of letters, digits,
  * '.', '-', '_' (an IP address's text passes too). */
 int mock_inet_tls_name_ok(const char *name);
 
 /* One connection's server side, over a non-blocking socket. */
 typedef struct mock_inet_tls_conn mock_inet_tls_conn;
+/* Why a handshake did not complete, for the journal. */
+typedef struct mock_inet_tls_fail {
+	char name[MOCK_INET_TLS_NAME_MAX + 1]; /* the SNI when it was a name, else the fallback */
+	char why[256]; /* "the client rejected the certificate: it sent the alert unknown_ca (48)...",
+			* "timed out: ...", "the client closed the connection mid-handshake ...",
+			* "not a TLS handshake the internet could read: ..." */
+} mock_inet_tls_fail;
 /* Blocks SIGPIPE in the calling thread (a connection's own), then
  * handshakes on fd until end_ms (sbx_mono_ms) or stopfd is readable;
  * fallback: the name of the leaf when the client sends no SNI (the
  * address it dialled). NULL when it did not complete (garbage, a refused
- * name, a client that gave up, the deadline): the caller closes fd. */
+ * name, an alert from the client, a client that gave up, the deadline):
+ * why in *fail (NULL: not wanted); the caller closes fd. */
 mock_inet_tls_conn *mock_inet_tls_accept(mock_inet_tls *t, int fd, const char *fallback, int64_t end_ms,
-					 int stopfd);
+					 int stopfd, mock_inet_tls_fail *fail);
 /* Up to cap plaintext bytes: > 0, or 0 at the end (EOF, error, deadline,
  * stop). */
 size_t mock_inet_tls_read(mock_inet_tls_conn *c, char *buf, size_t cap, int64_t end_ms, int stopfd);
@@ -66,8 +81,9 @@ const char *mock_inet_tls_name(const mock_inet_tls_conn *c);
 void mock_inet_tls_close(mock_inet_tls_conn *c);
 /* The server name (SNI) a TLS ClientHello on fd asks for, lower case,
  * read with MSG_PEEK (nothing consumed): into out, "" when it names none,
- * is not a ClientHello, or the whole first record did not come by end_ms
- * or stopfd became readable. */
+ * names one with a NUL in it, is not a ClientHello, or the whole first
+ * record did not come by end_ms or stopfd became readable. Not checked
+ * otherwise: the caller checks it (mock_inet_tls_name_ok) before use. */
 void mock_inet_tls_peek_sni(int fd, int64_t end_ms, int stopfd, char *out, size_t cap);
 /* Frees without close_notify (a cut connection: a fault's reset); NULL is
  * fine; fd stays open. */

@@ -107,6 +107,7 @@ typedef struct conn {
 	bool keep;               /* the answer being written leaves the connection open */
 	long long body;          /* the request's body bytes, dropped after a kept answer */
 	unsigned served;         /* requests answered on this connection, this one included */
+	char no_tls[96];         /* on port 443 without TLS: what came instead, for the journal */
 } conn;
 
 /* ---- sockets ---- */
@@ -371,7 +372,8 @@ static void journal(conn *c, const mock_inet_parsed *p, const char *tenant, int 
 {
 	mock_inet_entry e = {.tenant = tenant, .sandbox = c->id, .host = p->host,
 			     .scheme = c->tls != NULL ? "https" : "http", .method = p->method,
-			     .path = p->path, .status = status, .stub = stub, .via = via, .fault = fault};
+			     .path = p->path, .status = status, .stub = stub, .via = via, .fault = fault,
+			     .port = c->dest_port, .tls_error = c->no_tls[0] != '\0' ? c->no_tls : NULL};
 
 	if (c->s->book != NULL)
 		mock_inet_journal_add(c->s->book, &e);
@@ -484,12 +486,20 @@ static void answer_site(conn *c, int dirfd, const mock_inet_parsed *p, const cha
 		     "HTTP/1.1 200 OK\r\nContent-Type: %s\r\nContent-Length: %lld\r\nConnection: %s\r\n\r\n",
 		     mock_inet_content_type(p->path), (long long)st.st_size, conn_word(c));
 	rc = conn_send(c, head, (size_t)n);
-	while (rc == 0 && get) {
-		ssize_t r = read(fd, buf, sizeof(buf));
+	/* exactly the Content-Length said, whatever the file does meanwhile
+	 * (rewritten, or a /proc file whose size says 0): more would be read
+	 * as the next answer on a kept connection, less would leave the
+	 * client waiting. A file that ends early cuts the connection. */
+	for (off_t left = get ? st.st_size : 0; rc == 0 && left > 0;) {
+		ssize_t r = read(fd, buf, left < (off_t)sizeof(buf) ? (size_t)left : sizeof(buf));
 
-		if (r <= 0)
-			break;
+		if (r <= 0) {
+			close(fd);
+			reset_conn(c);
+			return;
+		}
 		rc = conn_send(c, buf, (size_t)r);
+		left -= r;
 	}
 	close(fd);
 	finish(c, rc);
@@ -623,6 +633,36 @@ static void serve_requests(conn *c, int64_t end, bool up, bool heard)
 	}
 }
 
+/* A handshake that did not complete: journaled with why (the client's
+ * alert, the deadline, garbage), as a request is. */
+static void journal_tls_fail(conn *c, const mock_inet_tls_fail *f)
+{
+	char tenant[256] = "";
+	mock_inet_entry e = {.tenant = tenant, .sandbox = c->id, .host = f->name, .scheme = "https",
+			     .method = "", .path = "", .status = 0, .via = "tls", .port = c->dest_port,
+			     .tls_error = f->why};
+
+	if (c->s->book == NULL)
+		return;
+	mock_inet_book_tenant(c->s->book, c->id, tenant, sizeof(tenant));
+	mock_inet_journal_add(c->s->book, &e);
+}
+
+/* Port 443 is where clients speak TLS: a connection there that does not
+ * is answered as plain HTTP, and its journal entries say what came. */
+static void note_no_tls(conn *c, int first)
+{
+	if (c->dest_port != 443)
+		return;
+	if (first < 0)
+		snprintf(c->no_tls, sizeof(c->no_tls), "no TLS on port 443: the client sent nothing for %d ms",
+			 QUIET_MS);
+	else
+		snprintf(c->no_tls, sizeof(c->no_tls), "no TLS on port 443: plain text (first byte 0x%02x%s%c%s)",
+			 (unsigned)first, isprint(first) ? " '" : "", isprint(first) ? first : ' ',
+			 isprint(first) ? "'" : "");
+}
+
 static void *serve_conn(void *arg)
 {
 	conn *c = arg;
@@ -635,6 +675,8 @@ static void *serve_conn(void *arg)
 		char sni[MOCK_INET_TLS_NAME_MAX + 1];
 
 		mock_inet_tls_peek_sni(c->fd, end, c->s->stopfd, sni, sizeof(sni));
+		if (!mock_inet_tls_name_ok(sni))
+			sni[0] = '\0'; /* no name (its handshake gets unrecognized_name): only a CIDR may take it */
 		if (mock_inet_upstream_match(c->s->book, c->dest_fam, c->dest_raw, sni[0] != '\0' ? sni : NULL)) {
 			c->head_len = 0; /* the hello is still unread: it goes as it is */
 			go_upstream(c, sni[0] != '\0' ? sni : c->dest_ip, NULL);
@@ -642,6 +684,7 @@ static void *serve_conn(void *arg)
 		}
 	}
 	if (first == TLS_HANDSHAKE_RECORD && c->s->tls != NULL) {
+		mock_inet_tls_fail fail;
 		int one = 1;
 
 		/* non-blocking: a record that trickles in must not hold the
@@ -650,13 +693,16 @@ static void *serve_conn(void *arg)
 		 * for the client's delayed ACK of the first (~40 ms) */
 		setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 		if (fcntl(c->fd, F_SETFL, fcntl(c->fd, F_GETFL) | O_NONBLOCK) == 0)
-			c->tls = mock_inet_tls_accept(c->s->tls, c->fd, c->dest_ip, end, c->s->stopfd);
+			c->tls = mock_inet_tls_accept(c->s->tls, c->fd, c->dest_ip, end, c->s->stopfd, &fail);
 		if (c->tls != NULL)
 			serve_requests(c, end, false, true);
+		else
+			journal_tls_fail(c, &fail);
 	} else {
 		struct timeval stall = {.tv_sec = WRITE_STALL_MS / 1000};
 
 		setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &stall, sizeof(stall));
+		note_no_tls(c, first);
 		/* a client that waits to be spoken to gets the page (or its
 		 * upstream) without a head */
 		serve_requests(c, end, up, first >= 0);
@@ -762,7 +808,7 @@ mock_inet_servers *mock_inet_servers_start(const mock_hosts *hosts, mock_inet_tl
 		sbx_err_set(err, "internet: threads: %s", strerror(errno));
 		goto fail;
 	}
-	s->resolver = mock_inet_resolver_start(hosts, who, who_arg, s->stopfd, err);
+	s->resolver = mock_inet_resolver_start(hosts, book, who, who_arg, s->stopfd, err);
 	if (s->resolver == NULL)
 		goto fail;
 	return s;

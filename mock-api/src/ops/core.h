@@ -66,6 +66,7 @@ struct sbx_mock {
 	const struct mock_image *pool_image;
 	char rootfs_note[1024];
 	char egress_note[600];        /* "enforced (simulated internet)", or why not */
+	char sites_note[1024];        /* sites the hosts file lacks and their addresses; "" none */
 	uint64_t egress_seq;          /* under the model lock: orders egress syncs */
 	char cgroups_note[2048];      /* what cgroups are used, or why none; what was swept */
 	struct MHD_Daemon *self_daemon; /* the guests' self-signal listener (self.c), or NULL */

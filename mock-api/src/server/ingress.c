@@ -684,7 +684,7 @@ static bool tls_sniff(ing_conn *c)
 		return true;
 	if (getsockname(c->cfd, (struct sockaddr *)&a, &al) == 0 && a.sin_family == AF_INET)
 		inet_ntop(AF_INET, &a.sin_addr, dialled, sizeof(dialled));
-	c->tls = mock_inet_tls_accept(c->in->tls, c->cfd, dialled, sbx_mono_ms() + ING_HEAD_MS, -1);
+	c->tls = mock_inet_tls_accept(c->in->tls, c->cfd, dialled, sbx_mono_ms() + ING_HEAD_MS, -1, NULL);
 	return c->tls != NULL;
 }
 

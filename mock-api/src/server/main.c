@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "internet/inet_resolver.h"
 #include "server/mock_cli.h"
 #include "sbx/mock.h"
 
@@ -174,6 +175,9 @@ static int run(mock_cli *c)
 		printf("ingress: %s\n", sbx_mock_ingress_url(mock));
 	if (c->cfg.ca_out != NULL)
 		printf("CA certificate: %s\n", c->cfg.ca_out);
+	if (sbx_mock_internet_sites_note(mock) != NULL)
+		printf("internet sites not in the hosts file (resolved in " MOCK_INET_SYNTH_CIDR "): %s\n",
+		       sbx_mock_internet_sites_note(mock));
 	if (sbx_mock_egress_enforced(mock))
 		printf("egress: %s\n", sbx_mock_egress_note(mock));
 	if (c->cfg.internet_upstream != NULL)

@@ -506,6 +506,8 @@ static int start_internet(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *e
 	mock->inet = mock_internet_start(hosts, mock->tls, mock->inet_book, &ierr);
 	if (mock->inet != NULL) {
 		mock->inet_ca_pem = mock_internet_ca_pem(mock->inet);
+		mock_inet_sites_note(mock->inet_book, mock_internet_hosts(mock->inet), mock->sites_note,
+				     sizeof(mock->sites_note));
 		snprintf(mock->egress_note, sizeof(mock->egress_note), "enforced (simulated internet%s)",
 			 mock_cell_host_root() ? "" : "; sbx-mock is root only in a user namespace of its own");
 		return 0;
@@ -810,6 +812,11 @@ bool sbx_mock_guests_contained(const sbx_mock *mock)
 int sbx_mock_own_userns(sbx_err *err)
 {
 	return mock_internet_own_userns(err);
+}
+
+const char *sbx_mock_internet_sites_note(const sbx_mock *mock)
+{
+	return mock->sites_note[0] != '\0' ? mock->sites_note : NULL;
 }
 
 const char *sbx_mock_egress_note(const sbx_mock *mock)
