@@ -168,6 +168,17 @@ class Mock(live.Mock):
             self.proc.wait()
             raise Fail("the user's sbx-mock did not start: %s" % "".join(self.seen))
 
+    def stop(self):
+        """Stops the mock; Fail when it did not end cleanly or a sanitizer
+        spoke (the ASan build runs this test too)."""
+        super().stop()
+        time.sleep(0.2)  # the readers' last lines
+        while not self.lines.empty():
+            self.seen.append(self.lines.get())
+        bad = [l for l in self.seen if "Sanitizer" in l or "runtime error:" in l]
+        if self.proc.returncode != 0 or bad:
+            raise Fail("the user's sbx-mock ended with %s: %s" % (self.proc.returncode, "".join(bad or self.seen[-20:])))
+
 
 def root_store():
     """The store root's build of devbox:1 is in, and its hash; else Skip."""
