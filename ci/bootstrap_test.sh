@@ -16,7 +16,7 @@ for p in build-essential cmake pkg-config libmicrohttpd-dev libcurl4-openssl-dev
   has "$test" "$p" || bad "test lacks $p"
 done
 for p in valgrind clang libclang-rt-dev clang-tidy cppcheck nodejs chromium wrk python3-pytest \
-         python3-venv python3-setuptools python3-markdown zip mmdebstrap; do
+         python3-venv python3-setuptools python3-markdown zip mmdebstrap uidmap; do
   has "$build" "$p" && bad "build has the test-only $p"
   has "$test" "$p" || bad "test lacks $p"
 done

@@ -115,18 +115,52 @@ static unsigned host_uid(void)
 	return v[0] == 0 && v[2] == 1 ? (unsigned)v[1] : (unsigned)geteuid();
 }
 
+/* The two ways a user gets the copy an unprivileged mock needs (IMAGES.md,
+ * "For a user who is not root"): said where it is missing, so the start
+ * line tells that user what to run, not only that the image is unusable. */
+#define OWNED_HOW                                                                          \
+	"make it: sudo mock-api/images/build-image --owner %u NAME (a copy of root's build), " \
+	"or mock-api/images/build-image NAME as uid %u (unprivileged, needs uidmap and "       \
+	"subordinate ids)"
+
+/* Which owned copy an unprivileged mock found: one root made from its own
+ * build (the store's rootfs beside it) or one this user built itself. */
+static void owned_note(mock_image *img, unsigned uid)
+{
+	char rootfs[PATH_MAX + 8];
+	struct stat st;
+
+	snprintf(rootfs, sizeof(rootfs), "%s/rootfs", img->source);
+	if (strcmp(img->source, "--image") == 0)
+		snprintf(img->note, sizeof(img->note), "bound read-only (a copy owned by uid %u)", uid);
+	else if (stat(rootfs, &st) == 0)
+		snprintf(img->note, sizeof(img->note),
+			 "bound read-only (owned-%u: root's build copied for uid %u, "
+			 "build-image --owner %u)",
+			 uid, uid, uid);
+	else
+		snprintf(img->note, sizeof(img->note),
+			 "bound read-only (owned-%u: built by uid %u itself, unprivileged)", uid, uid);
+}
+
 /* Decides whether a cell of this mock can use img->dir, and says how. */
 static void check_usable(mock_images *im, mock_image *img)
 {
 	struct stat st;
 	sbx_err terr = {{0}};
 	int fd;
+	bool owned = im->userns < 0 && strcmp(img->source, "--image") != 0;
 
 	img->usable = false;
 	img->userns = -1;
 	if (stat(img->dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
-		snprintf(img->note, sizeof(img->note), "not usable: %s: %s", img->dir,
-			 errno != 0 ? strerror(errno) : "not a directory");
+		if (owned && errno == ENOENT)
+			snprintf(img->note, sizeof(img->note),
+				 "not usable: no copy owned by uid %u in the store (%s); " OWNED_HOW,
+				 host_uid(), img->dir, host_uid(), host_uid());
+		else
+			snprintf(img->note, sizeof(img->note), "not usable: %s: %s", img->dir,
+				 errno != 0 ? strerror(errno) : "not a directory");
 		return;
 	}
 	if (im->userns >= 0) {
@@ -147,12 +181,12 @@ static void check_usable(mock_images *im, mock_image *img)
 	if (st.st_uid != geteuid()) {
 		snprintf(img->note, sizeof(img->note),
 			 "not usable: an unprivileged cell maps only uid %u, and %s is not owned by it "
-			 "(as root: mock-api/images/build-image --owner %u NAME)",
-			 host_uid(), img->dir, host_uid());
+			 "(" OWNED_HOW ")",
+			 host_uid(), img->dir, host_uid(), host_uid());
 		return;
 	}
 	img->usable = true;
-	snprintf(img->note, sizeof(img->note), "bound read-only (a copy owned by uid %u)", host_uid());
+	owned_note(img, host_uid());
 }
 
 /* Adds or replaces name's entry. */
