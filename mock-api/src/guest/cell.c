@@ -63,6 +63,13 @@
 #endif
 
 #define CELL_STACK_SIZE (64 * 1024)
+/* the probe's child only exits; under TSan the clone interceptor's fork
+ * bookkeeping runs on the child's stack first */
+#if MOCK_CLONE_VM == 0
+#define PROBE_STACK_SIZE (64 * 1024)
+#else
+#define PROBE_STACK_SIZE 4096
+#endif
 #define CELL_READY_MS 5000
 #define CELL_NS_FLAGS \
 	(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS)
@@ -314,9 +321,10 @@ static pid_t clone_cell(cell_child *cc, int sync_w, int err_r, const mock_cell_c
 	ssize_t r;
 	bool left;
 
-	/* valgrind runs only fork- and thread-like clones: under it the child
-	 * is a plain (slower) copy instead, which changes nothing for it */
-	unsigned long vm = RUNNING_ON_VALGRIND ? 0 : CLONE_VM;
+	/* valgrind runs only fork- and thread-like clones: under it (and under
+	 * TSan: MOCK_CLONE_VM) the child is a plain (slower) copy instead,
+	 * which changes nothing for it */
+	unsigned long vm = RUNNING_ON_VALGRIND ? 0 : MOCK_CLONE_VM;
 
 	if (conf->join != NULL && conf->join(conf->place_arg, err) != 0) {
 		close(cc->sync_r);
@@ -826,7 +834,7 @@ static int probe_child(void *arg)
 
 int mock_cell_probe(sbx_err *err)
 {
-	_Alignas(64) char stack[4096];
+	_Alignas(64) char stack[PROBE_STACK_SIZE];
 	const char *path = cell_path();
 	sigset_t all, old;
 	pid_t pid;
@@ -839,7 +847,7 @@ int mock_cell_probe(sbx_err *err)
 	}
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	pid = clone(probe_child, stack + sizeof(stack), CLONE_VM | CLONE_VFORK | CELL_NS_FLAGS | SIGCHLD,
+	pid = clone(probe_child, stack + sizeof(stack), MOCK_CLONE_VM | CLONE_VFORK | CELL_NS_FLAGS | SIGCHLD,
 		    NULL);
 	code = errno;
 	pthread_sigmask(SIG_SETMASK, &old, NULL);

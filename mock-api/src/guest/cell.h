@@ -22,6 +22,26 @@
 #define MOCK_CELL_UID_BASE 1000000000u
 #define MOCK_CELL_ID_RANGE 65536u
 
+/* 0 under ThreadSanitizer, else CLONE_VM: what the guest's starts (the
+ * cell's and the probe's in cell.c, a plain exec's in guest_exec.c) add
+ * to their clone flags. TSan's clone interceptor treats every clone as a
+ * fork and runs its child-side bookkeeping in the child: sharing the
+ * memory, that marks the mock itself a forked child (its next thread dies
+ * with "starting new threads after multi-threaded fork"), and a child that
+ * runs beside its parent (a cell's) corrupts the runtime. Under TSan the
+ * child is a fork-like copy, as under valgrind (THREADING.md, "Under
+ * ThreadSanitizer"). */
+#if defined(__SANITIZE_THREAD__)
+#define MOCK_CLONE_VM 0
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define MOCK_CLONE_VM 0
+#endif
+#endif
+#ifndef MOCK_CLONE_VM
+#define MOCK_CLONE_VM CLONE_VM
+#endif
+
 typedef struct mock_cell mock_cell;
 
 /* The cells' seccomp program, compiled once (`sbx-cell --seccomp-bpf`) into

@@ -753,9 +753,12 @@ sbx_mock *sbx_mock_start(const sbx_mock_config *cfg, sbx_err *err)
 		goto out_stop;
 	if (cfg->ca_out != NULL && write_ca_out(mock, cfg->ca_out, err) != 0)
 		goto out_stop;
-	if (start_daemon(mock, cfg, err) != 0)
-		goto out_stop;
+	/* plain: still before the API daemon, whose pool threads read
+	 * self_daemon on every request (a write after they start was a data
+	 * race, found by TSan) */
 	if (mock->gmode == GUEST_PLAIN && start_self_daemon(mock, cfg, err) != 0)
+		goto out_stop;
+	if (start_daemon(mock, cfg, err) != 0)
 		goto out_stop;
 	return mock;
 
