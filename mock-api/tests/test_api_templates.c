@@ -63,6 +63,37 @@ static void dockerfile_rules(void **state)
 	refused("FROM nodeops/sandbox:debian\nENV 1X=y\n", "a bad ENV name", "not a valid name");
 }
 
+/* What the runner holds per step is bounded, and a Dockerfile past it is
+ * refused at create naming the line and the bound: before, the runner cut
+ * it without a word (a RUN's 253rd word, the 257th variable, a USER name's
+ * 64th byte were dropped, a build went on without them). */
+static void dockerfile_bounds(void **state)
+{
+	sbx_strbuf df = SBX_STRBUF_INIT;
+
+	(void)state;
+	sbx_strbuf_puts(&df, "FROM nodeops/sandbox:debian\nRUN [\"true\"");
+	for (int i = 1; i < 253; i++)
+		sbx_strbuf_puts(&df, ",\"a\"");
+	sbx_strbuf_puts(&df, "]\n");
+	refused(sbx_strbuf_str(&df), "an exec form of 253 words",
+		"dockerfile line 2: RUN [...]: 253 arguments; the exec form takes at most 252");
+	df.len = 0;
+	sbx_strbuf_puts(&df, "FROM nodeops/sandbox:debian\n");
+	for (int i = 0; i < 256; i++)
+		sbx_strbuf_printf(&df, "%s V%d=x\n", i % 2 ? "ENV" : "ARG", i);
+	sbx_strbuf_puts(&df, "ENV V0=again\nENV V256=y\n");
+	refused(sbx_strbuf_str(&df), "257 variables", "dockerfile line 259: ENV V256: more than 256 variables");
+	df.len = 0;
+	sbx_strbuf_printf(&df, "FROM nodeops/sandbox:debian\nUSER %064d:staff\n", 0);
+	refused(sbx_strbuf_str(&df), "a USER name of 64 bytes", "line 2: USER: the name \"0000");
+	refused(sbx_strbuf_str(&df), "a USER name of 64 bytes", "is 64 bytes; at most 63");
+	df.len = 0;
+	sbx_strbuf_printf(&df, "FROM nodeops/sandbox:debian\nENV A%0256d value\n", 0);
+	refused(sbx_strbuf_str(&df), "a legacy ENV name of 257 bytes", "line 2: ENV: the name \"A000");
+	sbx_strbuf_free(&df);
+}
+
 /* Without an image the build runs nothing: pending first, then failed
  * with the reason in the log; never ready. */
 static void build_without_image_fails_saying_why(void **state)
@@ -187,6 +218,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(dockerfile_rules, mf_reset),
+		cmocka_unit_test_setup(dockerfile_bounds, mf_reset),
 		cmocka_unit_test_setup(build_without_image_fails_saying_why, mf_reset),
 		cmocka_unit_test_setup(build_caps_refuse_at_create, mf_reset),
 	};

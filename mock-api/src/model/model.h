@@ -170,6 +170,14 @@ typedef enum mock_timing_kind { TIMING_INSTANT, TIMING_REALISTIC } mock_timing_k
  * mock's total stays bounded. */
 #define MOCK_TPL_BUILD_CAP 4u
 #define MOCK_TPL_BUILD_CAP_GLOBAL 8u
+/* What one step of a build may hold (LIMITS.md): the create refuses a
+ * Dockerfile past them and the runner never cuts one. An exec-form RUN's
+ * words (the runner's argv holds 256, runuser's four for a USER among
+ * them); the distinct names ENV and ARG give the steps' environment; a
+ * USER's name (a Linux account name is at most 32 bytes). */
+#define MOCK_TPL_RUN_ARGS_MAX 252
+#define MOCK_TPL_ENV_MAX 256
+#define MOCK_TPL_USER_MAX 63
 
 typedef struct mock_settings {
 	unsigned sandbox_cap;

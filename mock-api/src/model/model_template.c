@@ -37,6 +37,8 @@ typedef struct df_parse {
 	unsigned line;   /* the logical line's first physical line */
 	bool from_seen;
 	char from[128];
+	cJSON *globals;  /* ARGs before FROM: name -> default (or null) */
+	cJSON *vars;     /* the names ENV and ARG put in the steps' environment */
 	mock_err *e;
 } df_parse;
 
@@ -97,12 +99,16 @@ static int df_pairs(df_parse *p, const char *op, const char *rest, cJSON *step, 
 
 	if (strcmp(op, "ENV") == 0 && (eq == NULL || eq > sp) && *sp != '\0') {
 		/* the legacy form: ENV KEY the rest of the line */
-		cJSON *kv = cJSON_CreateArray();
+		cJSON *kv;
 		char key[256];
 
 		snprintf(key, sizeof(key), "%.*s", (int)(sp - rest), rest);
+		if ((size_t)(sp - rest) >= sizeof(key))
+			return df_fail(p, "ENV: the name \"%.40s...\" is longer than %zu bytes", key,
+				       sizeof(key) - 1);
 		if (!env_key_ok(key, strlen(key)))
 			return df_fail(p, "ENV: \"%.80s\" is not a variable name", key);
+		kv = cJSON_CreateArray();
 		while (isspace((unsigned char)*sp))
 			sp++;
 		cJSON_AddItemToArray(kv, cJSON_CreateString(key));
@@ -145,6 +151,88 @@ static bool base_allowed(const char *image)
 			return true;
 	}
 	return false;
+}
+
+/* A name ENV or ARG gives the steps' environment; refused past the
+ * runner's MOCK_TPL_ENV_MAX distinct names (it never drops one). */
+static int df_var(df_parse *p, const char *op, const char *name)
+{
+	const cJSON *it;
+
+	cJSON_ArrayForEach(it, p->vars) {
+		if (strcmp(it->valuestring, name) == 0)
+			return 0;
+	}
+	if (cJSON_GetArraySize(p->vars) >= MOCK_TPL_ENV_MAX)
+		return df_fail(p,
+			       "%s %.80s: more than %d variables (ENV and ARG names together): a build's "
+			       "environment holds at most %d",
+			       op, name, MOCK_TPL_ENV_MAX, MOCK_TPL_ENV_MAX);
+	cJSON_AddItemToArray(p->vars, cJSON_CreateString(name));
+	return 0;
+}
+
+/* ARG's scope is Docker's: one before FROM only names a default, which
+ * reaches no step's environment; after FROM, "ARG NAME" without a value
+ * takes that default (an ARG of neither has no value, as without
+ * --build-arg). Each named variable counts to the environment's bound. */
+static int df_scope(df_parse *p, const char *op, cJSON *step)
+{
+	cJSON *kv;
+
+	cJSON_ArrayForEach(kv, cJSON_GetObjectItemCaseSensitive(step, "pairs")) {
+		const char *k = cJSON_GetArrayItem(kv, 0)->valuestring;
+		const cJSON *def = cJSON_GetObjectItemCaseSensitive(p->globals, k);
+
+		if (!p->from_seen) {
+			cJSON *v = cJSON_GetArraySize(kv) == 2 ? cJSON_Duplicate(cJSON_GetArrayItem(kv, 1), false)
+							       : cJSON_CreateNull();
+
+			cJSON_DeleteItemFromObjectCaseSensitive(p->globals, k);
+			cJSON_AddItemToObject(p->globals, k, v);
+			continue;
+		}
+		if (strcmp(op, "LABEL") == 0)
+			continue;
+		if (strcmp(op, "ARG") == 0 && cJSON_GetArraySize(kv) == 1 && cJSON_IsString(def))
+			cJSON_AddItemToArray(kv, cJSON_CreateString(def->valuestring));
+		if (df_var(p, op, k) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* RUN's exec form: a JSON array of strings, run without a shell, of at
+ * most MOCK_TPL_RUN_ARGS_MAX words (the runner's argv, with runuser's
+ * four for a USER, is never cut). */
+static int df_exec_form(df_parse *p, const char *rest, cJSON *step)
+{
+	cJSON *argv = cJSON_Parse(rest);
+	const cJSON *it;
+	bool ok = cJSON_IsArray(argv) && cJSON_GetArraySize(argv) > 0;
+	int n = cJSON_GetArraySize(argv);
+
+	cJSON_ArrayForEach(it, argv) ok = ok && cJSON_IsString(it);
+	if (!ok) {
+		cJSON_Delete(argv);
+		return df_fail(p, "RUN [...]: expected a JSON array of strings");
+	}
+	cJSON_AddItemToObject(step, "argv", argv);
+	if (n > MOCK_TPL_RUN_ARGS_MAX)
+		return df_fail(p, "RUN [...]: %d arguments; the exec form takes at most %d", n,
+			       MOCK_TPL_RUN_ARGS_MAX);
+	return 0;
+}
+
+/* USER name[:group]: the name must fit the runner's (runuser -u NAME). */
+static int df_user(df_parse *p, const char *rest)
+{
+	size_t n = strcspn(rest, ":");
+
+	if (n > MOCK_TPL_USER_MAX)
+		return df_fail(p, "USER: the name \"%.40s...\" is %zu bytes; at most %d", rest, n,
+			       MOCK_TPL_USER_MAX);
+	return 0;
 }
 
 static int df_from(df_parse *p, const char *rest)
@@ -191,25 +279,24 @@ static int df_instruction(df_parse *p, const char *op, const char *rest)
 	if (!p->from_seen && strcmp(op, "ARG") != 0)
 		return df_fail(p, "%s before FROM", op);
 	step = cJSON_CreateObject();
-	cJSON_AddItemToArray(p->steps, step);
+	/* an ARG before FROM is no step: its default is kept apart */
+	if (p->from_seen)
+		cJSON_AddItemToArray(p->steps, step);
 	cJSON_AddStringToObject(step, "op", op);
 	cJSON_AddNumberToObject(step, "line", p->line);
 	cJSON_AddStringToObject(step, "arg", rest);
-	if (strcmp(op, "RUN") == 0 && rest[0] == '[') {
-		/* the exec form: a JSON array of strings, run without a shell */
-		cJSON *argv = cJSON_Parse(rest);
-		const cJSON *it;
-		bool ok = cJSON_IsArray(argv) && cJSON_GetArraySize(argv) > 0;
+	if (strcmp(op, "RUN") == 0 && rest[0] == '[')
+		return df_exec_form(p, rest, step);
+	if (strcmp(op, "USER") == 0)
+		return df_user(p, rest);
+	if (strcmp(op, "ENV") == 0 || strcmp(op, "LABEL") == 0 || strcmp(op, "ARG") == 0) {
+		int rc = df_pairs(p, op, rest, step, strcmp(op, "ARG") != 0);
 
-		cJSON_ArrayForEach(it, argv) ok = ok && cJSON_IsString(it);
-		if (!ok) {
-			cJSON_Delete(argv);
-			return df_fail(p, "RUN [...]: expected a JSON array of strings");
-		}
-		cJSON_AddItemToObject(step, "argv", argv);
+		rc = rc == 0 ? df_scope(p, op, step) : rc;
+		if (!p->from_seen)
+			cJSON_Delete(step);
+		return rc;
 	}
-	if (strcmp(op, "ENV") == 0 || strcmp(op, "LABEL") == 0 || strcmp(op, "ARG") == 0)
-		return df_pairs(p, op, rest, step, strcmp(op, "ARG") != 0);
 	return 0;
 }
 
@@ -352,10 +439,16 @@ cJSON *mock_template_create(mock_model *m, mock_tenant *t, const cJSON *body, mo
 		return NULL;
 	}
 	p.steps = cJSON_CreateArray();
-	if (p.steps == NULL || df_parse_text(&p, dockerfile) != 0) {
+	p.globals = cJSON_CreateObject();
+	p.vars = cJSON_CreateArray();
+	if (p.steps == NULL || p.globals == NULL || p.vars == NULL || df_parse_text(&p, dockerfile) != 0) {
 		cJSON_Delete(p.steps);
+		cJSON_Delete(p.globals);
+		cJSON_Delete(p.vars);
 		return NULL;
 	}
+	cJSON_Delete(p.globals);
+	cJSON_Delete(p.vars);
 	if (model_need_credit(m, t, e) != 0 || build_caps(m, t, e) != 0) {
 		cJSON_Delete(p.steps);
 		return NULL;

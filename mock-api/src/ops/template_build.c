@@ -42,8 +42,9 @@
 #include "ops/rootfs.h"
 #include "sbx/sys.h"
 
-/* a step's argv, runuser's words included */
-#define BUILD_ARGV_MAX 256
+/* a step's argv, runuser's four words included (the parser refuses an
+ * exec form of more than MOCK_TPL_RUN_ARGS_MAX) */
+#define BUILD_ARGV_MAX (MOCK_TPL_RUN_ARGS_MAX + 4)
 
 typedef struct build {
 	sbx_mock *mock;
@@ -174,30 +175,42 @@ static bool on_abort(void *arg)
 /* ---- the steps ---- */
 
 typedef struct build_env {
-	char *kv[256];   /* "K=V", malloc'd */
+	char *kv[MOCK_TPL_ENV_MAX]; /* "K=V", malloc'd */
+	bool by_env[MOCK_TPL_ENV_MAX]; /* set by ENV: an ARG of its name does not override it */
 	size_t n;
 	char cwd[1024];
-	char user[64];
+	char user[MOCK_TPL_USER_MAX + 1];
 } build_env;
 
-static void env_set(build_env *e, const char *k, const char *v)
+/* K=V into the steps' environment; 0, or -1 with why. The parser bounds
+ * the names (MOCK_TPL_ENV_MAX): one past them here fails the build, it is
+ * never dropped. As Docker, ENV wins over an ARG of the same name. */
+static int env_set(build_env *e, const char *k, const char *v, bool by_env, char *why, size_t cap)
 {
-	size_t kl = strlen(k);
+	size_t kl = strlen(k), i;
 	char *s = NULL;
 
-	if (asprintf(&s, "%s=%s", k, v) < 0)
-		return;
-	for (size_t i = 0; i < e->n; i++) {
-		if (strncmp(e->kv[i], k, kl) == 0 && e->kv[i][kl] == '=') {
-			free(e->kv[i]);
-			e->kv[i] = s;
-			return;
-		}
+	for (i = 0; i < e->n; i++) {
+		if (strncmp(e->kv[i], k, kl) == 0 && e->kv[i][kl] == '=')
+			break;
 	}
-	if (e->n < sizeof(e->kv) / sizeof(e->kv[0]))
-		e->kv[e->n++] = s;
+	if (i < e->n && e->by_env[i] && !by_env)
+		return 0;
+	if (i == sizeof(e->kv) / sizeof(e->kv[0])) {
+		snprintf(why, cap, "%.80s: more than %d variables in the build's environment", k, MOCK_TPL_ENV_MAX);
+		return -1;
+	}
+	if (asprintf(&s, "%s=%s", k, v) < 0) {
+		snprintf(why, cap, "%.80s: out of memory for its value (%zu bytes)", k, strlen(v));
+		return -1;
+	}
+	if (i < e->n)
+		free(e->kv[i]);
 	else
-		free(s);
+		e->n++;
+	e->kv[i] = s;
+	e->by_env[i] = by_env;
+	return 0;
 }
 
 static void env_free(build_env *e)
@@ -239,7 +252,11 @@ static int run_argv(build *b, mock_guest *g, build_env *e, const char *const *ar
 		full[n++] = e->user;
 		full[n++] = "--";
 	}
-	for (size_t i = 0; i < argc && n < BUILD_ARGV_MAX; i++)
+	if (argc > BUILD_ARGV_MAX - n) {
+		snprintf(why, cap, "%zu arguments: a step runs at most %d", argc, MOCK_TPL_RUN_ARGS_MAX);
+		return -1;
+	}
+	for (size_t i = 0; i < argc; i++)
 		full[n++] = argv[i];
 	if (n == 0) {
 		snprintf(why, cap, "an empty command");
@@ -291,8 +308,11 @@ static int run_step(build *b, mock_guest *g, build_env *e, const cJSON *step, in
 		const cJSON *it;
 
 		cJSON_ArrayForEach(it, argv) {
-			if (n < BUILD_ARGV_MAX - 4)
-				av[n++] = it->valuestring;
+			if (n == BUILD_ARGV_MAX - 4) {
+				snprintf(why, cap, "RUN [...]: more than %d arguments", MOCK_TPL_RUN_ARGS_MAX);
+				return -1;
+			}
+			av[n++] = it->valuestring;
 		}
 		rc = argv != NULL ? run_argv(b, g, e, av, n, deadline_ms, why, cap)
 				  : run_argv(b, g, e, sh, 3, deadline_ms, why, cap);
@@ -325,16 +345,24 @@ static int run_step(build *b, mock_guest *g, build_env *e, const cJSON *step, in
 		return 0;
 	}
 	if (strcmp(op, "USER") == 0) {
-		snprintf(e->user, sizeof(e->user), "%.*s", (int)strcspn(arg, ":"), arg);
+		size_t n = strcspn(arg, ":");
+
+		if (n >= sizeof(e->user)) {
+			snprintf(why, cap, "USER: the name is %zu bytes; at most %d", n, MOCK_TPL_USER_MAX);
+			return -1;
+		}
+		snprintf(e->user, sizeof(e->user), "%.*s", (int)n, arg);
 		return 0;
 	}
-	/* ENV and ARG (with a value: no --build-arg reaches the API) are the
-	 * environment of the steps after them */
+	/* ENV and ARG (with a value: no --build-arg reaches the API; one
+	 * before FROM is no step, the parser's scope) are the environment of
+	 * the steps after them */
 	if (strcmp(op, "ENV") == 0 || strcmp(op, "ARG") == 0) {
 		cJSON_ArrayForEach(kv, pairs) {
-			if (cJSON_GetArraySize(kv) == 2)
-				env_set(e, cJSON_GetArrayItem(kv, 0)->valuestring,
-					cJSON_GetArrayItem(kv, 1)->valuestring);
+			if (cJSON_GetArraySize(kv) == 2 &&
+			    env_set(e, cJSON_GetArrayItem(kv, 0)->valuestring, cJSON_GetArrayItem(kv, 1)->valuestring,
+				    strcmp(op, "ENV") == 0, why, cap) != 0)
+				return -1;
 		}
 	}
 	/* LABEL, CMD, ENTRYPOINT: recorded in the log (a sandbox's process
