@@ -6,8 +6,9 @@
  * ENTRYPOINT; no COPY or ADD) and stores its steps ("_steps") for the
  * build, which ops/template_build.c runs for real: the status moves from
  * pending only when the build does, never on the clock. The bookkeeping
- * keys ("_created_ms", "_steps", "_log", "_log_dropped") never reach a
- * view. Never knows about HTTP, never does I/O. */
+ * keys ("_created_ms", "_steps", "_log", "_log_dropped", and "_disk_mib":
+ * the storage its build reserved) never reach a view. Never knows about
+ * HTTP, never does I/O. */
 #include "model/model_internal.h"
 #include "util/json_print.h"
 
@@ -412,8 +413,80 @@ static int build_caps(mock_model *m, const mock_tenant *t, mock_err *e)
 	return 0;
 }
 
+#define MIB (1024.0 * 1024.0)
+
+unsigned mock_template_disk_mib(const cJSON *tpl)
+{
+	const cJSON *d = cJSON_GetObjectItemCaseSensitive(tpl, "_disk_mib");
+
+	/* a template of an older state log: the default's disk */
+	return cJSON_IsNumber(d) && d->valuedouble >= 1 ? (unsigned)d->valuedouble : MOCK_TPL_BUILD_DISK_MIB;
+}
+
+void mock_template_storage(const mock_tenant *t, unsigned *count, double *layer_bytes, double *reserved_bytes)
+{
+	const cJSON *tpl;
+
+	*count = 0;
+	*layer_bytes = *reserved_bytes = 0;
+	cJSON_ArrayForEach(tpl, t->templates) {
+		const char *st = model_str(tpl, "status");
+		const cJSON *sz = cJSON_GetObjectItemCaseSensitive(tpl, "ext4_size_bytes");
+
+		(*count)++;
+		if (build_running(tpl))
+			*reserved_bytes += mock_template_disk_mib(tpl) * MIB;
+		else if (st != NULL && strcmp(st, "ready") == 0 && cJSON_IsNumber(sz) && sz->valuedouble > 0)
+			*layer_bytes += sz->valuedouble;
+	}
+}
+
+/* The templates a tenant keeps and their storage (LIMITS.md): its number
+ * and bytes are its quota (403 QUOTA_EXCEEDED, as its other quotas); the
+ * mock's bytes its capacity (503, as the mock's build cap: the host's
+ * disk is the fleet's, and another key's delete frees it). A build gets
+ * the disk both have left, up to template_build_disk_mib, into *disk_mib:
+ * reserved until it ends, so no mix of builds overshoots a bound. */
+static int storage_caps(mock_model *m, const mock_tenant *t, unsigned *disk_mib, mock_err *e)
+{
+	const mock_settings *s = &m->set;
+	double held, reserved, all = 0, key_left, all_left, left;
+	unsigned n, on;
+
+	for (const mock_tenant *o = m->tenants; o != NULL; o = o->next) {
+		mock_template_storage(o, &on, &held, &reserved);
+		all += held + reserved;
+	}
+	mock_template_storage(t, &n, &held, &reserved);
+	if (n >= s->tpl_cap) {
+		mock_err_set(e, 403, "QUOTA_EXCEEDED", "error",
+			     "template limit reached (%u per key): delete one to create another", s->tpl_cap);
+		return -1;
+	}
+	key_left = s->tpl_storage_mib * MIB - held - reserved;
+	all_left = s->tpl_storage_mib_global * MIB - all;
+	left = key_left < all_left ? key_left : all_left;
+	if (left < MOCK_TPL_BUILD_DISK_MIN_MIB * MIB) {
+		if (key_left <= all_left)
+			mock_err_set(e, 403, "QUOTA_EXCEEDED", "error",
+				     "template storage limit reached (%u MiB per key; %.0f MiB in ready templates' "
+				     "layers, %.0f MiB reserved by builds not ended; a build needs %u MiB left): "
+				     "delete a template",
+				     s->tpl_storage_mib, held / MIB, reserved / MIB, MOCK_TPL_BUILD_DISK_MIN_MIB);
+		else
+			mock_err_set(e, 503, "", "error",
+				     "the mock's template storage is full (%u MiB across all keys, %.0f MiB held); "
+				     "retry when templates are deleted",
+				     s->tpl_storage_mib_global, all / MIB);
+		return -1;
+	}
+	*disk_mib = left >= s->tpl_build_disk_mib * MIB ? s->tpl_build_disk_mib : (unsigned)(left / MIB);
+	return 0;
+}
+
 cJSON *mock_template_create(mock_model *m, mock_tenant *t, const cJSON *body, mock_err *e)
 {
+	unsigned disk_mib = 0;
 	const char *name = model_str(body, "name");
 	const char *dockerfile = model_str(body, "dockerfile");
 	const char *base = model_str(body, "base");
@@ -449,7 +522,7 @@ cJSON *mock_template_create(mock_model *m, mock_tenant *t, const cJSON *body, mo
 	}
 	cJSON_Delete(p.globals);
 	cJSON_Delete(p.vars);
-	if (model_need_credit(m, t, e) != 0 || build_caps(m, t, e) != 0) {
+	if (model_need_credit(m, t, e) != 0 || build_caps(m, t, e) != 0 || storage_caps(m, t, &disk_mib, e) != 0) {
 		cJSON_Delete(p.steps);
 		return NULL;
 	}
@@ -464,6 +537,7 @@ cJSON *mock_template_create(mock_model *m, mock_tenant *t, const cJSON *body, mo
 	cJSON_AddStringToObject(tpl, "created_at", ts);
 	cJSON_AddStringToObject(tpl, "dockerfile", dockerfile);
 	cJSON_AddNumberToObject(tpl, "_created_ms", (double)mock_now(m));
+	cJSON_AddNumberToObject(tpl, "_disk_mib", disk_mib);
 	cJSON_AddItemToObject(tpl, "_steps", p.steps);
 	cJSON_AddItemToObject(tpl, "_log", cJSON_CreateArray());
 	cJSON_AddItemToArray(t->templates, tpl);
@@ -488,7 +562,7 @@ cJSON *mock_template_view(mock_model *m, cJSON *tpl)
 	(void)m;
 	v = cJSON_Duplicate(tpl, true);
 	if (v != NULL) {
-		static const char *const hidden[] = {"_created_ms", "_steps", "_log", "_log_dropped"};
+		static const char *const hidden[] = {"_created_ms", "_steps", "_log", "_log_dropped", "_disk_mib"};
 
 		for (size_t i = 0; i < sizeof(hidden) / sizeof(hidden[0]); i++)
 			cJSON_DeleteItemFromObjectCaseSensitive(v, hidden[i]);
@@ -526,6 +600,11 @@ void mock_template_set_status(mock_model *m, cJSON *tpl, const char *status, dou
 		put_item(tpl, "built_at", cJSON_CreateString(ts));
 		put_item(tpl, "ext4_size_bytes", cJSON_CreateNumber(size_bytes));
 	}
+}
+
+void mock_template_set_bytes(cJSON *tpl, double bytes)
+{
+	put_item(tpl, "ext4_size_bytes", cJSON_CreateNumber(bytes));
 }
 
 void mock_template_after_restore(mock_tenant *t)

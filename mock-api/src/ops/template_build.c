@@ -54,6 +54,7 @@ typedef struct build {
 	mock_guest *g;       /* the builder, under the model lock */
 	bool pooled;         /* g came from the warm pool, not yet settled */
 	uint32_t net_k;      /* its builder address index (mock_egress_wire_builder) */
+	unsigned disk_mib;   /* its disk: the storage its create reserved (model_template.c) */
 	bool cancel, done;   /* under the model lock */
 	struct build *next;
 	/* the thread's own */
@@ -379,6 +380,7 @@ static double save_layer(build *b, mock_guest *g, char *why, size_t cap)
 	char src[96], dir[TPL_DIR_MAX], dst[TPL_DIR_MAX + 8];
 	char *rm[] = {"/bin/rm", "-rf", dst, NULL};
 	struct stat st;
+	unsigned long long bytes = 0;
 	int held, rc;
 
 	snprintf(src, sizeof(src), "/proc/%d/fd/%d/u", (int)mock_guest_cell_pid(g), CELL_DISK_FD);
@@ -400,9 +402,14 @@ static double save_layer(build *b, mock_guest *g, char *why, size_t cap)
 	mock_guest_signal(g, SIGKILL);
 	/* owners, modes, times, hard links, xattrs (an overlay's opaque
 	 * dirs) and the whiteouts' 0/0 devices as they are */
-	rc = (lstat(dst, &st) == 0 && mock_tpl_run(rm, why, cap) != 0) || mock_layer_copy(src, dst, why, cap) != 0;
+	/* what it holds is counted as it is made, and bounded by the storage
+	 * the create reserved: the key's bound is never overshot */
+	rc = (lstat(dst, &st) == 0 && mock_tpl_run(rm, why, cap) != 0) ||
+	     mock_layer_copy(src, dst, (unsigned long long)b->disk_mib << 20, &bytes, why, cap) != 0;
 	close(held);
-	return rc ? -1 : (double)mock_layer_bytes(dst);
+	if (rc != 0 && lstat(dst, &st) == 0)
+		mock_tpl_run(rm, why + strlen(why), cap - strlen(why)); /* a partial copy holds no storage */
+	return rc ? -1 : (double)bytes;
 }
 
 /* ---- the thread ---- */
@@ -487,7 +494,7 @@ static mock_guest *start_builder(build *b, const char *base, char *why, size_t c
 	}
 	pthread_mutex_lock(&mock->model->lock);
 	o.mem_bytes = (uint64_t)set->tpl_build_mem_mib * 1024 * 1024;
-	o.disk_mib = set->tpl_build_disk_mib;
+	o.disk_mib = b->disk_mib;
 	pthread_mutex_unlock(&mock->model->lock);
 	snprintf(name, sizeof(name), MOCK_INET_BUILDER_PREFIX "%s", b->id);
 	g = builder_from_pool(b, name, &o);
@@ -541,6 +548,7 @@ static void *build_main(void *arg)
 		if (tpl != NULL) {
 			steps = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(tpl, "_steps"), true);
 			snprintf(base, sizeof(base), "%s", cJSON_GetObjectItemCaseSensitive(tpl, "base")->valuestring);
+			b->disk_mib = mock_template_disk_mib(tpl);
 			mock_template_set_status(mock->model, tpl, "building", 0);
 		}
 	}
@@ -549,8 +557,7 @@ static void *build_main(void *arg)
 	if (steps == NULL)
 		goto out;
 	log_line(b, "building on %s (limits: %u s, disk %u MiB, memory %u MiB)", base,
-		 mock->model->set.tpl_build_timeout_s, mock->model->set.tpl_build_disk_mib,
-		 mock->model->set.tpl_build_mem_mib);
+		 mock->model->set.tpl_build_timeout_s, b->disk_mib, mock->model->set.tpl_build_mem_mib);
 	g = start_builder(b, base, why, sizeof(why));
 	pthread_mutex_lock(&mock->model->lock);
 	b->g = g;
