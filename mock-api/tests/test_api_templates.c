@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "mock_fixture.h"
+#include "model/model.h" /* the default bounds */
 
 static void refused(const char *dockerfile, const char *what, const char *says)
 {
@@ -214,6 +215,43 @@ static void build_caps_refuse_at_create(void **state)
 		"\"template_builds\":{\"pending\":0,\"building\":0,\"total\":0}");
 }
 
+/* The templates a key keeps and their storage are bounded (LIMITS.md).
+ * The defaults: 32 templates, 1024 MiB per key (a key building 64 MiB
+ * templates is refused at 1 GiB, before it holds 2), 8192 MiB in the mock.
+ * Over the key's count or bytes: 403 QUOTA_EXCEEDED; over the mock's
+ * bytes: 503. A build's reservation (its disk) counts until it ends; the
+ * loop of real 64 MiB builds is mock_integration_templates_build's. */
+static void storage_bounds_refuse_at_create(void **state)
+{
+	static const char body[] = "{\"name\":\"kept\",\"dockerfile\":\"FROM nodeops/sandbox:debian\\nRUN true\"}";
+	static const char *const set = "/_mock/settings";
+
+	(void)state;
+	answers(NULL, "GET", set, NULL, 200,
+		"\"template_cap\":32,\"template_storage_mib\":1024,\"template_storage_mib_global\":8192");
+	assert_true(MOCK_TPL_STORAGE_MIB < 2048 && MOCK_TPL_STORAGE_MIB <= MOCK_TPL_STORAGE_MIB_GLOBAL);
+	answers(NULL, "PUT", set, "{\"template_storage_mib\":16777217}", 400, "template_storage_mib must be");
+	answers(NULL, "PUT", set, "{\"template_cap\":0}", 200, NULL);
+	answers("tk", "POST", "/v1/templates", body, 403,
+		"\"error\":\"template limit reached (0 per key): delete one to create another\"");
+	answers(NULL, "PUT", set, "{\"template_cap\":32,\"template_storage_mib\":15}", 200, NULL);
+	answers("tk", "POST", "/v1/templates", body, 403,
+		"\"error\":\"template storage limit reached (15 MiB per key; 0 MiB in ready templates' layers, 0 "
+		"MiB reserved by builds not ended; a build needs 16 MiB left)");
+	answers(NULL, "PUT", set, "{\"template_storage_mib\":1024,\"template_storage_mib_global\":0}", 200, NULL);
+	answers("tk", "POST", "/v1/templates", body, 503, "the mock's template storage is full (0 MiB across all keys");
+	answers("tk", "GET", "/v1/templates", NULL, 200, "\"data\":[]");
+	/* a build reserves the disk it gets (the least of the build's disk
+	 * and what is left) until it ends */
+	answers(NULL, "PUT", set, "{\"template_storage_mib_global\":8192,\"template_build_disk_mib\":100}", 200, NULL);
+	answers("tk", "POST", "/v1/templates", body, 200, "\"status\":\"pending\"");
+	answers("tk", "GET", "/v1/templates/kept/logs?follow=true", NULL, 200, "disk 100 MiB");
+	answers("tk", "GET", "/v1/metrics", NULL, 200,
+		"\"template_storage\":{\"templates\":1,\"template_cap\":32,\"layer_bytes\":0,\"reserved_bytes\":0,"
+		"\"limit_bytes\":1073741824}");
+	answers(NULL, "PUT", set, "{\"template_build_disk_mib\":4096}", 200, NULL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -221,6 +259,7 @@ int main(void)
 		cmocka_unit_test_setup(dockerfile_bounds, mf_reset),
 		cmocka_unit_test_setup(build_without_image_fails_saying_why, mf_reset),
 		cmocka_unit_test_setup(build_caps_refuse_at_create, mf_reset),
+		cmocka_unit_test_setup(storage_bounds_refuse_at_create, mf_reset),
 	};
 
 	return cmocka_run_group_tests(tests, mf_group_setup, mf_group_teardown);

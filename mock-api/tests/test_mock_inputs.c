@@ -657,6 +657,30 @@ static void template_build_caps_from_flags(void **state)
 	stop(&r, msg, sizeof(msg));
 }
 
+/* The bounds on the templates kept from the command line, as the build
+ * caps: the settings start with them; out of range exits 2 saying so. */
+static void template_storage_from_flags(void **state)
+{
+	char msg[4096];
+	th_resp resp;
+	run r;
+
+	(void)state;
+	expect_refused((const char *[]){"--template-cap", "100001", NULL},
+		       "--template-cap: \"100001\" is not a number 0-100000");
+	expect_refused((const char *[]){"--template-storage-mib", "16777217", NULL},
+		       "--template-storage-mib: \"16777217\" is not a number 0-16777216");
+	expect_refused((const char *[]){"--template-storage-mib-global", "-1", NULL}, "--template-storage-mib-global");
+	start(&r, (const char *[]){"--self-listen", "off", "--template-cap", "3", "--template-storage-mib", "100",
+				   "--template-storage-mib-global", "500", NULL});
+	th_admin(r.url, TOKEN, "GET", "/_mock/settings", NULL, &resp);
+	if (strstr(sbx_strbuf_str(&resp.body),
+		   "\"template_cap\":3,\"template_storage_mib\":100,\"template_storage_mib_global\":500") == NULL)
+		fail_msg("the flags' template bounds are not the settings: %s", sbx_strbuf_str(&resp.body));
+	th_resp_free(&resp);
+	stop(&r, msg, sizeof(msg));
+}
+
 static void exposed_or_closed_starts_warn(void **state)
 {
 	char msg[8192];
@@ -711,6 +735,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_teardown(damaged_log_needs_state_repair, teardown),
 		cmocka_unit_test_teardown(exposed_or_closed_starts_warn, teardown),
 		cmocka_unit_test_teardown(template_build_caps_from_flags, teardown),
+		cmocka_unit_test_teardown(template_storage_from_flags, teardown),
 	};
 	int rc;
 
