@@ -231,15 +231,24 @@ static void storage_bounds_refuse_at_create(void **state)
 		"\"template_cap\":32,\"template_storage_mib\":1024,\"template_storage_mib_global\":8192");
 	assert_true(MOCK_TPL_STORAGE_MIB < 2048 && MOCK_TPL_STORAGE_MIB <= MOCK_TPL_STORAGE_MIB_GLOBAL);
 	answers(NULL, "PUT", set, "{\"template_storage_mib\":16777217}", 400, "template_storage_mib must be");
-	answers(NULL, "PUT", set, "{\"template_cap\":0}", 200, NULL);
-	answers("tk", "POST", "/v1/templates", body, 403,
-		"\"error\":\"template limit reached (0 per key): delete one to create another\"");
-	answers(NULL, "PUT", set, "{\"template_cap\":32,\"template_storage_mib\":15}", 200, NULL);
-	answers("tk", "POST", "/v1/templates", body, 403,
-		"\"error\":\"template storage limit reached (15 MiB per key; 0 MiB in ready templates' layers, 0 "
-		"MiB reserved by builds not ended; a build needs 16 MiB left)");
-	answers(NULL, "PUT", set, "{\"template_storage_mib\":1024,\"template_storage_mib_global\":0}", 200, NULL);
-	answers("tk", "POST", "/v1/templates", body, 503, "the mock's template storage is full (0 MiB across all keys");
+	static const struct {
+		const char *settings;
+		long status;
+		const char *says;
+	} over[] = {
+		{"{\"template_cap\":0}", 403,
+		 "\"error\":\"template limit reached (0 per key): delete one to create another\""},
+		{"{\"template_cap\":32,\"template_storage_mib\":15}", 403,
+		 "\"error\":\"template storage limit reached (15 MiB per key; 0 MiB in ready templates' layers, 0 "
+		 "MiB reserved by builds not ended; a build needs 16 MiB left)"},
+		{"{\"template_storage_mib\":1024,\"template_storage_mib_global\":0}", 503,
+		 "the mock's template storage is full (0 MiB across all keys"},
+	};
+
+	for (size_t i = 0; i < sizeof(over) / sizeof(over[0]); i++) {
+		answers(NULL, "PUT", set, over[i].settings, 200, NULL);
+		answers("tk", "POST", "/v1/templates", body, over[i].status, over[i].says);
+	}
 	answers("tk", "GET", "/v1/templates", NULL, 200, "\"data\":[]");
 	/* a build reserves the disk it gets (the least of the build's disk
 	 * and what is left) until it ends */
