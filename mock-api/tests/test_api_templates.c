@@ -250,7 +250,7 @@ static void storage_bounds_refuse_at_create(void **state)
 		answers("tk", "POST", "/v1/templates", body, over[i].status, over[i].says);
 	}
 	answers("tk", "GET", "/v1/templates", NULL, 200, "\"data\":[]");
-	/* a build reserves the disk it gets (the least of the build's disk
+	/* a build reserves the disk it is given (the least of the build's disk
 	 * and what is left) until it ends */
 	answers(NULL, "PUT", set, "{\"template_storage_mib_global\":8192,\"template_build_disk_mib\":100}", 200, NULL);
 	answers("tk", "POST", "/v1/templates", body, 200, "\"status\":\"pending\"");

@@ -182,7 +182,7 @@ typedef enum mock_timing_kind { TIMING_INSTANT, TIMING_REALISTIC } mock_timing_k
 /* their settings' and flags' ranges */
 #define MOCK_TPL_CAP_MAX 100000u
 #define MOCK_TPL_STORAGE_MIB_MAX (16u * 1024 * 1024)
-/* the smallest disk a build gets (the least template_build_disk_mib): with
+/* the smallest disk a build is given (the least template_build_disk_mib): with
  * less left a create is refused */
 #define MOCK_TPL_BUILD_DISK_MIN_MIB 16u
 /* What one step of a build may hold (LIMITS.md): the create refuses a
