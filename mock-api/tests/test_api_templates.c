@@ -238,9 +238,9 @@ static void storage_bounds_refuse_at_create(void **state)
 	} over[] = {
 		{"{\"template_cap\":0}", 403,
 		 "\"error\":\"template limit reached (0 per key): delete one to create another\""},
-		{"{\"template_cap\":32,\"template_storage_mib\":15}", 403,
-		 "\"error\":\"template storage limit reached (15 MiB per key; 0 MiB in ready templates' layers, 0 "
-		 "MiB reserved by builds not ended; a build needs 16 MiB left)"},
+		{"{\"template_cap\":32,\"template_storage_mib\":63}", 403,
+		 "\"error\":\"template storage limit reached (63 MiB per key; 0 MiB in ready templates' layers, 0 "
+		 "MiB reserved by builds not ended; a build needs 16 MiB left per build the key may start)"},
 		{"{\"template_storage_mib\":1024,\"template_storage_mib_global\":0}", 503,
 		 "the mock's template storage is full (0 MiB across all keys"},
 	};

@@ -149,7 +149,8 @@ static void storage_bound_refuses_before_it_is_passed(void **state)
 
 	(void)state;
 	need_builds();
-	th_admin(U, TOK, "PUT", "/_mock/settings", "{\"template_storage_mib\":200}", &r);
+	/* one build at a time: it is given all the key has left */
+	th_admin(U, TOK, "PUT", "/_mock/settings", "{\"template_storage_mib\":200,\"template_build_cap\":1}", &r);
 	expect_status(&r, 200, "PUT template_storage_mib");
 	th_resp_free(&r);
 	for (i = 0; i < 8; i++) {
@@ -183,7 +184,7 @@ static void storage_bound_refuses_before_it_is_passed(void **state)
 	assert_int_equal(ready, 3);
 	assert_true(held >= 3 * 64 * MIB && held <= 200 * MIB);
 	assert_true(metrics_layer_bytes() == held);
-	th_admin(U, TOK, "PUT", "/_mock/settings", "{\"template_storage_mib\":1024}", &r);
+	th_admin(U, TOK, "PUT", "/_mock/settings", "{\"template_storage_mib\":1024,\"template_build_cap\":4}", &r);
 	expect_status(&r, 200, "PUT template_storage_mib back");
 	th_resp_free(&r);
 }

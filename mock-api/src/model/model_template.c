@@ -444,34 +444,42 @@ void mock_template_storage(const mock_tenant *t, unsigned *count, double *layer_
 /* The templates a tenant keeps and their storage (LIMITS.md): its number
  * and bytes are its quota (403 QUOTA_EXCEEDED, as its other quotas); the
  * mock's bytes its capacity (503, as the mock's build cap: the host's
- * disk is the fleet's, and another key's delete frees it). A build gets
- * the disk both have left, up to template_build_disk_mib, into *disk_mib:
- * reserved until it ends, so no mix of builds overshoots a bound. */
+ * disk is the fleet's, and another key's delete frees it). A build is
+ * given its share of what both have left, up to template_build_disk_mib,
+ * into *disk_mib: reserved until it ends, so no mix of builds overshoots
+ * a bound. Lock held; after build_caps (a build slot is free). */
 static int storage_caps(mock_model *m, const mock_tenant *t, unsigned *disk_mib, mock_err *e)
 {
 	const mock_settings *s = &m->set;
 	double held, reserved, all = 0, key_left, all_left, left;
-	unsigned n, on;
+	unsigned n, on, p, b, running, all_running = 0;
 
 	for (const mock_tenant *o = m->tenants; o != NULL; o = o->next) {
 		mock_template_storage(o, &on, &held, &reserved);
 		all += held + reserved;
+		mock_template_builds(o, &p, &b);
+		all_running += p + b;
 	}
+	mock_template_builds(t, &p, &b);
+	running = p + b;
 	mock_template_storage(t, &n, &held, &reserved);
 	if (n >= s->tpl_cap) {
 		mock_err_set(e, 403, "QUOTA_EXCEEDED", "error",
 			     "template limit reached (%u per key): delete one to create another", s->tpl_cap);
 		return -1;
 	}
-	key_left = s->tpl_storage_mib * MIB - held - reserved;
-	all_left = s->tpl_storage_mib_global * MIB - all;
+	/* what is left is shared among the builds that may still start (the
+	 * build caps, which build_caps checked: one slot at least), so one
+	 * build does not take what the others at once need */
+	key_left = (s->tpl_storage_mib * MIB - held - reserved) / (s->tpl_build_cap - running);
+	all_left = (s->tpl_storage_mib_global * MIB - all) / (s->tpl_build_cap_global - all_running);
 	left = key_left < all_left ? key_left : all_left;
 	if (left < MOCK_TPL_BUILD_DISK_MIN_MIB * MIB) {
 		if (key_left <= all_left)
 			mock_err_set(e, 403, "QUOTA_EXCEEDED", "error",
 				     "template storage limit reached (%u MiB per key; %.0f MiB in ready templates' "
-				     "layers, %.0f MiB reserved by builds not ended; a build needs %u MiB left): "
-				     "delete a template",
+				     "layers, %.0f MiB reserved by builds not ended; a build needs %u MiB left per "
+				     "build the key may start): delete a template",
 				     s->tpl_storage_mib, held / MIB, reserved / MIB, MOCK_TPL_BUILD_DISK_MIN_MIB);
 		else
 			mock_err_set(e, 503, "", "error",
