@@ -175,7 +175,7 @@ typedef enum mock_timing_kind { TIMING_INSTANT, TIMING_REALISTIC } mock_timing_k
  * that has not ended holds its disk, reserved at its create out of what
  * the key and the mock have left (at most template_build_disk_mib), so
  * builds at once cannot overshoot either bound. A key building 64 MiB
- * templates is refused at 1 GiB, long before it holds 2. */
+ * templates never holds more than 1 GiB, long before 2. */
 #define MOCK_TPL_CAP 32u
 #define MOCK_TPL_STORAGE_MIB 1024u
 #define MOCK_TPL_STORAGE_MIB_GLOBAL 8192u
