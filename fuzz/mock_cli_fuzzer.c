@@ -37,6 +37,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../mock-api/src/model/model.h" /* the template bounds' ranges */
 #include "../mock-api/src/server/mock_cli.h"
 #include "sbx/mock.h"
 
@@ -269,6 +270,11 @@ static void within_limits(const mock_cli *c, const args *a)
 	check(range(x->template_build_cap, d.template_build_cap, 0, 1000), "--template-build-cap out of range", NULL);
 	check(range(x->template_build_cap_global, d.template_build_cap_global, 0, 1000),
 	      "--template-build-cap-global out of range", NULL);
+	check(range(x->template_cap, d.template_cap, 0, MOCK_TPL_CAP_MAX), "--template-cap out of range", NULL);
+	check(range(x->template_storage_mib, d.template_storage_mib, 0, MOCK_TPL_STORAGE_MIB_MAX),
+	      "--template-storage-mib out of range", NULL);
+	check(range(x->template_storage_mib_global, d.template_storage_mib_global, 0, MOCK_TPL_STORAGE_MIB_MAX),
+	      "--template-storage-mib-global out of range", NULL);
 	check(range(x->max_egress_rules, d.max_egress_rules, 1, 1000000), "--max-egress-rules out of range", NULL);
 	check(range(x->max_json_body, d.max_json_body, 1024, 1ULL << 30), "--max-body out of range", NULL);
 	check(range(x->max_file_body, d.max_file_body, 1024, 1ULL << 34), "--max-file-body out of range", NULL);

@@ -640,3 +640,18 @@ long cx_guest_lines(const char *key, const char *id, const char *path)
 	th_resp_free(&r);
 	return n;
 }
+
+void cx_image_store(char *buf, size_t cap)
+{
+	const char *env = getenv("SBX_IMAGE_STORE"), *xdg = getenv("XDG_CACHE_HOME");
+	const char *home = getenv("HOME");
+
+	if (env != NULL && env[0] != '\0')
+		snprintf(buf, cap, "%s", env);
+	else if (geteuid() == 0)
+		snprintf(buf, cap, "/var/cache/sbx-harness/images");
+	else if (xdg != NULL && xdg[0] != '\0')
+		snprintf(buf, cap, "%s/sbx-harness/images", xdg);
+	else
+		snprintf(buf, cap, "%s/.cache/sbx-harness/images", home != NULL ? home : "");
+}

@@ -93,6 +93,9 @@ bool cx_mount_find(const char *s, char *buf, size_t cap);
 void cx_umount_under(const char *dir);
 /* Lazily unmounts whatever is mounted under dir (cleanup), then rm -rf. */
 void cx_rmtree(const char *dir);
+/* build-image's store: $SBX_IMAGE_STORE, /var/cache/sbx-harness/images as
+ * root, else $XDG_CACHE_HOME (or ~/.cache)/sbx-harness/images. */
+void cx_image_store(char *buf, size_t cap);
 /* The number of lines of a host file, -1 when it cannot be read. */
 long cx_lines(const char *path);
 /* Whether text is the whole of the host file path (its first 64 KiB). */

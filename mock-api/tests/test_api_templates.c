@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "mock_fixture.h"
+#include "model/model.h" /* the default bounds */
 
 static void refused(const char *dockerfile, const char *what, const char *says)
 {
@@ -61,6 +62,37 @@ static void dockerfile_rules(void **state)
 	refused("FROM nodeops/sandbox:debian\nRUN [\"echo\", 1]\n", "RUN's exec form of a number",
 		"JSON array of strings");
 	refused("FROM nodeops/sandbox:debian\nENV 1X=y\n", "a bad ENV name", "not a valid name");
+}
+
+/* What the runner holds per step is bounded, and a Dockerfile past it is
+ * refused at create naming the line and the bound: before, the runner cut
+ * it without a word (a RUN's 253rd word, the 257th variable, a USER name's
+ * 64th byte were dropped, a build went on without them). */
+static void dockerfile_bounds(void **state)
+{
+	sbx_strbuf df = SBX_STRBUF_INIT;
+
+	(void)state;
+	sbx_strbuf_puts(&df, "FROM nodeops/sandbox:debian\nRUN [\"true\"");
+	for (int i = 1; i < 253; i++)
+		sbx_strbuf_puts(&df, ",\"a\"");
+	sbx_strbuf_puts(&df, "]\n");
+	refused(sbx_strbuf_str(&df), "an exec form of 253 words",
+		"dockerfile line 2: RUN [...]: 253 arguments; the exec form takes at most 252");
+	df.len = 0;
+	sbx_strbuf_puts(&df, "FROM nodeops/sandbox:debian\n");
+	for (int i = 0; i < 256; i++)
+		sbx_strbuf_printf(&df, "%s V%d=x\n", i % 2 ? "ENV" : "ARG", i);
+	sbx_strbuf_puts(&df, "ENV V0=again\nENV V256=y\n");
+	refused(sbx_strbuf_str(&df), "257 variables", "dockerfile line 259: ENV V256: more than 256 variables");
+	df.len = 0;
+	sbx_strbuf_printf(&df, "FROM nodeops/sandbox:debian\nUSER %064d:staff\n", 0);
+	refused(sbx_strbuf_str(&df), "a USER name of 64 bytes", "line 2: USER: the name \"0000");
+	refused(sbx_strbuf_str(&df), "a USER name of 64 bytes", "is 64 bytes; at most 63");
+	df.len = 0;
+	sbx_strbuf_printf(&df, "FROM nodeops/sandbox:debian\nENV A%0256d value\n", 0);
+	refused(sbx_strbuf_str(&df), "a legacy ENV name of 257 bytes", "line 2: ENV: the name \"A000");
+	sbx_strbuf_free(&df);
 }
 
 /* Without an image the build runs nothing: pending first, then failed
@@ -183,12 +215,60 @@ static void build_caps_refuse_at_create(void **state)
 		"\"template_builds\":{\"pending\":0,\"building\":0,\"total\":0}");
 }
 
+/* The templates a key keeps and their storage are bounded (LIMITS.md).
+ * The defaults: 32 templates, 1024 MiB per key (a key building 64 MiB
+ * templates is refused at 1 GiB, before it holds 2), 8192 MiB in the mock.
+ * Over the key's count or bytes: 403 QUOTA_EXCEEDED; over the mock's
+ * bytes: 503. A build's reservation (its disk) counts until it ends; the
+ * loop of real 64 MiB builds is mock_integration_templates_build's. */
+static void storage_bounds_refuse_at_create(void **state)
+{
+	static const char body[] = "{\"name\":\"kept\",\"dockerfile\":\"FROM nodeops/sandbox:debian\\nRUN true\"}";
+	static const char *const set = "/_mock/settings";
+
+	(void)state;
+	answers(NULL, "GET", set, NULL, 200,
+		"\"template_cap\":32,\"template_storage_mib\":1024,\"template_storage_mib_global\":8192");
+	assert_true(MOCK_TPL_STORAGE_MIB < 2048 && MOCK_TPL_STORAGE_MIB <= MOCK_TPL_STORAGE_MIB_GLOBAL);
+	answers(NULL, "PUT", set, "{\"template_storage_mib\":16777217}", 400, "template_storage_mib must be");
+	static const struct {
+		const char *settings;
+		long status;
+		const char *says;
+	} over[] = {
+		{"{\"template_cap\":0}", 403,
+		 "\"error\":\"template limit reached (0 per key): delete one to create another\""},
+		{"{\"template_cap\":32,\"template_storage_mib\":63}", 403,
+		 "\"error\":\"template storage limit reached (63 MiB per key; 0 MiB in ready templates' layers, 0 "
+		 "MiB reserved by builds not ended; a build needs 16 MiB left per build the key may start)"},
+		{"{\"template_storage_mib\":1024,\"template_storage_mib_global\":0}", 503,
+		 "the mock's template storage is full (0 MiB across all keys"},
+	};
+
+	for (size_t i = 0; i < sizeof(over) / sizeof(over[0]); i++) {
+		answers(NULL, "PUT", set, over[i].settings, 200, NULL);
+		answers("tk", "POST", "/v1/templates", body, over[i].status, over[i].says);
+	}
+	answers("tk", "GET", "/v1/templates", NULL, 200, "\"data\":[]");
+	/* a build reserves the disk it is given (the least of the build's disk
+	 * and what is left) until it ends */
+	answers(NULL, "PUT", set, "{\"template_storage_mib_global\":8192,\"template_build_disk_mib\":100}", 200, NULL);
+	answers("tk", "POST", "/v1/templates", body, 200, "\"status\":\"pending\"");
+	answers("tk", "GET", "/v1/templates/kept/logs?follow=true", NULL, 200, "disk 100 MiB");
+	answers("tk", "GET", "/v1/metrics", NULL, 200,
+		"\"template_storage\":{\"templates\":1,\"template_cap\":32,\"layer_bytes\":0,\"reserved_bytes\":0,"
+		"\"limit_bytes\":1073741824}");
+	answers(NULL, "PUT", set, "{\"template_build_disk_mib\":4096}", 200, NULL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(dockerfile_rules, mf_reset),
+		cmocka_unit_test_setup(dockerfile_bounds, mf_reset),
 		cmocka_unit_test_setup(build_without_image_fails_saying_why, mf_reset),
 		cmocka_unit_test_setup(build_caps_refuse_at_create, mf_reset),
+		cmocka_unit_test_setup(storage_bounds_refuse_at_create, mf_reset),
 	};
 
 	return cmocka_run_group_tests(tests, mf_group_setup, mf_group_teardown);

@@ -657,6 +657,54 @@ static void template_build_caps_from_flags(void **state)
 	stop(&r, msg, sizeof(msg));
 }
 
+/* An image store's index is read line by line as written: a line past the
+ * reader's 511 bytes is refused naming it, where its tail was read as a
+ * line of its own (a name padded past byte 511 then served an image under
+ * the name its tail gave). */
+static void images_index_long_line_refused(void **state)
+{
+	char store[PATH_MAX], index[PATH_MAX + 16], pad[600];
+	FILE *f;
+
+	(void)state;
+	snprintf(store, sizeof(store), "%s/store", g_tmp);
+	assert_int_equal(mkdir(store, 0755), 0);
+	snprintf(index, sizeof(index), "%s/index", store);
+	memset(pad, 'n', 511);
+	pad[511] = '\0';
+	f = fopen(index, "we");
+	assert_non_null(f);
+	fprintf(f, "devbox:1\taaaa\n%sdevbox:1\tbbbb\n", pad);
+	fclose(f);
+	/* images are a contained mock's (a plain one leaves them unused) */
+	expect_refused((const char *[]){"--guest-mode", "contained", "--images", store, NULL},
+		       "index line 2: longer than 510 bytes");
+}
+
+/* The bounds on the templates kept from the command line, as the build
+ * caps: the settings start with them; out of range exits 2 saying so. */
+static void template_storage_from_flags(void **state)
+{
+	char msg[4096];
+	th_resp resp;
+	run r;
+
+	(void)state;
+	expect_refused((const char *[]){"--template-cap", "100001", NULL},
+		       "--template-cap: \"100001\" is not a number 0-100000");
+	expect_refused((const char *[]){"--template-storage-mib", "16777217", NULL},
+		       "--template-storage-mib: \"16777217\" is not a number 0-16777216");
+	expect_refused((const char *[]){"--template-storage-mib-global", "-1", NULL}, "--template-storage-mib-global");
+	start(&r, (const char *[]){"--self-listen", "off", "--template-cap", "3", "--template-storage-mib", "100",
+				   "--template-storage-mib-global", "500", NULL});
+	th_admin(r.url, TOKEN, "GET", "/_mock/settings", NULL, &resp);
+	if (strstr(sbx_strbuf_str(&resp.body),
+		   "\"template_cap\":3,\"template_storage_mib\":100,\"template_storage_mib_global\":500") == NULL)
+		fail_msg("the flags' template bounds are not the settings: %s", sbx_strbuf_str(&resp.body));
+	th_resp_free(&resp);
+	stop(&r, msg, sizeof(msg));
+}
+
 static void exposed_or_closed_starts_warn(void **state)
 {
 	char msg[8192];
@@ -711,6 +759,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test_teardown(damaged_log_needs_state_repair, teardown),
 		cmocka_unit_test_teardown(exposed_or_closed_starts_warn, teardown),
 		cmocka_unit_test_teardown(template_build_caps_from_flags, teardown),
+		cmocka_unit_test_teardown(template_storage_from_flags, teardown),
+		cmocka_unit_test_teardown(images_index_long_line_refused, teardown),
 	};
 	int rc;
 

@@ -32,6 +32,9 @@ typedef struct sbx_mock_config {
 	const char *cap_code;        /* default "QUOTA_EXCEEDED" */
 	unsigned template_build_cap;        /* concurrent template builds per tenant, default 4 */
 	unsigned template_build_cap_global; /* concurrent template builds in the mock, default 8 */
+	unsigned template_cap;              /* templates kept per tenant, default 32 */
+	unsigned template_storage_mib;      /* their storage per tenant (MiB), default 1024 */
+	unsigned template_storage_mib_global; /* their storage in the mock (MiB), default 8192 */
 	sbx_host_rule_mode host_rule_mode; /* default SBX_HOST_RULES_OBSERVED (what the live service does) */
 	size_t max_egress_rules;     /* default SBX_EGRESS_MAX_RULES_DEFAULT */
 	size_t max_json_body;        /* default 1 MiB */

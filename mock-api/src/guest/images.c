@@ -239,6 +239,14 @@ static int read_store(mock_images *im, const char *store, sbx_err *err)
 		lineno++;
 		if (nl != NULL)
 			*nl = '\0';
+		else if (!feof(f)) {
+			/* read on, its tail would be a line of its own: "x<TAB>hash"
+			 * past byte 511 of a long name named an image */
+			sbx_err_set(err, "--images %s: index line %u: longer than %zu bytes", store, lineno,
+				    sizeof(line) - 2);
+			rc = -1;
+			break;
+		}
 		if (tab == NULL || !hash_ok(tab + 1)) {
 			sbx_err_set(err, "--images %s: index line %u: expected NAME<TAB>HASH", store,
 				    lineno);
@@ -252,10 +260,15 @@ static int read_store(mock_images *im, const char *store, sbx_err *err)
 			break;
 		}
 		snprintf(img->source, sizeof(img->source), "%s/%s", store, tab + 1);
-		if (im->userns >= 0)
-			snprintf(img->dir, sizeof(img->dir), "%s/%s/rootfs", store, tab + 1);
-		else
-			snprintf(img->dir, sizeof(img->dir), "%s/%s/owned-%u", store, tab + 1, host_uid());
+		/* a cut path would name another directory: refused */
+		if ((size_t)(im->userns >= 0 ? snprintf(img->dir, sizeof(img->dir), "%s/%s/rootfs", store, tab + 1)
+					     : snprintf(img->dir, sizeof(img->dir), "%s/%s/owned-%u", store, tab + 1,
+							host_uid())) >= sizeof(img->dir)) {
+			sbx_err_set(err, "--images %.200s...: index line %u: the image's path is longer than %zu bytes",
+				    store, lineno, sizeof(img->dir) - 1);
+			rc = -1;
+			break;
+		}
 	}
 	fclose(f);
 	return rc;
@@ -273,6 +286,7 @@ static int add_pair(mock_images *im, const char *pair, sbx_err *err)
 		return -1;
 	}
 	snprintf(name, sizeof(name), "%.*s", (int)(eq - pair), pair);
+	errno = 0; /* a directory that is not one says so, not an old error */
 	if (stat(eq + 1, &st) != 0 || !S_ISDIR(st.st_mode)) {
 		sbx_err_set(err, "--image %s: %s is not a directory%s%s", name, eq + 1,
 			    errno != 0 ? ": " : "", errno != 0 ? strerror(errno) : "");

@@ -183,6 +183,29 @@ typedef enum mock_timing_kind { TIMING_INSTANT, TIMING_REALISTIC } mock_timing_k
  * mock's total stays bounded. */
 #define MOCK_TPL_BUILD_CAP 4u
 #define MOCK_TPL_BUILD_CAP_GLOBAL 8u
+/* Templates kept: per key their number, and their storage per key and in
+ * the mock (LIMITS.md). A ready template holds its layer's bytes; a build
+ * that has not ended holds its disk, reserved at its create out of what
+ * the key and the mock have left (at most template_build_disk_mib), so
+ * builds at once cannot overshoot either bound. A key building 64 MiB
+ * templates never holds more than 1 GiB, long before 2. */
+#define MOCK_TPL_CAP 32u
+#define MOCK_TPL_STORAGE_MIB 1024u
+#define MOCK_TPL_STORAGE_MIB_GLOBAL 8192u
+/* their settings' and flags' ranges */
+#define MOCK_TPL_CAP_MAX 100000u
+#define MOCK_TPL_STORAGE_MIB_MAX (16u * 1024 * 1024)
+/* the smallest disk a build is given (the least template_build_disk_mib): with
+ * less left a create is refused */
+#define MOCK_TPL_BUILD_DISK_MIN_MIB 16u
+/* What one step of a build may hold (LIMITS.md): the create refuses a
+ * Dockerfile past them and the runner never cuts one. An exec-form RUN's
+ * words (the runner's argv holds 256, runuser's four for a USER among
+ * them); the distinct names ENV and ARG give the steps' environment; a
+ * USER's name (a Linux account name is at most 32 bytes). */
+#define MOCK_TPL_RUN_ARGS_MAX 252
+#define MOCK_TPL_ENV_MAX 256
+#define MOCK_TPL_USER_MAX 63
 
 typedef struct mock_settings {
 	unsigned sandbox_cap;
@@ -201,6 +224,9 @@ typedef struct mock_settings {
 	unsigned tpl_build_mem_mib;
 	unsigned tpl_build_cap;        /* concurrent builds per tenant */
 	unsigned tpl_build_cap_global; /* concurrent builds in the mock */
+	unsigned tpl_cap;              /* templates kept per tenant */
+	unsigned tpl_storage_mib;      /* their storage per tenant */
+	unsigned tpl_storage_mib_global; /* and in the mock */
 } mock_settings;
 
 typedef struct mock_model {
@@ -439,6 +465,13 @@ bool mock_template_done(const cJSON *tpl);
 /* The tenant's templates whose build has not ended: pending (queued)
  * and building. */
 void mock_template_builds(const mock_tenant *t, unsigned *pending, unsigned *building);
+/* The storage a tenant's templates hold: ready ones their layers' bytes,
+ * builds not ended their reserved disks (LIMITS.md); their number. */
+void mock_template_storage(const mock_tenant *t, unsigned *count, double *layer_bytes, double *reserved_bytes);
+/* The disk a template's build may fill (MiB), reserved at its create. */
+unsigned mock_template_disk_mib(const cJSON *tpl);
+/* A ready template's layer measured again (a durable restart recounts). */
+void mock_template_set_bytes(cJSON *tpl, double bytes);
 /* A tenant's templates just restored from a state record: a build the
  * old mock was running (or one without a status) has no thread now; it
  * ends failed saying so. */

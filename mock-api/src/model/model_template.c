@@ -6,8 +6,9 @@
  * ENTRYPOINT; no COPY or ADD) and stores its steps ("_steps") for the
  * build, which ops/template_build.c runs for real: the status moves from
  * pending only when the build does, never on the clock. The bookkeeping
- * keys ("_created_ms", "_steps", "_log", "_log_dropped") never reach a
- * view. Never knows about HTTP, never does I/O. */
+ * keys ("_created_ms", "_steps", "_log", "_log_dropped", and "_disk_mib":
+ * the storage its build reserved) never reach a view. Never knows about
+ * HTTP, never does I/O. */
 #include "model/model_internal.h"
 #include "util/json_print.h"
 
@@ -37,6 +38,8 @@ typedef struct df_parse {
 	unsigned line;   /* the logical line's first physical line */
 	bool from_seen;
 	char from[128];
+	cJSON *globals;  /* ARGs before FROM: name -> default (or null) */
+	cJSON *vars;     /* the names ENV and ARG put in the steps' environment */
 	mock_err *e;
 } df_parse;
 
@@ -97,12 +100,16 @@ static int df_pairs(df_parse *p, const char *op, const char *rest, cJSON *step, 
 
 	if (strcmp(op, "ENV") == 0 && (eq == NULL || eq > sp) && *sp != '\0') {
 		/* the legacy form: ENV KEY the rest of the line */
-		cJSON *kv = cJSON_CreateArray();
+		cJSON *kv;
 		char key[256];
 
 		snprintf(key, sizeof(key), "%.*s", (int)(sp - rest), rest);
+		if ((size_t)(sp - rest) >= sizeof(key))
+			return df_fail(p, "ENV: the name \"%.40s...\" is longer than %zu bytes", key,
+				       sizeof(key) - 1);
 		if (!env_key_ok(key, strlen(key)))
 			return df_fail(p, "ENV: \"%.80s\" is not a variable name", key);
+		kv = cJSON_CreateArray();
 		while (isspace((unsigned char)*sp))
 			sp++;
 		cJSON_AddItemToArray(kv, cJSON_CreateString(key));
@@ -145,6 +152,88 @@ static bool base_allowed(const char *image)
 			return true;
 	}
 	return false;
+}
+
+/* A name ENV or ARG gives the steps' environment; refused past the
+ * runner's MOCK_TPL_ENV_MAX distinct names (it never drops one). */
+static int df_var(df_parse *p, const char *op, const char *name)
+{
+	const cJSON *it;
+
+	cJSON_ArrayForEach(it, p->vars) {
+		if (strcmp(it->valuestring, name) == 0)
+			return 0;
+	}
+	if (cJSON_GetArraySize(p->vars) >= MOCK_TPL_ENV_MAX)
+		return df_fail(p,
+			       "%s %.80s: more than %d variables (ENV and ARG names together): a build's "
+			       "environment holds at most %d",
+			       op, name, MOCK_TPL_ENV_MAX, MOCK_TPL_ENV_MAX);
+	cJSON_AddItemToArray(p->vars, cJSON_CreateString(name));
+	return 0;
+}
+
+/* ARG's scope is Docker's: one before FROM only names a default, which
+ * reaches no step's environment; after FROM, "ARG NAME" without a value
+ * takes that default (an ARG of neither has no value, as without
+ * --build-arg). Each named variable counts to the environment's bound. */
+static int df_scope(df_parse *p, const char *op, cJSON *step)
+{
+	cJSON *kv;
+
+	cJSON_ArrayForEach(kv, cJSON_GetObjectItemCaseSensitive(step, "pairs")) {
+		const char *k = cJSON_GetArrayItem(kv, 0)->valuestring;
+		const cJSON *def = cJSON_GetObjectItemCaseSensitive(p->globals, k);
+
+		if (!p->from_seen) {
+			cJSON *v = cJSON_GetArraySize(kv) == 2 ? cJSON_Duplicate(cJSON_GetArrayItem(kv, 1), false)
+							       : cJSON_CreateNull();
+
+			cJSON_DeleteItemFromObjectCaseSensitive(p->globals, k);
+			cJSON_AddItemToObject(p->globals, k, v);
+			continue;
+		}
+		if (strcmp(op, "LABEL") == 0)
+			continue;
+		if (strcmp(op, "ARG") == 0 && cJSON_GetArraySize(kv) == 1 && cJSON_IsString(def))
+			cJSON_AddItemToArray(kv, cJSON_CreateString(def->valuestring));
+		if (df_var(p, op, k) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* RUN's exec form: a JSON array of strings, run without a shell, of at
+ * most MOCK_TPL_RUN_ARGS_MAX words (the runner's argv, with runuser's
+ * four for a USER, is never cut). */
+static int df_exec_form(df_parse *p, const char *rest, cJSON *step)
+{
+	cJSON *argv = cJSON_Parse(rest);
+	const cJSON *it;
+	bool ok = cJSON_IsArray(argv) && cJSON_GetArraySize(argv) > 0;
+	int n = cJSON_GetArraySize(argv);
+
+	cJSON_ArrayForEach(it, argv) ok = ok && cJSON_IsString(it);
+	if (!ok) {
+		cJSON_Delete(argv);
+		return df_fail(p, "RUN [...]: expected a JSON array of strings");
+	}
+	cJSON_AddItemToObject(step, "argv", argv);
+	if (n > MOCK_TPL_RUN_ARGS_MAX)
+		return df_fail(p, "RUN [...]: %d arguments; the exec form takes at most %d", n,
+			       MOCK_TPL_RUN_ARGS_MAX);
+	return 0;
+}
+
+/* USER name[:group]: the name must fit the runner's (runuser -u NAME). */
+static int df_user(df_parse *p, const char *rest)
+{
+	size_t n = strcspn(rest, ":");
+
+	if (n > MOCK_TPL_USER_MAX)
+		return df_fail(p, "USER: the name \"%.40s...\" is %zu bytes; at most %d", rest, n,
+			       MOCK_TPL_USER_MAX);
+	return 0;
 }
 
 static int df_from(df_parse *p, const char *rest)
@@ -191,25 +280,24 @@ static int df_instruction(df_parse *p, const char *op, const char *rest)
 	if (!p->from_seen && strcmp(op, "ARG") != 0)
 		return df_fail(p, "%s before FROM", op);
 	step = cJSON_CreateObject();
-	cJSON_AddItemToArray(p->steps, step);
+	/* an ARG before FROM is no step: its default is kept apart */
+	if (p->from_seen)
+		cJSON_AddItemToArray(p->steps, step);
 	cJSON_AddStringToObject(step, "op", op);
 	cJSON_AddNumberToObject(step, "line", p->line);
 	cJSON_AddStringToObject(step, "arg", rest);
-	if (strcmp(op, "RUN") == 0 && rest[0] == '[') {
-		/* the exec form: a JSON array of strings, run without a shell */
-		cJSON *argv = cJSON_Parse(rest);
-		const cJSON *it;
-		bool ok = cJSON_IsArray(argv) && cJSON_GetArraySize(argv) > 0;
+	if (strcmp(op, "RUN") == 0 && rest[0] == '[')
+		return df_exec_form(p, rest, step);
+	if (strcmp(op, "USER") == 0)
+		return df_user(p, rest);
+	if (strcmp(op, "ENV") == 0 || strcmp(op, "LABEL") == 0 || strcmp(op, "ARG") == 0) {
+		int rc = df_pairs(p, op, rest, step, strcmp(op, "ARG") != 0);
 
-		cJSON_ArrayForEach(it, argv) ok = ok && cJSON_IsString(it);
-		if (!ok) {
-			cJSON_Delete(argv);
-			return df_fail(p, "RUN [...]: expected a JSON array of strings");
-		}
-		cJSON_AddItemToObject(step, "argv", argv);
+		rc = rc == 0 ? df_scope(p, op, step) : rc;
+		if (!p->from_seen)
+			cJSON_Delete(step);
+		return rc;
 	}
-	if (strcmp(op, "ENV") == 0 || strcmp(op, "LABEL") == 0 || strcmp(op, "ARG") == 0)
-		return df_pairs(p, op, rest, step, strcmp(op, "ARG") != 0);
 	return 0;
 }
 
@@ -325,8 +413,88 @@ static int build_caps(mock_model *m, const mock_tenant *t, mock_err *e)
 	return 0;
 }
 
+#define MIB (1024.0 * 1024.0)
+
+unsigned mock_template_disk_mib(const cJSON *tpl)
+{
+	const cJSON *d = cJSON_GetObjectItemCaseSensitive(tpl, "_disk_mib");
+
+	/* a template of an older state log: the default's disk */
+	return cJSON_IsNumber(d) && d->valuedouble >= 1 ? (unsigned)d->valuedouble : MOCK_TPL_BUILD_DISK_MIB;
+}
+
+void mock_template_storage(const mock_tenant *t, unsigned *count, double *layer_bytes, double *reserved_bytes)
+{
+	const cJSON *tpl;
+
+	*count = 0;
+	*layer_bytes = *reserved_bytes = 0;
+	cJSON_ArrayForEach(tpl, t->templates) {
+		const char *st = model_str(tpl, "status");
+		const cJSON *sz = cJSON_GetObjectItemCaseSensitive(tpl, "ext4_size_bytes");
+
+		(*count)++;
+		if (build_running(tpl))
+			*reserved_bytes += mock_template_disk_mib(tpl) * MIB;
+		else if (st != NULL && strcmp(st, "ready") == 0 && cJSON_IsNumber(sz) && sz->valuedouble > 0)
+			*layer_bytes += sz->valuedouble;
+	}
+}
+
+/* The templates a tenant keeps and their storage (LIMITS.md): its number
+ * and bytes are its quota (403 QUOTA_EXCEEDED, as its other quotas); the
+ * mock's bytes its capacity (503, as the mock's build cap: the host's
+ * disk is the fleet's, and another key's delete frees it). A build is
+ * given its share of what both have left, up to template_build_disk_mib,
+ * into *disk_mib: reserved until it ends, so no mix of builds overshoots
+ * a bound. Lock held; after build_caps (a build slot is free). */
+static int storage_caps(mock_model *m, const mock_tenant *t, unsigned *disk_mib, mock_err *e)
+{
+	const mock_settings *s = &m->set;
+	double held, reserved, all = 0, key_left, all_left, left;
+	unsigned n, on, p, b, running, all_running = 0;
+
+	for (const mock_tenant *o = m->tenants; o != NULL; o = o->next) {
+		mock_template_storage(o, &on, &held, &reserved);
+		all += held + reserved;
+		mock_template_builds(o, &p, &b);
+		all_running += p + b;
+	}
+	mock_template_builds(t, &p, &b);
+	running = p + b;
+	mock_template_storage(t, &n, &held, &reserved);
+	if (n >= s->tpl_cap) {
+		mock_err_set(e, 403, "QUOTA_EXCEEDED", "error",
+			     "template limit reached (%u per key): delete one to create another", s->tpl_cap);
+		return -1;
+	}
+	/* what is left is shared among the builds that may still start (the
+	 * build caps, which build_caps checked: one slot at least), so one
+	 * build does not take what the others at once need */
+	key_left = (s->tpl_storage_mib * MIB - held - reserved) / (s->tpl_build_cap - running);
+	all_left = (s->tpl_storage_mib_global * MIB - all) / (s->tpl_build_cap_global - all_running);
+	left = key_left < all_left ? key_left : all_left;
+	if (left < MOCK_TPL_BUILD_DISK_MIN_MIB * MIB) {
+		if (key_left <= all_left)
+			mock_err_set(e, 403, "QUOTA_EXCEEDED", "error",
+				     "template storage limit reached (%u MiB per key; %.0f MiB in ready templates' "
+				     "layers, %.0f MiB reserved by builds not ended; a build needs %u MiB left per "
+				     "build the key may start): delete a template",
+				     s->tpl_storage_mib, held / MIB, reserved / MIB, MOCK_TPL_BUILD_DISK_MIN_MIB);
+		else
+			mock_err_set(e, 503, "", "error",
+				     "the mock's template storage is full (%u MiB across all keys, %.0f MiB held); "
+				     "retry when templates are deleted",
+				     s->tpl_storage_mib_global, all / MIB);
+		return -1;
+	}
+	*disk_mib = left >= s->tpl_build_disk_mib * MIB ? s->tpl_build_disk_mib : (unsigned)(left / MIB);
+	return 0;
+}
+
 cJSON *mock_template_create(mock_model *m, mock_tenant *t, const cJSON *body, mock_err *e)
 {
+	unsigned disk_mib = 0;
 	const char *name = model_str(body, "name");
 	const char *dockerfile = model_str(body, "dockerfile");
 	const char *base = model_str(body, "base");
@@ -352,11 +520,17 @@ cJSON *mock_template_create(mock_model *m, mock_tenant *t, const cJSON *body, mo
 		return NULL;
 	}
 	p.steps = cJSON_CreateArray();
-	if (p.steps == NULL || df_parse_text(&p, dockerfile) != 0) {
+	p.globals = cJSON_CreateObject();
+	p.vars = cJSON_CreateArray();
+	if (p.steps == NULL || p.globals == NULL || p.vars == NULL || df_parse_text(&p, dockerfile) != 0) {
 		cJSON_Delete(p.steps);
+		cJSON_Delete(p.globals);
+		cJSON_Delete(p.vars);
 		return NULL;
 	}
-	if (model_need_credit(m, t, e) != 0 || build_caps(m, t, e) != 0) {
+	cJSON_Delete(p.globals);
+	cJSON_Delete(p.vars);
+	if (model_need_credit(m, t, e) != 0 || build_caps(m, t, e) != 0 || storage_caps(m, t, &disk_mib, e) != 0) {
 		cJSON_Delete(p.steps);
 		return NULL;
 	}
@@ -371,6 +545,7 @@ cJSON *mock_template_create(mock_model *m, mock_tenant *t, const cJSON *body, mo
 	cJSON_AddStringToObject(tpl, "created_at", ts);
 	cJSON_AddStringToObject(tpl, "dockerfile", dockerfile);
 	cJSON_AddNumberToObject(tpl, "_created_ms", (double)mock_now(m));
+	cJSON_AddNumberToObject(tpl, "_disk_mib", disk_mib);
 	cJSON_AddItemToObject(tpl, "_steps", p.steps);
 	cJSON_AddItemToObject(tpl, "_log", cJSON_CreateArray());
 	cJSON_AddItemToArray(t->templates, tpl);
@@ -395,7 +570,7 @@ cJSON *mock_template_view(mock_model *m, cJSON *tpl)
 	(void)m;
 	v = cJSON_Duplicate(tpl, true);
 	if (v != NULL) {
-		static const char *const hidden[] = {"_created_ms", "_steps", "_log", "_log_dropped"};
+		static const char *const hidden[] = {"_created_ms", "_steps", "_log", "_log_dropped", "_disk_mib"};
 
 		for (size_t i = 0; i < sizeof(hidden) / sizeof(hidden[0]); i++)
 			cJSON_DeleteItemFromObjectCaseSensitive(v, hidden[i]);
@@ -433,6 +608,11 @@ void mock_template_set_status(mock_model *m, cJSON *tpl, const char *status, dou
 		put_item(tpl, "built_at", cJSON_CreateString(ts));
 		put_item(tpl, "ext4_size_bytes", cJSON_CreateNumber(size_bytes));
 	}
+}
+
+void mock_template_set_bytes(cJSON *tpl, double bytes)
+{
+	put_item(tpl, "ext4_size_bytes", cJSON_CreateNumber(bytes));
 }
 
 void mock_template_after_restore(mock_tenant *t)

@@ -124,6 +124,23 @@ static bool sum_tenant(mock_model *m, const mock_tenant *t, user_sum *s)
 	return true;
 }
 
+/* The tenant's templates and the storage they hold against its bounds
+ * (LIMITS.md): a ready one its layer's bytes, a build not ended its
+ * reserved disk. */
+static void add_template_storage(const mock_model *m, cJSON *o, const mock_tenant *t)
+{
+	cJSON *ts = cJSON_AddObjectToObject(o, "template_storage");
+	double layers, reserved;
+	unsigned n;
+
+	mock_template_storage(t, &n, &layers, &reserved);
+	cJSON_AddNumberToObject(ts, "templates", n);
+	cJSON_AddNumberToObject(ts, "template_cap", m->set.tpl_cap);
+	cJSON_AddNumberToObject(ts, "layer_bytes", layers);
+	cJSON_AddNumberToObject(ts, "reserved_bytes", reserved);
+	cJSON_AddNumberToObject(ts, "limit_bytes", (double)m->set.tpl_storage_mib * 1024 * 1024);
+}
+
 static cJSON *user_view(mock_model *m, const mock_op *op, const user_sum *s, const mock_guest_usage *u,
 			unsigned unread)
 {
@@ -144,6 +161,7 @@ static cJSON *user_view(mock_model *m, const mock_op *op, const user_sum *s, con
 	cJSON_AddNumberToObject(tb, "pending", pending);
 	cJSON_AddNumberToObject(tb, "building", building);
 	cJSON_AddNumberToObject(tb, "total", pending + building);
+	add_template_storage(m, o, op->t);
 	cJSON_AddNumberToObject(o, "vcpu", (double)s->vcpu);
 	cJSON_AddNumberToObject(o, "mem_mib", (double)s->mem_mib);
 	cJSON_AddNumberToObject(o, "disk_mib", (double)s->disk_mib);

@@ -59,6 +59,9 @@ int mock_settings_from_config(const sbx_mock_config *cfg, mock_settings *set, sb
 	set->tpl_build_mem_mib = MOCK_TPL_BUILD_MEM_MIB;
 	set->tpl_build_cap = cfg->template_build_cap;
 	set->tpl_build_cap_global = cfg->template_build_cap_global;
+	set->tpl_cap = cfg->template_cap;
+	set->tpl_storage_mib = cfg->template_storage_mib;
+	set->tpl_storage_mib_global = cfg->template_storage_mib_global;
 	snprintf(set->region, sizeof(set->region), "%s",
 		 cfg->region != NULL ? cfg->region : "local");
 	if (sbx_mock_parse_timing(cfg->timing, &set->timing_scale, err) != 0)
@@ -76,7 +79,8 @@ static const char *const settable[] = {
 	"sandbox_cap", "cap_status", "cap_code", "credit", "host_rule_mode", "accept_any_key",
 	"timing", "max_egress_rules", "region", "ready", "exec_heartbeat_ms", "guest_disk_max_mib",
 	"template_build_timeout_s", "template_build_disk_mib", "template_build_mem_mib",
-	"template_build_cap", "template_build_cap_global",
+	"template_build_cap", "template_build_cap_global", "template_cap", "template_storage_mib",
+	"template_storage_mib_global",
 };
 
 /* What the view reports about the mock itself, fixed at start (guest mode,
@@ -194,6 +198,9 @@ cJSON *mock_settings_view(sbx_mock *mock)
 	cJSON_AddNumberToObject(o, "template_build_mem_mib", s->tpl_build_mem_mib);
 	cJSON_AddNumberToObject(o, "template_build_cap", s->tpl_build_cap);
 	cJSON_AddNumberToObject(o, "template_build_cap_global", s->tpl_build_cap_global);
+	cJSON_AddNumberToObject(o, "template_cap", s->tpl_cap);
+	cJSON_AddNumberToObject(o, "template_storage_mib", s->tpl_storage_mib);
+	cJSON_AddNumberToObject(o, "template_storage_mib_global", s->tpl_storage_mib_global);
 	cJSON_AddNumberToObject(o, "exec_heartbeat_ms", atomic_load(&mock->hb_ms));
 	cJSON_AddNumberToObject(o, "guest_disk_max_mib", atomic_load(&mock->disk_max_mib));
 	add_read_only(mock, o);
@@ -218,8 +225,9 @@ static int num_setting(const cJSON *b, const char *k, double lo, double hi, doub
 }
 
 /* A template build's time, disk and memory limits (TEMPLATES.md; a
- * build takes the values of its start) and the caps on concurrent builds
- * (checked at each create; 0 refuses every build). */
+ * build takes the values of its start), the caps on concurrent builds and
+ * on the templates kept and their storage (checked at each create; 0
+ * refuses every build). */
 static int tpl_limits(const cJSON *b, mock_settings *s, sbx_err *err)
 {
 	static const struct {
@@ -229,9 +237,13 @@ static int tpl_limits(const cJSON *b, mock_settings *s, sbx_err *err)
 		   {"template_build_disk_mib", 16, 1024 * 1024},
 		   {"template_build_mem_mib", 32, 1024 * 1024},
 		   {"template_build_cap", 0, 1000},
-		   {"template_build_cap_global", 0, 1000}};
+		   {"template_build_cap_global", 0, 1000},
+		   {"template_cap", 0, MOCK_TPL_CAP_MAX},
+		   {"template_storage_mib", 0, MOCK_TPL_STORAGE_MIB_MAX},
+		   {"template_storage_mib_global", 0, MOCK_TPL_STORAGE_MIB_MAX}};
 	unsigned *dst[] = {&s->tpl_build_timeout_s, &s->tpl_build_disk_mib, &s->tpl_build_mem_mib,
-			   &s->tpl_build_cap, &s->tpl_build_cap_global};
+			   &s->tpl_build_cap,	    &s->tpl_build_cap_global, &s->tpl_cap,
+			   &s->tpl_storage_mib,	    &s->tpl_storage_mib_global};
 	double v = 0;
 
 	for (size_t i = 0; i < sizeof(lim) / sizeof(lim[0]); i++) {

@@ -42,8 +42,9 @@
 #include "ops/rootfs.h"
 #include "sbx/sys.h"
 
-/* a step's argv, runuser's words included */
-#define BUILD_ARGV_MAX 256
+/* a step's argv, runuser's four words included (the parser refuses an
+ * exec form of more than MOCK_TPL_RUN_ARGS_MAX) */
+#define BUILD_ARGV_MAX (MOCK_TPL_RUN_ARGS_MAX + 4)
 
 typedef struct build {
 	sbx_mock *mock;
@@ -53,6 +54,7 @@ typedef struct build {
 	mock_guest *g;       /* the builder, under the model lock */
 	bool pooled;         /* g came from the warm pool, not yet settled */
 	uint32_t net_k;      /* its builder address index (mock_egress_wire_builder) */
+	unsigned disk_mib;   /* its disk: the storage its create reserved (model_template.c) */
 	bool cancel, done;   /* under the model lock */
 	struct build *next;
 	/* the thread's own */
@@ -174,30 +176,42 @@ static bool on_abort(void *arg)
 /* ---- the steps ---- */
 
 typedef struct build_env {
-	char *kv[256];   /* "K=V", malloc'd */
+	char *kv[MOCK_TPL_ENV_MAX]; /* "K=V", malloc'd */
+	bool by_env[MOCK_TPL_ENV_MAX]; /* set by ENV: an ARG of its name does not override it */
 	size_t n;
 	char cwd[1024];
-	char user[64];
+	char user[MOCK_TPL_USER_MAX + 1];
 } build_env;
 
-static void env_set(build_env *e, const char *k, const char *v)
+/* K=V into the steps' environment; 0, or -1 with why. The parser bounds
+ * the names (MOCK_TPL_ENV_MAX): one past them here fails the build, it is
+ * never dropped. As Docker, ENV wins over an ARG of the same name. */
+static int env_set(build_env *e, const char *k, const char *v, bool by_env, char *why, size_t cap)
 {
-	size_t kl = strlen(k);
+	size_t kl = strlen(k), i;
 	char *s = NULL;
 
-	if (asprintf(&s, "%s=%s", k, v) < 0)
-		return;
-	for (size_t i = 0; i < e->n; i++) {
-		if (strncmp(e->kv[i], k, kl) == 0 && e->kv[i][kl] == '=') {
-			free(e->kv[i]);
-			e->kv[i] = s;
-			return;
-		}
+	for (i = 0; i < e->n; i++) {
+		if (strncmp(e->kv[i], k, kl) == 0 && e->kv[i][kl] == '=')
+			break;
 	}
-	if (e->n < sizeof(e->kv) / sizeof(e->kv[0]))
-		e->kv[e->n++] = s;
+	if (i < e->n && e->by_env[i] && !by_env)
+		return 0;
+	if (i == sizeof(e->kv) / sizeof(e->kv[0])) {
+		snprintf(why, cap, "%.80s: more than %d variables in the build's environment", k, MOCK_TPL_ENV_MAX);
+		return -1;
+	}
+	if (asprintf(&s, "%s=%s", k, v) < 0) {
+		snprintf(why, cap, "%.80s: out of memory for its value (%zu bytes)", k, strlen(v));
+		return -1;
+	}
+	if (i < e->n)
+		free(e->kv[i]);
 	else
-		free(s);
+		e->n++;
+	e->kv[i] = s;
+	e->by_env[i] = by_env;
+	return 0;
 }
 
 static void env_free(build_env *e)
@@ -239,7 +253,11 @@ static int run_argv(build *b, mock_guest *g, build_env *e, const char *const *ar
 		full[n++] = e->user;
 		full[n++] = "--";
 	}
-	for (size_t i = 0; i < argc && n < BUILD_ARGV_MAX; i++)
+	if (argc > BUILD_ARGV_MAX - n) {
+		snprintf(why, cap, "%zu arguments: a step runs at most %d", argc, MOCK_TPL_RUN_ARGS_MAX);
+		return -1;
+	}
+	for (size_t i = 0; i < argc; i++)
 		full[n++] = argv[i];
 	if (n == 0) {
 		snprintf(why, cap, "an empty command");
@@ -291,8 +309,11 @@ static int run_step(build *b, mock_guest *g, build_env *e, const cJSON *step, in
 		const cJSON *it;
 
 		cJSON_ArrayForEach(it, argv) {
-			if (n < BUILD_ARGV_MAX - 4)
-				av[n++] = it->valuestring;
+			if (n == BUILD_ARGV_MAX - 4) {
+				snprintf(why, cap, "RUN [...]: more than %d arguments", MOCK_TPL_RUN_ARGS_MAX);
+				return -1;
+			}
+			av[n++] = it->valuestring;
 		}
 		rc = argv != NULL ? run_argv(b, g, e, av, n, deadline_ms, why, cap)
 				  : run_argv(b, g, e, sh, 3, deadline_ms, why, cap);
@@ -325,16 +346,24 @@ static int run_step(build *b, mock_guest *g, build_env *e, const cJSON *step, in
 		return 0;
 	}
 	if (strcmp(op, "USER") == 0) {
-		snprintf(e->user, sizeof(e->user), "%.*s", (int)strcspn(arg, ":"), arg);
+		size_t n = strcspn(arg, ":");
+
+		if (n >= sizeof(e->user)) {
+			snprintf(why, cap, "USER: the name is %zu bytes; at most %d", n, MOCK_TPL_USER_MAX);
+			return -1;
+		}
+		snprintf(e->user, sizeof(e->user), "%.*s", (int)n, arg);
 		return 0;
 	}
-	/* ENV and ARG (with a value: no --build-arg reaches the API) are the
-	 * environment of the steps after them */
+	/* ENV and ARG (with a value: no --build-arg reaches the API; one
+	 * before FROM is no step, the parser's scope) are the environment of
+	 * the steps after them */
 	if (strcmp(op, "ENV") == 0 || strcmp(op, "ARG") == 0) {
 		cJSON_ArrayForEach(kv, pairs) {
-			if (cJSON_GetArraySize(kv) == 2)
-				env_set(e, cJSON_GetArrayItem(kv, 0)->valuestring,
-					cJSON_GetArrayItem(kv, 1)->valuestring);
+			if (cJSON_GetArraySize(kv) == 2 &&
+			    env_set(e, cJSON_GetArrayItem(kv, 0)->valuestring, cJSON_GetArrayItem(kv, 1)->valuestring,
+				    strcmp(op, "ENV") == 0, why, cap) != 0)
+				return -1;
 		}
 	}
 	/* LABEL, CMD, ENTRYPOINT: recorded in the log (a sandbox's process
@@ -351,6 +380,7 @@ static double save_layer(build *b, mock_guest *g, char *why, size_t cap)
 	char src[96], dir[TPL_DIR_MAX], dst[TPL_DIR_MAX + 8];
 	char *rm[] = {"/bin/rm", "-rf", dst, NULL};
 	struct stat st;
+	unsigned long long bytes = 0;
 	int held, rc;
 
 	snprintf(src, sizeof(src), "/proc/%d/fd/%d/u", (int)mock_guest_cell_pid(g), CELL_DISK_FD);
@@ -372,9 +402,14 @@ static double save_layer(build *b, mock_guest *g, char *why, size_t cap)
 	mock_guest_signal(g, SIGKILL);
 	/* owners, modes, times, hard links, xattrs (an overlay's opaque
 	 * dirs) and the whiteouts' 0/0 devices as they are */
-	rc = (lstat(dst, &st) == 0 && mock_tpl_run(rm, why, cap) != 0) || mock_layer_copy(src, dst, why, cap) != 0;
+	/* what it holds is counted as it is made, and bounded by the storage
+	 * the create reserved: the key's bound is never overshot */
+	rc = (lstat(dst, &st) == 0 && mock_tpl_run(rm, why, cap) != 0) ||
+	     mock_layer_copy(src, dst, (unsigned long long)b->disk_mib << 20, &bytes, why, cap) != 0;
 	close(held);
-	return rc ? -1 : (double)mock_layer_bytes(dst);
+	if (rc != 0 && lstat(dst, &st) == 0)
+		mock_tpl_run(rm, why + strlen(why), cap - strlen(why)); /* a partial copy holds no storage */
+	return rc ? -1 : (double)bytes;
 }
 
 /* ---- the thread ---- */
@@ -459,7 +494,7 @@ static mock_guest *start_builder(build *b, const char *base, char *why, size_t c
 	}
 	pthread_mutex_lock(&mock->model->lock);
 	o.mem_bytes = (uint64_t)set->tpl_build_mem_mib * 1024 * 1024;
-	o.disk_mib = set->tpl_build_disk_mib;
+	o.disk_mib = b->disk_mib;
 	pthread_mutex_unlock(&mock->model->lock);
 	snprintf(name, sizeof(name), MOCK_INET_BUILDER_PREFIX "%s", b->id);
 	g = builder_from_pool(b, name, &o);
@@ -513,6 +548,7 @@ static void *build_main(void *arg)
 		if (tpl != NULL) {
 			steps = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(tpl, "_steps"), true);
 			snprintf(base, sizeof(base), "%s", cJSON_GetObjectItemCaseSensitive(tpl, "base")->valuestring);
+			b->disk_mib = mock_template_disk_mib(tpl);
 			mock_template_set_status(mock->model, tpl, "building", 0);
 		}
 	}
@@ -521,8 +557,7 @@ static void *build_main(void *arg)
 	if (steps == NULL)
 		goto out;
 	log_line(b, "building on %s (limits: %u s, disk %u MiB, memory %u MiB)", base,
-		 mock->model->set.tpl_build_timeout_s, mock->model->set.tpl_build_disk_mib,
-		 mock->model->set.tpl_build_mem_mib);
+		 mock->model->set.tpl_build_timeout_s, b->disk_mib, mock->model->set.tpl_build_mem_mib);
 	g = start_builder(b, base, why, sizeof(why));
 	pthread_mutex_lock(&mock->model->lock);
 	b->g = g;

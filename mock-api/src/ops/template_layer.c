@@ -137,7 +137,13 @@ void mock_op_templates_restored(sbx_mock *mock)
 				continue;
 			mock_tpl_dir(mock, cJSON_GetObjectItemCaseSensitive(tpl, "id")->valuestring, dir, sizeof(dir));
 			snprintf(layer, sizeof(layer), "%s/layer", dir);
-			if (access(layer, F_OK) == 0 || mock->gmode != GUEST_CONTAINED)
+			if (access(layer, F_OK) == 0) {
+				/* what it holds is what its key's storage counts:
+				 * measured again, not taken from the record */
+				mock_template_set_bytes(tpl, (double)mock_layer_bytes(layer));
+				continue;
+			}
+			if (mock->gmode != GUEST_CONTAINED)
 				continue;
 			snprintf(line, sizeof(line), "after a restart: the template's layer %s is not there "
 				 "(another --work-dir?); create the template again", layer);
@@ -175,7 +181,7 @@ int mock_op_template_seed(sbx_mock *mock, const mock_sandbox *sb, sbx_err *err)
 	}
 	/* the layer becomes the seed's u: the cell's upper layer starts as it */
 	snprintf(seed, sizeof(seed), "%s/%s/seed/u", mock->work_dir, sb->id);
-	if (mock_layer_copy(layer, seed, why, sizeof(why)) != 0) {
+	if (mock_layer_copy(layer, seed, 0, NULL, why, sizeof(why)) != 0) {
 		sbx_err_set(err, "template %s: copying its layer: %s", sb->tpl_id, why);
 		return -1;
 	}

@@ -4,6 +4,7 @@
  * are checked at start, server.c). */
 #define _GNU_SOURCE
 #include "server/mock_cli.h"
+#include "model/model.h" /* the template limits' ranges */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -155,7 +156,7 @@ enum {
 	OPT_INTERNET_STUBS, OPT_INTERNET_SITE, OPT_INTERNET_UPSTREAM,
 	OPT_STATE_REPAIR, OPT_MAX_CONNS, OPT_IDLE_TIMEOUT, OPT_CHECK_STATE, OPT_INGRESS_LISTEN,
 	OPT_WARM_POOL, OPT_IMAGES, OPT_IMAGE, OPT_INGRESS_SCHEME, OPT_CA_OUT,
-	OPT_TPL_BUILD_CAP, OPT_TPL_BUILD_CAP_GLOBAL,
+	OPT_TPL_BUILD_CAP, OPT_TPL_BUILD_CAP_GLOBAL, OPT_TPL_CAP, OPT_TPL_STORAGE, OPT_TPL_STORAGE_GLOBAL,
 };
 
 static const struct option options[] = {
@@ -170,6 +171,9 @@ static const struct option options[] = {
 	{"cap-code", required_argument, NULL, OPT_CAP_CODE},
 	{"template-build-cap", required_argument, NULL, OPT_TPL_BUILD_CAP},
 	{"template-build-cap-global", required_argument, NULL, OPT_TPL_BUILD_CAP_GLOBAL},
+	{"template-cap", required_argument, NULL, OPT_TPL_CAP},
+	{"template-storage-mib", required_argument, NULL, OPT_TPL_STORAGE},
+	{"template-storage-mib-global", required_argument, NULL, OPT_TPL_STORAGE_GLOBAL},
 	{"host-rules", required_argument, NULL, OPT_HOST_RULES},
 	{"timing", required_argument, NULL, OPT_TIMING},
 	{"region", required_argument, NULL, OPT_REGION},
@@ -211,6 +215,23 @@ static const struct option options[] = {
 	{NULL, 0, NULL, 0},
 };
 
+/* The templates kept and their storage (LIMITS.md), in the ranges PUT
+ * /_mock/settings takes (settings.c). */
+static int parse_tpl_storage(int opt, const char *arg, mock_cli *c)
+{
+	const char *name = opt == OPT_TPL_CAP		? "template-cap"
+			   : opt == OPT_TPL_STORAGE	? "template-storage-mib"
+							: "template-storage-mib-global";
+	unsigned long long hi = opt == OPT_TPL_CAP ? MOCK_TPL_CAP_MAX : MOCK_TPL_STORAGE_MIB_MAX, v;
+
+	if (parse_ull(arg, 0, hi, &v) != 0)
+		return cli_fail(c, "--%s: \"%s\" is not a number 0-%llu", name, arg, hi);
+	*(opt == OPT_TPL_CAP	     ? &c->cfg.template_cap
+	  : opt == OPT_TPL_STORAGE ? &c->cfg.template_storage_mib
+				   : &c->cfg.template_storage_mib_global) = (unsigned)v;
+	return 0;
+}
+
 static int parse_num_opt(int opt, const char *arg, mock_cli *c)
 {
 	unsigned long long v;
@@ -230,6 +251,10 @@ static int parse_num_opt(int opt, const char *arg, mock_cli *c)
 		*(opt == OPT_TPL_BUILD_CAP ? &c->cfg.template_build_cap : &c->cfg.template_build_cap_global) =
 			(unsigned)v;
 		return 0;
+	case OPT_TPL_CAP:
+	case OPT_TPL_STORAGE:
+	case OPT_TPL_STORAGE_GLOBAL:
+		return parse_tpl_storage(opt, arg, c);
 	case OPT_CAP_STATUS:
 		if (parse_ull(arg, 400, 599, &v) != 0)
 			return cli_fail(c, "--cap-status: \"%s\" is not an HTTP error status 400-599", arg);

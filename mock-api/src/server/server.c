@@ -47,6 +47,9 @@ void sbx_mock_config_init(sbx_mock_config *cfg)
 	cfg->cap_code = "QUOTA_EXCEEDED";
 	cfg->template_build_cap = MOCK_TPL_BUILD_CAP;
 	cfg->template_build_cap_global = MOCK_TPL_BUILD_CAP_GLOBAL;
+	cfg->template_cap = MOCK_TPL_CAP;
+	cfg->template_storage_mib = MOCK_TPL_STORAGE_MIB;
+	cfg->template_storage_mib_global = MOCK_TPL_STORAGE_MIB_GLOBAL;
 	cfg->host_rule_mode = SBX_HOST_RULES_OBSERVED;
 	cfg->max_egress_rules = SBX_EGRESS_MAX_RULES_DEFAULT;
 	cfg->max_json_body = 1024 * 1024;
