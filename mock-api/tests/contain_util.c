@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <ftw.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -639,4 +640,40 @@ long cx_guest_lines(const char *key, const char *id, const char *path)
 		n += *b == '\n';
 	th_resp_free(&r);
 	return n;
+}
+
+/* ---- the image store ---- */
+
+/* build-image's store: $SBX_IMAGE_STORE, /var/cache/sbx-harness/images as
+ * root, else $XDG_CACHE_HOME (or ~/.cache)/sbx-harness/images. */
+void cx_store_path(char *buf, size_t cap)
+{
+	const char *env = getenv("SBX_IMAGE_STORE"), *xdg = getenv("XDG_CACHE_HOME");
+	const char *home = getenv("HOME");
+
+	if (env != NULL && env[0] != '\0')
+		snprintf(buf, cap, "%s", env);
+	else if (geteuid() == 0)
+		snprintf(buf, cap, "/var/cache/sbx-harness/images");
+	else if (xdg != NULL && xdg[0] != '\0')
+		snprintf(buf, cap, "%s/sbx-harness/images", xdg);
+	else
+		snprintf(buf, cap, "%s/.cache/sbx-harness/images", home != NULL ? home : "");
+}
+
+/* Whether the store's index names devbox:1. */
+int cx_store_has_devbox(const char *store)
+{
+	char path[PATH_MAX + 8], line[512];
+	int found = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/index", store);
+	f = fopen(path, "re");
+	if (f == NULL)
+		return 0;
+	while (!found && fgets(line, sizeof(line), f) != NULL)
+		found = strncmp(line, "devbox:1\t", 9) == 0;
+	fclose(f);
+	return found;
 }

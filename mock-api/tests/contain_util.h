@@ -104,4 +104,10 @@ long cx_root_lines(pid_t pid, const char *path);
  * it cannot be read. */
 long cx_guest_lines(const char *key, const char *id, const char *path);
 
+/* The image store (IMAGES.md): build-image's, $SBX_IMAGE_STORE,
+ * /var/cache/sbx-harness/images as root, else $XDG_CACHE_HOME (or
+ * ~/.cache)/sbx-harness/images; and whether its index names devbox:1. */
+void cx_store_path(char *buf, size_t cap);
+int cx_store_has_devbox(const char *store);
+
 #endif

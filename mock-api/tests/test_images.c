@@ -36,40 +36,6 @@ static char g_store[PATH_MAX];
 static char g_image_dir[PATH_MAX]; /* devbox:1's directory, as the mock uses it */
 static char g_image_note[1024];    /* how the mock uses it (idmapped: its cells map every uid) */
 
-/* build-image's store: $SBX_IMAGE_STORE, /var/cache/sbx-harness/images as
- * root, else $XDG_CACHE_HOME (or ~/.cache)/sbx-harness/images. */
-static void store_path(char *buf, size_t cap)
-{
-	const char *env = getenv("SBX_IMAGE_STORE"), *xdg = getenv("XDG_CACHE_HOME");
-	const char *home = getenv("HOME");
-
-	if (env != NULL && env[0] != '\0')
-		snprintf(buf, cap, "%s", env);
-	else if (geteuid() == 0)
-		snprintf(buf, cap, "/var/cache/sbx-harness/images");
-	else if (xdg != NULL && xdg[0] != '\0')
-		snprintf(buf, cap, "%s/sbx-harness/images", xdg);
-	else
-		snprintf(buf, cap, "%s/.cache/sbx-harness/images", home != NULL ? home : "");
-}
-
-/* Whether the store's index names devbox:1. */
-static int store_has_devbox(const char *store)
-{
-	char path[PATH_MAX + 8], line[512];
-	int found = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/index", store);
-	f = fopen(path, "re");
-	if (f == NULL)
-		return 0;
-	while (!found && fgets(line, sizeof(line), f) != NULL)
-		found = strncmp(line, "devbox:1\t", 9) == 0;
-	fclose(f);
-	return found;
-}
-
 static int group_setup(void **state)
 {
 	sbx_mock_config cfg;
@@ -387,8 +353,8 @@ int main(void)
 		cmocka_unit_test_setup(template_user_step, test_setup),
 	};
 
-	store_path(g_store, sizeof(g_store));
-	if (!store_has_devbox(g_store)) {
+	cx_store_path(g_store, sizeof(g_store));
+	if (!cx_store_has_devbox(g_store)) {
 		printf("SKIP: no devbox:1 image in %s (build it: mock-api/images/build-image devbox:1; "
 		       "ci/bootstrap test does)\n",
 		       g_store);
