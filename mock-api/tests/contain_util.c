@@ -677,3 +677,14 @@ int cx_store_has_devbox(const char *store)
 	fclose(f);
 	return found;
 }
+
+bool cx_store_devbox(char *store, size_t cap)
+{
+	cx_store_path(store, cap);
+	if (cx_store_has_devbox(store))
+		return true;
+	printf("SKIP: no devbox:1 image in %s (build it: mock-api/images/build-image devbox:1; "
+	       "ci/bootstrap test does)\n",
+	       store);
+	return false;
+}

@@ -109,5 +109,8 @@ long cx_guest_lines(const char *key, const char *id, const char *path);
  * ~/.cache)/sbx-harness/images; and whether its index names devbox:1. */
 void cx_store_path(char *buf, size_t cap);
 int cx_store_has_devbox(const char *store);
+/* The store's path into store; true when it has devbox:1, else false
+ * with a SKIP line saying how to build it (the program then exits 77). */
+bool cx_store_devbox(char *store, size_t cap);
 
 #endif

@@ -353,12 +353,7 @@ int main(void)
 		cmocka_unit_test_setup(template_user_step, test_setup),
 	};
 
-	cx_store_path(g_store, sizeof(g_store));
-	if (!cx_store_has_devbox(g_store)) {
-		printf("SKIP: no devbox:1 image in %s (build it: mock-api/images/build-image devbox:1; "
-		       "ci/bootstrap test does)\n",
-		       g_store);
+	if (!cx_store_devbox(g_store, sizeof(g_store)))
 		return 77;
-	}
 	return cmocka_run_group_tests(tests, group_setup, mf_group_teardown);
 }
