@@ -3,7 +3,8 @@
  * Each build is a thread of its own: it starts a builder cell (the cell
  * machinery of a sandbox) on the base's rootfs image, with a disk and a
  * memory limit of the build's, runs the Dockerfile's steps in it one by
- * one (RUN by exec, its output into the template's log line by line) and,
+ * one (RUN by exec, its output into the template's log a batch of lines
+ * at a time; followers: template_log.c) and,
  * when every step exited 0, copies the cell's upper layer (what the steps
  * changed of the root) to <work>/templates/<id>/layer: the template's
  * layer, which a sandbox booted on the template gets as the start of its
@@ -51,6 +52,12 @@
  * how much of each */
 #define BUILD_TAIL_LINES 8
 #define BUILD_TAIL_LINE_MAX 256
+/* a step's output goes into the log at most every BUILD_FLUSH_MS (or
+ * once BUILD_BATCH_MAX bytes wait): a flood then costs a lock and a
+ * follower's wake-up per batch, not per read of the pipe (16 KiB). A line
+ * after a burst waits for the next read's timeout at most (100 ms). */
+#define BUILD_FLUSH_MS 20
+#define BUILD_BATCH_MAX (1024 * 1024)
 
 /* The settings a build runs with, copied under the model lock when it is
  * created: PUT /_mock/settings changes later builds, never one running
@@ -72,7 +79,8 @@ typedef struct build {
 	struct build *next;
 	/* the thread's own */
 	sbx_strbuf part;     /* a line not yet ended */
-	sbx_strbuf batch;    /* the ended lines of one read, '\n' after each */
+	sbx_strbuf batch;    /* ended lines not yet in the log, '\n' after each */
+	int64_t flushed_ms;  /* when the batch last went into the log */
 	char tail[BUILD_TAIL_LINES][BUILD_TAIL_LINE_MAX]; /* for a failure's message */
 	unsigned ntail;
 } build;
@@ -207,20 +215,32 @@ static void batch_line(build *b, const char *s, size_t n)
 	b->part.len = 0;
 }
 
-/* The batch into the template's log, under one lock. */
-static void batch_flush(build *b)
+/* Lock held: the batch into the template's log (tpl, NULL when gone). */
+static void batch_put(build *b, cJSON *tpl)
 {
-	cJSON *tpl;
-
 	if (b->batch.len == 0)
 		return;
-	pthread_mutex_lock(&b->mock->model->lock);
-	tpl = tpl_of(b);
 	if (tpl != NULL)
 		mock_template_log_add(tpl, b->batch.data, b->batch.len);
 	log_grew(b->mock);
-	pthread_mutex_unlock(&b->mock->model->lock);
 	b->batch.len = 0;
+	b->flushed_ms = sbx_mono_ms();
+}
+
+/* Whether the batch is due: old or big enough. */
+static bool batch_due(const build *b)
+{
+	return b->batch.len > 0 &&
+	       (b->batch.len >= BUILD_BATCH_MAX || sbx_mono_ms() - b->flushed_ms >= BUILD_FLUSH_MS);
+}
+
+static void batch_flush(build *b)
+{
+	if (b->batch.len == 0)
+		return;
+	pthread_mutex_lock(&b->mock->model->lock);
+	batch_put(b, tpl_of(b));
+	pthread_mutex_unlock(&b->mock->model->lock);
 }
 
 static void on_output(void *arg, int which, const char *buf, size_t n)
@@ -245,7 +265,8 @@ static void on_output(void *arg, int which, const char *buf, size_t n)
 			p = end;
 		}
 	}
-	batch_flush(b);
+	if (batch_due(b))
+		batch_flush(b);
 }
 
 /* The step ended: a last line without its newline goes in as it is. */
@@ -259,12 +280,16 @@ static void flush_part(build *b)
 static bool on_abort(void *arg)
 {
 	build *b = arg;
-	bool stop;
+	cJSON *tpl;
 
+	/* after each read of the step's output, and each 100 ms without one:
+	 * a batch held back comes out here once due, under the same lock */
 	pthread_mutex_lock(&b->mock->model->lock);
-	stop = tpl_of(b) == NULL;
+	tpl = tpl_of(b);
+	if (batch_due(b))
+		batch_put(b, tpl);
 	pthread_mutex_unlock(&b->mock->model->lock);
-	return stop;
+	return tpl == NULL;
 }
 
 /* ---- the steps ---- */
@@ -834,78 +859,9 @@ void mock_op_templates_free(sbx_mock *mock)
 	mock->builds = NULL;
 }
 
-/* ---- the log, followed ---- */
-
-typedef struct log_stream {
-	mock_op_stream s;
-	mock_tenant *t;
-	char id[64];
-	size_t next;     /* the next line to send */
-	bool ended;
-} log_stream;
-
-/* Lock held: what the follower has not seen of template ls->id into out
- * (its final frame too once the build ended); true when it ended. */
-static bool log_take(log_stream *ls, sbx_strbuf *out)
+pthread_cond_t *mock_builds_grew(sbx_mock *mock)
 {
-	cJSON *tpl = mock_template_find(ls->t, ls->id);
-	bool done;
+	struct mock_builds *bs = builds_of(mock);
 
-	if (tpl == NULL) { /* deleted while followed */
-		sbx_strbuf_puts(out, "{\"final\":true,\"status\":\"failed\"}\n");
-		return true;
-	}
-	done = mock_template_done(tpl);
-	ls->next = mock_template_log_lines(tpl, ls->next, true, out);
-	if (done)
-		sbx_strbuf_printf(out, "{\"final\":true,\"status\":\"%s\"}\n",
-				  cJSON_GetObjectItemCaseSensitive(tpl, "status")->valuestring);
-	return done;
-}
-
-static int log_next(mock_op_stream *s, sbx_strbuf *out)
-{
-	log_stream *ls = (log_stream *)s;
-	mock_model *m = s->mock->model;
-	struct timespec until;
-	struct mock_builds *bs;
-	bool done;
-
-	if (ls->ended)
-		return MOCK_STREAM_DONE;
-	until = sbx_mono_deadline(MOCK_STREAM_WAIT_MS);
-	pthread_mutex_lock(&m->lock);
-	done = log_take(ls, out);
-	bs = builds_of(s->mock);
-	/* nothing new: wait for a line or the status (or the wait's end,
-	 * when a heartbeat may be due), then look once more */
-	if (!done && out->len == 0 && bs != NULL && pthread_cond_timedwait(&bs->grew, &m->lock, &until) == 0)
-		done = log_take(ls, out);
-	pthread_mutex_unlock(&m->lock);
-	if (done) {
-		ls->ended = true;
-		return MOCK_STREAM_MORE; /* the final frame goes out; DONE next */
-	}
-	if (out->len == 0 && ops_stream_quiet(s))
-		sbx_strbuf_puts(out, "{\"hb\":true}\n");
-	return MOCK_STREAM_MORE;
-}
-
-static void log_end(mock_op_stream *s)
-{
-	free(s);
-}
-
-mock_op_stream *mock_op_template_follow(sbx_mock *mock, mock_tenant *t, const char *id)
-{
-	log_stream *ls = calloc(1, sizeof(*ls));
-
-	if (ls == NULL)
-		return NULL;
-	ls->s.mock = mock;
-	ls->s.next = log_next;
-	ls->s.end = log_end;
-	ls->t = t;
-	snprintf(ls->id, sizeof(ls->id), "%s", id);
-	return &ls->s;
+	return bs != NULL ? &bs->grew : NULL;
 }
