@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <ftw.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -641,7 +642,11 @@ long cx_guest_lines(const char *key, const char *id, const char *path)
 	return n;
 }
 
-void cx_image_store(char *buf, size_t cap)
+/* ---- the image store ---- */
+
+/* build-image's store: $SBX_IMAGE_STORE, /var/cache/sbx-harness/images as
+ * root, else $XDG_CACHE_HOME (or ~/.cache)/sbx-harness/images. */
+void cx_store_path(char *buf, size_t cap)
 {
 	const char *env = getenv("SBX_IMAGE_STORE"), *xdg = getenv("XDG_CACHE_HOME");
 	const char *home = getenv("HOME");
@@ -654,4 +659,32 @@ void cx_image_store(char *buf, size_t cap)
 		snprintf(buf, cap, "%s/sbx-harness/images", xdg);
 	else
 		snprintf(buf, cap, "%s/.cache/sbx-harness/images", home != NULL ? home : "");
+}
+
+/* Whether the store's index names devbox:1. */
+int cx_store_has_devbox(const char *store)
+{
+	char path[PATH_MAX + 8], line[512];
+	int found = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/index", store);
+	f = fopen(path, "re");
+	if (f == NULL)
+		return 0;
+	while (!found && fgets(line, sizeof(line), f) != NULL)
+		found = strncmp(line, "devbox:1\t", 9) == 0;
+	fclose(f);
+	return found;
+}
+
+bool cx_store_devbox(char *store, size_t cap)
+{
+	cx_store_path(store, cap);
+	if (cx_store_has_devbox(store))
+		return true;
+	printf("SKIP: no devbox:1 image in %s (build it: mock-api/images/build-image devbox:1; "
+	       "ci/bootstrap test does)\n",
+	       store);
+	return false;
 }

@@ -93,9 +93,6 @@ bool cx_mount_find(const char *s, char *buf, size_t cap);
 void cx_umount_under(const char *dir);
 /* Lazily unmounts whatever is mounted under dir (cleanup), then rm -rf. */
 void cx_rmtree(const char *dir);
-/* build-image's store: $SBX_IMAGE_STORE, /var/cache/sbx-harness/images as
- * root, else $XDG_CACHE_HOME (or ~/.cache)/sbx-harness/images. */
-void cx_image_store(char *buf, size_t cap);
 /* The number of lines of a host file, -1 when it cannot be read. */
 long cx_lines(const char *path);
 /* Whether text is the whole of the host file path (its first 64 KiB). */
@@ -106,5 +103,14 @@ long cx_root_lines(pid_t pid, const char *path);
 /* The lines of the guest file path, read through the files API; -1 when
  * it cannot be read. */
 long cx_guest_lines(const char *key, const char *id, const char *path);
+
+/* The image store (IMAGES.md): build-image's, $SBX_IMAGE_STORE,
+ * /var/cache/sbx-harness/images as root, else $XDG_CACHE_HOME (or
+ * ~/.cache)/sbx-harness/images; and whether its index names devbox:1. */
+void cx_store_path(char *buf, size_t cap);
+int cx_store_has_devbox(const char *store);
+/* The store's path into store; true when it has devbox:1, else false
+ * with a SKIP line saying how to build it (the program then exits 77). */
+bool cx_store_devbox(char *store, size_t cap);
 
 #endif

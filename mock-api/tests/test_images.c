@@ -36,23 +36,6 @@ static char g_store[PATH_MAX];
 static char g_image_dir[PATH_MAX]; /* devbox:1's directory, as the mock uses it */
 static char g_image_note[1024];    /* how the mock uses it (idmapped: its cells map every uid) */
 
-/* Whether the store's index names devbox:1. */
-static int store_has_devbox(const char *store)
-{
-	char path[PATH_MAX + 8], line[512];
-	int found = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/index", store);
-	f = fopen(path, "re");
-	if (f == NULL)
-		return 0;
-	while (!found && fgets(line, sizeof(line), f) != NULL)
-		found = strncmp(line, "devbox:1\t", 9) == 0;
-	fclose(f);
-	return found;
-}
-
 static int group_setup(void **state)
 {
 	sbx_mock_config cfg;
@@ -370,12 +353,7 @@ int main(void)
 		cmocka_unit_test_setup(template_user_step, test_setup),
 	};
 
-	cx_image_store(g_store, sizeof(g_store));
-	if (!store_has_devbox(g_store)) {
-		printf("SKIP: no devbox:1 image in %s (build it: mock-api/images/build-image devbox:1; "
-		       "ci/bootstrap test does)\n",
-		       g_store);
+	if (!cx_store_devbox(g_store, sizeof(g_store)))
 		return 77;
-	}
 	return cmocka_run_group_tests(tests, group_setup, mf_group_teardown);
 }

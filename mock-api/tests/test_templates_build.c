@@ -196,10 +196,7 @@ int main(void)
 		cmocka_unit_test_setup(storage_bound_refuses_before_it_is_passed, test_setup),
 	};
 
-	cx_image_store(g_store, sizeof(g_store));
-	if (access(g_store, F_OK) != 0) {
-		printf("SKIP: no image store at %s (build devbox:1: mock-api/images/build-image devbox:1)\n", g_store);
+	if (!cx_store_devbox(g_store, sizeof(g_store)))
 		return 77;
-	}
 	return cmocka_run_group_tests(tests, group_setup, mf_group_teardown);
 }

@@ -456,8 +456,16 @@ cJSON *mock_template_view(mock_model *m, cJSON *tpl);
 /* Template builds (TEMPLATES.md), lock held: appends a line to the
  * build's log (bounded: the oldest go first), moves its status on
  * (building, ready with its size and built_at, failed); the log's lines
- * from index from, as NDJSON events or text, into out; the count. */
+ * from index from, as NDJSON events or text, into out (first a line
+ * saying how many of those were not kept, when some were not); the
+ * count. */
 void mock_template_log(cJSON *tpl, const char *line);
+/* Lock held: len bytes of text, lines each ended by '\n', appended as
+ * mock_template_log does one (a step's output, one read at a time). */
+void mock_template_log_add(cJSON *tpl, const char *text, size_t len);
+/* The template as its tenant's state record carries it (DURABLE.md): all
+ * but its log, of which the last TPL_LOG_DURABLE_LINES lines, cut. */
+cJSON *mock_template_record(const cJSON *tpl);
 void mock_template_set_status(mock_model *m, cJSON *tpl, const char *status, double size_bytes);
 size_t mock_template_log_lines(const cJSON *tpl, size_t from, bool ndjson, sbx_strbuf *out);
 /* Whether the status is final (ready, failed). */

@@ -18,7 +18,8 @@
 
 cJSON *mock_tenant_dump(const mock_tenant *t)
 {
-	cJSON *o = cJSON_CreateObject();
+	cJSON *o = cJSON_CreateObject(), *tpls;
+	const cJSON *tpl;
 
 	/* never the key itself: its keyed hash (model.h) */
 	cJSON_AddStringToObject(o, "key_hash", t->key_hash);
@@ -27,7 +28,12 @@ cJSON *mock_tenant_dump(const mock_tenant *t)
 	cJSON_AddNumberToObject(o, "credit", t->credit);
 	cJSON_AddItemToObject(o, "networks", cJSON_Duplicate(t->networks, true));
 	cJSON_AddItemToObject(o, "disks", cJSON_Duplicate(t->disks, true));
-	cJSON_AddItemToObject(o, "templates", cJSON_Duplicate(t->templates, true));
+	/* a template's log is not the tenant's state: the record is printed,
+	 * checksummed and synced under the model lock at each change of the
+	 * tenant, so it carries only the log's last lines (TEMPLATES.md) */
+	tpls = cJSON_AddArrayToObject(o, "templates");
+	cJSON_ArrayForEach(tpl, t->templates)
+		cJSON_AddItemToArray(tpls, mock_template_record(tpl));
 	return o;
 }
 

@@ -6,9 +6,9 @@
  * ENTRYPOINT; no COPY or ADD) and stores its steps ("_steps") for the
  * build, which ops/template_build.c runs for real: the status moves from
  * pending only when the build does, never on the clock. The bookkeeping
- * keys ("_created_ms", "_steps", "_log", "_log_dropped", and "_disk_mib":
- * the storage its build reserved) never reach a view. Never knows about
- * HTTP, never does I/O. */
+ * keys ("_created_ms", "_steps", "_log*", and "_disk_mib": the storage its
+ * build reserved) never reach a view. Never knows about HTTP, never does
+ * I/O. */
 #include "model/model_internal.h"
 #include "util/json_print.h"
 
@@ -21,10 +21,17 @@
 /* The docs' only base; devbox:1 is the same image (IMAGES.md). */
 const char *const mock_template_bases[] = {"nodeops/sandbox:debian", NULL};
 
-/* a build's log keeps its last lines: a RUN printing without end must
- * not grow the mock without bound */
+/* a build's log keeps its last lines, so many and so many bytes of
+ * them: a RUN printing without end must not grow the mock without bound
+ * (LIMITS.md); a line is cut at TPL_LINE_MAX - 1 bytes */
 #define TPL_LOG_MAX_LINES 4000
+#define TPL_LOG_MAX_BYTES (1024 * 1024)
 #define TPL_LINE_MAX 4096
+/* what of a log the tenant's state record carries (DURABLE.md): its last
+ * lines (a failed build's message and its tail), each cut; the record is
+ * written whole at each change of the tenant, under the model lock */
+#define TPL_LOG_DURABLE_LINES 10
+#define TPL_LOG_DURABLE_LINE_MAX 512
 
 cJSON *mock_template_find(mock_tenant *t, const char *id)
 {
@@ -552,6 +559,31 @@ cJSON *mock_template_create(mock_model *m, mock_tenant *t, const cJSON *body, mo
 	return tpl;
 }
 
+cJSON *mock_template_view(mock_model *m, cJSON *tpl)
+{
+	cJSON *v;
+
+	(void)m;
+	v = cJSON_Duplicate(tpl, true);
+	if (v != NULL) {
+		static const char *const hidden[] = {"_created_ms", "_steps",    "_log",      "_log_dropped",
+						     "_log_kept",   "_log_bytes", "_disk_mib"};
+
+		for (size_t i = 0; i < sizeof(hidden) / sizeof(hidden[0]); i++)
+			cJSON_DeleteItemFromObjectCaseSensitive(v, hidden[i]);
+	}
+	return v;
+}
+
+/* ---- the build's log ---- */
+
+/* A template's log: "_log" its kept lines (oldest first), "_log_dropped"
+ * how many went before them, "_log_kept" and "_log_bytes" their count and
+ * bytes (counted, never walked: a line costs the same in a full log). */
+typedef struct tpl_log {
+	cJSON *lines, *dropped, *kept, *bytes;
+} tpl_log;
+
 /* Sets o[k] = v whether or not o has k yet (a template restored from a
  * state log may lack status or ext4_size_bytes: Replace alone would leak
  * v). */
@@ -563,38 +595,90 @@ static void put_item(cJSON *o, const char *k, cJSON *v)
 		cJSON_AddItemToObject(o, k, v);
 }
 
-cJSON *mock_template_view(mock_model *m, cJSON *tpl)
+static cJSON *log_field(cJSON *tpl, const char *k, bool array)
 {
-	cJSON *v;
+	cJSON *v = cJSON_GetObjectItemCaseSensitive(tpl, k);
 
-	(void)m;
-	v = cJSON_Duplicate(tpl, true);
-	if (v != NULL) {
-		static const char *const hidden[] = {"_created_ms", "_steps", "_log", "_log_dropped", "_disk_mib"};
-
-		for (size_t i = 0; i < sizeof(hidden) / sizeof(hidden[0]); i++)
-			cJSON_DeleteItemFromObjectCaseSensitive(v, hidden[i]);
+	if (array ? !cJSON_IsArray(v) : !cJSON_IsNumber(v)) {
+		v = array ? cJSON_CreateArray() : cJSON_CreateNumber(0);
+		put_item(tpl, k, v);
 	}
 	return v;
 }
 
+static tpl_log log_of(cJSON *tpl)
+{
+	tpl_log l = {log_field(tpl, "_log", true), log_field(tpl, "_log_dropped", false),
+		     log_field(tpl, "_log_kept", false), log_field(tpl, "_log_bytes", false)};
+
+	return l;
+}
+
+static void num_add(cJSON *n, double d)
+{
+	cJSON_SetNumberValue(n, n->valuedouble + d);
+}
+
+/* Drops the oldest lines while the log is over its bounds (the newest
+ * line stays, whatever its size: it is under TPL_LINE_MAX). */
+static void log_trim(tpl_log *l)
+{
+	while (l->lines->child != NULL && l->lines->child->next != NULL &&
+	       (l->kept->valuedouble > TPL_LOG_MAX_LINES || l->bytes->valuedouble > TPL_LOG_MAX_BYTES)) {
+		cJSON *old = cJSON_DetachItemViaPointer(l->lines, l->lines->child);
+
+		num_add(l->bytes, -(double)strlen(old->valuestring));
+		num_add(l->kept, -1);
+		num_add(l->dropped, 1);
+		cJSON_Delete(old);
+	}
+}
+
+/* One line (n bytes of s, cut at TPL_LINE_MAX - 1 or a NUL) at the end. */
+static void log_push(tpl_log *l, const char *s, size_t n)
+{
+	char buf[TPL_LINE_MAX];
+	cJSON *str;
+
+	n = strnlen(s, n < sizeof(buf) ? n : sizeof(buf) - 1);
+	memcpy(buf, s, n);
+	buf[n] = '\0';
+	str = cJSON_CreateString(buf);
+	if (str == NULL)
+		return;
+	cJSON_AddItemToArray(l->lines, str);
+	num_add(l->kept, 1);
+	num_add(l->bytes, (double)n);
+	log_trim(l);
+}
+
 void mock_template_log(cJSON *tpl, const char *line)
 {
-	cJSON *log = cJSON_GetObjectItemCaseSensitive(tpl, "_log");
-	char buf[TPL_LINE_MAX];
+	tpl_log l = log_of(tpl);
 
-	if (!cJSON_IsArray(log)) {
-		log = cJSON_CreateArray();
-		put_item(tpl, "_log", log);
-	}
-	snprintf(buf, sizeof(buf), "%s", line);
-	cJSON_AddItemToArray(log, cJSON_CreateString(buf));
-	if (cJSON_GetArraySize(log) > TPL_LOG_MAX_LINES) {
-		/* readers count lines from the start: they skip what went */
-		const cJSON *d = cJSON_GetObjectItemCaseSensitive(tpl, "_log_dropped");
+	log_push(&l, line, strlen(line));
+}
 
-		cJSON_DeleteItemFromArray(log, 0);
-		put_item(tpl, "_log_dropped", cJSON_CreateNumber(cJSON_IsNumber(d) ? d->valuedouble + 1 : 1));
+void mock_template_log_add(cJSON *tpl, const char *text, size_t len)
+{
+	tpl_log l = log_of(tpl);
+	const char *p = text, *end = text + len;
+	size_t lines = 0, skip;
+
+	for (const char *q = p; q < end && (q = memchr(q, '\n', (size_t)(end - q))) != NULL; q++)
+		lines++;
+	/* more lines than the log keeps: the first would go at once */
+	skip = lines > TPL_LOG_MAX_LINES ? lines - TPL_LOG_MAX_LINES : 0;
+	num_add(l.dropped, (double)skip);
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t n = (size_t)((nl != NULL ? nl : end) - p);
+
+		if (skip > 0)
+			skip--;
+		else
+			log_push(&l, p, n);
+		p += n + 1;
 	}
 }
 
@@ -615,11 +699,61 @@ void mock_template_set_bytes(cJSON *tpl, double bytes)
 	put_item(tpl, "ext4_size_bytes", cJSON_CreateNumber(bytes));
 }
 
+cJSON *mock_template_record(const cJSON *tpl)
+{
+	cJSON *o = cJSON_CreateObject(), *lines = cJSON_CreateArray();
+	const cJSON *it, *log = cJSON_GetObjectItemCaseSensitive(tpl, "_log");
+	const cJSON *d = cJSON_GetObjectItemCaseSensitive(tpl, "_log_dropped");
+	double dropped = cJSON_IsNumber(d) ? d->valuedouble : 0;
+	size_t n = 0;
+
+	for (it = tpl->child; it != NULL; it = it->next) {
+		if (strncmp(it->string, "_log", 4) != 0)
+			cJSON_AddItemToObject(o, it->string, cJSON_Duplicate(it, true));
+	}
+	/* the last lines, walked back from the end (the head's prev) */
+	it = cJSON_IsArray(log) && log->child != NULL ? log->child->prev : NULL;
+	while (it != NULL && n < TPL_LOG_DURABLE_LINES) {
+		char buf[TPL_LOG_DURABLE_LINE_MAX];
+
+		snprintf(buf, sizeof(buf), "%s", cJSON_IsString(it) ? it->valuestring : "");
+		cJSON_InsertItemInArray(lines, 0, cJSON_CreateString(buf));
+		n++;
+		it = it != log->child ? it->prev : NULL;
+	}
+	dropped += (double)cJSON_GetArraySize(log) - (double)n;
+	cJSON_AddItemToObject(o, "_log", lines);
+	cJSON_AddNumberToObject(o, "_log_dropped", dropped);
+	return o;
+}
+
+/* A log read back from a state record (damaged or hostile: anything but
+ * strings goes) made a log as log_push keeps it: bounded, counted. */
+static void log_restore(cJSON *tpl)
+{
+	cJSON *old = cJSON_DetachItemFromObjectCaseSensitive(tpl, "_log");
+	const cJSON *d = cJSON_GetObjectItemCaseSensitive(tpl, "_log_dropped");
+	double dropped = cJSON_IsNumber(d) && d->valuedouble >= 0 && d->valuedouble <= 1e15 ? d->valuedouble : 0;
+	tpl_log l;
+	const cJSON *it;
+
+	cJSON_DeleteItemFromObjectCaseSensitive(tpl, "_log_kept");
+	cJSON_DeleteItemFromObjectCaseSensitive(tpl, "_log_bytes");
+	put_item(tpl, "_log_dropped", cJSON_CreateNumber(dropped));
+	l = log_of(tpl);
+	for (it = cJSON_IsArray(old) ? old->child : NULL; it != NULL; it = it->next) {
+		if (cJSON_IsString(it))
+			log_push(&l, it->valuestring, strlen(it->valuestring));
+	}
+	cJSON_Delete(old);
+}
+
 void mock_template_after_restore(mock_tenant *t)
 {
 	cJSON *tpl;
 
 	cJSON_ArrayForEach(tpl, t->templates) {
+		log_restore(tpl);
 		if (mock_template_done(tpl))
 			continue;
 		/* its thread, cell and steps were the old process's */
@@ -637,24 +771,59 @@ bool mock_template_done(const cJSON *tpl)
 	return st != NULL && (strcmp(st, "ready") == 0 || strcmp(st, "failed") == 0);
 }
 
+static void log_out(const char *line, bool ndjson, sbx_strbuf *out)
+{
+	if (ndjson) {
+		sbx_strbuf_puts(out, "{\"level\":\"info\",\"attempt\":1,\"line\":");
+		json_escape(out, line, strlen(line));
+		sbx_strbuf_puts(out, "}\n");
+	} else {
+		sbx_strbuf_puts(out, line);
+		sbx_strbuf_puts(out, "\n");
+	}
+}
+
+static size_t num_of(const cJSON *tpl, const char *k)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(tpl, k);
+
+	return cJSON_IsNumber(v) && v->valuedouble > 0 ? (size_t)v->valuedouble : 0;
+}
+
 size_t mock_template_log_lines(const cJSON *tpl, size_t from, bool ndjson, sbx_strbuf *out)
 {
 	const cJSON *log = cJSON_GetObjectItemCaseSensitive(tpl, "_log");
-	const cJSON *d = cJSON_GetObjectItemCaseSensitive(tpl, "_log_dropped");
-	size_t dropped = cJSON_IsNumber(d) ? (size_t)d->valuedouble : 0;
-	size_t n = dropped + (size_t)cJSON_GetArraySize(log), i = dropped;
-	const cJSON *it;
+	const cJSON *it = cJSON_IsArray(log) ? log->child : NULL;
+	size_t dropped = num_of(tpl, "_log_dropped"), kept = 0, skip;
 
-	cJSON_ArrayForEach(it, log) {
-		if (i++ < from || !cJSON_IsString(it))
-			continue;
-		if (ndjson) {
-			sbx_strbuf_puts(out, "{\"level\":\"info\",\"attempt\":1,\"line\":");
-			json_escape(out, it->valuestring, strlen(it->valuestring));
-			sbx_strbuf_puts(out, "}\n");
-		} else {
-			sbx_strbuf_printf(out, "%s\n", it->valuestring);
-		}
+	/* a log no line went into yet (its create) has no count */
+	kept = cJSON_GetObjectItemCaseSensitive(tpl, "_log_kept") != NULL ? num_of(tpl, "_log_kept")
+									 : (size_t)cJSON_GetArraySize(log);
+	if (from < dropped) { /* the reader missed lines: it is told how many */
+		char mark[320];
+
+		snprintf(mark, sizeof(mark),
+			 "[%zu earlier lines not kept: a template's log keeps its last %d lines and %d KiB, "
+			 "and across a restart its last %d (mock-api/TEMPLATES.md)]",
+			 dropped - from, TPL_LOG_MAX_LINES, TPL_LOG_MAX_BYTES / 1024, TPL_LOG_DURABLE_LINES);
+		log_out(mark, ndjson, out);
+		from = dropped;
 	}
-	return n;
+	if (from >= dropped + kept)
+		return dropped + kept;
+	/* a follower wants the newest lines: walked back from the end */
+	skip = from - dropped;
+	if (it != NULL && kept - skip < skip) {
+		it = log->child->prev;
+		for (size_t k = 1; k < kept - skip; k++)
+			it = it->prev;
+	} else {
+		for (size_t k = 0; it != NULL && k < skip; k++)
+			it = it->next;
+	}
+	for (; it != NULL; it = it->next) {
+		if (cJSON_IsString(it))
+			log_out(it->valuestring, ndjson, out);
+	}
+	return dropped + kept;
 }

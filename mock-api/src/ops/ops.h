@@ -249,8 +249,12 @@ int mock_op_disk_detach(mock_op *op, const char *disk, const char *mount);
 void mock_op_template_build(sbx_mock *mock, mock_tenant *t, const char *id);
 /* Cancels every build (reset): each ends without a status change. */
 void mock_op_templates_cancel(sbx_mock *mock);
-/* Cancels and waits for every build (stop). */
+/* Stop: cancels and joins every build; a create after it starts none
+ * (its template ends failed, "the mock is stopping"). */
 void mock_op_templates_stop(sbx_mock *mock);
+/* Frees what the builds' bookkeeping holds (its followers' condition):
+ * once no request can come (after the HTTP daemon stopped). */
+void mock_op_templates_free(sbx_mock *mock);
 /* Model lock held, after a durable replay: a ready template whose layer
  * is not in this mock's work dir (another --work-dir) ends failed saying
  * so, rather than failing each create on it. */

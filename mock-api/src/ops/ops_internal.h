@@ -6,6 +6,7 @@
 #ifndef SBX_MOCK_OPS_INTERNAL_H
 #define SBX_MOCK_OPS_INTERNAL_H
 
+#include <pthread.h>
 #include <stdbool.h>
 
 #include "guest/guest.h"
@@ -23,6 +24,13 @@ mock_sandbox *ops_find(mock_op *op);
 mock_sandbox *ops_begin(mock_op *op, bool tick);
 /* Whether op's fired fault rule is of kind k. */
 bool ops_fault_is(const mock_op *op, mock_fault_kind k);
+
+/* ---- template builds (template_build.c) ---- */
+
+/* Lock held: the mock's condition its builds signal (a log line, a status
+ * change), on CLOCK_MONOTONIC, made at first use; NULL when out of
+ * memory. Freed by mock_op_templates_free. */
+pthread_cond_t *mock_builds_grew(sbx_mock *mock);
 
 /* ---- guest I/O (ops_exec.c) ---- */
 

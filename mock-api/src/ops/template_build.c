@@ -3,7 +3,8 @@
  * Each build is a thread of its own: it starts a builder cell (the cell
  * machinery of a sandbox) on the base's rootfs image, with a disk and a
  * memory limit of the build's, runs the Dockerfile's steps in it one by
- * one (RUN by exec, its output into the template's log line by line) and,
+ * one (RUN by exec, its output into the template's log a batch of lines
+ * at a time; followers: template_log.c) and,
  * when every step exited 0, copies the cell's upper layer (what the steps
  * changed of the root) to <work>/templates/<id>/layer: the template's
  * layer, which a sandbox booted on the template gets as the start of its
@@ -45,6 +46,26 @@
 /* a step's argv, runuser's four words included (the parser refuses an
  * exec form of more than MOCK_TPL_RUN_ARGS_MAX) */
 #define BUILD_ARGV_MAX (MOCK_TPL_RUN_ARGS_MAX + 4)
+/* a line of a step's output longer than this goes into the log in pieces
+ * (the model cuts a line at TPL_LINE_MAX: a piece is never cut) */
+#define BUILD_LINE_PIECE 4000
+/* the last lines of the steps' output a failure's message repeats, and
+ * how much of each */
+#define BUILD_TAIL_LINES 8
+#define BUILD_TAIL_LINE_MAX 256
+/* a step's output goes into the log at most every BUILD_FLUSH_MS (or
+ * once BUILD_BATCH_MAX bytes wait): a flood then costs a lock and a
+ * follower's wake-up per batch, not per read of the pipe (16 KiB). A line
+ * after a burst waits for the next read's timeout at most (100 ms). */
+#define BUILD_FLUSH_MS 20
+#define BUILD_BATCH_MAX (1024 * 1024)
+
+/* The settings a build runs with, copied under the model lock when it is
+ * created: PUT /_mock/settings changes later builds, never one running
+ * (and the thread never reads the model's settings unlocked). */
+typedef struct build_limits {
+	unsigned timeout_s, disk_mib, mem_mib;
+} build_limits;
 
 typedef struct build {
 	sbx_mock *mock;
@@ -54,20 +75,63 @@ typedef struct build {
 	mock_guest *g;       /* the builder, under the model lock */
 	bool pooled;         /* g came from the warm pool, not yet settled */
 	uint32_t net_k;      /* its builder address index (mock_egress_wire_builder) */
-	unsigned disk_mib;   /* its disk: the storage its create reserved (model_template.c) */
 	bool cancel, done;   /* under the model lock */
+	build_limits lim;    /* set at create, read-only after */
 	struct build *next;
 	/* the thread's own */
 	sbx_strbuf part;     /* a line not yet ended */
-	char tail[8][256];   /* the last lines, for a failure's message */
+	sbx_strbuf batch;    /* ended lines not yet in the log, '\n' after each */
+	int64_t flushed_ms;  /* when the batch last went into the log */
+	char tail[BUILD_TAIL_LINES][BUILD_TAIL_LINE_MAX]; /* for a failure's message */
 	unsigned ntail;
 } build;
 
+/* The mock's builds, made at its first build or log follower and freed
+ * by mock_op_templates_free once nothing can reach it (after the HTTP
+ * daemon stopped): a create that comes while the mock stops sees
+ * stopping and starts nothing, where a freed and remade list let it start
+ * a thread no one joined. Under the model lock. */
 struct mock_builds {
 	build *list;
 	bool stopping;
 	uint32_t last_net_k; /* the last builder address index handed out */
+	/* Signalled when a build's log grows or its status changes: a
+	 * follower waits on it instead of polling, so followLogs sees a line
+	 * as it is written. The mock's own (waited on with its model lock;
+	 * several mocks live in one process), on CLOCK_MONOTONIC. */
+	pthread_cond_t grew;
 };
+
+/* Lock held: the mock's builds, made at first use; NULL when out of
+ * memory. */
+static struct mock_builds *builds_of(sbx_mock *mock)
+{
+	pthread_condattr_t ca;
+	struct mock_builds *bs = mock->builds;
+
+	if (bs != NULL)
+		return bs;
+	bs = calloc(1, sizeof(*bs));
+	if (bs == NULL)
+		return NULL;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	if (pthread_cond_init(&bs->grew, &ca) != 0) {
+		free(bs);
+		bs = NULL;
+	}
+	pthread_condattr_destroy(&ca);
+	mock->builds = bs;
+	return bs;
+}
+
+/* Lock held: wakes the followers (a line or a status). mock->builds is
+ * there: a build or follower made it. */
+static void log_grew(sbx_mock *mock)
+{
+	if (mock->builds != NULL)
+		pthread_cond_broadcast(&mock->builds->grew);
+}
 
 /* ---- the template, under the lock ---- */
 
@@ -78,12 +142,6 @@ static cJSON *tpl_of(build *b)
 		return NULL;
 	return mock_template_find(b->t, b->id);
 }
-
-/* Signalled (under the model lock) when a build's log grows or its status
- * changes: a follower waits on it instead of polling, so followLogs sees a
- * line as it is written. One for every mock in the process: a wake-up for
- * another template only costs a look. */
-static pthread_cond_t log_grew = PTHREAD_COND_INITIALIZER;
 
 static void log_line(build *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void log_line(build *b, const char *fmt, ...)
@@ -99,7 +157,7 @@ static void log_line(build *b, const char *fmt, ...)
 	tpl = tpl_of(b);
 	if (tpl != NULL)
 		mock_template_log(tpl, line);
-	pthread_cond_broadcast(&log_grew);
+	log_grew(b->mock);
 	pthread_mutex_unlock(&b->mock->model->lock);
 }
 
@@ -117,7 +175,7 @@ static void set_status(build *b, const char *status, double size)
 	if (tpl != NULL)
 		mock_template_set_status(mock->model, tpl, status, size);
 	ended = tpl != NULL && mock_template_done(tpl);
-	pthread_cond_broadcast(&log_grew);
+	log_grew(mock);
 	pthread_mutex_unlock(&mock->model->lock);
 	if (ended && mock->persist_tenant != NULL && mock->persist_tenant(mock, b->t, &err) != 0 &&
 	    !mock->quiet)
@@ -125,52 +183,114 @@ static void set_status(build *b, const char *status, double size)
 			err.msg);
 }
 
-/* ---- a step's output, line by line ---- */
+/* ---- a step's output, a read at a time ---- */
 
-static void out_line(build *b, const char *s, size_t n)
+/* A step prints as much as it likes (apt, npm, a compiler; a flood of
+ * base64): each read of its output is cut into lines with memchr, its
+ * ended lines go into the log under one lock, and the log keeps its last
+ * lines only (model_template.c), so a build's cost follows the bytes, not
+ * a lock and a printf per byte. */
+
+/* The thread's own: one more line for the failure's tail. */
+static void tail_keep(build *b, const char *s, size_t n)
 {
-	char line[4096];
+	char *t = b->tail[b->ntail++ % BUILD_TAIL_LINES];
 
-	snprintf(line, sizeof(line), "%.*s", (int)n, s);
-	snprintf(b->tail[b->ntail++ % 8], sizeof(b->tail[0]), "%.255s", line);
-	log_line(b, "%s", line);
+	if (n >= BUILD_TAIL_LINE_MAX)
+		n = BUILD_TAIL_LINE_MAX - 1;
+	memcpy(t, s, n);
+	t[n] = '\0';
+}
+
+/* One ended line (the pending part first, then s) into the batch. */
+static void batch_line(build *b, const char *s, size_t n)
+{
+	if (b->part.len > 0) {
+		sbx_strbuf_append(&b->part, s, n);
+		s = b->part.data;
+		n = b->part.len;
+	}
+	tail_keep(b, s, n);
+	sbx_strbuf_append(&b->batch, s, n);
+	sbx_strbuf_append(&b->batch, "\n", 1);
+	b->part.len = 0;
+}
+
+/* Lock held: the batch into the template's log (tpl, NULL when gone). */
+static void batch_put(build *b, cJSON *tpl)
+{
+	if (b->batch.len == 0)
+		return;
+	if (tpl != NULL)
+		mock_template_log_add(tpl, b->batch.data, b->batch.len);
+	log_grew(b->mock);
+	b->batch.len = 0;
+	b->flushed_ms = sbx_mono_ms();
+}
+
+/* Whether the batch is due: old or big enough. */
+static bool batch_due(const build *b)
+{
+	return b->batch.len > 0 &&
+	       (b->batch.len >= BUILD_BATCH_MAX || sbx_mono_ms() - b->flushed_ms >= BUILD_FLUSH_MS);
+}
+
+static void batch_flush(build *b)
+{
+	if (b->batch.len == 0)
+		return;
+	pthread_mutex_lock(&b->mock->model->lock);
+	batch_put(b, tpl_of(b));
+	pthread_mutex_unlock(&b->mock->model->lock);
 }
 
 static void on_output(void *arg, int which, const char *buf, size_t n)
 {
 	build *b = arg;
+	const char *p = buf, *end = buf + n;
 
 	(void)which; /* one log: stdout and stderr interleaved as they came */
-	for (size_t i = 0; i < n; i++) {
-		if (buf[i] == '\n') {
-			out_line(b, b->part.data != NULL ? b->part.data : "", b->part.len);
-			b->part.len = 0;
-		} else {
-			sbx_strbuf_printf(&b->part, "%c", buf[i]);
-			if (b->part.len >= 4000) { /* a line without end: in pieces */
-				out_line(b, b->part.data, b->part.len);
-				b->part.len = 0;
-			}
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t len = (size_t)((nl != NULL ? nl : end) - p);
+		size_t room = BUILD_LINE_PIECE - b->part.len; /* part.len < BUILD_LINE_PIECE */
+
+		if (len >= room) { /* a line without end: in pieces */
+			batch_line(b, p, room);
+			p += room;
+		} else if (nl != NULL) {
+			batch_line(b, p, len);
+			p = nl + 1;
+		} else { /* the rest waits for its end */
+			sbx_strbuf_append(&b->part, p, len);
+			p = end;
 		}
 	}
+	if (batch_due(b))
+		batch_flush(b);
 }
 
+/* The step ended: a last line without its newline goes in as it is. */
 static void flush_part(build *b)
 {
 	if (b->part.len > 0)
-		out_line(b, b->part.data, b->part.len);
-	b->part.len = 0;
+		batch_line(b, "", 0);
+	batch_flush(b);
 }
 
 static bool on_abort(void *arg)
 {
 	build *b = arg;
-	bool stop;
+	cJSON *tpl;
 
+	/* after each read of the step's output, and each 100 ms without one:
+	 * a batch held back comes out here once due, under the same lock */
 	pthread_mutex_lock(&b->mock->model->lock);
-	stop = tpl_of(b) == NULL;
+	tpl = tpl_of(b);
+	if (batch_due(b))
+		batch_put(b, tpl);
 	pthread_mutex_unlock(&b->mock->model->lock);
-	return stop;
+	return tpl == NULL;
 }
 
 /* ---- the steps ---- */
@@ -281,7 +401,7 @@ static int run_argv(build *b, mock_guest *g, build_env *e, const char *const *ar
 	flush_part(b);
 	if (res.timed_out) {
 		snprintf(why, cap, "the build's time limit (%lld s) passed",
-			 (long long)(b->mock->model->set.tpl_build_timeout_s));
+			 (long long)b->lim.timeout_s);
 		return -1;
 	}
 	if (res.aborted) {
@@ -405,7 +525,7 @@ static double save_layer(build *b, mock_guest *g, char *why, size_t cap)
 	/* what it holds is counted as it is made, and bounded by the storage
 	 * the create reserved: the key's bound is never overshot */
 	rc = (lstat(dst, &st) == 0 && mock_tpl_run(rm, why, cap) != 0) ||
-	     mock_layer_copy(src, dst, (unsigned long long)b->disk_mib << 20, &bytes, why, cap) != 0;
+	     mock_layer_copy(src, dst, (unsigned long long)b->lim.disk_mib << 20, &bytes, why, cap) != 0;
 	close(held);
 	if (rc != 0 && lstat(dst, &st) == 0)
 		mock_tpl_run(rm, why + strlen(why), cap - strlen(why)); /* a partial copy holds no storage */
@@ -469,7 +589,6 @@ static void builder_settled(build *b)
 static mock_guest *start_builder(build *b, const char *base, char *why, size_t cap)
 {
 	sbx_mock *mock = b->mock;
-	const mock_settings *set = &mock->model->set;
 	const mock_image *im = mock_rootfs_image(mock, base);
 	mock_guest_opts o = {.cgroups = mock->cgroups,
 			     .pids_max = MOCK_GUEST_PIDS_MAX,
@@ -492,10 +611,8 @@ static mock_guest *start_builder(build *b, const char *base, char *why, size_t c
 			 base, mock->rootfs_note);
 		return NULL;
 	}
-	pthread_mutex_lock(&mock->model->lock);
-	o.mem_bytes = (uint64_t)set->tpl_build_mem_mib * 1024 * 1024;
-	o.disk_mib = b->disk_mib;
-	pthread_mutex_unlock(&mock->model->lock);
+	o.mem_bytes = (uint64_t)b->lim.mem_mib * 1024 * 1024;
+	o.disk_mib = b->lim.disk_mib;
 	snprintf(name, sizeof(name), MOCK_INET_BUILDER_PREFIX "%s", b->id);
 	g = builder_from_pool(b, name, &o);
 	if (g == NULL)
@@ -541,6 +658,7 @@ static void *build_main(void *arg)
 	bool gone;
 
 	sbx_strbuf_init(&b->part);
+	sbx_strbuf_init(&b->batch);
 	pthread_mutex_lock(&mock->model->lock);
 	{
 		cJSON *tpl = tpl_of(b);
@@ -548,16 +666,15 @@ static void *build_main(void *arg)
 		if (tpl != NULL) {
 			steps = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(tpl, "_steps"), true);
 			snprintf(base, sizeof(base), "%s", cJSON_GetObjectItemCaseSensitive(tpl, "base")->valuestring);
-			b->disk_mib = mock_template_disk_mib(tpl);
 			mock_template_set_status(mock->model, tpl, "building", 0);
 		}
 	}
-	deadline = sbx_mono_ms() + (int64_t)mock->model->set.tpl_build_timeout_s * 1000;
 	pthread_mutex_unlock(&mock->model->lock);
+	deadline = sbx_mono_ms() + (int64_t)b->lim.timeout_s * 1000;
 	if (steps == NULL)
 		goto out;
-	log_line(b, "building on %s (limits: %u s, disk %u MiB, memory %u MiB)", base,
-		 mock->model->set.tpl_build_timeout_s, b->disk_mib, mock->model->set.tpl_build_mem_mib);
+	log_line(b, "building on %s (limits: %u s, disk %u MiB, memory %u MiB)", base, b->lim.timeout_s,
+		 b->lim.disk_mib, b->lim.mem_mib);
 	g = start_builder(b, base, why, sizeof(why));
 	pthread_mutex_lock(&mock->model->lock);
 	b->g = g;
@@ -612,6 +729,7 @@ out:
 	cJSON_Delete(steps);
 	env_free(&env);
 	sbx_strbuf_free(&b->part);
+	sbx_strbuf_free(&b->batch);
 	return NULL;
 }
 
@@ -667,30 +785,44 @@ static void prune_done(struct mock_builds *bs)
 void mock_op_template_build(sbx_mock *mock, mock_tenant *t, const char *id)
 {
 	build *b = calloc(1, sizeof(*b));
+	struct mock_builds *bs;
+	const char *why = "could not start a build thread";
 	bool started = false;
 
 	pthread_mutex_lock(&mock->model->lock);
-	if (mock->builds == NULL)
-		mock->builds = calloc(1, sizeof(*mock->builds));
-	if (b != NULL && mock->builds != NULL && !mock->builds->stopping) {
-		prune_done(mock->builds);
+	bs = builds_of(mock);
+	if (bs != NULL && bs->stopping)
+		why = "the mock is stopping";
+	else if (b != NULL && bs != NULL) {
+		const mock_settings *set = &mock->model->set;
+
+		prune_done(bs);
 		b->mock = mock;
 		b->t = t;
 		snprintf(b->id, sizeof(b->id), "%s", id);
-		b->net_k = net_k_take(mock->builds);
+		const cJSON *tpl = mock_template_find(t, id);
+
+		/* the disk is the storage the template's create reserved
+		 * (model_template.c: at most tpl_build_disk_mib) */
+		b->lim = (build_limits){set->tpl_build_timeout_s,
+					tpl != NULL ? mock_template_disk_mib(tpl) : set->tpl_build_disk_mib,
+					set->tpl_build_mem_mib};
+		b->net_k = net_k_take(bs);
 		if (b->net_k != 0 && pthread_create(&b->th, NULL, build_main, b) == 0) {
-			b->next = mock->builds->list;
-			mock->builds->list = b;
+			b->next = bs->list;
+			bs->list = b;
 			started = true;
 		}
 	}
 	if (!started) {
 		cJSON *tpl = mock_template_find(t, id);
+		char line[80];
 
 		if (tpl != NULL) {
-			mock_template_log(tpl, "build failed: could not start a build thread");
+			snprintf(line, sizeof(line), "build failed: %s", why);
+			mock_template_log(tpl, line);
 			mock_template_set_status(mock->model, tpl, "failed", 0);
-			pthread_cond_broadcast(&log_grew);
+			log_grew(mock);
 		}
 		free(b);
 	}
@@ -716,21 +848,10 @@ void mock_op_templates_cancel(sbx_mock *mock)
 	mock_tpl_layers_drop(mock, true); /* their templates go with the reset */
 }
 
-void mock_op_templates_stop(sbx_mock *mock)
+/* Joins and frees the builds of list (taken off the mock's under the
+ * lock; called without it: a build's end takes it). */
+static void join_all(build *list)
 {
-	build *list;
-
-	pthread_mutex_lock(&mock->model->lock);
-	if (mock->builds == NULL) {
-		pthread_mutex_unlock(&mock->model->lock);
-		mock_tpl_layers_drop(mock, false);
-		return;
-	}
-	mock->builds->stopping = true;
-	cancel_all(mock->builds);
-	list = mock->builds->list;
-	mock->builds->list = NULL;
-	pthread_mutex_unlock(&mock->model->lock);
 	while (list != NULL) {
 		build *next = list->next;
 
@@ -738,84 +859,49 @@ void mock_op_templates_stop(sbx_mock *mock)
 		free(list);
 		list = next;
 	}
-	free(mock->builds);
-	mock->builds = NULL;
+}
+
+void mock_op_templates_stop(sbx_mock *mock)
+{
+	struct mock_builds *bs;
+	build *list = NULL;
+
+	pthread_mutex_lock(&mock->model->lock);
+	/* made if there is none yet: a create still in a worker must see
+	 * stopping (the HTTP daemon stops after this) */
+	bs = builds_of(mock);
+	if (bs != NULL) {
+		bs->stopping = true;
+		cancel_all(bs);
+		list = bs->list;
+		bs->list = NULL;
+	}
+	pthread_mutex_unlock(&mock->model->lock);
+	join_all(list);
 	mock_tpl_layers_drop(mock, false);
 }
 
-/* ---- the log, followed ---- */
-
-typedef struct log_stream {
-	mock_op_stream s;
-	mock_tenant *t;
-	char id[64];
-	size_t next;     /* the next line to send */
-	bool ended;
-} log_stream;
-
-/* Lock held: what the follower has not seen of template ls->id into out
- * (its final frame too once the build ended); true when it ended. */
-static bool log_take(log_stream *ls, sbx_strbuf *out)
+void mock_op_templates_free(sbx_mock *mock)
 {
-	cJSON *tpl = mock_template_find(ls->t, ls->id);
-	bool done;
+	struct mock_builds *bs = mock->builds;
 
-	if (tpl == NULL) { /* deleted while followed */
-		sbx_strbuf_puts(out, "{\"final\":true,\"status\":\"failed\"}\n");
-		return true;
-	}
-	done = mock_template_done(tpl);
-	ls->next = mock_template_log_lines(tpl, ls->next, true, out);
-	if (done)
-		sbx_strbuf_printf(out, "{\"final\":true,\"status\":\"%s\"}\n",
-				  cJSON_GetObjectItemCaseSensitive(tpl, "status")->valuestring);
-	return done;
+	if (bs == NULL)
+		return;
+	/* none left after a stop (stopping held every create off): a mock
+	 * built by hand (the fuzzers') frees its builds here */
+	pthread_mutex_lock(&mock->model->lock);
+	bs->stopping = true;
+	cancel_all(bs);
+	pthread_mutex_unlock(&mock->model->lock);
+	join_all(bs->list);
+	pthread_cond_destroy(&bs->grew);
+	free(bs);
+	mock->builds = NULL;
 }
 
-static int log_next(mock_op_stream *s, sbx_strbuf *out)
+pthread_cond_t *mock_builds_grew(sbx_mock *mock)
 {
-	log_stream *ls = (log_stream *)s;
-	mock_model *m = s->mock->model;
-	struct timespec until;
-	bool done;
+	struct mock_builds *bs = builds_of(mock);
 
-	if (ls->ended)
-		return MOCK_STREAM_DONE;
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_nsec += (long)MOCK_STREAM_WAIT_MS * 1000000L;
-	until.tv_sec += until.tv_nsec / 1000000000L;
-	until.tv_nsec %= 1000000000L;
-	pthread_mutex_lock(&m->lock);
-	done = log_take(ls, out);
-	/* nothing new: wait for a line or the status (or the wait's end,
-	 * when a heartbeat may be due), then look once more */
-	if (!done && out->len == 0 && pthread_cond_timedwait(&log_grew, &m->lock, &until) == 0)
-		done = log_take(ls, out);
-	pthread_mutex_unlock(&m->lock);
-	if (done) {
-		ls->ended = true;
-		return MOCK_STREAM_MORE; /* the final frame goes out; DONE next */
-	}
-	if (out->len == 0 && ops_stream_quiet(s))
-		sbx_strbuf_puts(out, "{\"hb\":true}\n");
-	return MOCK_STREAM_MORE;
-}
-
-static void log_end(mock_op_stream *s)
-{
-	free(s);
-}
-
-mock_op_stream *mock_op_template_follow(sbx_mock *mock, mock_tenant *t, const char *id)
-{
-	log_stream *ls = calloc(1, sizeof(*ls));
-
-	if (ls == NULL)
-		return NULL;
-	ls->s.mock = mock;
-	ls->s.next = log_next;
-	ls->s.end = log_end;
-	ls->t = t;
-	snprintf(ls->id, sizeof(ls->id), "%s", id);
-	return &ls->s;
+	return bs != NULL ? &bs->grew : NULL;
 }

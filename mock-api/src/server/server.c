@@ -854,7 +854,9 @@ void sbx_mock_stop(sbx_mock *mock)
 	mock_ingress_stop(mock->ingress); /* its threads use the model and guests */
 	mock->ingress = NULL;
 	if (mock->model != NULL) {
-		mock_op_templates_stop(mock); /* their builder cells go first */
+		/* their builder cells go first; a create still in a worker
+		 * starts no build from here */
+		mock_op_templates_stop(mock);
 		mock_op_kill_guests(mock);
 	}
 	/* workers resume their connections before they end: none stays
@@ -871,6 +873,7 @@ void sbx_mock_stop(sbx_mock *mock)
 	mock_pool_stop(mock->pool);
 	mock->pool = NULL;
 	if (mock->model != NULL) {
+		mock_op_templates_free(mock); /* no request can follow a log now */
 		mock_free_guests(mock, mock->state == NULL); /* durable: trees survive */
 		mock_model_free(mock->model);
 	}
