@@ -29,6 +29,9 @@ static mock_model *new_model(void)
 	s.credit = true;
 	s.tpl_build_cap = 4;
 	s.tpl_build_cap_global = 8;
+	s.tpl_cap = MOCK_TPL_CAP;
+	s.tpl_storage_mib = MOCK_TPL_STORAGE_MIB;
+	s.tpl_storage_mib_global = MOCK_TPL_STORAGE_MIB_GLOBAL;
 	snprintf(s.region, sizeof s.region, "%s", "local");
 	s.ready = true;
 	return mock_model_new(&s);

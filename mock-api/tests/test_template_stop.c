@@ -138,6 +138,9 @@ static void one_round(int round, int base_threads)
 	cfg.warm_pool = 0;
 	cfg.template_build_cap = 100;
 	cfg.template_build_cap_global = 100;
+	/* each of 100 builds the key may start is given 16 MiB of storage at
+	 * least (model_template.c), so the key may keep 1600 */
+	cfg.template_storage_mib = 1600;
 	mock = mf_start(&cfg);
 	assert_non_null(mock);
 	if (!sbx_mock_guests_contained(mock)) {

@@ -46,11 +46,9 @@
 /* a step's argv, runuser's four words included (the parser refuses an
  * exec form of more than MOCK_TPL_RUN_ARGS_MAX) */
 #define BUILD_ARGV_MAX (MOCK_TPL_RUN_ARGS_MAX + 4)
-/* a line of a step's output longer than this goes into the log in pieces
- * (the model cuts a line at TPL_LINE_MAX: a piece is never cut) */
+/* a longer output line goes in pieces (a piece is under TPL_LINE_MAX) */
 #define BUILD_LINE_PIECE 4000
-/* the last lines of the steps' output a failure's message repeats, and
- * how much of each */
+/* the output lines a failure's message repeats, and how much of each */
 #define BUILD_TAIL_LINES 8
 #define BUILD_TAIL_LINE_MAX 256
 /* a step's output goes into the log at most every BUILD_FLUSH_MS (or
@@ -60,9 +58,8 @@
 #define BUILD_FLUSH_MS 20
 #define BUILD_BATCH_MAX (1024 * 1024)
 
-/* The settings a build runs with, copied under the model lock when it is
- * created: PUT /_mock/settings changes later builds, never one running
- * (and the thread never reads the model's settings unlocked). */
+/* The settings a build runs with, copied under the model lock at create:
+ * PUT /_mock/settings changes later builds, never a running one. */
 typedef struct build_limits {
 	unsigned timeout_s, disk_mib, mem_mib;
 } build_limits;
@@ -577,8 +574,7 @@ static mock_guest *builder_from_pool(build *b, const char *name, const mock_gues
 	return NULL;
 }
 
-/* The hand-out of a pooled builder ended: its build ended (or it was
- * never wired). */
+/* The hand-out of a pooled builder ended (its build, or its wiring). */
 static void builder_settled(build *b)
 {
 	if (b->pooled)
@@ -590,11 +586,8 @@ static mock_guest *start_builder(build *b, const char *base, char *why, size_t c
 {
 	sbx_mock *mock = b->mock;
 	const mock_image *im = mock_rootfs_image(mock, base);
-	mock_guest_opts o = {.cgroups = mock->cgroups,
-			     .pids_max = MOCK_GUEST_PIDS_MAX,
-			     .filter = mock->cell_filter,
-			     .image = im,
-			     .trust_pem = mock->inet_ca_pem};
+	mock_guest_opts o = {.cgroups = mock->cgroups, .pids_max = MOCK_GUEST_PIDS_MAX, .filter = mock->cell_filter,
+			     .image = im, .trust_pem = mock->inet_ca_pem};
 	char name[80];
 	sbx_err err = {{0}};
 	mock_guest *g;

@@ -295,10 +295,6 @@ static int start_self_daemon(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err
 	return 0;
 }
 
-/* The scalars the mock keeps from its configuration, and its admin token
- * (48 random hex digits unless configured; no guessable fallback). */
-/* Combinations and values no start may take: each would run but not do
- * what was asked. */
 /* An option value that does not fit where it is kept is refused, never cut
  * (a cut admin token would answer 401 to the token that was configured). */
 static int too_long(const char *opt, const char *v, size_t max, const char *why, sbx_err *err)
