@@ -121,6 +121,15 @@ static const ctl_command commands[] = {
 	{"mock clock advance", "DURATION", "advance the mock clock (e.g. 90s, 5m, 1500ms)",
 	 "Due transitions (auto-pause, slow pause/resume) happen at once.", ctl_opts_none, 1, 1,
 	 ctl_cmd_mock_clock_advance, CTL_CMD_ADMIN},
+	{"mock env", "[--pid PID] [--url URL]", "print export lines for the newest running sbx-mock",
+	 "For a POSIX shell: eval \"$(sbxctl mock env)\". Sets CREATEOS_SANDBOX_BASE_URL,\n"
+	 "CREATEOS_SANDBOX_API_KEY (an existing value is kept), SBX_MOCK_ADMIN_TOKEN and the\n"
+	 "mock's CA for Node (NODE_EXTRA_CA_CERTS), OpenSSL/Python (SSL_CERT_FILE), requests\n"
+	 "(REQUESTS_CA_BUNDLE), curl (CURL_CA_BUNDLE) and git (GIT_SSL_CAINFO): the bundle is\n"
+	 "the system's CAs plus the mock's. Reads the mocks' runtime directory\n"
+	 "($XDG_RUNTIME_DIR/sbx-harness, else ${TMPDIR:-/tmp}/sbx-harness-UID), never the\n"
+	 "network; --url picks the mock serving that URL. Exit 1 when no mock runs.",
+	 ctl_opts_mock_env, 0, 0, ctl_cmd_mock_env, CTL_CMD_OFFLINE},
 };
 
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
