@@ -483,9 +483,12 @@ class Mock:
     def __init__(self, binary, extra=()):
         self.err = tempfile.TemporaryFile()
         self.rc = None
+        # the host skeleton unless extra names images: these tests were
+        # written for it (sbx-mock would otherwise use the default store)
+        images = () if "--images" in extra or "--image" in extra else ("--no-images",)
         self.proc = subprocess.Popen(
             [binary, "--listen", "127.0.0.1:0", "--self-listen", "off", "--egress", "stored",
-             "--quiet", *extra], stdout=subprocess.PIPE, stderr=self.err, text=True)
+             "--quiet", *images, *extra], stdout=subprocess.PIPE, stderr=self.err, text=True)
         self.url = self.token = self.mode = self.ingress = None
         lines = queue.Queue()
         self.reader = threading.Thread(

@@ -8,10 +8,14 @@ import assert from "node:assert/strict";
 export const BIN = process.env.SBX_MOCK_BIN ?? process.argv[2];
 
 // args: sbx-mock's flags besides --listen and --quiet (with --admin-token
-// T, admin() sends T).
+// T, admin() sends T). Without --images these suites' guests get the host
+// skeleton, as they were written for (--no-images: sbx-mock would otherwise
+// use the default image store, where CI builds devbox:1; sdk.test.mjs's
+// template and filesystem tests check the skeleton's behaviour).
 export async function startMock(args = []) {
   assert.ok(BIN, "set SBX_MOCK_BIN (or pass the sbx-mock path as argv[2])");
-  const proc = spawn(BIN, ["--listen", "127.0.0.1:0", ...args, "--quiet"], {
+  const images = args.includes("--images") || args.includes("--image") ? [] : ["--no-images"];
+  const proc = spawn(BIN, ["--listen", "127.0.0.1:0", ...images, ...args, "--quiet"], {
     stdio: ["ignore", "pipe", "inherit"],
   });
   const lines = createInterface({ input: proc.stdout });
