@@ -8,7 +8,9 @@
 # (tests/sdk/examples.test.mjs, the real npm SDK) and the Python SDK's
 # hello_world, ingress_preview and desktop (tests/python_sdk, --from-env)
 # unmodified: the SDKs' variables and the https trust come from the line.
-# At its clean stop the mock removes its runtime directory.
+# Without the line's NODE_EXTRA_CA_CERTS, example 03's fetch(previewUrl)
+# fails on the certificate (so this test cannot pass vacuously). At its
+# clean stop the mock removes its runtime directory.
 #
 # Usage: zero_config_test.sh SBX_MOCK SBXCTL. Exit 0 pass, 1 fail, 77
 # skipped (no devbox:1 and desktop:1 in the default store, or no
@@ -29,33 +31,11 @@ done
 [ -d "$here/sdk/node_modules/@nodeops-createos/sandbox" ] ||
   skip "tests/sdk/node_modules is missing (npm ci --prefix tests/sdk)"
 
-scratch=$(mktemp -d) || exit 1
-pid=
-cleanup() {
-  [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid"
-  rm -rf "$scratch"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-mkdir -m 700 "$scratch/run" "$scratch/home"
-# a fresh user's shell: the runtime directory a login gives, nothing else
-# (and SBX_IMAGE_STORE when the caller names the store that way); exec, so
-# that a background fresh's pid is the program's
-fresh() {
-  [ -n "${SBX_IMAGE_STORE:-}" ] && set -- SBX_IMAGE_STORE="$SBX_IMAGE_STORE" "$@"
-  exec env -i PATH="$(dirname "$ctl"):/usr/local/bin:/usr/bin:/bin" HOME="$scratch/home" \
-    XDG_RUNTIME_DIR="$scratch/run" "$@"
-}
-
+fresh_path=
+. "$here/fresh_shell.sh"
+fresh_setup
 # sbx-mock with no flags at all
-(fresh "$mock" >"$scratch/out" 2>"$scratch/err") &
-pid=$!
-i=0
-until grep -q '^to use it from a shell: eval "$(sbxctl mock env)"$' "$scratch/out"; do
-  kill -0 "$pid" 2>/dev/null || fail "sbx-mock exited at start: $(cat "$scratch/err")"
-  i=$((i + 1)); [ "$i" -lt 600 ] || fail "no start line naming the shell line in 60 s: $(cat "$scratch/out")"
-  sleep 0.1
-done
+fresh_start_mock
 grep -qxF "images: $store (the default store; --no-images for the host skeleton)" "$scratch/out" ||
   fail "the start does not name the default store $store: $(cat "$scratch/out")"
 grep -q 'WARNING: no rootfs image' "$scratch/err" && fail "a skeleton warning with images: $(cat "$scratch/err")"
@@ -69,11 +49,17 @@ grep -q 'WARNING: no rootfs image' "$scratch/err" && fail "a skeleton warning wi
   python3 python_sdk/test_desktop.py --from-env DesktopExample || exit 1
 ' sh "$here") || fail "an example failed from the one line (above)"
 
-kill "$pid"
-wait "$pid"
-rc=$?
-pid=
-[ "$rc" = 0 ] || fail "sbx-mock exited $rc at SIGTERM"
-[ -z "$(ls -A "$scratch/run/sbx-harness")" ] ||
-  fail "the runtime directory was not removed at the clean stop: $(ls -A "$scratch/run/sbx-harness")"
+# the line is what makes 03 pass: with it but for NODE_EXTRA_CA_CERTS, the
+# example's fetch(previewUrl) is refused on the mock's certificate
+if (fresh sh -c '
+  eval "$(sbxctl mock env)" || exit 1
+  unset NODE_EXTRA_CA_CERTS
+  cd "$1" && exec node --test --test-name-pattern="^03 " sdk/examples.test.mjs
+' sh "$here" >"$scratch/03.out" 2>&1); then
+  fail "example 03 passed without NODE_EXTRA_CA_CERTS: $(cat "$scratch/03.out")"
+fi
+grep -q "UNABLE_TO_VERIFY_LEAF_SIGNATURE" "$scratch/03.out" ||
+  fail "example 03 without NODE_EXTRA_CA_CERTS failed, but not on the certificate: $(cat "$scratch/03.out")"
+
+fresh_stop_mock
 echo "zero_config_test: ok"

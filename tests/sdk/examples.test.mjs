@@ -19,7 +19,9 @@ import assert from "node:assert/strict";
 
 import { Sandbox } from "@nodeops-createos/sandbox";
 
-for (const v of ["CREATEOS_SANDBOX_BASE_URL", "CREATEOS_SANDBOX_API_KEY", "NODE_EXTRA_CA_CERTS"])
+// NODE_EXTRA_CA_CERTS is not required here: zero_config_test.sh also runs
+// 03 without it, to see its fetch refused on the certificate
+for (const v of ["CREATEOS_SANDBOX_BASE_URL", "CREATEOS_SANDBOX_API_KEY"])
   assert.ok(process.env[v], `${v} is not set: run this from eval "$(sbxctl mock env)" (tests/zero_config_test.sh)`);
 
 async function withSandbox(request, fn) {
@@ -66,7 +68,11 @@ test("03 dev server: the https preview URL fetched with node's own trust", async
     assert.match(url, /^https:\/\//);
     // the example's fetch: verified by node against its roots plus
     // NODE_EXTRA_CA_CERTS (the example's Bun-only tls option does nothing in node)
-    const res = await fetch(url, { tls: { rejectUnauthorized: false } });
+    // (a failure names its cause: node's own "fetch failed" does not say
+    // whether it was the certificate)
+    const res = await fetch(url, { tls: { rejectUnauthorized: false } }).catch((e) => {
+      throw new Error(`fetch ${url}: ${e.cause?.code ?? e.cause ?? e}`, { cause: e });
+    });
     assert.equal(res.status, 200);
     assert.equal(await res.text(), "<h1>hello from preview URL</h1>\n");
   });

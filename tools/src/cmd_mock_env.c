@@ -16,6 +16,7 @@
 
 #include "ctl.h"
 #include "sbx/local.h"
+#include "sbx/strbuf.h"
 
 const ctl_opt ctl_opts_mock_env[] = {
 	{"pid", "PID", false, "the mock with this process id (default: the newest running)"},
@@ -26,7 +27,7 @@ const ctl_opt ctl_opts_mock_env[] = {
 typedef struct mock_env {
 	long pid;
 	unsigned long long start;
-	char url[256], token[256], any_key[8], images[4096], ca[4096], bundle[4096], dir[4096];
+	char url[256], token[256], any_key[8], images[4096], ca[4096], bundle[4096], jks[4096], dir[4096];
 } mock_env;
 
 /* line's value into dst when line is "key=..."; false when it does not
@@ -63,6 +64,7 @@ static int read_env(const char *dir, mock_env *e)
 		F(e->images, "images");
 		F(e->ca, "ca");
 		F(e->bundle, "ca_bundle");
+		F(e->jks, "java_truststore");
 #undef F
 	}
 	fclose(f);
@@ -83,8 +85,8 @@ static bool alive(const mock_env *e)
 /* A dead mock's directory: its files (runtime_env.c's names), then it. */
 static void remove_stale(const char *dir)
 {
-	static const char *const names[] = {"env", "ca.pem", "ca-bundle.pem", "env.tmp", "ca.pem.tmp",
-					    "ca-bundle.pem.tmp"};
+	static const char *const names[] = {"env", "ca.pem", "ca-bundle.pem", "truststore.p12", "env.tmp",
+					    "ca.pem.tmp", "ca-bundle.pem.tmp", "truststore.p12.tmp"};
 	char path[4200];
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
@@ -139,6 +141,42 @@ static void put_export(FILE *f, const char *name, const char *v)
 	fputc('\n', f);
 }
 
+/* The JVM's options: the user's JAVA_TOOL_OPTIONS without an earlier
+ * truststore (an older mock's, or the user's own, which the mock's
+ * replaces), then the mock's truststore (the system's CAs and the mock's:
+ * runtime_env.c). The JVM splits the variable at white space, so a path
+ * with any (or a quote) is not offered. */
+static void put_java(FILE *f, const char *jks)
+{
+	static const char *const ours[] = {"-Djavax.net.ssl.trustStore=", "-Djavax.net.ssl.trustStoreType=",
+					   "-Djavax.net.ssl.trustStorePassword="};
+	const char *old = getenv("JAVA_TOOL_OPTIONS");
+	sbx_strbuf v = SBX_STRBUF_INIT;
+	const char *p = old != NULL ? old : "";
+	size_t n;
+
+	if (jks[0] == '\0')
+		return;
+	if (strpbrk(jks, " \t\"'\\") != NULL) {
+		fputs("# Java: the truststore's path has white space or a quote, which JAVA_TOOL_OPTIONS "
+		      "cannot hold: not set\n", f);
+		return;
+	}
+	while (*(p += strspn(p, " \t")) != '\0') {
+		bool drop = false;
+
+		n = strcspn(p, " \t");
+		for (size_t i = 0; i < sizeof(ours) / sizeof(ours[0]); i++)
+			drop = drop || strncmp(p, ours[i], strlen(ours[i])) == 0;
+		if (!drop)
+			sbx_strbuf_printf(&v, "%.*s ", (int)n, p);
+		p += n;
+	}
+	sbx_strbuf_printf(&v, "-Djavax.net.ssl.trustStore=%s -Djavax.net.ssl.trustStoreType=PKCS12", jks);
+	put_export(f, "JAVA_TOOL_OPTIONS", sbx_strbuf_str(&v));
+	sbx_strbuf_free(&v);
+}
+
 static void print_env(ctl_ctx *ctx, const mock_env *e)
 {
 	FILE *f = ctx->out;
@@ -163,6 +201,7 @@ static void print_env(ctl_ctx *ctx, const mock_env *e)
 	put_export(f, "REQUESTS_CA_BUNDLE", e->bundle);
 	put_export(f, "CURL_CA_BUNDLE", e->bundle);
 	put_export(f, "GIT_SSL_CAINFO", e->bundle);
+	put_java(f, e->jks);
 }
 
 int ctl_cmd_mock_env(ctl_ctx *ctx)

@@ -13,13 +13,14 @@
 
 #include <openssl/x509.h>
 
+#include "server/java_truststore.h"
 #include "sbx/local.h"
 #include "sbx/strbuf.h"
 #include "sbx/sys.h"
 
 /* The files of a mock's directory, the env file last: a reader that finds
  * it finds the others complete. */
-static const char *const files[] = {"env", "ca.pem", "ca-bundle.pem"};
+static const char *const files[] = {"env", "ca.pem", "ca-bundle.pem", "truststore.p12"};
 
 __attribute__((format(printf, 2, 3))) static int rt_fail(mock_runtime *rt, const char *fmt, ...)
 {
@@ -86,22 +87,34 @@ static int write_file(mock_runtime *rt, const char *name, const char *a, size_t 
 /* ca-bundle.pem: OpenSSL's default CA file (the system's bundle, what a
  * client trusts when nothing is set; not $SSL_CERT_FILE, which may name an
  * older mock's bundle) followed by the mock's CA, so a client given the
- * bundle still verifies public names when the machine is online. */
-static int write_bundle(mock_runtime *rt, const char *ca)
+ * bundle still verifies public names when the machine is online; and
+ * truststore.p12, the same CAs for Java (java_truststore.h). */
+static int write_trust(mock_runtime *rt, const char *ca)
 {
-	sbx_strbuf sys = SBX_STRBUF_INIT;
+	sbx_strbuf sys = SBX_STRBUF_INIT, p12 = SBX_STRBUF_INIT;
+	sbx_err err = {{0}};
 	char buf[8192];
 	FILE *f = fopen(X509_get_default_cert_file(), "re");
 	size_t n;
 	int rc;
 
-	while (f != NULL && (n = fread(buf, 1, sizeof(buf), f)) > 0)
+	while (f != NULL && sys.len < MOCK_RUNTIME_BUNDLE_MAX) {
+		n = fread(buf, 1, sizeof(buf) < MOCK_RUNTIME_BUNDLE_MAX - sys.len ? sizeof(buf)
+			  : MOCK_RUNTIME_BUNDLE_MAX - sys.len, f);
+		if (n == 0)
+			break;
 		sbx_strbuf_append(&sys, buf, n);
+	}
 	if (f != NULL)
 		fclose(f);
 	if (sys.len > 0 && sbx_strbuf_str(&sys)[sys.len - 1] != '\n')
 		sbx_strbuf_puts(&sys, "\n");
 	rc = write_file(rt, "ca-bundle.pem", sbx_strbuf_str(&sys), sys.len, ca);
+	if (rc == 0 && java_truststore_der(ca, sbx_strbuf_str(&sys), sys.len, &p12, &err) != 0)
+		rc = rt_fail(rt, "%s", err.msg);
+	if (rc == 0)
+		rc = write_file(rt, "truststore.p12", sbx_strbuf_str(&p12), p12.len, NULL);
+	sbx_strbuf_free(&p12);
 	sbx_strbuf_free(&sys);
 	return rc;
 }
@@ -131,7 +144,8 @@ static int write_env(mock_runtime *rt, const sbx_mock *mock, bool any_key, const
 	if (sbx_mock_ingress_url(mock) != NULL)
 		sbx_strbuf_printf(&env, "ingress=%s\n", sbx_mock_ingress_url(mock));
 	if (sbx_mock_ca_pem(mock) != NULL)
-		sbx_strbuf_printf(&env, "ca=%s/ca.pem\nca_bundle=%s/ca-bundle.pem\n", rt->dir, rt->dir);
+		sbx_strbuf_printf(&env, "ca=%s/ca.pem\nca_bundle=%s/ca-bundle.pem\njava_truststore=%s/truststore.p12\n",
+				  rt->dir, rt->dir, rt->dir);
 	rc = one_line(images != NULL ? images : "") ? write_file(rt, "env", sbx_strbuf_str(&env), env.len, NULL)
 		: rt_fail(rt, "the image store's path has a control character");
 	sbx_strbuf_free(&env);
@@ -158,7 +172,7 @@ int mock_runtime_publish(mock_runtime *rt, const sbx_mock *mock, bool any_key, c
 		rt->dir[0] = '\0';
 		return -1;
 	}
-	if ((ca != NULL && (write_file(rt, "ca.pem", ca, strlen(ca), NULL) != 0 || write_bundle(rt, ca) != 0)) ||
+	if ((ca != NULL && (write_file(rt, "ca.pem", ca, strlen(ca), NULL) != 0 || write_trust(rt, ca) != 0)) ||
 	    write_env(rt, mock, any_key, images) != 0) {
 		mock_runtime_remove(rt);
 		return -1;

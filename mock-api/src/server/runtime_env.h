@@ -2,7 +2,8 @@
  * of its user (mock-api/README.md, "One line"). At start it writes, in a
  * directory of its own under the per-user runtime directory
  * (sbx_local_runtime_dir, 0700, named by its pid), the mock's CA (ca.pem),
- * the system's CA bundle plus that CA (ca-bundle.pem) and an env file that
+ * the system's CA bundle plus that CA (ca-bundle.pem), the same as a Java
+ * truststore (truststore.p12, java_truststore.h) and an env file that
  * `sbxctl mock env` turns into export lines; at a clean stop it removes
  * them. Writes nothing a start line does not already print (the admin token
  * is printed), never an API key. Program only: the embedding API
@@ -14,6 +15,11 @@
 #include <stdbool.h>
 
 #include "sbx/mock.h"
+
+/* The system's CA bundle is read up to this many bytes (Debian's is about
+ * 220 KB; mock-api/LIMITS.md): a longer one is cut there, at worst in the
+ * middle of a certificate, which its readers then skip. */
+#define MOCK_RUNTIME_BUNDLE_MAX (4u << 20)
 
 typedef struct mock_runtime {
 	char dir[PATH_MAX];          /* this mock's own directory, "" when none was made */
