@@ -167,7 +167,7 @@ static void say_images(const mock_cli *c, sbx_mock *mock)
 				"(mock-api/IMAGES.md), or start with --no-images to say you want the skeleton\n",
 			c->images_why);
 	else if (c->images_from != MOCK_CLI_IMAGES_OFF && sbx_mock_guests_contained(mock) &&
-		 strstr(sbx_mock_rootfs_note(mock), "(no usable image)") != NULL)
+		 sbx_mock_images_usable(mock) == 0)
 		fprintf(stderr, "sbx-mock: WARNING: no usable rootfs image: every guest gets the host "
 				"skeleton (%s)\n", sbx_mock_rootfs_note(mock));
 }
