@@ -58,6 +58,14 @@ fi
 grep -q 'PKIX path building failed' "$scratch/java.err" ||
   fail "without JAVA_TOOL_OPTIONS, expected a certificate refusal (PKIX), got: $(cat "$scratch/java.err")"
 
+# the user's own JVM options are kept, an earlier truststore replaced
+opts=$( (fresh sh -c 'export JAVA_TOOL_OPTIONS="-Xmx64m -Djavax.net.ssl.trustStore=/old.p12 -Djavax.net.ssl.trustStorePassword=x"
+  eval "$(sbxctl mock env)" && printf "%s" "$JAVA_TOOL_OPTIONS"') )
+case $opts in
+  "-Xmx64m -Djavax.net.ssl.trustStore=$scratch/run/sbx-harness/"*"/truststore.p12 -Djavax.net.ssl.trustStoreType=PKCS12") ;;
+  *) fail "JAVA_TOOL_OPTIONS over the user's own: got \"$opts\"" ;;
+esac
+
 # the truststore replaces the JDK's cacerts: it must hold the system's CAs too
 sys=$( (fresh sh -c 'eval "$(sbxctl mock env)" && exec java "$1/java/TrustGet.java" issuers' sh "$here" 2>/dev/null) )
 bundle=$(openssl version -d | sed 's/^OPENSSLDIR: "\(.*\)"$/\1/')/cert.pem
