@@ -125,10 +125,11 @@ static const ctl_command commands[] = {
 	 "For a POSIX shell: eval \"$(sbxctl mock env)\". Sets CREATEOS_SANDBOX_BASE_URL,\n"
 	 "CREATEOS_SANDBOX_API_KEY (an existing value is kept), SBX_MOCK_ADMIN_TOKEN and the\n"
 	 "mock's CA for Node (NODE_EXTRA_CA_CERTS), OpenSSL/Python (SSL_CERT_FILE), requests\n"
-	 "(REQUESTS_CA_BUNDLE), curl (CURL_CA_BUNDLE) and git (GIT_SSL_CAINFO): the bundle is\n"
-	 "the system's CAs plus the mock's. Reads the mocks' runtime directory\n"
-	 "($XDG_RUNTIME_DIR/sbx-harness, else ${TMPDIR:-/tmp}/sbx-harness-UID), never the\n"
-	 "network; --url picks the mock serving that URL. Exit 1 when no mock runs.",
+	 "(REQUESTS_CA_BUNDLE), curl (CURL_CA_BUNDLE), git (GIT_SSL_CAINFO) and Java\n"
+	 "(JAVA_TOOL_OPTIONS: a PKCS12 truststore): the system's CAs plus the mock's.\n"
+	 "Reads the mocks' runtime directory ($XDG_RUNTIME_DIR/sbx-harness, else\n"
+	 "${TMPDIR:-/tmp}/sbx-harness-UID), never the network; --url picks the mock serving\n"
+	 "that URL. Exit 1 when no mock runs.",
 	 ctl_opts_mock_env, 0, 0, ctl_cmd_mock_env, CTL_CMD_OFFLINE},
 };
 
