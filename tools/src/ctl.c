@@ -184,9 +184,8 @@ static void list_help(FILE *f, const char *prefix, bool brief)
 	print_opts(f, ctl_global_opts);
 	fprintf(f, "\nEnvironment: CREATEOS_SANDBOX_BASE_URL (no default: the production\n"
 		   "service only with --production), CREATEOS_SANDBOX_API_KEY, SBX_MOCK_ADMIN_TOKEN.\n"
-		   "Exit codes: 0 ok, 1 API/remote failure, 2 usage error; exec passes the\n"
-		   "remote command's exit code. 'sbxctl COMMAND --help' for details;\n"
-		   "'sbxctl --version' for the version.\n");
+		   "Exit codes: 0 ok, 1 API/remote failure, 2 usage error; exec: the remote\n"
+		   "command's. 'sbxctl COMMAND --help' for details, --version for the version.\n");
 }
 
 /* ---- dispatch ---- */
