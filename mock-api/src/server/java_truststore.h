@@ -6,8 +6,9 @@
  * system's CAs too (public names still verify when the machine is online).
  *
  * The file is PKCS#12 without a password: no MAC and certificates stored
- * unencrypted (nothing in it is secret), which the JDK (8u301, 11.0.12,
- * 17 and later) loads when javax.net.ssl.trustStorePassword is unset. A
+ * unencrypted (nothing in it is secret), which the JDK loads when
+ * javax.net.ssl.trustStorePassword is unset (tested: OpenJDK 17;
+ * java_truststore_preview). A
  * certificate bag is a trusted entry for the JDK only with Oracle's
  * trusted-key-usage attribute, so every bag carries it. Program only, like
  * runtime_env (its caller). */
