@@ -62,6 +62,7 @@ struct cf_config {
 	enum cf_kind kind;
 	char url[512];
 	char admin_token[256];
+	char guests_root[1024];   /* the embedded mock's rootfs note (which root its guests get), or "" */
 	char real_key[256];       /* --api-url: the key from the environment */
 	sbx_http_client *http;    /* cf_control_plane_open .. _close */
 	/* run state */

@@ -386,6 +386,9 @@ static bool start_embedded_mock(struct cf_config *cf, void **mock)
 	cf->kind = CF_EMBEDDED_MOCK;
 	snprintf(cf->url, sizeof(cf->url), "%s", sbx_mock_url(m));
 	snprintf(cf->admin_token, sizeof(cf->admin_token), "%s", sbx_mock_admin_token(m));
+	/* the report names the guests' root (issue 46): the embedding API
+	 * uses no image store unless told, so this is the host skeleton */
+	snprintf(cf->guests_root, sizeof(cf->guests_root), "%s", sbx_mock_rootfs_note(m));
 	return true;
 #else
 	(void)cf;

@@ -480,6 +480,8 @@ int cf_run_all(struct cf_config *cf, cJSON **report, sbx_err *err)
 	cJSON_AddStringToObject(cp, "url", cf->url);
 	cJSON_AddStringToObject(cp, "kind", cf->kind == CF_EMBEDDED_MOCK ? "embedded-mock"
 					    : cf->kind == CF_EXTERNAL_MOCK ? "external-mock" : "real");
+	if (cf->guests_root[0] != '\0')
+		cJSON_AddStringToObject(cp, "guests_root", cf->guests_root);
 	profs = cJSON_AddArrayToObject(r, "profiles");
 	for (i = 0; i < cf->profile_count; i++)
 		cJSON_AddItemToArray(profs, cJSON_CreateString(cf->profiles[i]));

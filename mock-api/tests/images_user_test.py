@@ -138,14 +138,20 @@ class User:
         return errors
 
 
+SHARED_STORE = "/var/cache/sbx-harness/images"
+
+
 class Mock(live.Mock):
     """The user's sbx-mock over loopback (egress_live_test's calls and stop);
     the start lines read."""
 
     def __init__(self, user, binary, store):
+        # as the README: no --images, when the store is root's default one
+        # (a user with no store of their own gets root's: mock_cli.c)
+        images = () if store == SHARED_STORE else ("--images", store)
         self.proc = subprocess.Popen(
             user.argv(binary, "--listen", "127.0.0.1:0", "--self-listen", "off", "--warm-pool", "0",
-                      "--images", store, env=("SBX_MOCK_CELL=" + os.path.dirname(binary) + "/sbx-cell",)),
+                      *images, env=("SBX_MOCK_CELL=" + os.path.dirname(binary) + "/sbx-cell",)),
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=user.home)
         # both streams into one queue: "listening" is on stdout, the
         # start's rootfs line on stderr, in either order
@@ -182,7 +188,7 @@ class Mock(live.Mock):
 
 def root_store():
     """The store root's build of devbox:1 is in, and its hash; else Skip."""
-    store = os.environ.get("SBX_IMAGE_STORE") or "/var/cache/sbx-harness/images"
+    store = os.environ.get("SBX_IMAGE_STORE") or SHARED_STORE
     try:
         with open(os.path.join(store, "index")) as f:
             index = dict(l.rstrip("\n").split("\t", 1) for l in f if "\t" in l)
@@ -218,6 +224,10 @@ def boot(user, mock_bin, checkout):
         mock = Mock(user, os.path.join(bindir, "sbx-mock"), store)
         try:
             line = mock.rootfs
+            if store == SHARED_STORE and not any(l.startswith("images: %s (the default store" % store)
+                                                 for l in mock.seen):
+                raise Fail("with no --images, the user's mock did not say it uses %s:\n%s"
+                           % (store, "".join(mock.seen)))
             want = "devbox:1 = image %s (bound read-only (owned-%d: root's build copied" % (owned, user.uid)
             if line is None or want not in line:
                 raise Fail("the start line does not say devbox:1 is the copy owned-%d root made:\n"

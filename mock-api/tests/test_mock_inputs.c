@@ -131,13 +131,14 @@ static void expect_refused(const char *const *args, const char *want)
 			 args[1] != NULL ? args[1] : "", want, code, msg);
 }
 
-/* Starts the binary; asserts it printed its URL. */
-static void start(run *r, const char *const *args)
+/* Starts the binary (with the common flags when common); asserts it
+ * printed its URL. */
+static void start_with(run *r, const char *const *args, bool common)
 {
 	char *argv[MAXARGS], line[256];
 	int ofd;
 
-	make_argv(argv, args, true);
+	make_argv(argv, args, common);
 	r->pid = spawn(argv, &ofd, &r->efd);
 	g_running[g_running[0] < 0 ? 0 : 1] = r->pid;
 	r->out = fdopen(ofd, "r");
@@ -149,6 +150,26 @@ static void start(run *r, const char *const *args)
 		fail_msg("the mock did not start: %s", msg);
 	}
 	snprintf(r->url, sizeof(r->url), "%.*s", (int)strcspn(line + 22, "\n"), line + 22);
+}
+
+static void start(run *r, const char *const *args)
+{
+	start_with(r, args, true);
+}
+
+/* The rest of its start lines (after the URL) into buf, up to "runtime: ". */
+static void start_lines(run *r, char *buf, size_t cap)
+{
+	char line[1024];
+	size_t n = 0;
+
+	buf[0] = '\0';
+	while (fgets(line, sizeof(line), r->out) != NULL && n + strlen(line) < cap) {
+		memcpy(buf + n, line, strlen(line) + 1);
+		n += strlen(line);
+		if (strncmp(line, "runtime: ", 9) == 0)
+			break;
+	}
 }
 
 /* SIGTERM, exit 0, and its stderr into msg. */
@@ -723,6 +744,62 @@ static void exposed_or_closed_starts_warn(void **state)
 	assert_null(strstr(msg, "loopback"));
 }
 
+/* A contained mock on SBX_IMAGE_STORE=store (its default image store, no
+ * image flag unless extra): its start lines into out, stderr into err;
+ * false when guests are not contained here (the warnings are about
+ * contained guests' roots). */
+static bool start_on_store(const char *store, const char *extra, char *out, size_t ocap, char *err,
+			   size_t ecap)
+{
+	const char *args[] = {"--self-listen", "off", "--egress", "stored", "--warm-pool", "0",
+			      "--admin-token", TOKEN, extra, NULL};
+	run r;
+
+	setenv("SBX_IMAGE_STORE", store, 1);
+	start_with(&r, args, false);
+	unsetenv("SBX_IMAGE_STORE");
+	start_lines(&r, out, ocap);
+	stop(&r, err, ecap);
+	return strstr(out, "guest mode: contained\n") != NULL;
+}
+
+/* The host skeleton is said at start, loudly when it was not asked for
+ * (issue 46): an empty default store and a store whose only image cannot
+ * be used (sbx_mock_images_usable() == 0) each warn on stderr, whatever
+ * --quiet says; --no-images says it on stdout only. */
+static void default_store_without_a_usable_image_warns(void **state)
+{
+	char empty[128], unusable[128], out[4096], err[8192], want[512];
+
+	(void)state;
+	path_in(empty, sizeof(empty), "store-empty");
+	path_in(unusable, sizeof(unusable), "store-unusable");
+	assert_int_equal(mkdir(empty, 0700), 0);
+	assert_int_equal(mkdir(unusable, 0700), 0);
+	path_in(want, sizeof(want), "store-empty/index");
+	write_file(want, "");
+	/* names an image whose directory was never built */
+	path_in(want, sizeof(want), "store-unusable/index");
+	write_file(want, "devbox:1\t0123456789abcdef\n");
+	if (!start_on_store(empty, "--quiet", out, sizeof(out), err, sizeof(err)))
+		skip(); /* plain guests: no warning is due */
+	snprintf(want, sizeof(want), "sbx-mock: WARNING: no rootfs image: every guest gets the host skeleton, "
+				     "not Debian (no image in the default store %s (its index is empty))", empty);
+	if (strstr(out, "images: none: every guest gets the host skeleton (") == NULL || strstr(err, want) == NULL)
+		fail_msg("an empty default store: expected \"%s\" on stderr, got:\n%s\n%s", want, out, err);
+	start_on_store(unusable, "--quiet", out, sizeof(out), err, sizeof(err));
+	snprintf(want, sizeof(want), "images: %s (the default store; --no-images for the host skeleton)\n", unusable);
+	if (strstr(out, want) == NULL ||
+	    strstr(err, "sbx-mock: WARNING: no usable rootfs image: every guest gets the host skeleton (rootfs: "
+			"devbox:1 = host skeleton, not image") == NULL)
+		fail_msg("a store without a usable image: expected \"%s\" and the no-usable-image WARNING, got:\n%s\n%s",
+			 want, out, err);
+	start_on_store(unusable, "--no-images", out, sizeof(out), err, sizeof(err));
+	if (strstr(out, "images: none (--no-images): every guest gets the host skeleton\n") == NULL ||
+	    strstr(err, "WARNING: no") != NULL)
+		fail_msg("--no-images: expected the skeleton said on stdout and no WARNING, got:\n%s\n%s", out, err);
+}
+
 static int teardown(void **state)
 {
 	(void)state;
@@ -761,7 +838,9 @@ int main(int argc, char **argv)
 		cmocka_unit_test_teardown(template_build_caps_from_flags, teardown),
 		cmocka_unit_test_teardown(template_storage_from_flags, teardown),
 		cmocka_unit_test_teardown(images_index_long_line_refused, teardown),
+		cmocka_unit_test_teardown(default_store_without_a_usable_image_warns, teardown),
 	};
+	char run_dir[80];
 	int rc;
 
 	if (argc < 2) {
@@ -772,6 +851,11 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	snprintf(g_tmp, sizeof(g_tmp), "/tmp/sbx-inputs-XXXXXX");
 	if (mkdtemp(g_tmp) == NULL)
+		return 1;
+	/* the mocks announce themselves here, not in this user's runtime
+	 * directory (where `sbxctl mock env` would find them) */
+	snprintf(run_dir, sizeof(run_dir), "%s/run", g_tmp);
+	if (mkdir(run_dir, 0700) != 0 || setenv("XDG_RUNTIME_DIR", run_dir, 1) != 0)
 		return 1;
 	rc = cmocka_run_group_tests(tests, NULL, NULL);
 	(void)rm_tree(g_tmp);

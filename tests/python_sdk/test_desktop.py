@@ -40,7 +40,7 @@ store (SBX_IMAGE_STORE, else /var/cache/sbx-harness/images as root, else
 (unprivileged without the copy owned by its uid: build-image --owner UID
 desktop:1 as root), every test is skipped, saying so.
 
-Usage: test_desktop.py [SBX_MOCK] [unittest options] (SBX_MOCK defaults to
+Usage: test_desktop.py [SBX_MOCK | --from-env] [unittest options] (SBX_MOCK defaults to
 $SBX_MOCK_BIN). Exit 0 pass, 1 fail, 77 skipped.
 """
 import json
@@ -85,7 +85,10 @@ def desktop_built(store):
 
 
 def start_mock(store):
-    """The examples' sbx-mock (test_python_sdk_examples.Mock), serving the store."""
+    """The examples' sbx-mock (test_python_sdk_examples.Mock), serving the
+    store; with --from-env the running mock the environment names."""
+    if examples.FROM_ENV:
+        return examples.EnvMock()
     return examples.Mock(MOCK_BIN, ("--images", store))
 
 
@@ -304,10 +307,11 @@ class DesktopExample(DesktopCase):
         self.assertEqual((conn["screen_id"], conn["port"]), ("screen-0", primary["novnc_port"]))
         # the SDK example's own check: the connection's URL is https
         self.assertTrue(conn["url"].startswith("https://"), conn["url"])
-        self.assertTrue(conn["url"].startswith(self.mock.ingress + "/" + sid + "/"), conn["url"])
+        ingress = self.mock.ingress or "https://" + urllib.parse.urlsplit(conn["url"]).netloc
+        self.assertTrue(conn["url"].startswith(ingress + "/" + sid + "/"), conn["url"])
         # the WebSocket through the ingress's TLS, verified against the
-        # mock's CA (GET /_mock/ca)
-        status, first = websocket_rfb(self.mock.ingress, conn["path"], self.mock.tls_context())
+        # mock's CA (GET /_mock/ca; from the environment: SSL_CERT_FILE's bundle)
+        status, first = websocket_rfb(ingress, conn["path"], self.mock.tls_context())
         self.assertIn("101", status)
         self.assertRegex(first or b"", rb"^RFB 003\.00\d\n$")
         # noVNC's page itself, through the same token and TLS
@@ -315,7 +319,8 @@ class DesktopExample(DesktopCase):
         self.assertIn(b"noVNC", page)
         # a client without the mock's CA refuses the ingress's leaf
         with self.assertRaises(ssl.SSLCertVerificationError):
-            websocket_rfb(self.mock.ingress, conn["path"], ssl.create_default_context())
+            websocket_rfb(ingress, conn["path"], ssl.create_default_context(
+                cadata=examples.SYSTEM_CA) if examples.FROM_ENV else ssl.create_default_context())
 
 
 PAGE = b"""<!doctype html><html><head><title>agent page</title><style>
@@ -745,9 +750,15 @@ class NotADesktop(DesktopCase):
 
 
 def main():
-    global MOCK_BIN
+    global MOCK_BIN, KEY
     argv = sys.argv[1:]
-    MOCK_BIN = argv.pop(0) if argv and not argv[0].startswith("-") else os.environ.get("SBX_MOCK_BIN")
+    if argv and argv[0] == "--from-env":  # as test_python_sdk_examples.py --from-env
+        argv.pop(0)
+        examples.FROM_ENV = True
+        examples.SYSTEM_CA = examples.split_last_cert(os.environ.get("SSL_CERT_FILE", ""))
+        KEY = os.environ.get("CREATEOS_SANDBOX_API_KEY", KEY)
+        MOCK_BIN = "(the environment's mock)"
+    MOCK_BIN = MOCK_BIN or (argv.pop(0) if argv and not argv[0].startswith("-") else os.environ.get("SBX_MOCK_BIN"))
     if not MOCK_BIN:
         sys.exit(__doc__.split("\n\n")[-1])
     store = image_store()

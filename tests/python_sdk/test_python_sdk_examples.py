@@ -57,7 +57,14 @@ used). Contained guests need user
 namespaces: where the mock cannot contain, the whole file is skipped
 (exit 77) with the mock's reason.
 
-Usage: test_python_sdk_examples.py [SBX_MOCK] [unittest options]
+With --from-env instead of SBX_MOCK, the tests use the running mock the
+environment names, as a user's shell has it after the README's one line
+(`eval "$(sbxctl mock env)"`): CREATEOS_SANDBOX_BASE_URL and _API_KEY
+(what the SDK reads), SBX_MOCK_ADMIN_TOKEN, and https verified by
+Python's default context alone (SSL_CERT_FILE: the system's CAs plus the
+mock's). tests/zero_config_test.sh runs HelloWorld and IngressPreview so.
+
+Usage: test_python_sdk_examples.py [SBX_MOCK | --from-env] [unittest options]
 (SBX_MOCK defaults to $SBX_MOCK_BIN). Exit 0 pass, 1 fail, 77 skipped.
 """
 import base64
@@ -81,6 +88,18 @@ from datetime import datetime
 SKIP = 77
 KEY = "python-sdk-examples"
 MOCK_BIN = None  # set by main()
+FROM_ENV = False  # --from-env: the environment's running mock (EnvMock)
+SYSTEM_CA = None  # --from-env: the CA bundle without the mock's CA (the last one)
+
+
+def split_last_cert(path):
+    """The PEM bundle at path without its last certificate (ca-bundle.pem
+    ends with the mock's CA, runtime_env.c)."""
+    with open(path) as f:
+        pem = f.read()
+    end = "-----END CERTIFICATE-----"
+    certs = [c + end for c in pem.split(end) if "-----BEGIN CERTIFICATE-----" in c]
+    return "\n".join(certs[:-1]) or None
 CANNOT_CONTAIN = "guest containment needs user namespaces"
 # Every request goes straight to the loopback address it names, whatever
 # http_proxy and the like say.
@@ -254,8 +273,13 @@ def model_errors(model, data, where=None):
 class Example(unittest.TestCase):
     """Shared machinery: the mock, the SDK's transport rules, the decoders."""
 
+    # sbx-mock's flags for this example's mock: none, so it uses the
+    # default image store when that holds images (as a user's would); an
+    # example whose check depends on the host skeleton says --no-images
+    MOCK_ARGS = ()
+
     def setUp(self):
-        self.mock = Mock(MOCK_BIN)
+        self.mock = EnvMock() if FROM_ENV else Mock(MOCK_BIN, self.MOCK_ARGS)
         self.addCleanup(self.stop_mock)
 
     def stop_mock(self):
@@ -537,6 +561,33 @@ class Mock:
         return err
 
 
+class EnvMock:
+    """The running mock the environment names (--from-env): Mock's
+    interface, nothing started or stopped; https trusted through the
+    environment only (Python's default context reads SSL_CERT_FILE)."""
+
+    def __init__(self):
+        missing = [v for v in ("CREATEOS_SANDBOX_BASE_URL", "CREATEOS_SANDBOX_API_KEY",
+                               "SBX_MOCK_ADMIN_TOKEN") if not os.environ.get(v)]
+        if missing:
+            raise RuntimeError("--from-env: %s not set (run eval \"$(sbxctl mock env)\" first)"
+                               % ", ".join(missing))
+        self.url = os.environ["CREATEOS_SANDBOX_BASE_URL"]
+        self.token = os.environ["SBX_MOCK_ADMIN_TOKEN"]
+        self.ingress = None  # the tests that need it take it from a URL the mock gave
+        self.rc = None
+
+    def tls_context(self):
+        return ssl.create_default_context()
+
+    def opener(self):
+        return urllib.request.build_opener(urllib.request.ProxyHandler({}),
+                                           urllib.request.HTTPSHandler(context=self.tls_context()))
+
+    def stop(self):
+        return ""
+
+
 class CannotContain(Exception):
     pass
 
@@ -687,8 +738,13 @@ class IngressPreview(Example):
                 self.assertEqual(resp.read(), self.PAGE)
             # without the mock's CA the leaf is not trusted: the client's
             # verification, not a plain-HTTP fallback, is what passed above
+            # (from the environment, the default context trusts it: the
+            # bundle of SSL_CERT_FILE is what passed)
+            refused = ssl.create_default_context(cadata=SYSTEM_CA) if FROM_ENV else None
             with self.assertRaises(urllib.error.URLError) as e:
-                OPENER.open(url, timeout=30)
+                (urllib.request.build_opener(urllib.request.ProxyHandler({}),
+                                             urllib.request.HTTPSHandler(context=refused))
+                 if FROM_ENV else OPENER).open(url, timeout=30)
             self.assertIsInstance(e.exception.reason, ssl.SSLCertVerificationError, e.exception)
             # the same port still answers a plain-HTTP client
             plain = "http://" + url[len("https://"):]
@@ -880,6 +936,9 @@ class CustomTemplate(Example):
                   " && apt-get install -y --no-install-recommends curl ca-certificates \\\n"
                   " && curl -fsSL https://get.docker.com | sh \\\n"
                   " && rm -rf /var/lib/apt/lists/*\n")
+    # the host skeleton: no base image, so the build's failure is certain
+    # (on devbox:1 with egress stored the steps could reach further)
+    MOCK_ARGS = ("--no-images",)
 
     def test_custom_template(self):
         name = "docker-ce-%d" % time.time_ns()
@@ -949,8 +1008,16 @@ class Desktop(unittest.TestCase):
 
 
 def main():
-    global MOCK_BIN
+    global MOCK_BIN, FROM_ENV, KEY, SYSTEM_CA
     argv = sys.argv[1:]
+    if argv and argv[0] == "--from-env":
+        argv.pop(0)
+        FROM_ENV = True
+        KEY = os.environ.get("CREATEOS_SANDBOX_API_KEY", KEY)
+        # a context without the mock's CA: the bundle's certificates but its last
+        SYSTEM_CA = split_last_cert(os.environ.get("SSL_CERT_FILE", ""))
+        prog = unittest.main(argv=[sys.argv[0]] + argv, exit=False, verbosity=2)
+        return 0 if prog.result.wasSuccessful() else 1
     if argv and not argv[0].startswith("-"):
         MOCK_BIN = argv.pop(0)
     else:

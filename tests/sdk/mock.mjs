@@ -8,7 +8,10 @@ import assert from "node:assert/strict";
 export const BIN = process.env.SBX_MOCK_BIN ?? process.argv[2];
 
 // args: sbx-mock's flags besides --listen and --quiet (with --admin-token
-// T, admin() sends T).
+// T, admin() sends T). Nothing about images is added: without --images or
+// --no-images sbx-mock uses the default image store when it holds images
+// (mock-api/IMAGES.md), so a suite that checks the host skeleton's
+// behaviour says --no-images itself.
 export async function startMock(args = []) {
   assert.ok(BIN, "set SBX_MOCK_BIN (or pass the sbx-mock path as argv[2])");
   const proc = spawn(BIN, ["--listen", "127.0.0.1:0", ...args, "--quiet"], {

@@ -38,7 +38,11 @@ function client(apiKey, extra = {}) {
 const admin = (...a) => mock.admin(...a);
 
 before(async () => {
-  mock = await startMock(["--self-listen", "127.0.0.1:0", "--admin-token", ADMIN]);
+  // the host skeleton, not the default image store: "templates: ... (no
+  // image: the build fails saying so)", "one writable filesystem" (the
+  // skeleton's read-only host directories) and "fidelity" check its
+  // behaviour; tests/sdk/images.test.mjs covers devbox:1
+  mock = await startMock(["--self-listen", "127.0.0.1:0", "--admin-token", ADMIN, "--no-images"]);
   baseUrl = mock.baseUrl;
 });
 

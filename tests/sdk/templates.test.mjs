@@ -282,7 +282,12 @@ test("a durable mock keeps a ready template across a restart; a build it was run
 test("a reset and, when not durable, a stop remove the templates' layers", async () => {
   const tmp = mkdtempSync(join(tmpdir(), "sbx-tpl-tmp-"));
   const saved = process.env.TMPDIR;
+  const savedRun = process.env.XDG_RUNTIME_DIR;
+  const run = mkdtempSync(join(tmpdir(), "sbx-tpl-run-"));
   process.env.TMPDIR = tmp; // its work dir goes below it
+  // and its runtime directory elsewhere: without XDG_RUNTIME_DIR it would
+  // be ${TMPDIR}/sbx-harness-UID, one more entry in tmp
+  process.env.XDG_RUNTIME_DIR = run;
   let other;
   try {
     other = await startMock(["--images", STORE, "--admin-token", ADMIN]);
@@ -303,7 +308,10 @@ test("a reset and, when not durable, a stop remove the templates' layers", async
   } finally {
     if (saved === undefined) delete process.env.TMPDIR;
     else process.env.TMPDIR = saved;
+    if (savedRun === undefined) delete process.env.XDG_RUNTIME_DIR;
+    else process.env.XDG_RUNTIME_DIR = savedRun;
     await other?.stop();
     rmSync(tmp, { recursive: true, force: true });
+    rmSync(run, { recursive: true, force: true });
   }
 });

@@ -48,7 +48,7 @@ _sbxctl()
 	"") COMPREPLY=($(compgen -W "$top $globals" -- "$cur")); return ;;
 	egress) COMPREPLY=($(compgen -W "show set clear check lint test" -- "$cur")); return ;;
 	files) COMPREPLY=($(compgen -W "push pull" -- "$cur")); return ;;
-	mock) COMPREPLY=($(compgen -W "faults internet scenario journal state reset clock" -- "$cur")); return ;;
+	mock) COMPREPLY=($(compgen -W "faults internet scenario journal state reset clock env" -- "$cur")); return ;;
 	"mock internet") COMPREPLY=($(compgen -W "stub rm show" -- "$cur")); return ;;
 	"mock internet show") COMPREPLY=($(compgen -W "stubs journal" -- "$cur")); return ;;
 	"mock faults") COMPREPLY=($(compgen -W "add ls rm clear" -- "$cur")); return ;;

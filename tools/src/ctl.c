@@ -121,6 +121,16 @@ static const ctl_command commands[] = {
 	{"mock clock advance", "DURATION", "advance the mock clock (e.g. 90s, 5m, 1500ms)",
 	 "Due transitions (auto-pause, slow pause/resume) happen at once.", ctl_opts_none, 1, 1,
 	 ctl_cmd_mock_clock_advance, CTL_CMD_ADMIN},
+	{"mock env", "[--pid PID] [--url URL]", "print export lines for the newest running sbx-mock",
+	 "For a POSIX shell: eval \"$(sbxctl mock env)\". Sets CREATEOS_SANDBOX_BASE_URL,\n"
+	 "CREATEOS_SANDBOX_API_KEY (an existing value is kept), SBX_MOCK_ADMIN_TOKEN and the\n"
+	 "mock's CA for Node (NODE_EXTRA_CA_CERTS), OpenSSL/Python (SSL_CERT_FILE), requests\n"
+	 "(REQUESTS_CA_BUNDLE), curl (CURL_CA_BUNDLE), git (GIT_SSL_CAINFO) and Java\n"
+	 "(JAVA_TOOL_OPTIONS: a PKCS12 truststore): the system's CAs plus the mock's.\n"
+	 "Reads the mocks' runtime directory ($XDG_RUNTIME_DIR/sbx-harness, else\n"
+	 "${TMPDIR:-/tmp}/sbx-harness-UID), never the network; --url picks the mock serving\n"
+	 "that URL. Exit 1 when no mock runs.",
+	 ctl_opts_mock_env, 0, 0, ctl_cmd_mock_env, CTL_CMD_OFFLINE},
 };
 
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
@@ -174,9 +184,8 @@ static void list_help(FILE *f, const char *prefix, bool brief)
 	print_opts(f, ctl_global_opts);
 	fprintf(f, "\nEnvironment: CREATEOS_SANDBOX_BASE_URL (no default: the production\n"
 		   "service only with --production), CREATEOS_SANDBOX_API_KEY, SBX_MOCK_ADMIN_TOKEN.\n"
-		   "Exit codes: 0 ok, 1 API/remote failure, 2 usage error; exec passes the\n"
-		   "remote command's exit code. 'sbxctl COMMAND --help' for details;\n"
-		   "'sbxctl --version' for the version.\n");
+		   "Exit codes: 0 ok, 1 API/remote failure, 2 usage error; exec: the remote\n"
+		   "command's. 'sbxctl COMMAND --help' for details, --version for the version.\n");
 }
 
 /* ---- dispatch ---- */

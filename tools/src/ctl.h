@@ -129,9 +129,11 @@ int ctl_cmd_mock_journal(ctl_ctx *ctx);
 int ctl_cmd_mock_state(ctl_ctx *ctx);
 int ctl_cmd_mock_reset(ctl_ctx *ctx);
 int ctl_cmd_mock_clock_advance(ctl_ctx *ctx);
+int ctl_cmd_mock_env(ctl_ctx *ctx);
 
 /* Option tables, defined next to their commands. */
 extern const ctl_opt ctl_opts_none[];
+extern const ctl_opt ctl_opts_mock_env[];
 extern const ctl_opt ctl_opts_create[];
 extern const ctl_opt ctl_opts_ls[];
 extern const ctl_opt ctl_opts_wait[];

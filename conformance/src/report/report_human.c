@@ -120,6 +120,10 @@ static void header(struct human *h, const cJSON *r)
 	rp_put_term(h->out, rp_str(cp, "kind"), "");
 	sbx_strbuf_puts(h->out, " ");
 	rp_put_term(h->out, rp_str(cp, "url"), "");
+	if (rp_str(cp, "guests_root")[0] != '\0') {
+		sbx_strbuf_puts(h->out, "\n  guests' root:  ");
+		rp_put_term(h->out, rp_str(cp, "guests_root"), "");
+	}
 	sbx_strbuf_puts(h->out, "\n  profiles:      ");
 	cJSON_ArrayForEach(p, profiles) {
 		if (!cJSON_IsString(p))

@@ -11,6 +11,7 @@
 #   -DALLOWED_SKIPS=a|b   with ALL_OK: the only checks allowed to skip
 #   -DEXPECT_STDERR=re    stderr must match this regular expression
 #   -DEXPECT_STDOUT=re    stdout must match this regular expression
+#   -DEXPECT_GUESTS_ROOT=re  the report's control_plane.guests_root must match
 string(REPLACE "|" ";" args "${ARGS}")
 if(JSON)
   list(APPEND args --json ${JSON})
@@ -30,6 +31,13 @@ if(NOT JSON)
   return()
 endif()
 file(READ ${JSON} report)
+if(EXPECT_GUESTS_ROOT)
+  string(JSON root ERROR_VARIABLE no_root GET "${report}" control_plane guests_root)
+  if(no_root OR NOT root MATCHES "${EXPECT_GUESTS_ROOT}")
+    string(JSON cp GET "${report}" control_plane)
+    message(FATAL_ERROR "control_plane.guests_root does not match \"${EXPECT_GUESTS_ROOT}\": ${cp}")
+  endif()
+endif()
 string(JSON n LENGTH "${report}" checks)
 if(n EQUAL 0)
   message(FATAL_ERROR "the report has no checks\n${out}")

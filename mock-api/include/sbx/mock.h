@@ -164,6 +164,9 @@ const char *sbx_mock_internet_sites_note(const sbx_mock *mock);
 /* Which root each rootfs name's guests get: "rootfs: devbox:1 = image DIR
  * (...); other names: the host-skeleton root", or why no image is used. */
 const char *sbx_mock_rootfs_note(const sbx_mock *mock);
+/* How many rootfs names get an image (0: every guest gets the host
+ * skeleton, whatever the store named; always 0 for plain guests). */
+size_t sbx_mock_images_usable(const sbx_mock *mock);
 /* For an unprivileged process that wants egress enforced: enters a user
  * namespace of its own (mock-api/INTERNET.md, "Unprivileged"). Call it
  * before any thread exists, before sbx_mock_start. 0 (as root: nothing to

@@ -50,6 +50,17 @@ void mock_rootfs_close(sbx_mock *mock)
 	mock->pool_image = NULL;
 }
 
+size_t sbx_mock_images_usable(const sbx_mock *mock)
+{
+	size_t n = 0;
+
+	if (mock->gmode != GUEST_CONTAINED)
+		return 0;
+	for (size_t i = 0; i < mock_images_count(mock->images); i++)
+		n += mock_images_at(mock->images, i)->usable ? 1 : 0;
+	return n;
+}
+
 const struct mock_image *mock_rootfs_image(const sbx_mock *mock, const char *rootfs)
 {
 	return mock->gmode == GUEST_CONTAINED ? mock_images_find(mock->images, rootfs) : NULL;

@@ -13,6 +13,7 @@
 
 #include "internet/inet_resolver.h"
 #include "server/mock_cli.h"
+#include "server/runtime_env.h"
 #include "sbx/mock.h"
 
 static const char usage[] =
@@ -88,11 +89,17 @@ static const char usage[] =
 	"  --images DIR            rootfs images from the store DIR (mock-api/images/build-image\n"
 	"                          writes it: /var/cache/sbx-harness/images as root): a\n"
 	"                          sandbox whose rootfs names one gets a root built on it\n"
-	"                          (mock-api/IMAGES.md); without, every root is the host\n"
-	"                          skeleton (said at start and in GET /_mock/settings)\n"
+	"                          (mock-api/IMAGES.md); other names get the host skeleton\n"
+	"                          (default: the default store, $SBX_IMAGE_STORE, else that\n"
+	"                          path as root, else ~/.cache/sbx-harness/images, when its\n"
+	"                          index names an image; the start says which)\n"
+	"  --no-images             no images: every root is the host skeleton\n"
 	"  --image NAME=DIR        the rootfs directory DIR serves NAME (devbox:1); repeatable\n"
 	"  --quiet                 no log lines on stderr\n"
 	"  --help                  this text\n"
+	"At start it writes its URL, admin token and CA for the shell in a directory of\n"
+	"its own ($XDG_RUNTIME_DIR/sbx-harness/PID, else ${TMPDIR:-/tmp}/sbx-harness-UID/PID;\n"
+	"removed at a clean stop); to use it: eval \"$(sbxctl mock env)\"\n"
 	"Exit codes: 0 stopped by SIGINT/SIGTERM, 2 usage or setup error.\n";
 
 __attribute__((format(printf, 1, 2))) static int die_usage(const char *fmt, ...)
@@ -138,8 +145,51 @@ static void warn_start(const mock_cli *c)
 				"--keys-file: every API request will be refused (401)\n");
 }
 
+/* Which roots the guests get, on stdout with the other start lines; the
+ * host skeleton is said loudly (stderr, whatever --quiet says) unless
+ * --no-images asked for it: code written for devbox:1 (Debian, apt, pip)
+ * behaves differently on it. */
+static void say_images(const mock_cli *c, sbx_mock *mock)
+{
+	switch (c->images_from) {
+	case MOCK_CLI_IMAGES_DEFAULT:
+		printf("images: %s (the default store; --no-images for the host skeleton)\n", c->cfg.images);
+		break;
+	case MOCK_CLI_IMAGES_FLAG:
+		printf("images: %s\n", c->cfg.images != NULL ? c->cfg.images : "--image only");
+		break;
+	case MOCK_CLI_IMAGES_OFF:
+		printf("images: none (--no-images): every guest gets the host skeleton\n");
+		break;
+	case MOCK_CLI_IMAGES_NONE:
+		printf("images: none: every guest gets the host skeleton (%s)\n", c->images_why);
+		break;
+	}
+	if (c->images_from == MOCK_CLI_IMAGES_NONE && sbx_mock_guests_contained(mock))
+		fprintf(stderr, "sbx-mock: WARNING: no rootfs image: every guest gets the host skeleton, "
+				"not Debian (%s). Build devbox:1 and desktop:1 with mock-api/images/build-image "
+				"(mock-api/IMAGES.md), or start with --no-images to say you want the skeleton\n",
+			c->images_why);
+	else if (c->images_from != MOCK_CLI_IMAGES_OFF && sbx_mock_guests_contained(mock) &&
+		 sbx_mock_images_usable(mock) == 0)
+		fprintf(stderr, "sbx-mock: WARNING: no usable rootfs image: every guest gets the host "
+				"skeleton (%s)\n", sbx_mock_rootfs_note(mock));
+}
+
+/* The runtime files and the line that uses them (runtime_env.h). */
+static void publish(const mock_cli *c, sbx_mock *mock, mock_runtime *rt)
+{
+	if (mock_runtime_publish(rt, mock, c->cfg.accept_any_key, c->cfg.images) == 0) {
+		printf("runtime: %s\n", rt->dir);
+		printf("to use it from a shell: eval \"$(sbxctl mock env)\"\n");
+	} else {
+		printf("runtime: none (%s)\n", rt->note);
+	}
+}
+
 static int run(mock_cli *c)
 {
+	mock_runtime rt = {.dir = ""};
 	char userns_note[sizeof(((sbx_err *)0)->msg)] = "";
 	sigset_t set;
 	sbx_mock *mock;
@@ -185,6 +235,8 @@ static int run(mock_cli *c)
 		printf("egress: %s\n", sbx_mock_egress_note(mock));
 	if (c->cfg.internet_upstream != NULL)
 		printf("internet upstream (REAL destinations): %s\n", c->cfg.internet_upstream);
+	say_images(c, mock);
+	publish(c, mock, &rt);
 	fflush(stdout);
 	warn_start(c);
 	if (sbx_mock_self_note(mock) != NULL && !c->cfg.quiet)
@@ -207,6 +259,7 @@ static int run(mock_cli *c)
 	sigwait(&set, &sig);
 	if (!c->cfg.quiet)
 		fprintf(stderr, "sbx-mock: signal %d, stopping\n", sig);
+	mock_runtime_remove(&rt); /* first: no shell picks a mock that is stopping */
 	sbx_mock_stop(mock);
 	return 0;
 }

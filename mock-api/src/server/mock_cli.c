@@ -16,6 +16,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "sbx/local.h"
+
 #define MAX_KEYS MOCK_CLI_MAX_KEYS
 
 /* Refuses the command line: c->err gets the message; 2 (MOCK_CLI_REFUSED). */
@@ -156,7 +158,7 @@ enum {
 	OPT_INTERNET_STUBS, OPT_INTERNET_SITE, OPT_INTERNET_UPSTREAM,
 	OPT_STATE_REPAIR, OPT_MAX_CONNS, OPT_IDLE_TIMEOUT, OPT_CHECK_STATE, OPT_INGRESS_LISTEN,
 	OPT_WARM_POOL, OPT_IMAGES, OPT_IMAGE, OPT_INGRESS_SCHEME, OPT_CA_OUT,
-	OPT_TPL_BUILD_CAP, OPT_TPL_BUILD_CAP_GLOBAL, OPT_TPL_CAP, OPT_TPL_STORAGE, OPT_TPL_STORAGE_GLOBAL,
+	OPT_TPL_BUILD_CAP, OPT_TPL_BUILD_CAP_GLOBAL, OPT_TPL_CAP, OPT_TPL_STORAGE, OPT_TPL_STORAGE_GLOBAL, OPT_NO_IMAGES,
 };
 
 static const struct option options[] = {
@@ -210,6 +212,7 @@ static const struct option options[] = {
 	{"warm-pool", required_argument, NULL, OPT_WARM_POOL},
 	{"images", required_argument, NULL, OPT_IMAGES},
 	{"image", required_argument, NULL, OPT_IMAGE},
+	{"no-images", no_argument, NULL, OPT_NO_IMAGES},
 	{"quiet", no_argument, NULL, OPT_QUIET},
 	{"help", no_argument, NULL, OPT_HELP},
 	{NULL, 0, NULL, 0},
@@ -341,6 +344,9 @@ static int parse_opt(int opt, const char *arg, mock_cli *c)
 		return 0;
 	case OPT_IMAGES:
 		c->cfg.images = arg;
+		return 0;
+	case OPT_NO_IMAGES:
+		c->no_images = true;
 		return 0;
 	case OPT_IMAGE:
 		if (strchr(arg, '=') == NULL || c->cfg.nimage_pairs == MOCK_CLI_MAX_IMAGES)
@@ -484,6 +490,63 @@ static int parse_opt(int opt, const char *arg, mock_cli *c)
 	}
 }
 
+/* The rootfs images without a flag: the default store when its index
+ * exists and names at least one image (what build-image writes), so a
+ * machine whose bootstrap built devbox:1 boots guests on it; otherwise
+ * none, with why (main.c says it loudly). Plain guests use no image. */
+/* Whether dir's index names an image (a non-empty regular file). */
+static bool store_has_index(const char *dir)
+{
+	char index[PATH_MAX + 8];
+	struct stat st;
+
+	snprintf(index, sizeof(index), "%s/index", dir);
+	return stat(index, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0;
+}
+
+static int images_default(mock_cli *c)
+{
+	char index[PATH_MAX + 8];
+	sbx_err err = {{0}};
+	struct stat st;
+
+	if (c->no_images && (c->cfg.images != NULL || c->cfg.nimage_pairs > 0))
+		return cli_fail(c, "--no-images contradicts %s (the host skeleton for every name, or "
+				 "images: pick one)", c->cfg.images != NULL ? "--images" : "--image");
+	if (c->no_images) {
+		c->images_from = MOCK_CLI_IMAGES_OFF;
+		return 0;
+	}
+	if (c->cfg.images != NULL || c->cfg.nimage_pairs > 0) {
+		c->images_from = MOCK_CLI_IMAGES_FLAG;
+		return 0;
+	}
+	c->images_from = MOCK_CLI_IMAGES_NONE;
+	if (c->cfg.guest_mode != NULL && strcmp(c->cfg.guest_mode, "plain") == 0) {
+		snprintf(c->images_why, sizeof(c->images_why), "plain guests use the host's own files");
+		return 0;
+	}
+	if (sbx_local_image_store(c->default_store, sizeof(c->default_store), &err) != 0) {
+		snprintf(c->images_why, sizeof(c->images_why), "%s", err.msg);
+		return 0;
+	}
+	snprintf(index, sizeof(index), "%s/index", c->default_store);
+	if (!store_has_index(c->default_store) && geteuid() != 0 && getenv("SBX_IMAGE_STORE") == NULL &&
+	    store_has_index(MOCK_CLI_SHARED_STORE)) {
+		/* a user without a store of their own: root's, where the
+		 * README's sudo line puts their copy (IMAGES.md); rootfs.c says
+		 * whether it holds one this uid can use */
+		snprintf(c->default_store, sizeof(c->default_store), "%s", MOCK_CLI_SHARED_STORE);
+	} else if (!store_has_index(c->default_store)) {
+		snprintf(c->images_why, sizeof(c->images_why), "no image in the default store %s (%s)",
+			 c->default_store, stat(index, &st) != 0 ? "it has no index" : "its index is empty");
+		return 0;
+	}
+	c->cfg.images = c->default_store;
+	c->images_from = MOCK_CLI_IMAGES_DEFAULT;
+	return 0;
+}
+
 /* Checks across options, after all are read; 2 with the message printed. */
 static int check_combination(mock_cli *c)
 {
@@ -496,7 +559,7 @@ static int check_combination(mock_cli *c)
 				 "(remove it or add --record-overwrite)", c->cfg.record_to);
 	if (c->cfg.state_dir != NULL && c->cfg.replay != NULL)
 		return cli_fail(c, "--state-dir has no effect with --replay (a replay keeps no state)");
-	return 0;
+	return images_default(c);
 }
 
 /* getopt_long said '?': an unknown option or one without its argument;

@@ -2,10 +2,13 @@
  * without side effects: no server is started, nothing is printed, nothing
  * exits, so the parse can run in-process (tests, the mock_cli fuzz target).
  * Reads files where an option names one (--keys-file, --internet-hosts,
- * the --scenario file check, --record-to's existence check). */
+ * the --scenario file check, --record-to's existence check), and looks
+ * for the default image store's index when no --images or --no-images is
+ * given (MOCK_CLI_IMAGES_DEFAULT / _NONE). */
 #ifndef SBX_MOCK_CLI_H
 #define SBX_MOCK_CLI_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -16,6 +19,19 @@
  * the pool itself is not the parser's business) */
 #define MOCK_CLI_WARM_POOL_MAX 64
 #define MOCK_CLI_MAX_IMAGES 32
+/* root's image store, which a user without one of their own falls back to
+ * (the README's `sudo build-image --owner` puts their copy there) */
+#define MOCK_CLI_SHARED_STORE "/var/cache/sbx-harness/images"
+
+/* Where the rootfs images come from (the program's rule, not the
+ * embedding API's: sbx_mock_config.images stays NULL = none unless set). */
+typedef enum mock_cli_images {
+	MOCK_CLI_IMAGES_FLAG,    /* --images DIR or --image NAME=DIR */
+	MOCK_CLI_IMAGES_DEFAULT, /* the default store (sbx_local_image_store), found with an index;
+				  * not root and none of the user's own: MOCK_CLI_SHARED_STORE's */
+	MOCK_CLI_IMAGES_OFF,     /* --no-images: the host skeleton, asked for */
+	MOCK_CLI_IMAGES_NONE,    /* no flag and no default store: the host skeleton (images_why) */
+} mock_cli_images;
 
 typedef struct mock_cli {
 	sbx_mock_config cfg;
@@ -28,6 +44,10 @@ typedef struct mock_cli {
 	bool record_overwrite;
 	char scenario_file[4096]; /* "./NAME" for --scenario NAME naming a file here */
 	const char *check_state;  /* --check-state DIR: validate, do not start */
+	bool no_images;           /* --no-images */
+	mock_cli_images images_from;
+	char default_store[PATH_MAX];
+	char images_why[PATH_MAX + 128]; /* MOCK_CLI_IMAGES_NONE: why the default store is not used */
 	char err[1024];           /* why the command line was refused */
 } mock_cli;
 
