@@ -183,6 +183,7 @@ def check(readme, src):
         items = [s.strip() for s in marks[0].split(",")]
         if items == ["none"]:
             continue
+        served_here = []
         for item in items:
             pattern = parse_route(item)
             if isinstance(pattern, str):
@@ -190,13 +191,18 @@ def check(readme, src):
                 continue
             hits = [s for s in served if matches(pattern, s[1], s[2])]
             covered.update(hits)
-            if absent:
-                for table, method, path, cfile, cline in hits:
-                    findings.append("%s: says %r but the mock serves %s %s (%s:%d, %s)"
-                                    % (where, cells[1], method, path, cfile, cline, table))
-            elif not hits:
+            served_here += [h for h in hits if h not in served_here]
+            if not absent and not hits:
                 findings.append("%s: says %r but the mock serves no route %s"
                                 % (where, cells[1], item))
+        if absent and served_here:
+            # one finding per row: the first routes say where, the count how many
+            shown = ", ".join("%s %s (%s:%d, %s)" % (m, p, f, l, t)
+                              for t, m, p, f, l in served_here[:3])
+            more = len(served_here) - 3
+            findings.append("%s: says %r but the mock serves %d of its routes: %s%s"
+                            % (where, cells[1], len(served_here), shown,
+                               ", and %d more" % more if more > 0 else ""))
     for row in served:
         table, method, path, cfile, cline = row
         if row not in covered and table not in EXEMPT_TABLES:

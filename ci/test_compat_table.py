@@ -85,9 +85,10 @@ class CompatTable(unittest.TestCase):
         rc, out = self.run_check(text)
         self.assertEqual(rc, 1, out)
         self.assertIn("README.md:10: row 'computer use': says 'not modelled' but the mock serves "
-                      "GET /v1/sandboxes/{id}/computer/screenshot (", out)
-        self.assertIn("api_routes.c:6, mock_api_routes)", out)
-        self.assertIn("POST /v1/sandboxes/{id}/computer/mouse/move", out)
+                      "2 of its routes: GET /v1/sandboxes/{id}/computer/screenshot (", out)
+        self.assertIn("api_routes.c:6, mock_api_routes), POST /v1/sandboxes/{id}/computer/mouse/move (",
+                      out)
+        self.assertIn("compat_table: 1 findings", out)
 
     def test_not_modelled_in_bold_fails_too(self):
         text = readme(GET, COMPUTER.replace("{status}", "**Not modelled**"), SELFROW, SHELL, ERRORS)
