@@ -38,10 +38,11 @@ service and against the mock alike; the mock keeps the live answer
 Examples covered: hello_world, command_streaming, files_and_snapshots,
 ingress_preview, managed_process, network, execution_server (its calls,
 four at a time as its concurrency limit allows), custom_template (the
-template calls; the Docker part cannot run: the mock's template builds run
-no Dockerfile, so the template's guest has no Docker daemon, asserted as
-that difference). Not covered: desktop (computer use, `/computer/...`): not
-modelled by the mock, not in the control-plane spec.
+template calls up to the build's end: the build runs the Dockerfile's
+steps, and its first RUN needs Debian's archive and get.docker.com, which
+an offline build cannot reach, so it ends `failed` with its log, asserted
+as that difference). desktop (computer use, `/computer/...`, on desktop:1)
+is test_desktop.py's.
 
 Where this differs from an example, on purpose: command_streaming's
 program pauses 0.4 s between lines (the example 1 s); wait_for_port's loop

@@ -2,9 +2,9 @@
 // templates.create answers pending, followLogs streams the build's lines
 // up to the final event, and a sandbox booted with rootfs = the template
 // sees what its RUN wrote; a failing RUN ends failed with its log; COPY is
-// refused; the build limits hold; deleting a template leaves the
-// sandboxes on it as they are (the SDK: "Existing sandboxes built from it
-// are unaffected").
+// refused, and so is the base of the SDK's reference example; the build
+// limits hold; deleting a template leaves the sandboxes on it as they are
+// (the SDK: "Existing sandboxes built from it are unaffected").
 //
 // Needs the devbox:1 image (mock-api/IMAGES.md): without it (or without
 // a copy this user may use) it exits 77, which ctest reports as skipped.
@@ -155,6 +155,21 @@ test("COPY and ADD are refused at create", async () => {
   await assert.rejects(
     box.templates.create({ name: "add", dockerfile: "FROM nodeops/sandbox:debian\nADD x /x\n" }),
     CreateosSandboxValidationError,
+  );
+  assert.equal((await box.templates.list()).length, 0);
+});
+
+// The SDK's reference example of templates.create (its doc comment in
+// dist/client.d.ts) builds FROM debian:trixie-slim; its how-to and the spec
+// allow only an allow-listed base (nodeops/sandbox:debian). README.md, "SDK
+// compatibility", says a user running that example meets this refusal.
+test("the reference example's FROM debian:trixie-slim is refused, naming the allowed base", async () => {
+  const box = client("tpl-ref-example");
+  await assert.rejects(
+    box.templates.create({ name: "my-devbox", dockerfile: "FROM debian:trixie-slim\nRUN apt-get update" }),
+    (e) => e instanceof CreateosSandboxValidationError && e.statusCode === 400 &&
+      /line 1: FROM debian:trixie-slim: not an allow-listed base image \(allowed: nodeops\/sandbox:debian\)/
+        .test(e.message),
   );
   assert.equal((await box.templates.list()).length, 0);
 });
