@@ -39,7 +39,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-/* The documented bounds (mock-api/README.md, HTTP framing): a lingering
+/* The documented bounds (mock-api/LIMITS.md, README.md Limits): a lingering
  * socket is closed when its client has sent nothing for LINGER_IDLE_MS,
  * after LINGER_TOTAL_MS in all, or past LINGER_MAX_BYTES read; at most
  * LINGER_MAX_SOCKETS linger at once (past it a socket closes at once, as
