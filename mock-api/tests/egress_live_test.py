@@ -71,6 +71,10 @@ print(json.dumps([out[i] for i in range(len(dests))]))
 """
 
 
+# How AddressSanitizer, LeakSanitizer and UBSan start a report.
+SANITIZER_MARKS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error: ")
+
+
 class Mock:
     def __init__(self, binary, hosts, extra=()):
         self.proc = subprocess.Popen(
@@ -103,12 +107,20 @@ class Mock:
             raise SystemExit("sbx-mock did not start: " + self.proc.stderr.read())
 
     def stop(self):
+        """Stops the mock: its stderr, or the test ends when it holds a
+        sanitizer's report (an ASan build's leak at exit, a UBSan error:
+        the tests using this harness would pass without reading it)."""
         self.proc.terminate()
         try:
             _, err = self.proc.communicate(timeout=20)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             _, err = self.proc.communicate()
+        for mark in SANITIZER_MARKS:
+            if mark in err:
+                at = err.index(mark)
+                raise SystemExit("sbx-mock's stderr has a sanitizer's report (%s):\n%s"
+                                 % (mark, err[max(0, at - 200):at + 4000]))
         return err
 
     def call(self, method, path, body=None, key=None, admin=False, timeout=30):

@@ -28,7 +28,14 @@ as the SDK's models need (JSend data; the screenshot raw PNG bytes).
 - Forged: root in the guest forges its framebuffer's header (16384x16384,
   a sparse GiB): screenshots answer 500 naming both sizes, and 16 at once
   leave the mock's peak memory (VmHWM) within 64 MiB of before.
+- ForgedHeader: a header forged in one field other than the size (a row
+  length, a colormap over 65536 entries, a file shorter than the header
+  says) answers 500 naming it; the restored header is read again.
 - ConcurrentScreens: three screens created at once get three screens.
+- ScreenBusy: while a resize waits for its X server (held by the guest's
+  root), a second resize or a delete of the screen answers 409 SCREEN_BUSY.
+- OpenPath: open of /workspace/p%41#x?y.html loads that file (its
+  file:// URL percent-encoded), not /workspace/pA.
 - Tools: a clipboard of 108 KiB read back whole, one over 1 MiB refused; a
   type too long to finish refused; a destroy ends a running tool; a
   guest's xdotool lying about geometry or the active window gets a 500.
@@ -639,6 +646,77 @@ class Forged(DesktopCase):
         self.assertEqual(self.computer(sid, "GET", "/screen"), geometry)
 
 
+# Root in the guest rewrites one field of screen-0's XWD header (its
+# number, then a value or "+N" on the real one); "fit" then makes the file
+# as long as the forged header says (so that only the field's own check
+# can refuse it), "cut" one byte shorter than the real header says (the
+# last page stays: Xvfb's mapping of it is not cut). Prints the original
+# header (hex) and size, for the restore.
+FORGE_FIELD_PY = """
+import os, struct, sys
+path = "/tmp/.sbx-desktop/0/Xvfb_screen0"
+field, value, how = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+with open(path, "r+b") as f:
+    h = bytearray(f.read(100))
+    size = os.fstat(f.fileno()).st_size
+    print(h.hex(), size)
+    get = lambda i: struct.unpack_from(">I", h, 4 * i)[0]
+    if field >= 0:
+        struct.pack_into(">I", h, 4 * field, get(field) + int(value[1:]) if value[0] == "+" else int(value))
+    f.seek(0)
+    f.write(h)
+    end = get(0) + 12 * get(19) + get(12) * get(5)
+    if how == "fit" and end > size:
+        f.truncate(end)
+    elif how == "cut":
+        f.truncate(end - 1)
+"""
+RESTORE_PY = """
+import sys
+with open("/tmp/.sbx-desktop/0/Xvfb_screen0", "r+b") as f:
+    f.write(bytes.fromhex(sys.argv[1]))
+    f.truncate(int(sys.argv[2]))
+"""
+
+
+class ForgedHeader(DesktopCase):
+    """Each check of a framebuffer's header beside its size refuses a
+    header forged in that one field (the file made long enough for the
+    rest to pass) with a 500 naming the field, and the restored header is
+    read again: a row length the width does not need, a colormap over
+    65536 entries, a file shorter than its header says."""
+
+    CASES = (
+        # (what, field, value, how, the answer names)
+        ("row length", 12, "+64", "fit", "has a row length (bytes_per_line) of"),
+        ("colormap", 19, "65537", "fit", "has 65537 colormap entries (ncolors), over 65536"),
+        ("short file", -1, "", "cut", "shorter than its header says"),
+    )
+
+    def guest_py(self, sid, script, *args):
+        res = call(self.mock, "POST", "/v1/sandboxes/%s/exec" % sid,
+                   {"cmd": "python3", "args": ["-c", script] + list(args)})
+        self.assertEqual(res["result"]["exit_code"], 0, res)
+        return res["result"]["stdout"].split()
+
+    def test_each_header_check_refuses(self):
+        sid = self.create()
+        geometry = poll("screen geometry", lambda: self.computer(sid, "GET", "/screen"))
+        self.assertEqual(self.screenshot(sid)[:2], (geometry["width"], geometry["height"]))
+        for what, field, value, how, says in self.CASES:
+            with self.subTest(what):
+                header, size = self.guest_py(sid, FORGE_FIELD_PY, str(field), value or "0", how)
+                try:
+                    with self.assertRaises(APIError) as e:
+                        self.computer(sid, "GET", "/screenshot", raw=True)
+                    self.assertEqual(e.exception.status, 500, e.exception.body)
+                    self.assertIn(says, e.exception.body)
+                finally:
+                    self.guest_py(sid, RESTORE_PY, header, size)
+                # the check refused the forged field, not the screen
+                self.assertEqual(self.screenshot(sid)[:2], (geometry["width"], geometry["height"]))
+
+
 class ConcurrentScreens(DesktopCase):
     """Screens created at once get one screen each (the lowest free one is
     reserved under the mock's lock before its X server starts)."""
@@ -657,6 +735,87 @@ class ConcurrentScreens(DesktopCase):
         for m in made:
             w, h, _ = self.screenshot(sid, screen_id=m["screen_id"])
             self.assertEqual((w, h), (640, 480), m)
+
+
+# Root in the guest makes every X server it starts wait while
+# /tmp/hold-x exists, so a resize holds its screen until the test says.
+HOLD_XVFB = """mv /usr/bin/Xvfb /usr/bin/Xvfb.real && cat > /usr/bin/Xvfb <<'EOF'
+#!/bin/sh
+while [ -e /tmp/hold-x ]; do sleep 0.1; done
+exec /usr/bin/Xvfb.real "$@"
+EOF
+chmod 755 /usr/bin/Xvfb && touch /tmp/hold-x"""
+
+
+class ScreenBusy(DesktopCase):
+    """A resize holds its screen until its X server is up: a second resize
+    or a delete of that screen meanwhile answers 409 SCREEN_BUSY (never
+    a second X server started over the first's), and once the first is
+    done the screen is free again."""
+
+    def guest_sh(self, sid, script):
+        res = call(self.mock, "POST", "/v1/sandboxes/%s/exec" % sid, {"cmd": "sh", "args": ["-c", script]})
+        self.assertEqual(res["result"]["exit_code"], 0, res)
+
+    def test_second_resize_or_delete_busy(self):
+        sid = self.create()
+        poll("screen geometry", lambda: self.computer(sid, "GET", "/screen"))
+        self.computer(sid, "POST", "/screens", {"width": 800, "height": 600})
+        self.guest_sh(sid, HOLD_XVFB)
+        with ThreadPoolExecutor(1) as pool:
+            resizing = pool.submit(lambda: self.computer(sid, "POST", "/screens/screen-1/resize",
+                                                         {"width": 640, "height": 480}))
+            try:
+                # the mock records the new size as the resize takes the screen
+                poll("the resize holding screen-1", lambda: resizing.done() or self.computer(
+                    sid, "GET", "/screens/screen-1")["width"] == 640, timeout=60, every=0.05)
+                self.assertFalse(resizing.done(), "the resize ended before its X server could start")
+                for method, suffix, body in (
+                        ("POST", "/screens/screen-1/resize", {"width": 1024, "height": 768}),
+                        ("DELETE", "/screens/screen-1", None)):
+                    with self.assertRaises(APIError, msg="%s %s during a resize" % (method, suffix)) as e:
+                        self.computer(sid, method, suffix, body)
+                    self.assertEqual(e.exception.status, 409, e.exception.body)
+                    self.assertIn("SCREEN_BUSY", e.exception.body)
+            finally:
+                self.guest_sh(sid, "rm -f /tmp/hold-x")
+            resized = resizing.result(timeout=120)
+        self.assertEqual((resized["width"], resized["height"]), (640, 480))
+        self.assertEqual(self.screenshot(sid, screen_id="screen-1")[:2], (640, 480))
+        self.computer(sid, "DELETE", "/screens/screen-1")  # free again
+
+
+RIGHT_PAGE = b"<!doctype html><title>the named page</title><body>right</body>"
+WRONG_PAGE = b"<!doctype html><title>another page</title><body>wrong</body>"
+
+
+class OpenPath(DesktopCase):
+    """open of a guest path whose name holds '%', '#' or '?' loads that
+    very file: its file:// URL percent-encodes them (RFC 3986, 8089).
+    Unencoded, Chromium would read /workspace/p%41#x?y.html as the file
+    /workspace/pA (%41 decoded, the rest a fragment)."""
+
+    def put(self, sid, path, data):
+        req = urllib.request.Request(
+            self.mock.url + "/v1/sandboxes/%s/files?path=%s" % (sid, urllib.parse.quote(path, safe="/")),
+            data=data, method="PUT", headers={"X-Api-Key": KEY, "Content-Type": "application/octet-stream"})
+        OPENER.open(req, timeout=30).read()
+
+    def test_open_path_with_url_delimiters(self):
+        sid = self.create()
+        self.put(sid, "/workspace/p%41#x?y.html", RIGHT_PAGE)
+        for decoy in ("/workspace/pA", "/workspace/p%41", "/workspace/p"):
+            self.put(sid, decoy, WRONG_PAGE)
+        poll("the desktop", lambda: self.computer(sid, "GET", "/screen"))
+        self.computer(sid, "POST", "/open", {"target": "/workspace/p%41#x?y.html"})
+
+        def titles():
+            seen = [w["title"] for w in self.computer(sid, "GET", "/windows")]
+            # a decoy shown as HTML, or pA (no extension) as text under its name
+            if any("another page" in t or t.startswith("pA") for t in seen):
+                raise AssertionError("open loaded another file than the one named: %s" % seen)
+            return [t for t in seen if "the named page" in t]
+        poll("the named page's window", titles, timeout=60)
 
 
 # A guest's root replaces xdotool with one that lies about geometry and

@@ -50,7 +50,6 @@ static const char screen_start_sh[] =
 	"old=$(cat pids 2>/dev/null)\n"
 	"[ -n \"$old\" ] && kill $old 2>/dev/null\n"
 	"rm -f ready pids\n"
-	"echo \"$w $h\" > size\n"
 	"(\n"
 	"  for p in $old; do i=0; while kill -0 $p 2>/dev/null && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done; done\n"
 	"  rm -f Xvfb_screen0 /tmp/.X11-unix/X$n /tmp/.X$n-lock\n"

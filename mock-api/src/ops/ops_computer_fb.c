@@ -62,13 +62,23 @@ static bool fb_check(mock_op *op, int screen, const uint32_t *f, uint32_t w, uin
 			 "%" PRIu32 "x%" PRIu32 ": it was rewritten in the sandbox", f[XWD_WIDTH], f[XWD_HEIGHT], w, h);
 		return fb_bad(op, screen, msg);
 	}
-	if (f[XWD_HEADER_SIZE] < XWD_HEADER_FIELDS * 4 || f[XWD_HEADER_SIZE] > XWD_HEADER_MAX ||
-	    f[XWD_NCOLORS] > XWD_COLORS_MAX)
-		return fb_bad(op, screen, "has a header size or colormap size out of range");
+	if (f[XWD_HEADER_SIZE] < XWD_HEADER_FIELDS * 4 || f[XWD_HEADER_SIZE] > XWD_HEADER_MAX) {
+		snprintf(msg, sizeof(msg), "has a header size (header_size) of %" PRIu32 " bytes, outside "
+			 "%d..%d", f[XWD_HEADER_SIZE], XWD_HEADER_FIELDS * 4, XWD_HEADER_MAX);
+		return fb_bad(op, screen, msg);
+	}
+	if (f[XWD_NCOLORS] > XWD_COLORS_MAX) {
+		snprintf(msg, sizeof(msg), "has %" PRIu32 " colormap entries (ncolors), over %d",
+			 f[XWD_NCOLORS], XWD_COLORS_MAX);
+		return fb_bad(op, screen, msg);
+	}
 	row = (uint64_t)w * (f[XWD_BPP] / 8);
 	/* a row is padded to at most 64 bits (XWD's bitmap_pad) */
-	if (f[XWD_STRIDE] < row || f[XWD_STRIDE] > row + 8)
-		return fb_bad(op, screen, "has a row length (bytes_per_line) that does not fit its width");
+	if (f[XWD_STRIDE] < row || f[XWD_STRIDE] > row + 8) {
+		snprintf(msg, sizeof(msg), "has a row length (bytes_per_line) of %" PRIu32 " bytes where "
+			 "its width needs %" PRIu64 "..%" PRIu64, f[XWD_STRIDE], row, row + 8);
+		return fb_bad(op, screen, msg);
+	}
 	end = f[XWD_HEADER_SIZE] + (uint64_t)f[XWD_NCOLORS] * 12 + (uint64_t)f[XWD_STRIDE] * h;
 	if (end > fsize) {
 		snprintf(msg, sizeof(msg), "is %" PRIu64 " bytes, shorter than its header says (%" PRIu64 ")",

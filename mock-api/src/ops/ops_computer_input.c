@@ -564,6 +564,29 @@ static bool has_scheme(const char *s)
 	return *p == ':' && p > s + 1; /* "C:" is no scheme */
 }
 
+/* The file: URL of absolute path (RFC 8089): each byte but RFC 3986's
+ * unreserved ones and '/' percent-encoded, so that a name holding '%',
+ * '#' or '?' (or a space, or UTF-8) names that file, not another (left
+ * as is, "/w/p%41#x" is the file /w/pA, the rest a fragment). */
+static void file_url(sbx_strbuf *url, const char *path)
+{
+	static const char hex[] = "0123456789ABCDEF";
+
+	sbx_strbuf_puts(url, "file://");
+	for (const unsigned char *p = (const unsigned char *)path; *p != '\0'; p++) {
+		bool plain = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+			     (*p >= '0' && *p <= '9') || strchr("-._~/", *p) != NULL;
+
+		if (plain) {
+			sbx_strbuf_append(url, p, 1);
+		} else {
+			char esc[3] = {'%', hex[*p >> 4], hex[*p & 15]};
+
+			sbx_strbuf_append(url, esc, 3);
+		}
+	}
+}
+
 bool desk_open_target(mock_op *op, mock_guest *g, const mock_computer_req *q)
 {
 	sbx_strbuf url;
@@ -584,7 +607,7 @@ bool desk_open_target(mock_op *op, mock_guest *g, const mock_computer_req *q)
 					     q->target);
 			goto out;
 		}
-		sbx_strbuf_printf(&url, "file://%s", q->target);
+		file_url(&url, q->target);
 	} else {
 		mock_err_set(&op->err, 400, "INVALID_REQUEST", "target",
 			     "target must be a URL (https://..., file://...) or an absolute path in the sandbox");

@@ -11,7 +11,18 @@
  * client reads the answer and a FIN), and what the client still sends is
  * read and dropped until it closes, or a bound is reached (LINGER_*), then
  * the socket is closed. One thread serves every lingering socket (epoll):
- * no worker and no MHD thread ever waits for a slow sender.
+ * no worker and no MHD thread ever waits for a slow sender, nor for that
+ * thread: it reads with no lock held (the sockets it serves are its own;
+ * a close hands it a new one through a short queue under the lock) and at
+ * most LINGER_READ_TURN bytes of one socket per wake, so a fast sender
+ * neither holds up the MHD thread closing the next connection nor starves
+ * the other lingering sockets.
+ *
+ * A mark (an early answer) names its connection by descriptor and by the
+ * connection's serial (chaos.c): descriptor numbers are reused as soon as
+ * MHD closes one, so a mark by number alone, left over, would make a later
+ * connection on that number linger; and every close clears what is marked
+ * for its descriptor.
  *
  * MHD notifies CLOSED before it closes its descriptor (chaos.c): the
  * socket is dup'ed then, so MHD's close leaves it open. */
@@ -28,17 +39,21 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-/* The documented bounds (mock-api/README.md, HTTP framing): a lingering
+/* The documented bounds (mock-api/LIMITS.md, README.md Limits): a lingering
  * socket is closed when its client has sent nothing for LINGER_IDLE_MS,
  * after LINGER_TOTAL_MS in all, or past LINGER_MAX_BYTES read; at most
  * LINGER_MAX_SOCKETS linger at once (past it a socket closes at once, as
  * before). A close at a bound may still reset the connection: that is the
- * price of never holding a socket for an endless sender. */
+ * price of never holding a socket for an endless sender. LINGER_READ_TURN:
+ * what one socket may read per wake of the thread (epoll is level
+ * triggered: a socket with more is reported again at once). */
 #define LINGER_IDLE_MS 2000
 #define LINGER_TOTAL_MS 10000
 #define LINGER_MAX_BYTES ((uint64_t)128 * 1024 * 1024)
 #define LINGER_MAX_SOCKETS 64
 #define LINGER_MAX_MARKED 256
+#define LINGER_SINK 65536
+#define LINGER_READ_TURN (4 * LINGER_SINK)
 
 typedef struct lsock {
 	int fd;
@@ -46,23 +61,68 @@ typedef struct lsock {
 	uint64_t bytes;
 } lsock;
 
+typedef struct lmark {
+	int fd;
+	uint64_t conn; /* the connection's serial: fd numbers are reused */
+} lmark;
+
 struct mock_linger {
-	pthread_mutex_t lock;
 	pthread_t thread;
 	int epfd, wakefd;
 	atomic_bool stop;
-	/* connections whose close is to linger (linger_mark), by descriptor */
-	int marked[LINGER_MAX_MARKED];
+	/* lock guards marked, incoming and nlive; the thread never holds it
+	 * across a read */
+	pthread_mutex_t lock;
+	lmark marked[LINGER_MAX_MARKED]; /* connections whose close is to linger */
 	size_t nmarked;
+	lsock incoming[LINGER_MAX_SOCKETS]; /* closed, not yet taken by the thread */
+	size_t nincoming;
+	size_t nlive; /* incoming and socks: LINGER_MAX_SOCKETS bounds both */
+	/* the thread's own (no lock): the sockets it serves */
 	lsock socks[LINGER_MAX_SOCKETS];
 	size_t nsocks;
+	char sink[LINGER_SINK];
 };
 
-static void drop_locked(struct mock_linger *l, size_t i)
+static void wake(struct mock_linger *l)
+{
+	uint64_t one = 1;
+
+	if (write(l->wakefd, &one, sizeof(one)) < 0) {
+		/* full: the thread is woken already */
+	}
+}
+
+/* Closes the thread's socket i (its slot taken by the last). */
+static void drop(struct mock_linger *l, size_t i)
 {
 	epoll_ctl(l->epfd, EPOLL_CTL_DEL, l->socks[i].fd, NULL);
 	close(l->socks[i].fd);
 	l->socks[i] = l->socks[--l->nsocks];
+	pthread_mutex_lock(&l->lock);
+	l->nlive--;
+	pthread_mutex_unlock(&l->lock);
+}
+
+/* Takes the sockets closes handed over into the thread's own set. */
+static void adopt(struct mock_linger *l)
+{
+	lsock in[LINGER_MAX_SOCKETS];
+	size_t n;
+
+	pthread_mutex_lock(&l->lock);
+	n = l->nincoming;
+	memcpy(in, l->incoming, n * sizeof(in[0]));
+	l->nincoming = 0;
+	pthread_mutex_unlock(&l->lock);
+	for (size_t k = 0; k < n; k++) {
+		struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP, .data.fd = in[k].fd};
+
+		/* nlive counted it: nsocks stays within LINGER_MAX_SOCKETS */
+		l->socks[l->nsocks++] = in[k];
+		if (epoll_ctl(l->epfd, EPOLL_CTL_ADD, in[k].fd, &ev) != 0)
+			drop(l, l->nsocks - 1);
+	}
 }
 
 static int64_t deadline_us(const lsock *s)
@@ -73,18 +133,17 @@ static int64_t deadline_us(const lsock *s)
 	return idle < total ? idle : total;
 }
 
-/* Reads and drops what socket i holds; false when it is done with (the
- * client closed, an error, or the byte bound). */
-static bool drain(lsock *s, int64_t now)
+/* Reads and drops what s holds, at most LINGER_READ_TURN bytes; false
+ * when it is done with (the client closed, an error, or the byte bound). */
+static bool drain(struct mock_linger *l, lsock *s, int64_t now)
 {
-	static char sink[65536]; /* only the linger thread reads into it */
-
-	for (;;) {
-		ssize_t n = recv(s->fd, sink, sizeof(sink), MSG_DONTWAIT);
+	for (size_t turn = 0; turn < LINGER_READ_TURN;) {
+		ssize_t n = recv(s->fd, l->sink, sizeof(l->sink), MSG_DONTWAIT);
 
 		if (n > 0) {
 			s->bytes += (uint64_t)n;
 			s->last_us = now;
+			turn += (size_t)n;
 			if (s->bytes > LINGER_MAX_BYTES)
 				return false;
 			continue;
@@ -92,6 +151,34 @@ static bool drain(lsock *s, int64_t now)
 		if (n < 0 && errno == EINTR)
 			continue;
 		return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+	}
+	return true; /* more to read: epoll reports it again */
+}
+
+static void serve(struct mock_linger *l, const struct epoll_event *ev, int n, int64_t now)
+{
+	for (int k = 0; k < n; k++) {
+		uint64_t count;
+
+		if (ev[k].data.fd == l->wakefd) {
+			if (read(l->wakefd, &count, sizeof(count)) < 0) {
+				/* nothing to reset: another wake read it */
+			}
+			continue;
+		}
+		for (size_t i = 0; i < l->nsocks; i++) {
+			if (l->socks[i].fd == ev[k].data.fd) {
+				if (!drain(l, &l->socks[i], now))
+					drop(l, i);
+				break;
+			}
+		}
+	}
+	for (size_t i = 0; i < l->nsocks;) {
+		if (deadline_us(&l->socks[i]) <= now)
+			drop(l, i); /* a slow or endless sender: cut */
+		else
+			i++;
 	}
 }
 
@@ -104,47 +191,25 @@ static void *linger_main(void *arg)
 		int64_t now = sbx_mono_us(), next = now + (int64_t)LINGER_TOTAL_MS * 1000;
 		int n, timeout_ms;
 
-		pthread_mutex_lock(&l->lock);
+		adopt(l);
 		for (size_t i = 0; i < l->nsocks; i++) {
 			if (deadline_us(&l->socks[i]) < next)
 				next = deadline_us(&l->socks[i]);
 		}
-		pthread_mutex_unlock(&l->lock);
 		timeout_ms = next > now ? (int)((next - now + 999) / 1000) : 0;
 		n = epoll_wait(l->epfd, ev, 16, timeout_ms);
-		now = sbx_mono_us();
-		pthread_mutex_lock(&l->lock);
-		for (int k = 0; k < n; k++) {
-			uint64_t count;
-
-			if (ev[k].data.fd == l->wakefd && read(l->wakefd, &count, sizeof(count)) >= 0)
-				continue; /* a socket was added: its deadline counts now */
-			for (size_t i = 0; i < l->nsocks; i++) {
-				if (l->socks[i].fd == ev[k].data.fd) {
-					if (!drain(&l->socks[i], now))
-						drop_locked(l, i);
-					break;
-				}
-			}
-		}
-		for (size_t i = 0; i < l->nsocks;) {
-			if (deadline_us(&l->socks[i]) <= now)
-				drop_locked(l, i); /* a slow or endless sender: cut */
-			else
-				i++;
-		}
-		pthread_mutex_unlock(&l->lock);
+		serve(l, ev, n, sbx_mono_us());
 	}
 	return NULL;
 }
 
-int linger_init(sbx_mock *mock)
+struct mock_linger *linger_new(void)
 {
 	struct mock_linger *l = calloc(1, sizeof(*l));
 	struct epoll_event ev = {.events = EPOLLIN};
 
 	if (l == NULL)
-		return -1;
+		return NULL;
 	l->epfd = epoll_create1(EPOLL_CLOEXEC);
 	l->wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	ev.data.fd = l->wakefd;
@@ -155,8 +220,7 @@ int linger_init(sbx_mock *mock)
 		pthread_mutex_destroy(&l->lock);
 		goto out_free;
 	}
-	mock->srv->linger = l;
-	return 0;
+	return l;
 
 out_free:
 	if (l->epfd >= 0)
@@ -164,41 +228,50 @@ out_free:
 	if (l->wakefd >= 0)
 		close(l->wakefd);
 	free(l);
-	return -1;
+	return NULL;
 }
 
-void linger_free(sbx_mock *mock)
+void linger_free(struct mock_linger *l)
 {
-	struct mock_linger *l = mock->srv->linger;
-	uint64_t one = 1;
-
 	if (l == NULL)
 		return;
 	atomic_store(&l->stop, true);
-	if (write(l->wakefd, &one, sizeof(one)) < 0) {
-		/* the eventfd cannot be full; the thread still ends at its
-		 * next deadline */
-	}
+	wake(l);
 	pthread_join(l->thread, NULL);
+	adopt(l); /* what closes handed over since the thread's last turn */
 	while (l->nsocks > 0)
-		drop_locked(l, 0);
+		drop(l, 0);
 	close(l->epfd);
 	close(l->wakefd);
 	pthread_mutex_destroy(&l->lock);
 	free(l);
-	mock->srv->linger = NULL;
 }
 
-void linger_mark(sbx_mock *mock, int fd)
+void linger_mark(struct mock_linger *l, int fd, uint64_t conn)
 {
-	struct mock_linger *l = mock->srv->linger;
-
 	if (l == NULL || fd < 0)
 		return;
 	pthread_mutex_lock(&l->lock);
 	if (l->nmarked < LINGER_MAX_MARKED)
-		l->marked[l->nmarked++] = fd;
+		l->marked[l->nmarked++] = (lmark){.fd = fd, .conn = conn};
 	pthread_mutex_unlock(&l->lock);
+}
+
+/* Clears every mark for fd (it is closing: a mark by its number is stale
+ * from now on); true when one was this connection's. */
+static bool take_marks_locked(struct mock_linger *l, int fd, uint64_t conn)
+{
+	bool mine = false;
+
+	for (size_t i = 0; i < l->nmarked;) {
+		if (l->marked[i].fd == fd) {
+			mine = mine || l->marked[i].conn == conn;
+			l->marked[i] = l->marked[--l->nmarked];
+		} else {
+			i++;
+		}
+	}
+	return mine;
 }
 
 /* True when the socket was set to close abortively (a reset fault): that
@@ -212,46 +285,37 @@ static bool abortive(int fd)
 	       lg.l_linger == 0;
 }
 
-void linger_on_close(sbx_mock *mock, int fd)
+void linger_on_close(struct mock_linger *l, int fd, uint64_t conn)
 {
-	struct mock_linger *l = mock->srv->linger;
-	bool marked = false;
+	bool marked, taken = false;
 	int pending = 0, dup_fd;
-	struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP};
-	int64_t now = sbx_mono_us();
 
 	if (l == NULL || fd < 0)
 		return;
 	pthread_mutex_lock(&l->lock);
-	for (size_t i = 0; i < l->nmarked; i++) {
-		if (l->marked[i] == fd) {
-			l->marked[i] = l->marked[--l->nmarked];
-			marked = true;
-			break;
-		}
-	}
+	marked = take_marks_locked(l, fd, conn);
+	pthread_mutex_unlock(&l->lock);
 	/* Unmarked: a close with unread bytes (libmicrohttpd's own 431 or
 	 * 400, a request sent behind a Connection: close answer) would reset
 	 * the connection just the same. */
-	if ((!marked && (ioctl(fd, FIONREAD, &pending) != 0 || pending == 0)) || abortive(fd) ||
-	    l->nsocks == LINGER_MAX_SOCKETS || atomic_load(&l->stop)) {
-		pthread_mutex_unlock(&l->lock);
+	if ((!marked && (ioctl(fd, FIONREAD, &pending) != 0 || pending == 0)) || abortive(fd))
 		return;
-	}
 	dup_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
-	if (dup_fd >= 0) {
-		shutdown(dup_fd, SHUT_WR); /* the answer is out: the client reads a FIN */
-		ev.data.fd = dup_fd;
-		if (epoll_ctl(l->epfd, EPOLL_CTL_ADD, dup_fd, &ev) == 0) {
-			uint64_t one = 1;
+	if (dup_fd < 0)
+		return;
+	/* before the hand-over: from then on the thread may close dup_fd */
+	shutdown(dup_fd, SHUT_WR); /* the answer is out: the client reads a FIN */
+	pthread_mutex_lock(&l->lock);
+	if (l->nlive < LINGER_MAX_SOCKETS && !atomic_load(&l->stop)) {
+		int64_t now = sbx_mono_us();
 
-			l->socks[l->nsocks++] = (lsock){.fd = dup_fd, .start_us = now, .last_us = now};
-			if (write(l->wakefd, &one, sizeof(one)) < 0) {
-				/* full: the thread is woken already */
-			}
-		} else {
-			close(dup_fd);
-		}
+		l->incoming[l->nincoming++] = (lsock){.fd = dup_fd, .start_us = now, .last_us = now};
+		l->nlive++;
+		taken = true;
 	}
 	pthread_mutex_unlock(&l->lock);
+	if (taken)
+		wake(l);
+	else
+		close(dup_fd); /* MHD's close then closes it at once, as before */
 }

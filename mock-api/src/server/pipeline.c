@@ -82,6 +82,17 @@ static void fault_summary(mreq *r, mock_fault_req *q, char *name, size_t cap)
 	q->request_no = mock_op_count_request(mock, r->api_key, NULL, seg, sizeof(seg));
 }
 
+/* The connection's serial (chaos.c, at MHD's STARTED notice): the
+ * journal's conn, and what names a connection to linger.c, where a
+ * descriptor number alone could be a later connection's. */
+static uint64_t conn_serial(struct MHD_Connection *conn)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+
+	return ci != NULL ? (uint64_t)(uintptr_t)ci->socket_context : 0;
+}
+
 static void journal_record(mreq *r, int status)
 {
 	mock_journal_entry e;
@@ -115,12 +126,7 @@ static void journal_record(mreq *r, int status)
 	e.start_us = r->start_us;
 	e.end_us = sbx_mono_us();
 	e.duration_us = e.end_us - e.start_us;
-	{
-		const union MHD_ConnectionInfo *ci =
-			MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-
-		e.conn = ci != NULL ? (uint64_t)(uintptr_t)ci->socket_context : 0;
-	}
+	e.conn = conn_serial(r->conn);
 	e.fault = r->fault_fired ? r->fault_label : NULL;
 	{
 		const char *ua = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "User-Agent");
@@ -430,7 +436,7 @@ static enum MHD_Result answer_early(mreq *r, int status, const char *field, cons
 	if (!r->admin)
 		journal_record(r, status);
 	if (!r->self) /* the self daemon's connections are not the API's */
-		linger_mark(r->mock, mock_conn_fd(r->conn));
+		linger_mark(r->mock->srv->linger, mock_conn_fd(r->conn), conn_serial(r->conn));
 	return finish(r, &out);
 }
 
@@ -458,7 +464,7 @@ static enum MHD_Result answer_mid_body(mreq *r)
 	 * short write only costs the client its answer, as before */
 	if (fd >= 0 && out.body != NULL && send(fd, head, (size_t)hlen, MSG_NOSIGNAL) == hlen &&
 	    send(fd, out.body, out.len, MSG_NOSIGNAL) == (ssize_t)out.len && !r->self)
-		linger_mark(r->mock, fd);
+		linger_mark(r->mock->srv->linger, fd, conn_serial(r->conn));
 	mresp_release(&out);
 	if (!r->admin)
 		journal_record(r, 413);
@@ -635,7 +641,8 @@ void mock_pipeline_on_connection(void *cls, struct MHD_Connection *conn, void **
 		atomic_fetch_add(&mock->srv->conns_open, 1);
 	} else {
 		atomic_fetch_sub(&mock->srv->conns_open, 1);
-		linger_on_close(mock, mock_conn_fd(conn));
+		linger_on_close(mock->srv->linger, mock_conn_fd(conn),
+				(uint64_t)(uintptr_t)*socket_context);
 	}
 	chaos_on_connection(cls, conn, socket_context, toe);
 }

@@ -736,7 +736,8 @@ sbx_mock *sbx_mock_start(const sbx_mock_config *cfg, sbx_err *err)
 		goto out_stop;
 	if (copy_keys(mock, cfg, err) != 0 || chaos_init(mock) != 0)
 		goto out_stop;
-	if (linger_init(mock) != 0 && !cfg->quiet)
+	mock->srv->linger = linger_new();
+	if (mock->srv->linger == NULL && !cfg->quiet)
 		fprintf(stderr, "sbx-mock: note: no lingering close (cannot start its thread): "
 				"an early 413 may reach a client still sending as a reset\n");
 	if (start_book(mock, cfg, err) != 0 || start_guests(mock, cfg, err) != 0)
@@ -862,7 +863,9 @@ void sbx_mock_stop(sbx_mock *mock)
 		MHD_stop_daemon(mock->srv->daemon);
 	if (mock->self_daemon != NULL)
 		MHD_stop_daemon(mock->self_daemon);
-	linger_free(mock); /* after the daemon: its CLOSED notices add sockets */
+	/* after the daemon: its CLOSED notices add sockets */
+	linger_free(mock->srv->linger);
+	mock->srv->linger = NULL;
 	/* no request runs now (a GET's tick may destroy a sandbox): none
 	 * takes or retires a pooled guest; what the pool holds goes, and the
 	 * guests freed below are freed here */

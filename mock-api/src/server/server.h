@@ -61,14 +61,16 @@ void chaos_on_connection(void *cls, struct MHD_Connection *conn, void **socket_c
 size_t chaos_drop_connections(sbx_mock *mock, int keep);
 
 /* linger.c: the graceful close of connections answered before their
- * request was read (RFC 9112 9.6). init starts its thread (-1: no
- * lingering, closes stay abrupt); free closes what still lingers. mark:
- * the connection on fd is answered early, its close is to linger;
- * on_close (MHD's CLOSED notification, before MHD closes fd): keeps the
- * socket open, write side shut, reading and dropping up to the bounds. */
-int linger_init(sbx_mock *mock);
-void linger_free(sbx_mock *mock);
-void linger_mark(sbx_mock *mock, int fd);
-void linger_on_close(sbx_mock *mock, int fd);
+ * request was read (RFC 9112 9.6). new starts its thread (NULL: no
+ * lingering, closes stay abrupt; every call takes NULL); free closes what
+ * still lingers. mark: connection conn (its serial, chaos.c) on fd is
+ * answered early, its close is to linger; on_close (MHD's CLOSED
+ * notification, before MHD closes fd): keeps the socket open, write side
+ * shut, reading and dropping up to the bounds, when conn was marked or
+ * unread bytes wait. Neither waits for the lingering thread's reads. */
+struct mock_linger *linger_new(void);
+void linger_free(struct mock_linger *l);
+void linger_mark(struct mock_linger *l, int fd, uint64_t conn);
+void linger_on_close(struct mock_linger *l, int fd, uint64_t conn);
 
 #endif
