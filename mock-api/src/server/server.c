@@ -2,9 +2,9 @@
  * (settings, guests, model, durable replay, scenario, the two listeners)
  * and stop, and the accessors of the embedding API (include/sbx/mock.h).
  *
- * Serving a request is http.c's, blocking work workers.c's. sbx_mock_stop
- * sets mock->stopping first, so every blocking wait returns, and waits for
- * the workers before it stops the daemons; it never waits on a client. */
+ * Serving a request is pipeline.c's, blocking work workers.c's. sbx_mock_stop
+ * sets mock->stopping first (every blocking wait returns), waits for the
+ * workers, then stops the daemons; it never waits on a client. */
 #define _GNU_SOURCE
 #include "guest/cell.h"
 #include "guest/cell_pool.h"
@@ -13,7 +13,6 @@
 #include "guest/trust.h"
 #include "server/server.h"
 #include "internet/internet.h"
-
 #include "server/pipeline.h"
 #include "server/ingress.h"
 #include "ops/ops.h"
@@ -116,14 +115,13 @@ static int copy_keys(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *err)
 	return 0;
 }
 
-/* File descriptors a mock needs beside its API connections: MHD's margin
- * over max_conns, the self-signal daemon, guests' pipes, logs. */
+/* Descriptors beside API connections: MHD, self-signals, guests, logs. */
 #define FD_RESERVE 768u
 
 /* max_conns from --max-connections (default 4000), within RLIMIT_NOFILE
- * (its soft limit raised toward the hard one when needed): past it accept
- * would fail with EMFILE, and MHD then stops accepting for everyone. A
- * value given that cannot fit is an error; the default is lowered. */
+ * (the soft limit raised toward the hard one): past it accept fails with
+ * EMFILE and MHD stops accepting for everyone. A given value that cannot
+ * fit is an error; the default is lowered. */
 static int conn_budget(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *err)
 {
 	unsigned want = cfg->max_connections != 0 ? cfg->max_connections : 4000;
