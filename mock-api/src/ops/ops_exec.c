@@ -2,7 +2,8 @@
  * to its end or read as a stream; and what every operation that drives a
  * guest shares (ops_internal.h): the begin that finds the running sandbox
  * and marks it busy, the command's environment, the end, the streams'
- * heartbeat.
+ * heartbeat, and ops_guest_run, which runs a command to its end for exec,
+ * a template build's steps and the desktop's tools alike.
  *
  * The exec fault kinds are applied here and nowhere else: exec_agent_error
  * and exec_oom replace the command, exec_heartbeats_only keeps a stream
