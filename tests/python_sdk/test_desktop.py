@@ -380,6 +380,14 @@ class NoVncGate(DesktopCase):
         status, _ = websocket_rfb(self.mock.ingress, "%s/t/%s/websockify" % (base, forged),
                                   self.mock.tls_context())
         self.assertIn("403", status)
+        # a token whose expiry is no number (overflowing, or not digits) is
+        # refused as malformed, before any HMAC is made of it
+        for bad in ("99999999999999999999.%s" % conn["token"].split(".")[1], "12ab.cd"):
+            with self.assertRaises(urllib.error.HTTPError) as e:
+                self.mock.opener().open("%s%s/t/%s/vnc.html" % (self.mock.ingress, base, bad),
+                                        timeout=30)
+            self.assertEqual(e.exception.code, 403)
+            self.assertIn("is \"<expiry>.<mac>\"", e.exception.read().decode(), bad)
         status, first = websocket_rfb(self.mock.ingress, conn["path"], self.mock.tls_context())
         self.assertIn("101", status)
         req = urllib.request.Request(self.mock.url + "/_mock/clock/advance", method="POST",

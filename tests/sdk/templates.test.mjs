@@ -128,6 +128,23 @@ test("ENV, WORKDIR and the exec form of RUN reach the steps after them", async (
   await sb.destroy();
 });
 
+// runuser in the cell: only a mock run as root maps other uids into its
+// cells (TEMPLATES.md "A non-root USER on an unprivileged mock")
+test("USER runs the steps after it as that account, WORKDIR's mkdir as root",
+  { skip: process.getuid() !== 0 && "the mock runs unprivileged: its cells map only root" }, async () => {
+    const box = client("tpl-user");
+    const tpl = await box.templates.create({
+      name: "user",
+      dockerfile: "FROM nodeops/sandbox:debian\nUSER nobody\nRUN id -un\nWORKDIR /opt/nob\n" +
+        "RUN [\"id\", \"-un\"]\nUSER root\nRUN id -un\n",
+    });
+    const events = await follow(box, tpl.id);
+    const lines = events.map((e) => e.line ?? "");
+    assert.deepEqual(events.at(-1), { final: true, status: "ready" }, lines.join("\n"));
+    assert.deepEqual(lines.filter((l) => l === "nobody" || l === "root"), ["nobody", "nobody", "root"],
+      lines.join("\n"));
+  });
+
 test("a failing RUN ends failed, with the step, its exit status and its log", async () => {
   const box = client("tpl-fail");
   const tpl = await box.templates.create({

@@ -14,56 +14,33 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Each route's action, by its pattern after ".../computer". */
-static const struct {
-	const char *method, *suffix;
-	mock_computer_act act;
-} computer_acts[] = {
-	{"GET", "/screen", MC_SCREEN},
-	{"GET", "/cursor", MC_CURSOR},
-	{"GET", "/clipboard", MC_CLIPBOARD_GET},
-	{"PUT", "/clipboard", MC_CLIPBOARD_SET},
-	{"POST", "/open", MC_OPEN},
-	{"POST", "/launch", MC_LAUNCH},
-	{"POST", "/mouse/move", MC_MOUSE_MOVE},
-	{"POST", "/mouse/click", MC_MOUSE_CLICK},
-	{"POST", "/mouse/down", MC_MOUSE_DOWN},
-	{"POST", "/mouse/up", MC_MOUSE_UP},
-	{"POST", "/mouse/drag", MC_MOUSE_DRAG},
-	{"POST", "/mouse/scroll", MC_MOUSE_SCROLL},
-	{"POST", "/keyboard/type", MC_KEY_TYPE},
-	{"POST", "/keyboard/press", MC_KEY_PRESS},
-	{"POST", "/keyboard/down", MC_KEY_DOWN},
-	{"POST", "/keyboard/up", MC_KEY_UP},
-	{"GET", "/windows", MC_WINDOWS},
-	{"GET", "/windows/current", MC_WINDOW_CURRENT},
-	{"GET", "/windows/{win}", MC_WINDOW_GET},
-	{"GET", "/windows/{win}/geometry", MC_WINDOW_GEOMETRY},
-	{"POST", "/windows/{win}/{action}", MC_WINDOW_ACTION},
-	{"DELETE", "/windows/{win}", MC_WINDOW_CLOSE},
-	{"GET", "/screens", MC_SCREENS},
-	{"POST", "/screens", MC_SCREEN_CREATE},
-	{"GET", "/screens/{screen}", MC_SCREEN_GET},
-	{"POST", "/screens/{screen}/resize", MC_SCREEN_RESIZE},
-	{"GET", "/screens/{screen}/connect", MC_SCREEN_CONNECT},
-	{"DELETE", "/screens/{screen}", MC_SCREEN_DELETE},
-};
-
-static bool route_act(const mreq *r, mock_computer_act *act)
+/* Whether act's path names its screen ({screen}, not the screen_id
+ * query). */
+static bool act_names_screen(mock_computer_act act)
 {
-	const char *suffix = strstr(r->route->pattern, "/computer");
-
-	if (suffix == NULL)
+	switch (act) {
+	case MC_SCREEN_GET:
+	case MC_SCREEN_RESIZE:
+	case MC_SCREEN_CONNECT:
+	case MC_SCREEN_DELETE:
+		return true;
+	default:
 		return false;
-	suffix += strlen("/computer");
-	for (size_t i = 0; i < sizeof(computer_acts) / sizeof(computer_acts[0]); i++) {
-		if (strcmp(computer_acts[i].method, r->route->method) == 0 &&
-		    strcmp(computer_acts[i].suffix, suffix) == 0) {
-			*act = computer_acts[i].act;
-			return true;
-		}
 	}
-	return false;
+}
+
+/* Whether act's path names a window ({win}). */
+static bool act_names_window(mock_computer_act act)
+{
+	switch (act) {
+	case MC_WINDOW_GET:
+	case MC_WINDOW_GEOMETRY:
+	case MC_WINDOW_ACTION:
+	case MC_WINDOW_CLOSE:
+		return true;
+	default:
+		return false;
+	}
 }
 
 /* "screen-0" .. "screen-7" (the SDK's ComputerScreenID); NULL: screen-0. */
@@ -298,17 +275,17 @@ void api_computer(mreq *r, mresp *out, mock_tenant *t)
 	bool screen_route;
 
 	memset(&q, 0, sizeof(q));
-	if (!route_act(r, &q.act)) {
+	q.act = (mock_computer_act)ROUTE_ACTION_OF(r->route->flags); /* the row's (api_routes.c) */
+	if (ROUTE_ACTION_OF(r->route->flags) == 0) {
 		resp_fail(out, 500, "error", "", "computer route without an action");
 		return;
 	}
-	screen_route = q.act == MC_SCREEN_GET || q.act == MC_SCREEN_RESIZE || q.act == MC_SCREEN_CONNECT ||
-		       q.act == MC_SCREEN_DELETE;
+	screen_route = act_names_screen(q.act);
 	if (screen_route)
 		req_seg(r, 5, screen, sizeof(screen));
 	if (!parse_screen(screen_route ? screen : req_query(r, "screen_id"), "screen_id", &q.screen, out))
 		return;
-	if (q.act >= MC_WINDOW_GET && q.act <= MC_WINDOW_CLOSE) {
+	if (act_names_window(q.act)) {
 		req_seg(r, 5, win, sizeof(win));
 		q.window = win;
 	}

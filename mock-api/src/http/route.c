@@ -99,6 +99,7 @@ void mock_route_serve(const mock_route *rows, size_t n, mreq *r, mresp *out,
 			no_route(r, out, allow);
 			return;
 		}
+		r->route = rt;
 	}
 	if ((rt->flags & ROUTE_AUTH) && auth != NULL) {
 		t = auth(r, out);

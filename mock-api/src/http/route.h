@@ -29,11 +29,19 @@
 #define ROUTE_DURABLE (1u << 3)
 /* An exec: fault rules of the exec-only kinds may fire on it. */
 #define ROUTE_EXEC (1u << 4)
+/* What fn serves on this row when one handler serves several rows
+ * (api_computer: a mock_computer_act, 1 to 65535), in the bits above the
+ * flags: the handler reads ROUTE_ACTION_OF(r->route->flags) and never
+ * matches the path a second time. 0 on every other row. (Bits, not a
+ * field: every row of every table would have to spell out its 0.) */
+#define ROUTE_ACTION_SHIFT 16
+#define ROUTE_ACTION(a) ((unsigned)(a) << ROUTE_ACTION_SHIFT)
+#define ROUTE_ACTION_OF(flags) ((int)((flags) >> ROUTE_ACTION_SHIFT))
 
 typedef struct mock_route {
 	const char *method;
 	const char *pattern; /* see mock_path_match: "{name}" is one segment */
-	unsigned flags;      /* ROUTE_* */
+	unsigned flags;      /* ROUTE_*, and ROUTE_ACTION(a) */
 	void (*fn)(mreq *r, mresp *out, mock_tenant *t);
 } mock_route;
 
@@ -49,7 +57,8 @@ const mock_route *mock_route_find(const mock_route *rows, size_t n, const char *
 				  const char *path, char *allow, size_t cap);
 
 /* Serves r from rows: r->route when the server matched it already (it must
- * then be a row of rows), else the matching row; a 404 for an unknown path,
+ * then be a row of rows), else the matching row (then r->route, so the
+ * handler always sees its row); a 404 for an unknown path,
  * a 405 with Allow for a known path and another method. For a ROUTE_AUTH
  * row auth runs first; a ROUTE_DURABLE row's 2xx answer is logged when the
  * mock has a state dir and the request has a tenant. */

@@ -410,7 +410,7 @@ static cJSON *screens_action(mock_op *op, mock_guest *g, const mock_computer_req
 		return NULL;
 	case MC_SCREEN_CONNECT:
 		return screen_wait(op, g, s, false) ? screen_connect(op, s) : NULL;
-	default: /* MC_SCREEN_DELETE */
+	default: /* MC_SCREEN_DELETE (computer_run) */
 		return screen_delete(op, g, s) ? cJSON_CreateObject() : NULL;
 	}
 }
@@ -446,17 +446,12 @@ static bool active_id(mock_op *op, const char *out, unsigned long *id)
 	return false;
 }
 
-static cJSON *computer_run(mock_op *op, mock_guest *g, const mock_computer_req *q)
+/* What acts on screen q->screen as a whole (screen_wait first). */
+static cJSON *screen_run(mock_op *op, mock_guest *g, const mock_computer_req *q)
 {
-	unsigned long wid = 0;
-	char *title;
-	cJSON *v = NULL;
+	cJSON *v;
 	int w, h;
 
-	if (q->act >= MC_SCREENS)
-		return screens_action(op, g, q);
-	if (!screen_wait(op, g, q->screen, false))
-		return NULL;
 	switch (q->act) {
 	case MC_SCREEN:
 		if (!screen_size(op, q->screen, &w, &h))
@@ -467,59 +462,123 @@ static cJSON *computer_run(mock_op *op, mock_guest *g, const mock_computer_req *
 		return v;
 	case MC_CURSOR:
 		return desk_cursor_get(op, g, q->screen);
-	case MC_CLIPBOARD_GET:
-	case MC_CLIPBOARD_SET:
-		return desk_clipboard(op, g, q);
 	case MC_OPEN:
 		return desk_open_target(op, g, q) ? cJSON_CreateObject() : NULL;
 	case MC_LAUNCH:
 		return desk_launch(op, g, q) ? cJSON_CreateObject() : NULL;
 	case MC_WINDOWS:
 		return desk_windows_list(op, g, q->screen, q->application);
-	case MC_WINDOW_CURRENT: {
-		const char *argv[] = {"xdotool", "getactivewindow"};
-		desk_out o;
+	default: /* MC_CLIPBOARD_GET, MC_CLIPBOARD_SET (computer_run) */
+		return desk_clipboard(op, g, q);
+	}
+}
 
-		desk_out_init(&o);
-		if (desk_run(op, g, q->screen, argv, 2, NULL, &o) == 0 && !active_id(op, sbx_strbuf_str(&o.out), &wid))
-			wid = 0;
-		desk_out_free(&o);
-		if (wid == 0) {
-			if (op->err.status == 0)
-				mock_err_set(&op->err, 404, "WINDOW_NOT_FOUND", "window_id",
-					     "no window is active on screen-%d", q->screen);
-			return NULL;
-		}
-		break;
-	}
-	default:
-		if (!desk_window_id(op, q->window, &wid))
-			return NULL;
-		break;
-	}
+/* The active window's X id: false with op->err (404 when none is). */
+static bool active_window(mock_op *op, mock_guest *g, int screen, unsigned long *wid)
+{
+	const char *argv[] = {"xdotool", "getactivewindow"};
+	desk_out o;
+
+	*wid = 0;
+	desk_out_init(&o);
+	if (desk_run(op, g, screen, argv, 2, NULL, &o) == 0 && !active_id(op, sbx_strbuf_str(&o.out), wid))
+		*wid = 0;
+	desk_out_free(&o);
+	if (*wid != 0)
+		return true;
+	if (op->err.status == 0)
+		mock_err_set(&op->err, 404, "WINDOW_NOT_FOUND", "window_id", "no window is active on screen-%d",
+			     screen);
+	return false;
+}
+
+static bool window_close(mock_op *op, mock_guest *g, int screen, unsigned long wid)
+{
+	char hex[24];
+	const char *argv[] = {"wmctrl", "-i", "-c", hex};
+	desk_out o;
+	bool ok;
+
+	snprintf(hex, sizeof(hex), "0x%lx", wid);
+	desk_out_init(&o);
+	ok = desk_do(op, g, screen, argv, 4, NULL, &o);
+	desk_out_free(&o);
+	return ok;
+}
+
+/* What acts on one window: the active one (MC_WINDOW_CURRENT) or
+ * q->window, which must exist (its title is looked up first). */
+static cJSON *window_run(mock_op *op, mock_guest *g, const mock_computer_req *q)
+{
+	unsigned long wid = 0;
+	char *title;
+	cJSON *v;
+
+	if (q->act == MC_WINDOW_CURRENT ? !active_window(op, g, q->screen, &wid)
+					: !desk_window_id(op, q->window, &wid))
+		return NULL;
 	title = desk_window_title(op, g, q->screen, wid);
 	if (title == NULL)
 		return NULL;
-	if (q->act == MC_WINDOW_CURRENT || q->act == MC_WINDOW_GET)
-		v = desk_window_view(wid, title);
-	else if (q->act == MC_WINDOW_GEOMETRY)
+	switch (q->act) {
+	case MC_WINDOW_GEOMETRY:
 		v = desk_window_geometry(op, g, q->screen, wid);
-	else if (q->act == MC_WINDOW_ACTION)
+		break;
+	case MC_WINDOW_ACTION:
 		v = desk_window_action(op, g, q, wid) ? cJSON_CreateObject() : NULL;
-	else if (q->act == MC_WINDOW_CLOSE) {
-		char hex[24];
-		const char *argv[] = {"wmctrl", "-i", "-c", hex};
-		desk_out o;
-
-		snprintf(hex, sizeof(hex), "0x%lx", wid);
-		desk_out_init(&o);
-		v = desk_do(op, g, q->screen, argv, 4, NULL, &o) ? cJSON_CreateObject() : NULL;
-		desk_out_free(&o);
-	} else if (desk_input_action(op, g, q)) {
-		v = cJSON_CreateObject();
+		break;
+	case MC_WINDOW_CLOSE:
+		v = window_close(op, g, q->screen, wid) ? cJSON_CreateObject() : NULL;
+		break;
+	default: /* MC_WINDOW_CURRENT, MC_WINDOW_GET (computer_run) */
+		v = desk_window_view(wid, title);
+		break;
 	}
 	free(title);
 	return v;
+}
+
+/* Each action by name: the route row gives it (api_routes.c), and
+ * reordering mock_computer_act sends nothing elsewhere. */
+static cJSON *computer_run(mock_op *op, mock_guest *g, const mock_computer_req *q)
+{
+	switch (q->act) {
+	case MC_SCREENS:
+	case MC_SCREEN_CREATE:
+	case MC_SCREEN_GET:
+	case MC_SCREEN_RESIZE:
+	case MC_SCREEN_CONNECT:
+	case MC_SCREEN_DELETE:
+		return screens_action(op, g, q);
+	case MC_MOUSE_MOVE:
+	case MC_MOUSE_CLICK:
+	case MC_MOUSE_DOWN:
+	case MC_MOUSE_UP:
+	case MC_MOUSE_DRAG:
+	case MC_MOUSE_SCROLL:
+	case MC_KEY_TYPE:
+	case MC_KEY_PRESS:
+	case MC_KEY_DOWN:
+	case MC_KEY_UP: /* input: no window to look up first */
+		return screen_wait(op, g, q->screen, false) && desk_input_action(op, g, q) ? cJSON_CreateObject()
+											     : NULL;
+	case MC_WINDOW_CURRENT:
+	case MC_WINDOW_GET:
+	case MC_WINDOW_GEOMETRY:
+	case MC_WINDOW_ACTION:
+	case MC_WINDOW_CLOSE:
+		return screen_wait(op, g, q->screen, false) ? window_run(op, g, q) : NULL;
+	case MC_SCREEN:
+	case MC_CURSOR:
+	case MC_CLIPBOARD_GET:
+	case MC_CLIPBOARD_SET:
+	case MC_OPEN:
+	case MC_LAUNCH:
+	case MC_WINDOWS:
+		return screen_wait(op, g, q->screen, false) ? screen_run(op, g, q) : NULL;
+	}
+	mock_err_set(&op->err, 500, "", "error", "computer action %d has no operation", (int)q->act);
+	return NULL;
 }
 
 cJSON *mock_op_computer(mock_op *op, const mock_computer_req *q)
@@ -529,11 +588,7 @@ cJSON *mock_op_computer(mock_op *op, const mock_computer_req *q)
 
 	if (g == NULL)
 		return NULL;
-	/* input: no window to look up first */
-	if (q->act >= MC_MOUSE_MOVE && q->act <= MC_KEY_UP)
-		v = screen_wait(op, g, q->screen, false) && desk_input_action(op, g, q) ? cJSON_CreateObject() : NULL;
-	else
-		v = computer_run(op, g, q);
+	v = computer_run(op, g, q);
 	ops_io_end(op->mock, op->sb);
 	return v;
 }
@@ -637,6 +692,7 @@ int mock_op_computer_ingress_gate(sbx_mock *mock, const char *id, unsigned port,
 	int64_t now = 0, expiry;
 	char want[96], tok[96];
 	const char *end;
+	char *dot = NULL;
 	size_t tl;
 
 	*skip = 0;
@@ -663,7 +719,12 @@ int mock_op_computer_ingress_gate(sbx_mock *mock, const char *id, unsigned port,
 	}
 	memcpy(tok, rest + 3, tl);
 	tok[tl] = '\0';
-	expiry = strtoll(tok, NULL, 10);
+	errno = 0;
+	expiry = isdigit((unsigned char)tok[0]) ? strtoll(tok, &dot, 10) : 0;
+	if (errno != 0 || dot == NULL || *dot != '.') { /* token_make's "<expiry>.<mac>" */
+		snprintf(msg, cap, "ingress: a noVNC token is \"<expiry>.<mac>\": \"%.40s\" is not", tok);
+		return 403;
+	}
 	token_make(mock, id, port, expiry, want, sizeof(want));
 	/* in constant time: how long a refusal takes says nothing of how many
 	 * leading characters of a forged token were right */

@@ -28,8 +28,13 @@
 #define MOCK_COMPUTER_CLIP_MAX (1024 * 1024) /* a clipboard read back, bytes */
 #define MOCK_COMPUTER_TYPE_MS 120000   /* a keyboard/type's typing at most */
 
+/* Which computer-use route a request came by: its route row's action
+ * (api_routes.c), so no path is matched twice. 0 is no action (a row
+ * that forgot its own is refused, never served as another's); the
+ * handler and the operations tell them apart by name (switch), never by
+ * their order here. */
 typedef enum mock_computer_act {
-	MC_SCREEN,
+	MC_SCREEN = 1,
 	MC_CURSOR,
 	MC_CLIPBOARD_GET,
 	MC_CLIPBOARD_SET,

@@ -78,33 +78,33 @@ int desk_run(mock_op *op, mock_guest *g, int screen, const char *const *argv, si
 {
 	char display[16];
 	const char *env[] = {display};
-	mock_exec_spec spec = {.cmd = argv[0], .args = argv + 1, .nargs = argc - 1, .env = env,
-			       .nenv = 1, .cwd = "/root"};
+	ops_guest_cmd c = {.spec = {.cmd = argv[0], .args = argv + 1, .nargs = argc - 1, .env = env,
+				    .nenv = 1, .cwd = "/root"},
+			   .timeout_ms = o->time_ms};
 	desk_ctx ctx = {.o = o, .op = op};
-	mock_exec_io io = {.output = desk_collect, .abort = desk_gone, .arg = &ctx};
-	mock_exec_result r;
-	sbx_err err = {{0}};
-	int64_t limit = o->time_ms;
+	mock_exec_sink sink = {.output = desk_collect, .gone = desk_gone, .ctx = &ctx};
+	ops_guest_ran ran;
 
 	snprintf(display, sizeof(display), "DISPLAY=:%d", screen);
 	if (stdin_text != NULL) {
-		spec.stdin_data = stdin_text;
-		spec.stdin_len = strlen(stdin_text);
+		c.spec.stdin_data = stdin_text;
+		c.spec.stdin_len = strlen(stdin_text);
 	}
-	if (mock_guest_exec(g, &spec, limit, &io, &r, &err) != 0) {
-		mock_err_set(&op->err, 500, "", "error", "desktop: %s: %s", argv[0], err.msg);
+	ops_guest_run(g, &c, &sink, &ran);
+	if (!ran.started) {
+		mock_err_set(&op->err, 500, "", "error", "desktop: %s: %s", argv[0], ran.error);
 		return -1;
 	}
-	/* a destroy kills the guest's processes itself: the tool's death is
-	 * the sandbox's, not a tool's failure */
-	if (r.aborted || (r.exit_code >= 128 && desk_gone(&ctx))) {
+	/* a tool killed by a destroy counts as aborted too (ops_guest_run):
+	 * its death is the sandbox's, not a tool's failure */
+	if (ran.aborted) {
 		mock_err_set(&op->err, 409, "NOT_RUNNING", "status",
 			     "desktop: %s was stopped: the sandbox was destroyed or the mock is stopping", argv[0]);
 		return -1;
 	}
-	if (r.timed_out) {
+	if (ran.timed_out) {
 		mock_err_set(&op->err, 504, "DESKTOP_TIMEOUT", "error", "desktop: %s did not finish in %" PRId64 " ms",
-			     argv[0], limit);
+			     argv[0], c.timeout_ms);
 		return -1;
 	}
 	if (o->over) {
@@ -113,7 +113,7 @@ int desk_run(mock_op *op, mock_guest *g, int screen, const char *const *argv, si
 			     o->cap);
 		return -1;
 	}
-	return r.exit_code;
+	return ran.exit_code;
 }
 
 /* desk_run that must succeed: false with a 500 quoting its stderr. */

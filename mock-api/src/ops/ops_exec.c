@@ -2,7 +2,8 @@
  * to its end or read as a stream; and what every operation that drives a
  * guest shares (ops_internal.h): the begin that finds the running sandbox
  * and marks it busy, the command's environment, the end, the streams'
- * heartbeat.
+ * heartbeat, and ops_guest_run, which runs a command to its end for exec,
+ * a template build's steps and the desktop's tools alike.
  *
  * The exec fault kinds are applied here and nowhere else: exec_agent_error
  * and exec_oom replace the command, exec_heartbeats_only keeps a stream
@@ -17,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "guest/cell.h" /* mock_cell_host_root */
 #include "ops/core.h" /* struct sbx_mock, mock_sleep_ms */
 #include "sbx/sys.h"
 #include "util/json_print.h"
@@ -139,7 +141,7 @@ void ops_exec_spec(mock_exec_spec *spec, const mock_cmd_req *cmd, const ops_env 
 	spec->nenv = env->n;
 }
 
-/* ---- exec, run to its end ---- */
+/* ---- a command in a guest, run to its end ---- */
 
 static void run_output(void *arg, int which, const char *buf, size_t n)
 {
@@ -155,31 +157,112 @@ static bool run_gone(void *arg)
 	return sink->gone != NULL && sink->gone(sink->ctx);
 }
 
-/* Runs the command (guest running, sandbox busy) into res. */
-static void exec_run_command(mock_guest *g, const mock_exec_req *q,
-			     const ops_env *env, const mock_exec_sink *sink, mock_exec_outcome *res)
+/* c's spec as it runs: through "runuser -u user --" for an account but
+ * root (its words in *words, malloc'd: the caller frees them). False
+ * with why when it cannot run so. */
+static bool run_as(const ops_guest_cmd *c, mock_exec_spec *spec, const char ***words, char *why,
+		   size_t cap)
+{
+	const char *u = c->user;
+	const char **w;
+
+	*spec = c->spec;
+	*words = NULL;
+	if (u == NULL || u[0] == '\0' || strcmp(u, "root") == 0 || strcmp(u, "0") == 0)
+		return true;
+	/* an unprivileged mock's cells map only root: no other uid exists
+	 * there (runuser said only "cannot set groups"); why nothing maps
+	 * more: TEMPLATES.md "A non-root USER" */
+	if (!mock_cell_host_root()) {
+		snprintf(why, cap,
+			 "USER %s: this mock runs unprivileged, so its cells map only root (uid 0 inside is the "
+			 "mock's own uid outside) and no uid for %s exists in them: a command cannot run as any "
+			 "account but root here; a mock run as root can (mock-api/TEMPLATES.md)",
+			 u, u);
+		return false;
+	}
+	w = calloc(c->spec.nargs + 4, sizeof(*w));
+	if (w == NULL) {
+		snprintf(why, cap, "out of memory for the command's %zu arguments", c->spec.nargs + 4);
+		return false;
+	}
+	w[0] = "-u";
+	w[1] = u;
+	w[2] = "--";
+	w[3] = c->spec.cmd;
+	if (c->spec.nargs > 0)
+		memcpy(w + 4, c->spec.args, c->spec.nargs * sizeof(*w));
+	spec->cmd = "runuser"; /* util-linux's, in the image */
+	spec->args = w;
+	spec->nargs = c->spec.nargs + 4;
+	*words = w;
+	return true;
+}
+
+void ops_guest_run(mock_guest *g, const ops_guest_cmd *c, const mock_exec_sink *sink, ops_guest_ran *ran)
 {
 	mock_exec_io io = {.output = run_output, .abort = run_gone, .arg = (void *)sink};
 	mock_exec_spec spec;
 	mock_exec_result r;
+	const char **words = NULL;
 	sbx_err err = {{0}};
-	int64_t t0 = sbx_mono_us();
+	int64_t t0;
 
-	ops_exec_spec(&spec, &q->cmd, env);
-	spec.isolate_net = env->isolate_net;
-	spec.stdin_data = q->stdin_data;
-	spec.stdin_len = q->stdin_len;
-	if (mock_guest_exec(g, &spec, q->timeout_ms, &io, &r, &err) != 0) {
-		res->exit_code = -1;
-		snprintf(res->error, sizeof(res->error), "%s", err.msg);
-	} else if (r.timed_out) {
+	memset(ran, 0, sizeof(*ran));
+	ran->exit_code = -1;
+	if (sink->start != NULL && !sink->start(sink->ctx)) {
+		ran->refused = true;
+		return;
+	}
+	t0 = sbx_mono_us();
+	if (!run_as(c, &spec, &words, ran->error, sizeof(ran->error)))
+		goto out;
+	if (mock_guest_exec(g, &spec, c->timeout_ms, &io, &r, &err) != 0) {
+		snprintf(ran->error, sizeof(ran->error), "%s", err.msg);
+		goto out;
+	}
+	ran->started = true;
+	ran->timed_out = r.timed_out;
+	ran->aborted = r.aborted || (r.exit_code >= 128 && run_gone((void *)sink));
+	ran->exit_code = r.exit_code;
+out:
+	ran->ms = (sbx_mono_us() - t0) / 1000;
+	free(words);
+}
+
+/* ---- exec, run to its end ---- */
+
+/* The guest's spec of q run with env (buffered or streamed). */
+static void exec_req_spec(mock_exec_spec *spec, const mock_exec_req *q, const ops_env *env)
+{
+	ops_exec_spec(spec, &q->cmd, env);
+	spec->isolate_net = env->isolate_net;
+	spec->stdin_data = q->stdin_data;
+	spec->stdin_len = q->stdin_len;
+}
+
+/* Runs the command (guest running, sandbox busy) into res. */
+static void exec_run_command(mock_guest *g, const mock_exec_req *q, const ops_env *env,
+			     const mock_exec_sink *sink, mock_exec_outcome *res)
+{
+	ops_guest_cmd c = {.timeout_ms = q->timeout_ms};
+	ops_guest_ran ran;
+
+	exec_req_spec(&c.spec, q, env);
+	ops_guest_run(g, &c, sink, &ran);
+	if (ran.refused) {
+		res->refused = true;
+		return;
+	}
+	res->exec_ms = ran.ms;
+	res->exit_code = ran.exit_code;
+	if (!ran.started) {
+		snprintf(res->error, sizeof(res->error), "%s", ran.error);
+	} else if (ran.timed_out) {
 		res->exit_code = 124;
 		snprintf(res->error, sizeof(res->error), "exec timed out after %lld ms",
 			 (long long)q->timeout_ms);
-	} else {
-		res->exit_code = r.exit_code;
 	}
-	res->exec_ms = (sbx_mono_us() - t0) / 1000;
 }
 
 int mock_op_exec(mock_op *op, const mock_exec_req *q, const mock_exec_sink *sink,
@@ -199,8 +282,6 @@ int mock_op_exec(mock_op *op, const mock_exec_req *q, const mock_exec_sink *sink
 	} else if (ops_fault_is(op, FK_EXEC_OOM)) {
 		sink->output(sink->ctx, 2, "Killed\n", 7);
 		res->exit_code = 137;
-	} else if (sink->start != NULL && !sink->start(sink->ctx)) {
-		res->refused = true;
 	} else {
 		exec_run_command(g, q, &env, sink, res);
 	}
@@ -336,10 +417,7 @@ mock_op_stream *mock_op_exec_stream(mock_op *op, const mock_exec_req *q)
 		x->fixed = true;
 		x->fixed_exit = 137;
 	} else if (!x->hb_only) {
-		ops_exec_spec(&spec, &q->cmd, &env);
-		spec.isolate_net = env.isolate_net;
-		spec.stdin_data = q->stdin_data;
-		spec.stdin_len = q->stdin_len;
+		exec_req_spec(&spec, q, &env);
 		if (mock_proc_spawn(g, &spec, &x->proc, &err) == 0)
 			x->started = true;
 		else {

@@ -51,6 +51,34 @@ void ops_io_end(sbx_mock *mock, mock_sandbox *sb);
 /* The guest's spec of cmd run with env. */
 void ops_exec_spec(mock_exec_spec *spec, const mock_cmd_req *cmd, const ops_env *env);
 
+/* A command run in a guest to its end (ops_guest_run): exec, a template
+ * build's steps and the desktop's tools each say here what to run. */
+typedef struct ops_guest_cmd {
+	mock_exec_spec spec; /* program, arguments, env, cwd, stdin, network */
+	const char *user;    /* NULL, "", "root" or "0": root; else through runuser -u */
+	int64_t timeout_ms;  /* killed once it runs this long; 0: never */
+} ops_guest_cmd;
+
+/* How it ended; each caller answers in its own words. */
+typedef struct ops_guest_ran {
+	bool started;    /* false: error says why (no such program, no uid for user) */
+	bool refused;    /* the sink's start said no: nothing ran */
+	bool timed_out;  /* killed at timeout_ms */
+	/* killed for the sink's gone(), or killed by a signal while gone()
+	 * says so: a destroy kills the guest's processes itself, so such a
+	 * death is the caller's going, not the command's failure */
+	bool aborted;
+	int exit_code;   /* -1 when it did not start; 128 + signal when killed */
+	int64_t ms;      /* from its start to its reaping */
+	char error[512];
+} ops_guest_ran;
+
+/* Runs c in g to its end: sink->start first (may be NULL), each piece
+ * of stdout (which 1) and stderr (2) to sink->output, sink->gone (may be
+ * NULL) asked after each read and each 100 ms without one. The one way
+ * the operations run a command in a guest (guest_exec.c below it). */
+void ops_guest_run(mock_guest *g, const ops_guest_cmd *c, const mock_exec_sink *sink, ops_guest_ran *ran);
+
 /* A stream (ops.h): next appends the frames of one wait, end ends the
  * operation; the kinds embed it first. */
 struct mock_op_stream {

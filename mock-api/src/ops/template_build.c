@@ -32,7 +32,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "guest/cell.h" /* mock_cell_host_root */
 #include "guest/cell_pool.h"
 #include "guest/cell_proto.h" /* CELL_DISK_FD */
 #include "guest/images.h"
@@ -43,9 +42,6 @@
 #include "ops/rootfs.h"
 #include "sbx/sys.h"
 
-/* a step's argv, runuser's four words included (the parser refuses an
- * exec form of more than MOCK_TPL_RUN_ARGS_MAX) */
-#define BUILD_ARGV_MAX (MOCK_TPL_RUN_ARGS_MAX + 4)
 /* a longer output line goes in pieces (a piece is under TPL_LINE_MAX) */
 #define BUILD_LINE_PIECE 4000
 /* the output lines a failure's message repeats, and how much of each */
@@ -342,70 +338,33 @@ static void env_free(build_env *e)
 static int run_argv(build *b, mock_guest *g, build_env *e, const char *const *argv, size_t argc,
 		    int64_t deadline_ms, char *why, size_t cap)
 {
-	const char *full[BUILD_ARGV_MAX] = {0};
-	size_t n = 0;
-	mock_exec_spec spec = {0};
-	mock_exec_io io = {.output = on_output, .abort = on_abort, .arg = b};
-	mock_exec_result res = {0};
-	sbx_err err = {{0}};
-	int64_t left = deadline_ms - sbx_mono_ms();
+	ops_guest_cmd c = {.spec = {.env = (const char *const *)e->kv, .nenv = e->n, .cwd = e->cwd},
+			   .user = e->user, .timeout_ms = deadline_ms - sbx_mono_ms()};
+	mock_exec_sink sink = {.output = on_output, .gone = on_abort, .ctx = b};
+	ops_guest_ran ran;
 
-	if (e->user[0] != '\0' && strcmp(e->user, "root") != 0 && strcmp(e->user, "0") != 0) {
-		/* an unprivileged mock's cells map only root: no other uid
-		 * exists there (runuser said only "cannot set groups"); why
-		 * nothing maps more: TEMPLATES.md "A non-root USER" */
-		if (!mock_cell_host_root()) {
-			snprintf(why, cap,
-				 "USER %s: this mock runs unprivileged, so its cells map only root (uid 0 inside "
-				 "is the mock's own uid outside) and no uid for %s exists in them: a step cannot "
-				 "run as any account but root here. Build templates with a non-root USER on a "
-				 "mock run as root (mock-api/TEMPLATES.md)",
-				 e->user, e->user);
-			return -1;
-		}
-		/* USER: the steps after it run as that account (util-linux's
-		 * runuser, in the base image) */
-		full[n++] = "runuser";
-		full[n++] = "-u";
-		full[n++] = e->user;
-		full[n++] = "--";
-	}
-	if (argc > BUILD_ARGV_MAX - n) {
-		snprintf(why, cap, "%zu arguments: a step runs at most %d", argc, MOCK_TPL_RUN_ARGS_MAX);
-		return -1;
-	}
-	for (size_t i = 0; i < argc; i++)
-		full[n++] = argv[i];
-	if (n == 0) {
+	if (argc == 0) {
 		snprintf(why, cap, "an empty command");
 		return -1;
 	}
-	spec.cmd = full[0];
-	spec.args = full + 1;
-	spec.nargs = n - 1;
-	spec.env = (const char *const *)e->kv;
-	spec.nenv = e->n;
-	spec.cwd = e->cwd;
-	if (left <= 0) {
+	if (c.timeout_ms <= 0) {
 		snprintf(why, cap, "the build's time limit passed");
 		return -1;
 	}
-	if (mock_guest_exec(g, &spec, left, &io, &res, &err) != 0) {
-		flush_part(b);
-		snprintf(why, cap, "%s", err.msg);
-		return -1;
-	}
+	c.spec.cmd = argv[0];
+	c.spec.args = argv + 1;
+	c.spec.nargs = argc - 1;
+	ops_guest_run(g, &c, &sink, &ran);
 	flush_part(b);
-	if (res.timed_out) {
-		snprintf(why, cap, "the build's time limit (%lld s) passed",
-			 (long long)b->lim.timeout_s);
-		return -1;
-	}
-	if (res.aborted) {
+	if (!ran.started)
+		snprintf(why, cap, "%s", ran.error);
+	else if (ran.timed_out)
+		snprintf(why, cap, "the build's time limit (%lld s) passed", (long long)b->lim.timeout_s);
+	else if (ran.aborted)
 		snprintf(why, cap, "the build was cancelled (template deleted, or the mock stopping)");
-		return -1;
-	}
-	return res.exit_code;
+	else
+		return ran.exit_code;
+	return -1;
 }
 
 /* One step; 0, or -1 with why (the step's failure). */
@@ -421,12 +380,12 @@ static int run_step(build *b, mock_guest *g, build_env *e, const cJSON *step, in
 
 	if (strcmp(op, "RUN") == 0) {
 		const char *sh[3] = {"/bin/sh", "-c", arg};
-		const char *av[BUILD_ARGV_MAX];
+		const char *av[MOCK_TPL_RUN_ARGS_MAX];
 		size_t n = 0;
 		const cJSON *it;
 
 		cJSON_ArrayForEach(it, argv) {
-			if (n == BUILD_ARGV_MAX - 4) {
+			if (n == MOCK_TPL_RUN_ARGS_MAX) {
 				snprintf(why, cap, "RUN [...]: more than %d arguments", MOCK_TPL_RUN_ARGS_MAX);
 				return -1;
 			}
