@@ -558,8 +558,8 @@ static mock_guest *start_builder(build *b, const char *base, char *why, size_t c
 	if (im == NULL) {
 		snprintf(why, cap,
 			 "no rootfs image for base %.64s: this mock has none (%.400s). Build one with "
-			 "mock-api/images/build-image devbox:1 and start the mock with --images STORE "
-			 "(mock-api/IMAGES.md)",
+			 "mock-api/images/build-image devbox:1 (sbx-mock then uses the default store; --images STORE "
+			 "for another; mock-api/IMAGES.md)",
 			 base, mock->rootfs_note);
 		return NULL;
 	}
