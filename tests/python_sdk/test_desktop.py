@@ -905,6 +905,16 @@ class Tools(DesktopCase):
         self.assertIn("junk", e.body)
 
 
+class NoWindows(DesktopCase):
+    def test_a_fresh_desktop_lists_no_windows(self):
+        # before its first window the window manager publishes no client
+        # list and wmctrl -l exits 1: that is an empty list, not a 500
+        sid = self.create()
+        poll("screen geometry", lambda: self.computer(sid, "GET", "/screen"))
+        self.assertEqual(self.computer(sid, "GET", "/windows"), [])
+        self.assertEqual(self.computer(sid, "GET", "/windows", params={"application": "chromium"}), [])
+
+
 class NotADesktop(DesktopCase):
     def test_devbox_has_no_computer(self):
         sid = self.create(rootfs="devbox:1")
