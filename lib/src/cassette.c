@@ -156,10 +156,24 @@ static bool is_rfc3339(const char *s)
 	       p[3] == ':' && isdigit((unsigned char)p[4]) && isdigit((unsigned char)p[5]) && p[6] == '\0';
 }
 
+/* At most cap - 1 bytes of s for a message, each byte outside printable
+ * ASCII as '?': a problem is one line, whatever a key or header name holds
+ * (a "\n" in a name once split one problem in two: fuzz corpus
+ * newline_in_header_name). */
+static const char *printable(const char *s, char *out, size_t cap)
+{
+	size_t i = 0;
+	for (; s[i] != '\0' && i + 1 < cap; i++)
+		out[i] = (unsigned char)s[i] >= 0x20 && (unsigned char)s[i] < 0x7f ? s[i] : '?';
+	out[i] = '\0';
+	return out;
+}
+
 /* The object's keys are exactly `keys`, in that order. NULL, or what is wrong. */
 static const char *check_keys(const cJSON *o, const char *const *keys, size_t n, char *buf, size_t cap)
 {
 	const cJSON *it = o->child;
+	char name[61];
 	for (size_t i = 0; i < n; i++, it = it->next) {
 		if (it == NULL) {
 			snprintf(buf, cap, "missing key \"%s\"", keys[i]);
@@ -174,11 +188,11 @@ static const char *check_keys(const cJSON *o, const char *const *keys, size_t n,
 			snprintf(buf, cap, "key \"%s\" where \"%s\" belongs (keys go in the spec's order)",
 				 it->string, keys[i]);
 		else
-			snprintf(buf, cap, "unknown key \"%.60s\"", it->string);
+			snprintf(buf, cap, "unknown key \"%s\"", printable(it->string, name, sizeof name));
 		return buf;
 	}
 	if (it != NULL) {
-		snprintf(buf, cap, "unknown key \"%.60s\"", it->string);
+		snprintf(buf, cap, "unknown key \"%s\"", printable(it->string, name, sizeof name));
 		return buf;
 	}
 	return NULL;
@@ -212,6 +226,18 @@ static cJSON *parse_json(const char *line, size_t len, const char **why)
 	return o;
 }
 
+/* A query parameter name as it stands in a target: printable, no blank, none of "&=?#". */
+static bool is_query_name(const char *s)
+{
+	if (s[0] == '\0')
+		return false;
+	for (; *s != '\0'; s++) {
+		if ((unsigned char)*s <= 0x20 || (unsigned char)*s >= 0x7f || strchr("&=?#", *s) != NULL)
+			return false;
+	}
+	return true;
+}
+
 static const char *header_fields(const cJSON *o, sbx_cassette *cas, char *buf, size_t cap)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "sbx_cassette");
@@ -239,7 +265,7 @@ static const char *header_fields(const cJSON *o, sbx_cassette *cas, char *buf, s
 	if (cas->redacted_query == NULL || cas->created == NULL)
 		return "out of memory";
 	cJSON_ArrayForEach(v, rq) {
-		if (!cJSON_IsString(v) || v->valuestring[0] == '\0' || strpbrk(v->valuestring, "&=?# ") != NULL) {
+		if (!cJSON_IsString(v) || !is_query_name(v->valuestring)) {
 			snprintf(buf, cap, "\"redacted_query\"[%zu] is not a query parameter name", i);
 			return buf;
 		}
@@ -303,7 +329,8 @@ static const char *headers_field(const cJSON *arr, const char *key, bool respons
 			return buf;
 		}
 		if (!is_token(nm->valuestring, 256) || !is_field_text(val->valuestring)) {
-			snprintf(buf, cap, "\"%s\"[%zu] (%.40s): %s", key, i, nm->valuestring,
+			char shown[41];
+			snprintf(buf, cap, "\"%s\"[%zu] (%s): %s", key, i, printable(nm->valuestring, shown, sizeof shown),
 				 is_token(nm->valuestring, 256) ? "a control character in the value"
 								: "not a header name");
 			return buf;

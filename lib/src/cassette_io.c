@@ -317,7 +317,7 @@ static char *header_line(const sbx_cassette *cas)
 	return s;
 }
 
-static int cassette_text(sbx_cassette *cas, sbx_strbuf *out)
+int sbx_cassette_text(sbx_cassette *cas, sbx_strbuf *out)
 {
 	char *h = header_line(cas);
 	if (h == NULL)
@@ -348,7 +348,7 @@ int sbx_cassette_write(const char *dir, sbx_cassette *cas, sbx_err *err)
 	sbx_strbuf text = SBX_STRBUF_INIT, tmp = SBX_STRBUF_INIT, final = SBX_STRBUF_INIT;
 	int rc = -1, fd = -1;
 	char rnd[13] = "";
-	if (cassette_text(cas, &text) != 0) {
+	if (sbx_cassette_text(cas, &text) != 0) {
 		sbx_err_set(err, "%s: out of memory writing the cassette", dir);
 		goto out_free;
 	}

@@ -1,5 +1,5 @@
 /* cmd_cassette: the offline verbs on an internet cassette (issue 47; the
- * format is mock-api/INTERNET.md's "The cassette", read and written by
+ * format is lib/README.md's "Cassettes", read and written by
  * libsbx's sbx/cassette.h): list, check and prune. Merge is in
  * cmd_cassette_merge.c. They never touch the network and never change a
  * cassette they could not read whole: a broken cassette is refused with

@@ -1,5 +1,5 @@
 /* cmd_cassette_merge: `sbxctl mock cassette merge A B --out DIR`, the union
- * of two cassettes (mock-api/INTERNET.md, "The cassette"): A's exchange
+ * of two cassettes (lib/README.md, "Cassettes"): A's exchange
  * wins where both hold the same request and n (each such conflict is
  * reported), B's redaction tokens are moved above A's so two credentials
  * never share a token, the headers' redacted query names are united.

@@ -122,7 +122,7 @@ static const ctl_command commands[] = {
 	 "Due transitions (auto-pause, slow pause/resume) happen at once.", ctl_opts_none, 1, 1,
 	 ctl_cmd_mock_clock_advance, CTL_CMD_ADMIN},
 	{"mock cassette list", "DIR", "offline: one line per recorded exchange, and totals",
-	 "DIR is a cassette (mock-api/INTERNET.md, \"The cassette\"). A line:\n"
+	 "DIR is a cassette (lib/README.md, \"Cassettes\"). A line:\n"
 	 "METHOD scheme://host:port/target  status  size  sha256[:12]  n=K; then the\n"
 	 "exchanges, hosts, bytes of answers and bodies on disk. Bodies are not read\n"
 	 "(check does). Exit 1 when a line of cassette.jsonl is bad (each is named).",

@@ -1,6 +1,6 @@
 /* sbxctl's offline cassette verbs (mock cassette list|check|prune|merge) on
  * cassettes this test writes by hand, as the spec says a recorder writes
- * them (mock-api/INTERNET.md, "The cassette"): a gzip body kept as gzip
+ * them (lib/README.md, "Cassettes"): a gzip body kept as gzip
  * bytes, a chunked answer, redacted credentials and query values, a
  * repeated request (n=2), a POST with a request body; then the same
  * cassette broken one way at a time (a missing body, a body whose hash is

@@ -1,7 +1,7 @@
 /* cassette: the guests' internet recorded once and replayed offline (issue
  * 47): a directory holding cassette.jsonl (a header line, then one line per
  * exchange) and bodies/ab/<sha256> (each body once, named by its hash). The
- * format is written down in mock-api/INTERNET.md ("The cassette"); this
+ * format is written down in lib/README.md ("Cassettes"); this
  * module reads it, checks it whole (every line, every body's size and hash),
  * sorts and writes it, and knows the request key, the redaction tokens and
  * the union of two cassettes.
@@ -109,6 +109,9 @@ int sbx_cassette_compare(const sbx_cassette_exchange *a, const sbx_cassette_exch
 bool sbx_cassette_same_key(const sbx_cassette_exchange *a, const sbx_cassette_exchange *b);
 void sbx_cassette_sort(sbx_cassette *cas);
 
+/* cas as cassette.jsonl's text (sorted first; a header without `created`
+ * gets the time now), appended to out. 0, or -1 when out of memory. */
+int sbx_cassette_text(sbx_cassette *cas, sbx_strbuf *out);
 /* Writes cas (sorted first) as DIR/cassette.jsonl: a temporary file in DIR,
  * fsynced, renamed over the old one, DIR fsynced; a failure leaves the old
  * file as it was. 0, or -1 with *err. */
