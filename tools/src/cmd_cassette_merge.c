@@ -50,7 +50,8 @@ static int cmp_item(const void *pa, const void *pb)
 
 static bool same_answer(const sbx_cassette_exchange *a, const sbx_cassette_exchange *b)
 {
-	return a->status == b->status && strcmp(a->reason, b->reason) == 0 && a->chunked == b->chunked &&
+	return a->status == b->status && a->reason != NULL && b->reason != NULL && strcmp(a->reason, b->reason) == 0 &&
+	       a->chunked == b->chunked &&
 	       strcmp(a->body.sha256, b->body.sha256) == 0 &&
 	       cJSON_Compare(cJSON_GetObjectItemCaseSensitive(a->obj, "response_headers"),
 			     cJSON_GetObjectItemCaseSensitive(b->obj, "response_headers"), true);
@@ -87,9 +88,10 @@ static int unite_names(merge_run *m)
 		return -1;
 	for (int c = 0; c < 2; c++) {
 		for (size_t i = 0; i < m->cas[c].nredacted; i++) {
-			bool seen = false;
-			for (size_t k = 0; k < m->out.nredacted; k++)
-				seen = seen || strcmp(m->out.redacted_query[k], m->cas[c].redacted_query[i]) == 0;
+			bool seen = m->cas[c].redacted_query[i] == NULL; /* never: a load fills every name */
+			for (size_t k = 0; k < m->out.nredacted && !seen; k++)
+				seen = m->out.redacted_query[k] != NULL &&
+				       strcmp(m->out.redacted_query[k], m->cas[c].redacted_query[i]) == 0;
 			if (!seen)
 				m->out.redacted_query[m->out.nredacted++] = m->cas[c].redacted_query[i];
 		}
@@ -203,13 +205,14 @@ static int place_bodies(merge_run *m, const char *tmp)
 	if (rc != 0)
 		ctl_fail(m->ctx, "%s: %s", sbx_strbuf_str(&b), strerror(errno));
 	sbx_strbuf_free(&b);
-	for (size_t i = 0; rc == 0 && i < m->out.nex; i++) {
-		const sbx_cassette_exchange *ex = &m->out.ex[i];
-		rc = place_body(m, tmp, m->from[i], ex->body.sha256);
-		if (rc == 0 && ex->has_request_body)
-			rc = place_body(m, tmp, m->from[i], ex->request_body.sha256);
+	const sbx_cassette_exchange *all = m->out.ex;
+	const int *from = m->from;
+	for (size_t i = 0, n = m->out.nex; rc == 0 && i < n; i++) {
+		rc = place_body(m, tmp, from[i], all[i].body.sha256);
+		if (rc == 0 && all[i].has_request_body)
+			rc = place_body(m, tmp, from[i], all[i].request_body.sha256);
 	}
-	return rc;
+	return rc; // NOLINT(clang-analyzer-unix.Malloc): m->out.ex is freed by ctl_cmd_cassette_merge
 }
 
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)

@@ -166,7 +166,7 @@ static const ctl_command commands[] = {
 static const struct {
 	const char *group, *summary;
 } folded_groups[] = {
-	{"mock internet", "the simulated internet: stub|rm|show (its stubs, its requests)"},
+	{"mock internet", "stub|rm|show: the simulated internet's stubs and requests"},
 	{"mock cassette", "offline: list|check|prune|merge an internet cassette"},
 };
 
