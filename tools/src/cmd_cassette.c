@@ -91,15 +91,24 @@ static int count_body(const char *sha, uint64_t size, bool named, void *ud)
 	return 0;
 }
 
+static int cmp_host(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Distinct hosts (one host's lines are apart when it has http and https). */
 static size_t count_hosts(const sbx_cassette *cas)
 {
+	const char **h = calloc(cas->nex + 1, sizeof *h);
 	size_t hosts = 0;
-	for (size_t i = 0; i < cas->nex; i++) {
-		bool seen = false;
-		for (size_t j = i; j-- > 0 && !seen;) /* lines are sorted: one host's lines come together */
-			seen = strcmp(cas->ex[j].host, cas->ex[i].host) == 0;
-		hosts += seen ? 0 : 1;
-	}
+	if (h == NULL)
+		return 0;
+	for (size_t i = 0; i < cas->nex; i++)
+		h[i] = cas->ex[i].host;
+	qsort(h, cas->nex, sizeof *h, cmp_host);
+	for (size_t i = 0; i < cas->nex; i++)
+		hosts += i == 0 || strcmp(h[i - 1], h[i]) != 0;
+	free(h);
 	return hosts;
 }
 
