@@ -27,7 +27,7 @@ _sbxctl()
 		--) break ;;
 		--url | --api-key | --admin-token | --timeout | --shape | --rootfs | --name | --egress | --env | \
 			--auto-pause | --status | --page-size | --wait-timeout | --rules | --mode | --max-rules | \
-			--since | --method | --path | --tenant | --limit | --interval) ((i++)) ;;
+			--since | --method | --path | --tenant | --limit | --interval | --host | --target-prefix | --out) ((i++)) ;;
 		-*) ;;
 		*) cmd+=("$w") ;;
 		esac
@@ -39,8 +39,10 @@ _sbxctl()
 	--shape) COMPREPLY=($(compgen -W "s-0.25vcpu-512mb s-0.5vcpu-1gb s-1vcpu-256mb s-1vcpu-1gb s-1vcpu-2gb s-2vcpu-2gb s-2vcpu-4gb s-4vcpu-4gb s-4vcpu-8gb s-8vcpu-8gb s-8vcpu-16gb" -- "$cur")); return ;;
 	--method) COMPREPLY=($(compgen -W "GET POST PUT PATCH DELETE" -- "$cur")); return ;;
 	--url | --api-key | --admin-token | --timeout | --rootfs | --name | --egress | --env | --auto-pause | \
-		--page-size | --wait-timeout | --rules | --max-rules | --since | --path | --tenant | --limit | --interval)
+		--page-size | --wait-timeout | --rules | --max-rules | --since | --path | --tenant | --limit | --interval | \
+		--host | --target-prefix)
 		return ;;
+	--out) COMPREPLY=($(compgen -d -- "$cur")); return ;;
 	esac
 
 	local opts=""
@@ -48,7 +50,8 @@ _sbxctl()
 	"") COMPREPLY=($(compgen -W "$top $globals" -- "$cur")); return ;;
 	egress) COMPREPLY=($(compgen -W "show set clear check lint test" -- "$cur")); return ;;
 	files) COMPREPLY=($(compgen -W "push pull" -- "$cur")); return ;;
-	mock) COMPREPLY=($(compgen -W "faults internet scenario journal state reset clock env" -- "$cur")); return ;;
+	mock) COMPREPLY=($(compgen -W "faults internet scenario journal state reset clock env cassette" -- "$cur")); return ;;
+	"mock cassette") COMPREPLY=($(compgen -W "list check prune merge" -- "$cur")); return ;;
 	"mock internet") COMPREPLY=($(compgen -W "stub rm show" -- "$cur")); return ;;
 	"mock internet show") COMPREPLY=($(compgen -W "stubs journal" -- "$cur")); return ;;
 	"mock faults") COMPREPLY=($(compgen -W "add ls rm clear" -- "$cur")); return ;;
@@ -64,6 +67,9 @@ _sbxctl()
 	"egress test"*) opts="--mode" ;;
 	"mock journal") opts="--since --method --path --tenant --status --limit --follow --interval" ;;
 	"mock state") opts="--tenant" ;;
+	"mock cassette prune"*) opts="--host --target-prefix --keep-bodies --dry-run"; COMPREPLY=($(compgen -d -- "$cur")) ;;
+	"mock cassette merge"*) opts="--out"; COMPREPLY=($(compgen -d -- "$cur")) ;;
+	"mock cassette list"* | "mock cassette check"*) COMPREPLY=($(compgen -d -- "$cur")) ;;
 	"mock faults add" | "mock internet stub" | "mock scenario load" | "files push"* | "files pull"*) COMPREPLY=($(compgen -f -- "$cur")) ;;
 	esac
 	if [[ $cur == -* ]]; then

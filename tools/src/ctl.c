@@ -101,11 +101,11 @@ static const ctl_command commands[] = {
 	 ctl_cmd_mock_faults_clear, CTL_CMD_ADMIN},
 	{"mock internet stub", "JSON|@FILE", "add internet stub(s): one or {\"stubs\":[...]}",
 	 "See mock-api/INTERNET.md (\"Stubs\") for the format. @FILE reads the JSON from a file.",
-	 ctl_opts_none, 1, 1, ctl_cmd_mock_internet_stub_add, CTL_CMD_ADMIN},
+	 ctl_opts_none, 1, 1, ctl_cmd_mock_internet_stub_add, CTL_CMD_ADMIN | CTL_CMD_FOLD},
 	{"mock internet rm", "ID|all", "remove one internet stub, or all of them", NULL, ctl_opts_none, 1, 1,
-	 ctl_cmd_mock_internet_stub_rm, CTL_CMD_ADMIN},
+	 ctl_cmd_mock_internet_stub_rm, CTL_CMD_ADMIN | CTL_CMD_FOLD},
 	{"mock internet show", "stubs|journal", "the internet's stubs or requests (JSON lines)", NULL,
-	 ctl_opts_none, 1, 1, ctl_cmd_mock_internet_show, CTL_CMD_ADMIN},
+	 ctl_opts_none, 1, 1, ctl_cmd_mock_internet_show, CTL_CMD_ADMIN | CTL_CMD_FOLD},
 	{"mock scenario load", "NAME|FILE", "load a named scenario, or a scenario object from a file",
 	 "An argument that names an existing file (or contains '/' or ends in .json)\n"
 	 "is read and sent as the scenario object; anything else is a scenario name.",
@@ -121,6 +121,32 @@ static const ctl_command commands[] = {
 	{"mock clock advance", "DURATION", "advance the mock clock (e.g. 90s, 5m, 1500ms)",
 	 "Due transitions (auto-pause, slow pause/resume) happen at once.", ctl_opts_none, 1, 1,
 	 ctl_cmd_mock_clock_advance, CTL_CMD_ADMIN},
+	{"mock cassette list", "DIR", "offline: one line per recorded exchange, and totals",
+	 "DIR is a cassette (lib/README.md, \"Cassettes\"). A line:\n"
+	 "METHOD scheme://host:port/target  status  size  sha256[:12]  n=K; then the\n"
+	 "exchanges, hosts, bytes of answers and bodies on disk. Bodies are not read\n"
+	 "(check does). Exit 1 when a line of cassette.jsonl is bad (each is named).",
+	 ctl_opts_none, 1, 1, ctl_cmd_cassette_list, CTL_CMD_OFFLINE | CTL_CMD_FOLD},
+	{"mock cassette check", "DIR", "offline: check every line and every body's size and hash",
+	 "What sbx-mock --internet-replay checks at start: the header, every line\n"
+	 "(keys, types, order, redaction), the lines' order, each request's n = 1, 2...,\n"
+	 "every body file there with its size and SHA-256. Every problem is named\n"
+	 "(FILE:LINE or the body file); exit 1 when there is one.",
+	 ctl_opts_none, 1, 1, ctl_cmd_cassette_check, CTL_CMD_OFFLINE | CTL_CMD_FOLD},
+	{"mock cassette prune", "DIR [--host PATTERN] [--target-prefix P] [--keep-bodies]",
+	 "offline: remove exchanges, then the bodies no line names",
+	 "Removes the exchanges whose host matches PATTERN (a name, or *.suffix for\n"
+	 "the names below it) and whose target starts with P (both when both are\n"
+	 "given; neither: only the unnamed bodies go). Prints what it removed.\n"
+	 "A cassette with a problem is refused (check). cassette.jsonl is replaced\n"
+	 "whole (temporary file, fsync, rename) before any body is removed.",
+	 ctl_opts_cassette_prune, 1, 1, ctl_cmd_cassette_prune, CTL_CMD_OFFLINE | CTL_CMD_FOLD},
+	{"mock cassette merge", "A B --out DIR", "offline: the union of two cassettes into a new one",
+	 "Where A and B hold the same request with the same n, A's is kept and the\n"
+	 "conflict printed. B's redaction tokens are renumbered above A's; the\n"
+	 "redacted query names are united. Bodies are hard links (copies across\n"
+	 "filesystems). DIR is written beside itself and renamed when whole.",
+	 ctl_opts_cassette_merge, 2, 2, ctl_cmd_cassette_merge, CTL_CMD_OFFLINE | CTL_CMD_FOLD},
 	{"mock env", "[--pid PID] [--url URL]", "print export lines for the newest running sbx-mock",
 	 "For a POSIX shell: eval \"$(sbxctl mock env)\". Sets CREATEOS_SANDBOX_BASE_URL,\n"
 	 "CREATEOS_SANDBOX_API_KEY (an existing value is kept), SBX_MOCK_ADMIN_TOKEN and the\n"
@@ -134,6 +160,31 @@ static const ctl_command commands[] = {
 };
 
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
+
+/* Groups whose commands (CTL_CMD_FOLD) show as one row in `sbxctl --help`,
+ * so the top list stays a screen; `sbxctl GROUP --help` lists them. */
+static const struct {
+	const char *group, *summary;
+} folded_groups[] = {
+	{"mock internet", "stub|rm|show: the simulated internet's stubs and requests"},
+	{"mock cassette", "offline: list|check|prune|merge an internet cassette"},
+};
+
+/* The summary of c's folded row in the top list ("": printed already), or
+ * NULL when c is not folded; *glen: the length of its group's name. */
+static const char *folded_row(const ctl_command *c, const ctl_command *prev, size_t *glen)
+{
+	const char *sp = strrchr(c->name, ' ');
+	*glen = sp != NULL ? (size_t)(sp - c->name) : strlen(c->name);
+	for (size_t g = 0; g < sizeof folded_groups / sizeof folded_groups[0]; g++) {
+		if (strlen(folded_groups[g].group) != *glen || strncmp(folded_groups[g].group, c->name, *glen) != 0)
+			continue;
+		if (prev != NULL && (prev->flags & CTL_CMD_FOLD) != 0 && strncmp(prev->name, c->name, *glen) == 0)
+			return ""; /* the group's row is out already */
+		return folded_groups[g].summary;
+	}
+	return NULL;
+}
 
 /* ---- help ---- */
 
@@ -176,7 +227,15 @@ static void list_help(FILE *f, const char *prefix, bool brief)
 		const ctl_command *c = &commands[i];
 		if (strncmp(c->name, prefix, plen) != 0 || (plen > 0 && c->name[plen] != ' '))
 			continue;
-		fprintf(f, "  %-20s %s\n", c->name, c->summary);
+		size_t glen = 0;
+		const char *row = plen == 0 && (c->flags & CTL_CMD_FOLD) != 0
+					  ? folded_row(c, i > 0 ? &commands[i - 1] : NULL, &glen) : NULL;
+		if (row != NULL && row[0] == '\0')
+			continue;
+		if (row != NULL)
+			fprintf(f, "  %-20.*s %s\n", (int)glen, c->name, row);
+		else
+			fprintf(f, "  %-20s %s\n", c->name, c->summary);
 	}
 	if (brief)
 		return;

@@ -47,6 +47,7 @@ typedef int (*ctl_run_fn)(ctl_ctx *ctx);
 enum {
 	CTL_CMD_ADMIN = 1,   /* needs the admin token */
 	CTL_CMD_OFFLINE = 2, /* never touches the network */
+	CTL_CMD_FOLD = 4,    /* one row for its group in `sbxctl --help` (ctl.c, folded_groups) */
 };
 
 typedef struct ctl_command {
@@ -130,6 +131,10 @@ int ctl_cmd_mock_state(ctl_ctx *ctx);
 int ctl_cmd_mock_reset(ctl_ctx *ctx);
 int ctl_cmd_mock_clock_advance(ctl_ctx *ctx);
 int ctl_cmd_mock_env(ctl_ctx *ctx);
+int ctl_cmd_cassette_list(ctl_ctx *ctx);
+int ctl_cmd_cassette_check(ctl_ctx *ctx);
+int ctl_cmd_cassette_prune(ctl_ctx *ctx);
+int ctl_cmd_cassette_merge(ctl_ctx *ctx);
 
 /* Option tables, defined next to their commands. */
 extern const ctl_opt ctl_opts_none[];
@@ -144,5 +149,7 @@ extern const ctl_opt ctl_opts_egress_lint[];
 extern const ctl_opt ctl_opts_egress_test[];
 extern const ctl_opt ctl_opts_journal[];
 extern const ctl_opt ctl_opts_state[];
+extern const ctl_opt ctl_opts_cassette_prune[];
+extern const ctl_opt ctl_opts_cassette_merge[];
 
 #endif

@@ -49,6 +49,10 @@ check "get " sb-aaa
 check "--json get " sb-bbb
 check "create --name x --" --auto-pause
 check "ls --" --json --shape
+check "mock " cassette
+check "mock cassette " prune
+check "mock cassette prune x --" --target-prefix
+check "mock cassette merge a b --" --out
 # Every command sbxctl --help lists is offered word by word (no drift
 # between the CLI's command table and the completion script).
 if [ $# -ge 1 ]; then
