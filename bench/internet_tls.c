@@ -24,7 +24,7 @@
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
 
-#include "internet/inet_tls.h"
+#include "tls/inet_tls.h"
 #include "sbx/sys.h"
 
 typedef struct server_side {

@@ -2,7 +2,7 @@
  * template's build log, plain or NDJSON (?follow=true).
  *
  * Never take the model lock here (ops.h); the build runs in the
- * operations layer (ops/template_build.c), on a thread of its own. */
+ * operations layer (build/template_build.c), on a thread of its own. */
 #define _GNU_SOURCE
 #include "handlers/api.h"
 

@@ -20,7 +20,7 @@
 #include "listen/self_listen.h"
 #include "ops/settings.h"
 #include "ops/rootfs.h"
-#include "ops/ops_computer.h"
+#include "computer/ops_computer.h"
 #include "sbx/sys.h"
 
 #include <errno.h>

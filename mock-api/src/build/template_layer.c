@@ -2,9 +2,9 @@
  * TEMPLATES.md). Never takes the model lock itself (callers hold it where
  * ops.h says). */
 #define _GNU_SOURCE
-#include "ops/template_layer.h"
+#include "build/template_layer.h"
 #include "ops/ops.h"
-#include "ops/layer_copy.h"
+#include "util/layer_copy.h"
 
 #include <dirent.h>
 #include <errno.h>

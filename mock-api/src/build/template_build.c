@@ -35,11 +35,11 @@
 #include "guest/cell.h" /* mock_cell_host_root */
 #include "guest/cell_pool.h"
 #include "guest/cell_proto.h" /* CELL_DISK_FD */
-#include "guest/images.h"
+#include "images/images.h"
 #include "internet/internet.h" /* MOCK_INET_BUILDER_PREFIX */
 #include "ops/core.h"
-#include "ops/layer_copy.h"
-#include "ops/template_layer.h"
+#include "util/layer_copy.h"
+#include "build/template_layer.h"
 #include "ops/rootfs.h"
 #include "sbx/sys.h"
 
