@@ -1,4 +1,4 @@
-/* template_build: a template's build, for real (TEMPLATES.md; ops.h).
+/* template_build: a template's build, for real (TEMPLATES.md; templates.h).
  *
  * Each build is a thread of its own: it starts a builder cell (the cell
  * machinery of a sandbox) on the base's rootfs image, with a disk and a
@@ -10,11 +10,14 @@
  * layer, which a sandbox booted on the template gets as the start of its
  * own upper layer, over the same base image.
  *
- * The template's status and log are the model's (model lock); the build
- * looks its template up by id at each change, so a template deleted
- * meanwhile ends the build. Never reports ready without the layer made. */
+ * The create (templates.c) starts it under the model lock with what it
+ * runs copied (steps, base, limits). The template's status and log are
+ * the model's (model lock); the build looks its template up by id at each
+ * change, so a template deleted meanwhile ends the build. Never reports
+ * ready without the layer made. */
 #define _GNU_SOURCE
-#include "ops/ops.h"
+#include "build/build_internal.h"
+#include "build/templates.h"
 #include "ops/ops_internal.h"
 
 #include <errno.h>
@@ -34,11 +37,9 @@
 
 #include "guest/cell.h" /* mock_cell_host_root */
 #include "guest/cell_pool.h"
-#include "guest/cell_proto.h" /* CELL_DISK_FD */
 #include "images/images.h"
 #include "internet/internet.h" /* MOCK_INET_BUILDER_PREFIX */
 #include "ops/core.h"
-#include "util/layer_copy.h"
 #include "build/template_layer.h"
 #include "ops/rootfs.h"
 #include "sbx/sys.h"
@@ -74,6 +75,8 @@ typedef struct build {
 	uint32_t net_k;      /* its builder address index (mock_egress_wire_builder) */
 	bool cancel, done;   /* under the model lock */
 	build_limits lim;    /* set at create, read-only after */
+	cJSON *steps;        /* the template's, copied at create; the thread's */
+	char base[64];       /* its base rootfs, copied at create */
 	struct build *next;
 	/* the thread's own */
 	sbx_strbuf part;     /* a line not yet ended */
@@ -488,47 +491,6 @@ static int run_step(build *b, mock_guest *g, build_env *e, const cJSON *step, in
 	return 0;
 }
 
-/* ---- the layer ---- */
-
-/* Copies the builder's upper layer (whiteouts and xattrs as they are)
- * to the template's directory; its size in bytes, or -1. */
-static double save_layer(build *b, mock_guest *g, char *why, size_t cap)
-{
-	char src[96], dir[TPL_DIR_MAX], dst[TPL_DIR_MAX + 8];
-	char *rm[] = {"/bin/rm", "-rf", dst, NULL};
-	struct stat st;
-	unsigned long long bytes = 0;
-	int held, rc;
-
-	snprintf(src, sizeof(src), "/proc/%d/fd/%d/u", (int)mock_guest_cell_pid(g), CELL_DISK_FD);
-	mock_tpl_dir(b->mock, b->id, dir, sizeof(dir));
-	snprintf(dst, sizeof(dst), "%s/layer", dir);
-	if (mock_tpl_mkdir_p(dir, why, cap) != 0)
-		return -1;
-	/* the layer is read through a descriptor of the mock's own: the
-	 * cell's disk lives in its mount namespace, which goes with the cell
-	 * once it is killed (through /proc/<cell>/fd the copy raced that
-	 * exit, and waited on it) */
-	held = open(src, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (held < 0) {
-		snprintf(why, cap, "opening the builder's layer %s: %s", src, strerror(errno));
-		return -1;
-	}
-	snprintf(src, sizeof(src), "/proc/self/fd/%d/.", held); /* the directory, not the link */
-	/* nothing of the steps runs on: the layer holds still */
-	mock_guest_signal(g, SIGKILL);
-	/* owners, modes, times, hard links, xattrs (an overlay's opaque
-	 * dirs) and the whiteouts' 0/0 devices as they are */
-	/* what it holds is counted as it is made, and bounded by the storage
-	 * the create reserved: the key's bound is never overshot */
-	rc = (lstat(dst, &st) == 0 && mock_tpl_run(rm, why, cap) != 0) ||
-	     mock_layer_copy(src, dst, (unsigned long long)b->lim.disk_mib << 20, &bytes, why, cap) != 0;
-	close(held);
-	if (rc != 0 && lstat(dst, &st) == 0)
-		mock_tpl_run(rm, why + strlen(why), cap - strlen(why)); /* a partial copy holds no storage */
-	return rc ? -1 : (double)bytes;
-}
-
 /* ---- the thread ---- */
 
 static void fail_build(build *b, const char *step, const char *why)
@@ -643,32 +605,28 @@ static void *build_main(void *arg)
 	build *b = arg;
 	sbx_mock *mock = b->mock;
 	build_env env = {.cwd = "/"};
-	char why[1024] = "", base[64] = "", step_name[160] = "setup";
-	cJSON *steps = NULL;
+	char why[1024] = "", step_name[160] = "setup";
+	cJSON *tpl;
 	mock_guest *g = NULL;
 	int64_t deadline;
 	double size;
-	bool gone;
+	bool there, gone;
 
 	sbx_strbuf_init(&b->part);
 	sbx_strbuf_init(&b->batch);
 	pthread_mutex_lock(&mock->model->lock);
-	{
-		cJSON *tpl = tpl_of(b);
-
-		if (tpl != NULL) {
-			steps = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(tpl, "_steps"), true);
-			snprintf(base, sizeof(base), "%s", cJSON_GetObjectItemCaseSensitive(tpl, "base")->valuestring);
-			mock_template_set_status(mock->model, tpl, "building", 0);
-		}
-	}
+	/* deleted, or cancelled, before the thread ran: nothing to build */
+	tpl = tpl_of(b);
+	there = tpl != NULL;
+	if (there)
+		mock_template_set_status(mock->model, tpl, "building", 0);
 	pthread_mutex_unlock(&mock->model->lock);
 	deadline = sbx_mono_ms() + (int64_t)b->lim.timeout_s * 1000;
-	if (steps == NULL)
+	if (!there)
 		goto out;
-	log_line(b, "building on %s (limits: %u s, disk %u MiB, memory %u MiB)", base, b->lim.timeout_s,
+	log_line(b, "building on %s (limits: %u s, disk %u MiB, memory %u MiB)", b->base, b->lim.timeout_s,
 		 b->lim.disk_mib, b->lim.mem_mib);
-	g = start_builder(b, base, why, sizeof(why));
+	g = start_builder(b, b->base, why, sizeof(why));
 	pthread_mutex_lock(&mock->model->lock);
 	b->g = g;
 	pthread_mutex_unlock(&mock->model->lock);
@@ -677,10 +635,10 @@ static void *build_main(void *arg)
 		goto out;
 	}
 	{
-		int n = cJSON_GetArraySize(steps), i = 0;
+		int n = cJSON_GetArraySize(b->steps), i = 0;
 		const cJSON *st;
 
-		cJSON_ArrayForEach(st, steps) {
+		cJSON_ArrayForEach(st, b->steps) {
 			i++;
 			snprintf(step_name, sizeof(step_name), "step %d/%d (line %d) %s", i, n,
 				 cJSON_GetObjectItemCaseSensitive(st, "line")->valueint,
@@ -694,12 +652,12 @@ static void *build_main(void *arg)
 		}
 	}
 	log_line(b, "saving the template's layer");
-	size = save_layer(b, g, why, sizeof(why));
+	size = mock_tpl_layer_save(mock, b->id, g, b->lim.disk_mib, why, sizeof(why));
 	if (size < 0) {
 		fail_build(b, "saving the layer", why);
 		goto out;
 	}
-	log_line(b, "build finished: layer of %.0f bytes over %s", size, base);
+	log_line(b, "build finished: layer of %.0f bytes over %s", size, b->base);
 	set_status(b, "ready", size);
 out:
 	/* settled only now: a pool refill waits for the hand-outs in flight
@@ -716,10 +674,9 @@ out:
 	/* deleted or reset meanwhile: what it saved of a layer (the delete's
 	 * or reset's removal may have run before) is no one's */
 	if (gone)
-		mock_op_template_forget(mock, b->id);
+		mock_build_forget(mock, b->id);
 	mock_egress_unwire_guest(mock, g); /* its link and chain, however it ended */
 	mock_guest_free(g, true);
-	cJSON_Delete(steps);
 	env_free(&env);
 	sbx_strbuf_free(&b->part);
 	sbx_strbuf_free(&b->batch);
@@ -757,6 +714,38 @@ void mock_op_template_builder_tenant(sbx_mock *mock, const char *name, char *key
 	}
 }
 
+/* Lock held: a build of t's template tpl, its limits and what it runs
+ * copied (PUT /_mock/settings changes later builds, never this one), its
+ * thread not yet started; NULL when out of memory. */
+static build *build_new(sbx_mock *mock, mock_tenant *t, const cJSON *tpl)
+{
+	const mock_settings *set = &mock->model->set;
+	build *b = calloc(1, sizeof(*b));
+
+	if (b == NULL)
+		return NULL;
+	b->steps = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(tpl, "_steps"), true);
+	if (b->steps == NULL) {
+		free(b);
+		return NULL;
+	}
+	b->mock = mock;
+	b->t = t;
+	snprintf(b->id, sizeof(b->id), "%s", cJSON_GetObjectItemCaseSensitive(tpl, "id")->valuestring);
+	snprintf(b->base, sizeof(b->base), "%s", cJSON_GetObjectItemCaseSensitive(tpl, "base")->valuestring);
+	/* the disk is the storage the template's create reserved
+	 * (model_template.c: at most tpl_build_disk_mib) */
+	b->lim = (build_limits){set->tpl_build_timeout_s, mock_template_disk_mib(tpl), set->tpl_build_mem_mib};
+	return b;
+}
+
+static void build_free(build *b)
+{
+	if (b != NULL)
+		cJSON_Delete(b->steps);
+	free(b);
+}
+
 /* Lock held: joins and frees the builds that ended. */
 static void prune_done(struct mock_builds *bs)
 {
@@ -768,58 +757,38 @@ static void prune_done(struct mock_builds *bs)
 		if (b->done) {
 			*pp = b->next;
 			pthread_join(b->th, NULL); /* it ended: no wait */
-			free(b);
+			build_free(b);
 		} else {
 			pp = &b->next;
 		}
 	}
 }
 
-void mock_op_template_build(sbx_mock *mock, mock_tenant *t, const char *id)
+void mock_build_start(sbx_mock *mock, mock_tenant *t, cJSON *tpl)
 {
-	build *b = calloc(1, sizeof(*b));
-	struct mock_builds *bs;
+	struct mock_builds *bs = builds_of(mock);
 	const char *why = "could not start a build thread";
-	bool started = false;
+	build *b = NULL;
+	char line[80];
 
-	pthread_mutex_lock(&mock->model->lock);
-	bs = builds_of(mock);
-	if (bs != NULL && bs->stopping)
+	if (bs != NULL && bs->stopping) {
 		why = "the mock is stopping";
-	else if (b != NULL && bs != NULL) {
-		const mock_settings *set = &mock->model->set;
-
+	} else if (bs != NULL) {
 		prune_done(bs);
-		b->mock = mock;
-		b->t = t;
-		snprintf(b->id, sizeof(b->id), "%s", id);
-		const cJSON *tpl = mock_template_find(t, id);
-
-		/* the disk is the storage the template's create reserved
-		 * (model_template.c: at most tpl_build_disk_mib) */
-		b->lim = (build_limits){set->tpl_build_timeout_s,
-					tpl != NULL ? mock_template_disk_mib(tpl) : set->tpl_build_disk_mib,
-					set->tpl_build_mem_mib};
-		b->net_k = net_k_take(bs);
-		if (b->net_k != 0 && pthread_create(&b->th, NULL, build_main, b) == 0) {
+		b = build_new(mock, t, tpl);
+		if (b != NULL)
+			b->net_k = net_k_take(bs);
+		if (b != NULL && b->net_k != 0 && pthread_create(&b->th, NULL, build_main, b) == 0) {
 			b->next = bs->list;
 			bs->list = b;
-			started = true;
+			return;
 		}
 	}
-	if (!started) {
-		cJSON *tpl = mock_template_find(t, id);
-		char line[80];
-
-		if (tpl != NULL) {
-			snprintf(line, sizeof(line), "build failed: %s", why);
-			mock_template_log(tpl, line);
-			mock_template_set_status(mock->model, tpl, "failed", 0);
-			log_grew(mock);
-		}
-		free(b);
-	}
-	pthread_mutex_unlock(&mock->model->lock);
+	build_free(b);
+	snprintf(line, sizeof(line), "build failed: %s", why);
+	mock_template_log(tpl, line);
+	mock_template_set_status(mock->model, tpl, "failed", 0);
+	log_grew(mock);
 }
 
 /* Lock held: ends every build's steps (the threads see the cancel). */
@@ -849,7 +818,7 @@ static void join_all(build *list)
 		build *next = list->next;
 
 		pthread_join(list->th, NULL);
-		free(list);
+		build_free(list);
 		list = next;
 	}
 }
