@@ -3,7 +3,7 @@
  * reader is told how many it missed; the tenant's state record carries
  * only the log's last lines, so a record stays small however much a build
  * printed, and a restored log says what it lost. And the template's view
- * and delete, the model's own (build/templates.c renders and removes
+ * and delete, the model's own (templates/templates.c renders and removes
  * through them). */
 #include <setjmp.h>
 #include <stdarg.h>

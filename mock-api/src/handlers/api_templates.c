@@ -1,11 +1,12 @@
 /* api_templates: a tenant's templates (list, create, get, delete) and a
- * template's build log, plain or NDJSON (?follow=true).
+ * template's build log, plain or NDJSON (?follow=true): each parses,
+ * calls one template operation (templates/templates.h) and answers.
  *
- * Never take the model lock here (ops.h); the build runs in the
- * operations layer (build/template_build.c), on a thread of its own. */
+ * Never take the model lock here (ops.h); the build runs in
+ * templates/template_build.c, on a thread of its own. */
 #define _GNU_SOURCE
 #include "handlers/api.h"
-#include "build/templates.h"
+#include "templates/templates.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -4,7 +4,7 @@
  * A create validates the Dockerfile as the vendor accepts it (one FROM of
  * an allow-listed base; RUN, ENV, WORKDIR, USER, ARG, LABEL, CMD,
  * ENTRYPOINT; no COPY or ADD) and stores its steps ("_steps") for the
- * build, which build/template_build.c runs for real: the status moves from
+ * build, which templates/template_build.c runs for real: the status moves from
  * pending only when the build does, never on the clock. The bookkeeping
  * keys ("_created_ms", "_steps", "_log*", and "_disk_mib": the storage its
  * build reserved) never reach a view. Never knows about HTTP, never does

@@ -244,7 +244,7 @@ int mock_op_disk_attach(mock_op *op, const char *disk_id, const char *mount, con
 int mock_op_disk_detach(mock_op *op, const char *disk, const char *mount);
 
 /* ---- a tenant's networks and disks (ops_res.c; its templates have
- * operations of their own: build/templates.h) ---- */
+ * operations of their own: templates/templates.h) ---- */
 typedef enum mock_coll { MOCK_NETWORKS, MOCK_DISKS } mock_coll;
 /* Views of every item. */
 cJSON *mock_op_coll_list(sbx_mock *mock, mock_tenant *t, mock_coll c);

@@ -2,7 +2,7 @@
  * tick, the prologue of an operation on one sandbox, the fault test, and
  * the begin and end of an operation that drives a guest (exec, files,
  * processes) with its streams — and lend the capabilities built on them
- * (build/, computer/). Everything above those includes ops.h instead. */
+ * (templates/, computer/). Everything above those includes ops.h instead. */
 #ifndef SBX_MOCK_OPS_INTERNAL_H
 #define SBX_MOCK_OPS_INTERNAL_H
 

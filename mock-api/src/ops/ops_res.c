@@ -1,6 +1,6 @@
 /* ops_res: the operations on what hangs off a sandbox or a tenant (ops.h)
  * — ingress, egress and bandwidth, a sandbox's networks and disks, and a
- * tenant's network and disk collections (its templates: build/templates.c).
+ * tenant's network and disk collections (its templates: templates/templates.c).
  *
  * Never parse a request or shape an HTTP answer here, and never hold the
  * model lock across guest I/O: the ingress socket is made while the
@@ -288,7 +288,7 @@ int mock_op_disk_detach(mock_op *op, const char *did, const char *mount)
 	return rc;
 }
 
-/* ---- a tenant's networks and disks (templates: build/templates.c) ---- */
+/* ---- a tenant's networks and disks (templates: templates/templates.c) ---- */
 
 static cJSON *coll_of(const mock_tenant *t, mock_coll c)
 {

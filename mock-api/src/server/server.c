@@ -17,7 +17,7 @@
 #include "server/pipeline.h"
 #include "server/ingress.h"
 #include "ops/ops.h"
-#include "build/templates.h"
+#include "templates/templates.h"
 #include "listen/self_listen.h"
 #include "ops/settings.h"
 #include "ops/rootfs.h"

@@ -16,8 +16,8 @@
  * change, so a template deleted meanwhile ends the build. Never reports
  * ready without the layer made. */
 #define _GNU_SOURCE
-#include "build/build_internal.h"
-#include "build/templates.h"
+#include "templates/templates_internal.h"
+#include "templates/templates.h"
 #include "ops/ops_internal.h"
 
 #include <errno.h>
@@ -40,7 +40,7 @@
 #include "images/images.h"
 #include "internet/internet.h" /* MOCK_INET_BUILDER_PREFIX */
 #include "ops/core.h"
-#include "build/template_layer.h"
+#include "templates/template_layer.h"
 #include "ops/rootfs.h"
 #include "sbx/sys.h"
 

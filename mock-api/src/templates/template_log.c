@@ -5,7 +5,7 @@
  * (mock_builds_grew) under the model lock, never polls; it only reads the
  * model. */
 #define _GNU_SOURCE
-#include "build/build_internal.h"
+#include "templates/templates_internal.h"
 #include "ops/ops_internal.h"
 
 #include <pthread.h>

@@ -1,10 +1,10 @@
 /* template_layer: a template's layer on disk (template_layer.h,
  * TEMPLATES.md). Never takes the model lock itself (callers hold it where
- * templates.h and build_internal.h say). */
+ * templates.h and templates_internal.h say). */
 #define _GNU_SOURCE
-#include "build/template_layer.h"
-#include "build/build_internal.h"
-#include "build/templates.h"
+#include "templates/template_layer.h"
+#include "templates/templates_internal.h"
+#include "templates/templates.h"
 #include "guest/cell_proto.h" /* CELL_DISK_FD */
 #include "util/layer_copy.h"
 
