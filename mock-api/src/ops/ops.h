@@ -368,6 +368,8 @@ void mock_egress_unwire_guest(void *arg, mock_guest *g);
  * + the template's id), so mock_egress_unwire_guest releases it. 0, or -1 +
  * err; without the internet: 0, nothing done. Without the model lock. */
 int mock_egress_wire_builder(sbx_mock *mock, uint32_t k, mock_guest *g, sbx_err *err);
+/* The builder address of index k (1..65535) into out (16 bytes hold it). */
+void mock_egress_builder_ip(uint32_t k, char *out, size_t cap);
 
 /* /_mock/reset: kills every guest, empties the model, faults and journal. */
 void mock_reset_all(sbx_mock *mock);

@@ -12,9 +12,8 @@
  *
  * The create (templates.c) starts it under the model lock with what it
  * runs copied (steps, base, limits). The template's status and log are
- * the model's (model lock); the build looks its template up by id at each
- * change, so a template deleted meanwhile ends the build. Never reports
- * ready without the layer made. */
+ * the model's; the build looks its template up by id at each change, so a
+ * deleted one ends the build. Never reports ready without the layer made. */
 #define _GNU_SOURCE
 #include "templates/templates_internal.h"
 #include "templates/templates.h"
@@ -497,11 +496,11 @@ static void fail_build(build *b, const char *step, const char *why)
 {
 	log_line(b, "build failed at %.200s: %.700s", step, why);
 	if (b->ntail > 0) {
-		unsigned first = b->ntail > 8 ? b->ntail - 8 : 0;
+		unsigned first = b->ntail > BUILD_TAIL_LINES ? b->ntail - BUILD_TAIL_LINES : 0;
 
 		log_line(b, "the log's tail:");
 		for (unsigned i = first; i < b->ntail; i++)
-			log_line(b, "| %s", b->tail[i % 8]);
+			log_line(b, "| %s", b->tail[i % BUILD_TAIL_LINES]);
 	}
 	set_status(b, "failed", 0);
 }
@@ -585,6 +584,7 @@ static int join_network(build *b, mock_guest *g, char *why, size_t cap)
 {
 	sbx_mock *mock = b->mock;
 	sbx_err err = {{0}};
+	char ip[16];
 
 	if (mock->inet == NULL) {
 		log_line(b, "network: none: egress is not enforced on this mock (%.500s); the steps see loopback only",
@@ -595,71 +595,82 @@ static int join_network(build *b, mock_guest *g, char *why, size_t cap)
 		snprintf(why, cap, "joining the builder to the simulated internet: %.900s", err.msg);
 		return -1;
 	}
-	log_line(b, "network: the simulated internet at 10.232.%u.%u, every destination allowed (INTERNET.md)",
-		 (unsigned)(b->net_k >> 8), (unsigned)(b->net_k & 0xff));
+	mock_egress_builder_ip(b->net_k, ip, sizeof(ip));
+	log_line(b, "network: the simulated internet at %s, every destination allowed (INTERNET.md)", ip);
 	return 0;
 }
 
-static void *build_main(void *arg)
+/* Its template is building; false when it went (deleted, or cancelled,
+ * before the thread ran): nothing to build. */
+static bool build_begin(build *b)
 {
-	build *b = arg;
-	sbx_mock *mock = b->mock;
-	build_env env = {.cwd = "/"};
-	char why[1024] = "", step_name[160] = "setup";
+	mock_model *m = b->mock->model;
 	cJSON *tpl;
-	mock_guest *g = NULL;
-	int64_t deadline;
-	double size;
-	bool there, gone;
 
-	sbx_strbuf_init(&b->part);
-	sbx_strbuf_init(&b->batch);
-	pthread_mutex_lock(&mock->model->lock);
-	/* deleted, or cancelled, before the thread ran: nothing to build */
+	pthread_mutex_lock(&m->lock);
 	tpl = tpl_of(b);
-	there = tpl != NULL;
-	if (there)
-		mock_template_set_status(mock->model, tpl, "building", 0);
-	pthread_mutex_unlock(&mock->model->lock);
-	deadline = sbx_mono_ms() + (int64_t)b->lim.timeout_s * 1000;
-	if (!there)
-		goto out;
+	if (tpl != NULL)
+		mock_template_set_status(m, tpl, "building", 0);
+	pthread_mutex_unlock(&m->lock);
+	return tpl != NULL;
+}
+
+/* The builder cell started, published (a cancel kills it) and joined to
+ * its network: 0, or -1 with why (*g set when the cell started). */
+static int builder_up(build *b, mock_guest **g, char *why, size_t cap)
+{
 	log_line(b, "building on %s (limits: %u s, disk %u MiB, memory %u MiB)", b->base, b->lim.timeout_s,
 		 b->lim.disk_mib, b->lim.mem_mib);
-	g = start_builder(b, b->base, why, sizeof(why));
-	pthread_mutex_lock(&mock->model->lock);
-	b->g = g;
-	pthread_mutex_unlock(&mock->model->lock);
-	if (g == NULL || join_network(b, g, why, sizeof(why)) != 0) {
-		fail_build(b, step_name, why);
-		goto out;
-	}
-	{
-		int n = cJSON_GetArraySize(b->steps), i = 0;
-		const cJSON *st;
+	*g = start_builder(b, b->base, why, cap);
+	pthread_mutex_lock(&b->mock->model->lock);
+	b->g = *g;
+	pthread_mutex_unlock(&b->mock->model->lock);
+	return *g == NULL || join_network(b, *g, why, cap) != 0 ? -1 : 0;
+}
 
-		cJSON_ArrayForEach(st, b->steps) {
-			i++;
-			snprintf(step_name, sizeof(step_name), "step %d/%d (line %d) %s", i, n,
-				 cJSON_GetObjectItemCaseSensitive(st, "line")->valueint,
-				 cJSON_GetObjectItemCaseSensitive(st, "op")->valuestring);
-			log_line(b, "%s %.900s", step_name, cJSON_GetObjectItemCaseSensitive(st, "arg")->valuestring);
-			why[0] = '\0';
-			if (run_step(b, g, &env, st, deadline, why, sizeof(why)) != 0) {
-				fail_build(b, step_name, why);
-				goto out;
-			}
-		}
+/* The Dockerfile's steps, in order, until one fails: 0, or -1 with the
+ * failed step's name in step and why. */
+static int run_steps(build *b, mock_guest *g, build_env *env, int64_t deadline, char *step, size_t step_cap,
+		     char *why, size_t cap)
+{
+	int n = cJSON_GetArraySize(b->steps), i = 0;
+	const cJSON *st;
+
+	cJSON_ArrayForEach(st, b->steps) {
+		i++;
+		snprintf(step, step_cap, "step %d/%d (line %d) %s", i, n,
+			 cJSON_GetObjectItemCaseSensitive(st, "line")->valueint,
+			 cJSON_GetObjectItemCaseSensitive(st, "op")->valuestring);
+		log_line(b, "%s %.900s", step, cJSON_GetObjectItemCaseSensitive(st, "arg")->valuestring);
+		why[0] = '\0';
+		if (run_step(b, g, env, st, deadline, why, cap) != 0)
+			return -1;
 	}
+	return 0;
+}
+
+/* Every step exited 0: the layer saved and the template ready, or failed. */
+static void keep_layer(build *b, mock_guest *g, char *why, size_t cap)
+{
+	double size;
+
 	log_line(b, "saving the template's layer");
-	size = mock_tpl_layer_save(mock, b->id, g, b->lim.disk_mib, why, sizeof(why));
+	size = mock_tpl_layer_save(b->mock, b->id, g, b->lim.disk_mib, why, cap);
 	if (size < 0) {
 		fail_build(b, "saving the layer", why);
-		goto out;
+		return;
 	}
 	log_line(b, "build finished: layer of %.0f bytes over %s", size, b->base);
 	set_status(b, "ready", size);
-out:
+}
+
+/* The build's end, however it came: the builder settled, unwired and
+ * freed, the build done, a layer no template owns removed. */
+static void build_end(build *b, mock_guest *g)
+{
+	sbx_mock *mock = b->mock;
+	bool gone;
+
 	/* settled only now: a pool refill waits for the hand-outs in flight
 	 * (POOL_YIELD_MS at most), and a new cell built beside the steps
 	 * took the cores and locks they need (a one-RUN build went from
@@ -677,6 +688,28 @@ out:
 		mock_build_forget(mock, b->id);
 	mock_egress_unwire_guest(mock, g); /* its link and chain, however it ended */
 	mock_guest_free(g, true);
+}
+
+/* A build's thread: begin, the builder up, the steps, the layer, the end. */
+static void *build_main(void *arg)
+{
+	build *b = arg;
+	build_env env = {.cwd = "/"};
+	char why[1024] = "", step[160] = "setup";
+	mock_guest *g = NULL;
+
+	sbx_strbuf_init(&b->part);
+	sbx_strbuf_init(&b->batch);
+	if (build_begin(b)) {
+		int64_t deadline = sbx_mono_ms() + (int64_t)b->lim.timeout_s * 1000;
+
+		if (builder_up(b, &g, why, sizeof(why)) != 0 ||
+		    run_steps(b, g, &env, deadline, step, sizeof(step), why, sizeof(why)) != 0)
+			fail_build(b, step, why);
+		else
+			keep_layer(b, g, why, sizeof(why));
+	}
+	build_end(b, g);
 	env_free(&env);
 	sbx_strbuf_free(&b->part);
 	sbx_strbuf_free(&b->batch);
@@ -714,10 +747,9 @@ void mock_op_template_builder_tenant(sbx_mock *mock, const char *name, char *key
 	}
 }
 
-/* Lock held: a build of t's template tpl, its limits and what it runs
- * copied (PUT /_mock/settings changes later builds, never this one), its
- * thread not yet started; NULL when out of memory. */
-static build *build_new(sbx_mock *mock, mock_tenant *t, const cJSON *tpl)
+/* Lock held: a build of t's template tpl at builder address net_k, what
+ * it runs and its limits copied (settings change later builds); or NULL. */
+static build *build_new(sbx_mock *mock, mock_tenant *t, const cJSON *tpl, uint32_t net_k)
 {
 	const mock_settings *set = &mock->model->set;
 	build *b = calloc(1, sizeof(*b));
@@ -731,6 +763,7 @@ static build *build_new(sbx_mock *mock, mock_tenant *t, const cJSON *tpl)
 	}
 	b->mock = mock;
 	b->t = t;
+	b->net_k = net_k;
 	snprintf(b->id, sizeof(b->id), "%s", cJSON_GetObjectItemCaseSensitive(tpl, "id")->valuestring);
 	snprintf(b->base, sizeof(b->base), "%s", cJSON_GetObjectItemCaseSensitive(tpl, "base")->valuestring);
 	/* the disk is the storage the template's create reserved
@@ -775,9 +808,7 @@ void mock_build_start(sbx_mock *mock, mock_tenant *t, cJSON *tpl)
 		why = "the mock is stopping";
 	} else if (bs != NULL) {
 		prune_done(bs);
-		b = build_new(mock, t, tpl);
-		if (b != NULL)
-			b->net_k = net_k_take(bs);
+		b = build_new(mock, t, tpl, net_k_take(bs));
 		if (b != NULL && b->net_k != 0 && pthread_create(&b->th, NULL, build_main, b) == 0) {
 			b->next = bs->list;
 			bs->list = b;
