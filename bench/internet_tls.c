@@ -26,7 +26,7 @@
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
 
-#include "internet/inet_tls.h"
+#include "tls/inet_tls.h"
 #include "sbx/sys.h"
 
 #define STORM_MAX 64 /* -w */

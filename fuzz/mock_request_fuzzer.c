@@ -717,7 +717,7 @@ static void fuzz_others(mock_model *m, mock_tenant *t, const cJSON *b)
 	memset(&e, 0, sizeof(e));
 	tpl = mock_template_create(m, t, b, &e);
 	if (tpl != NULL) {
-		cJSON *view = mock_template_view(m, tpl);
+		cJSON *view = mock_template_view(m, tpl, false);
 		const char *st = str(view, "status");
 
 		check(name != NULL && path_name_ok(name), "template with an invalid name");
@@ -725,6 +725,8 @@ static void fuzz_others(mock_model *m, mock_tenant *t, const cJSON *b)
 				     strcmp(st, "ready") == 0), "template status unknown");
 		check(cJSON_GetObjectItemCaseSensitive(view, "_created_ms") == NULL,
 		      "template view shows internals");
+		check(cJSON_GetObjectItemCaseSensitive(view, "dockerfile") == NULL,
+		      "template view shows its dockerfile unasked");
 		cJSON_Delete(view);
 	} else if (e.status == 503) {
 		/* the mock's own capacity, as the live fleet's (LIMITS.md) */

@@ -95,6 +95,23 @@ static void dockerfile_bounds(void **state)
 	sbx_strbuf_free(&df);
 }
 
+/* One request (key NULL: the admin API) that must answer want, with says
+ * in its body when says is not NULL. */
+static void answers(const char *key, const char *method, const char *path, const char *body, long want,
+		    const char *says)
+{
+	th_resp r;
+
+	if (key == NULL)
+		th_admin(U, TOK, method, path, body, &r);
+	else
+		th_json(U, key, method, path, body, &r);
+	expect_status(&r, want, path);
+	if (says != NULL && strstr(sbx_strbuf_str(&r.body), says) == NULL)
+		fail_msg("%s %s: \"%s\" is not in %s", method, path, says, sbx_strbuf_str(&r.body));
+	th_resp_free(&r);
+}
+
 /* Without an image the build runs nothing: pending first, then failed
  * with the reason in the log; never ready. */
 static void build_without_image_fails_saying_why(void **state)
@@ -111,6 +128,8 @@ static void build_without_image_fails_saying_why(void **state)
 		&r);
 	expect_status(&r, 200, "template create");
 	assert_string_equal(th_data_str(&r, "status"), "pending");
+	assert_non_null(th_data_str(&r, "dockerfile")); /* the create's answer shows it */
+	assert_null(data_item(&r, "_steps"));
 	snprintf(tpl, sizeof(tpl), "%s", th_data_str(&r, "id"));
 	th_resp_free(&r);
 	snprintf(path, sizeof(path), "/v1/templates/%s", tpl);
@@ -155,6 +174,17 @@ static void build_without_image_fails_saying_why(void **state)
 	th_json(U, "other", "GET", "/v1/templates/t1", NULL, &r);
 	expect_status(&r, 404, "another key's template");
 	th_resp_free(&r);
+	/* a list never shows a dockerfile; the logs route takes the name as
+	 * the other routes do; a template not found is a 404 before its
+	 * ?attempt= is looked at */
+	th_json(U, "tk", "GET", "/v1/templates", NULL, &r);
+	expect_status(&r, 200, "template list");
+	assert_int_equal(cJSON_GetArraySize(data_item(&r, "data")), 1);
+	assert_null(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(data_item(&r, "data"), 0), "dockerfile"));
+	th_resp_free(&r);
+	answers("tk", "GET", "/v1/templates/t1/logs", NULL, 200, "build failed");
+	answers("other", "GET", "/v1/templates/t1/logs?attempt=x", NULL, 404, "template not found");
+	answers("other", "DELETE", "/v1/templates/t1", NULL, 404, "template not found");
 	snprintf(path, sizeof(path), "/v1/templates/%s", tpl);
 	th_json(U, "tk", "DELETE", path, NULL, &r);
 	expect_status(&r, 200, "template delete");
@@ -162,23 +192,6 @@ static void build_without_image_fails_saying_why(void **state)
 	th_resp_free(&r);
 	th_json(U, "tk", "GET", path, NULL, &r);
 	expect_status(&r, 404, "deleted template");
-	th_resp_free(&r);
-}
-
-/* One request (key NULL: the admin API) that must answer want, with says
- * in its body when says is not NULL. */
-static void answers(const char *key, const char *method, const char *path, const char *body, long want,
-		    const char *says)
-{
-	th_resp r;
-
-	if (key == NULL)
-		th_admin(U, TOK, method, path, body, &r);
-	else
-		th_json(U, key, method, path, body, &r);
-	expect_status(&r, want, path);
-	if (says != NULL && strstr(sbx_strbuf_str(&r.body), says) == NULL)
-		fail_msg("%s %s: \"%s\" is not in %s", method, path, says, sbx_strbuf_str(&r.body));
 	th_resp_free(&r);
 }
 

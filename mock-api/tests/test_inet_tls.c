@@ -23,7 +23,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
-#include "internet/inet_tls.h"
+#include "tls/inet_tls.h"
 #include "sbx/sys.h"
 
 static char dir[] = "/tmp/sbx-inet-tls-XXXXXX";

@@ -1,4 +1,4 @@
-/* Unit: a template's layer copy (ops/layer_copy.c), as a guest would attack
+/* Unit: a template's layer copy (util/layer_copy.c), as a guest would attack
  * it. What a build's RUN leaves in its upper layer is the guest's: the copy
  * to the host's template directory must not turn it into more than it is.
  * - a sparse file (a terabyte of hole costs the builder's tmpfs nothing)
@@ -25,7 +25,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "ops/layer_copy.h"
+#include "util/layer_copy.h"
 
 static char g_dir[64];
 

@@ -145,7 +145,7 @@ static void restored_template_without_status_gets_one(void **state)
 					"\"name\":\"t\",\"_created_ms\":0}]}", why, sizeof(why)), 0);
 	t = mock_tenant_by_hash(m, HASH_A, false);
 	assert_non_null(t);
-	view = mock_template_view(m, mock_template_find(t, "tpl-1"));
+	view = mock_template_view(m, mock_template_find(t, "tpl-1"), false);
 	assert_non_null(view);
 	assert_string_equal(cJSON_GetObjectItemCaseSensitive(view, "status")->valuestring, "failed");
 	assert_null(cJSON_GetObjectItemCaseSensitive(view, "_created_ms"));

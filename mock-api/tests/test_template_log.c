@@ -2,7 +2,9 @@
  * "Logs"): it keeps its last lines, bounded in lines and in bytes, and a
  * reader is told how many it missed; the tenant's state record carries
  * only the log's last lines, so a record stays small however much a build
- * printed, and a restored log says what it lost. */
+ * printed, and a restored log says what it lost. And the template's view
+ * and delete, the model's own (templates/templates.c renders and removes
+ * through them). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -193,6 +195,52 @@ static void tenant_record_carries_only_the_logs_tail(void **state)
 	mock_model_free(m2);
 }
 
+/* The view hides the dockerfile unless asked (the one place that does:
+ * list, get and create ask it) and the build's bookkeeping always. */
+static void view_hides_the_dockerfile_unless_asked(void **state)
+{
+	mock_model *m = new_model();
+	mock_tenant *t = mock_tenant_get(m, "k", true);
+	cJSON *tpl = new_template(m, t);
+	cJSON *views[2] = {mock_template_view(m, tpl, false), mock_template_view(m, tpl, true)};
+	static const char *const never[] = {"_steps", "_log", "_disk_mib", "_created_ms"};
+
+	(void)state;
+	assert_null(cJSON_GetObjectItemCaseSensitive(views[0], "dockerfile"));
+	assert_string_equal(cJSON_GetObjectItemCaseSensitive(views[1], "dockerfile")->valuestring,
+			    "FROM nodeops/sandbox:debian\nRUN true\n");
+	for (size_t v = 0; v < 2; v++) {
+		for (size_t i = 0; i < sizeof(never) / sizeof(never[0]); i++)
+			if (cJSON_GetObjectItemCaseSensitive(views[v], never[i]) != NULL)
+				fail_msg("the view (dockerfile %s) shows %s", v ? "asked" : "not asked", never[i]);
+		cJSON_Delete(views[v]);
+	}
+	mock_model_free(m);
+}
+
+/* The model's own delete: by name too, the id handed back (its layer is
+ * the caller's to remove); an unknown one is a 404 that names it. */
+static void delete_by_name_gives_the_id_and_404s_an_unknown(void **state)
+{
+	mock_model *m = new_model();
+	mock_tenant *t = mock_tenant_get(m, "k", true);
+	cJSON *tpl = new_template(m, t);
+	char want[64], id[64] = "";
+	mock_err e;
+
+	(void)state;
+	snprintf(want, sizeof(want), "%s", cJSON_GetObjectItemCaseSensitive(tpl, "id")->valuestring);
+	assert_int_equal(mock_template_delete(m, t, "t1", id, sizeof(id), &e), 0);
+	assert_string_equal(id, want);
+	assert_null(mock_template_find(t, want));
+	assert_int_equal(cJSON_GetArraySize(t->templates), 0);
+	memset(&e, 0, sizeof(e));
+	assert_int_equal(mock_template_delete(m, t, "t1", id, sizeof(id), &e), -1);
+	assert_int_equal(e.status, 404);
+	assert_string_equal(e.msg, "template not found");
+	mock_model_free(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -200,6 +248,8 @@ int main(void)
 		cmocka_unit_test(log_bytes_are_bounded),
 		cmocka_unit_test(a_read_of_many_lines_is_kept_as_lines),
 		cmocka_unit_test(tenant_record_carries_only_the_logs_tail),
+		cmocka_unit_test(view_hides_the_dockerfile_unless_asked),
+		cmocka_unit_test(delete_by_name_gives_the_id_and_404s_an_unknown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

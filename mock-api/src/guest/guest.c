@@ -10,7 +10,7 @@
 #define _GNU_SOURCE
 #include "guest/guest_internal.h"
 #include "guest/cell_proto.h"
-#include "guest/images.h"
+#include "images/images.h"
 #include "guest/trust.h"
 
 #include <dirent.h>

@@ -15,7 +15,7 @@
 
 #include "ops/scenario.h"
 #include "internet/inet_book.h"
-#include "internet/inet_tls.h"
+#include "tls/inet_tls.h"
 #include "ops/rootfs.h"
 #include "util/sha256.h"
 

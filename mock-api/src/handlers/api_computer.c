@@ -7,7 +7,7 @@
 #define _GNU_SOURCE
 #include "handlers/api.h"
 #include "http/route.h"
-#include "ops/ops_computer.h"
+#include "computer/ops_computer.h"
 
 #include <inttypes.h>
 #include <stdio.h>

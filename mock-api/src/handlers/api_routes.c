@@ -8,7 +8,7 @@
 #include "handlers/api.h"
 #include "proxy/record.h"
 #include "http/route.h"
-#include "ops/ops_computer.h" /* the computer rows' actions */
+#include "computer/ops_computer.h" /* the computer rows' actions */
 
 #include <string.h>
 

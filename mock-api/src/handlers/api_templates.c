@@ -1,10 +1,12 @@
 /* api_templates: a tenant's templates (list, create, get, delete) and a
- * template's build log, plain or NDJSON (?follow=true).
+ * template's build log, plain or NDJSON (?follow=true): each parses,
+ * calls one template operation (templates/templates.h) and answers.
  *
- * Never take the model lock here (ops.h); the build runs in the
- * operations layer (ops/template_build.c), on a thread of its own. */
+ * Never take the model lock here (ops.h); the build runs in
+ * templates/template_build.c, on a thread of its own. */
 #define _GNU_SOURCE
 #include "handlers/api.h"
+#include "templates/templates.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,7 +14,7 @@
 
 void api_templates_list(mreq *r, mresp *out, mock_tenant *t)
 {
-	api_coll_list(r, out, t, MOCK_TEMPLATES);
+	api_resp_page(r, out, mock_op_template_list(r->mock, t));
 }
 
 void api_templates_create(mreq *r, mresp *out, mock_tenant *t)
@@ -23,7 +25,7 @@ void api_templates_create(mreq *r, mresp *out, mock_tenant *t)
 
 	if (b == NULL)
 		return;
-	v = mock_op_coll_create(r->mock, t, MOCK_TEMPLATES, b, &e);
+	v = mock_op_template_create(r->mock, t, b, &e);
 	if (v == NULL)
 		resp_mock_err(out, &e);
 	else
@@ -34,18 +36,40 @@ void api_templates_create(mreq *r, mresp *out, mock_tenant *t)
 void api_templates_get(mreq *r, mresp *out, mock_tenant *t)
 {
 	const char *inc = req_query(r, "include");
-	cJSON *v = api_coll_get(r, out, t, MOCK_TEMPLATES, "template");
+	char id[128];
+	cJSON *v = NULL;
 
+	if (req_seg(r, 2, id, sizeof(id)))
+		v = mock_op_template_get(r->mock, t, id, inc != NULL && strcmp(inc, "dockerfile") == 0);
 	if (v == NULL)
-		return;
-	if (inc == NULL || strcmp(inc, "dockerfile") != 0)
-		cJSON_DeleteItemFromObjectCaseSensitive(v, "dockerfile");
-	resp_success(out, 200, v);
+		resp_fail(out, 404, "error", "NOT_FOUND", "template not found");
+	else
+		resp_success(out, 200, v);
 }
 
 void api_templates_delete(mreq *r, mresp *out, mock_tenant *t)
 {
-	api_coll_delete(r, out, t, MOCK_TEMPLATES, "template", "ok");
+	char id[128];
+	mock_err e;
+
+	mock_err_set(&e, 404, "NOT_FOUND", "error", "template not found");
+	if (!req_seg(r, 2, id, sizeof(id)) || mock_op_template_delete(r->mock, t, id, &e) != 0)
+		resp_mock_err(out, &e);
+	else
+		api_ok(out, "ok");
+}
+
+/* ?attempt=: 0 when not given, -1 when it is no positive integer. */
+static long attempt_of(const mreq *r)
+{
+	const char *attempt = req_query(r, "attempt");
+	char *end = NULL;
+	long n;
+
+	if (attempt == NULL)
+		return 0;
+	n = strtol(attempt, &end, 10);
+	return attempt[0] == '\0' || end == NULL || *end != '\0' || n < 1 ? -1 : n;
 }
 
 /* The build's log: the lines the build wrote so far as text, or with
@@ -54,49 +78,23 @@ void api_templates_delete(mreq *r, mresp *out, mock_tenant *t)
 void api_templates_logs(mreq *r, mresp *out, mock_tenant *t)
 {
 	const char *follow = req_query(r, "follow");
-	const char *attempt = req_query(r, "attempt");
-	bool nd = follow != NULL && strcmp(follow, "true") == 0;
-	sbx_strbuf sb = SBX_STRBUF_INIT;
+	mock_tpl_logs q = {.attempt = attempt_of(r), .follow = follow != NULL && strcmp(follow, "true") == 0,
+			   .text = SBX_STRBUF_INIT};
 	char id[128];
-	cJSON *v = api_coll_get(r, out, t, MOCK_TEMPLATES, "template");
+	mock_err e;
+	size_t len = 0;
+	char *body;
 
-	if (v == NULL)
-		return;
-	snprintf(id, sizeof(id), "%s", cJSON_GetObjectItem(v, "id")->valuestring);
-	cJSON_Delete(v);
-	/* the mock builds every template once: attempt 1 is the only one */
-	if (attempt != NULL) {
-		char *end = NULL;
-		long n = strtol(attempt, &end, 10);
-
-		if (attempt[0] == '\0' || end == NULL || *end != '\0' || n < 1) {
-			resp_fail(out, 400, "attempt", "INVALID_REQUEST",
-				  "attempt must be a positive integer");
-			return;
-		}
-		if (n != 1) {
-			resp_fail(out, 404, "error", "NOT_FOUND", "no such build attempt");
-			return;
-		}
-	}
-	if (nd) {
-		mock_op_stream *s = mock_op_template_follow(r->mock, t, id);
-
-		if (s == NULL)
+	mock_err_set(&e, 404, "NOT_FOUND", "error", "template not found");
+	if (!req_seg(r, 2, id, sizeof(id)) || mock_op_template_logs(r->mock, t, id, &q, &e) != 0) {
+		resp_mock_err(out, &e);
+	} else if (q.follow) {
+		if (q.stream == NULL)
 			resp_error(out, 500, "out of memory");
 		else
-			api_stream_answer(r, out, s);
-		return;
-	}
-	if (mock_op_template_log(r->mock, t, id, &sb) != 0) {
-		sbx_strbuf_free(&sb);
-		resp_fail(out, 404, "error", "NOT_FOUND", "template not found");
-		return;
-	}
-	{
-		size_t len = 0;
-		char *body = sbx_strbuf_detach(&sb, &len);
-
+			api_stream_answer(r, out, q.stream);
+	} else {
+		body = sbx_strbuf_detach(&q.text, &len);
 		resp_raw(out, 200, "text/plain; charset=utf-8", body != NULL ? body : strdup(""), len);
 	}
 }

@@ -24,7 +24,7 @@
 
 #include "internet/inet_book.h"
 #include "internet/inet_rules.h"
-#include "internet/inet_tls.h"
+#include "tls/inet_tls.h"
 #include "internet/inet_upstream.h"
 #include "sbx/egress.h"
 #include "sbx/err.h"

@@ -26,7 +26,7 @@
 #include "internet/inet_book.h"
 #include "internet/inet_http.h"
 #include "internet/inet_resolver.h"
-#include "internet/inet_tls.h"
+#include "tls/inet_tls.h"
 #include "internet/inet_upstream.h"
 #include "sbx/sys.h"
 

@@ -451,8 +451,16 @@ cJSON *mock_disks_resolve(mock_tenant *t, const cJSON *disks, mock_err *e);
 cJSON *mock_sandbox_disk_view(mock_tenant *t, const cJSON *att, bool running);
 cJSON *mock_template_find(mock_tenant *t, const char *id);
 cJSON *mock_template_create(mock_model *m, mock_tenant *t, const cJSON *body, mock_err *e);
-/* The template's view (a copy without the build's bookkeeping). */
-cJSON *mock_template_view(mock_model *m, cJSON *tpl);
+/* Removes t's template id_or_name, its id into id (the caller removes its
+ * layer); -1 with a 404 in *e when t has none. Allowed while sandboxes run
+ * on it, and while it builds (the build finds no template, and ends). */
+int mock_template_delete(mock_model *m, mock_tenant *t, const char *id_or_name, char *id, size_t cap,
+			 mock_err *e);
+/* The template's view: a copy without the build's bookkeeping, and
+ * without its dockerfile unless asked (the only place that hides it: a
+ * list never shows it, a get on ?include=dockerfile, a create's answer
+ * does). */
+cJSON *mock_template_view(mock_model *m, cJSON *tpl, bool dockerfile);
 /* Template builds (TEMPLATES.md), lock held: appends a line to the
  * build's log (bounded: the oldest go first), moves its status on
  * (building, ready with its size and built_at, failed); the log's lines

@@ -146,7 +146,7 @@ static int validate_create(mock_model *m, mock_tenant *t, const mock_create_req 
 	if (req->rootfs != NULL && req->rootfs[0] != '\0' && !model_rootfs_known(req->rootfs)) {
 		/* not in the catalog: one of the caller's templates (id or name), ready */
 		cJSON *tpl = mock_template_find(t, req->rootfs);
-		cJSON *tv = tpl != NULL ? mock_template_view(m, tpl) : NULL;
+		cJSON *tv = tpl != NULL ? mock_template_view(m, tpl, false) : NULL;
 		const char *st = tv != NULL ? model_str(tv, "status") : NULL;
 
 		if (tpl == NULL) {

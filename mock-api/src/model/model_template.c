@@ -4,7 +4,7 @@
  * A create validates the Dockerfile as the vendor accepts it (one FROM of
  * an allow-listed base; RUN, ENV, WORKDIR, USER, ARG, LABEL, CMD,
  * ENTRYPOINT; no COPY or ADD) and stores its steps ("_steps") for the
- * build, which ops/template_build.c runs for real: the status moves from
+ * build, which templates/template_build.c runs for real: the status moves from
  * pending only when the build does, never on the clock. The bookkeeping
  * keys ("_created_ms", "_steps", "_log*", and "_disk_mib": the storage its
  * build reserved) never reach a view. Never knows about HTTP, never does
@@ -559,7 +559,24 @@ cJSON *mock_template_create(mock_model *m, mock_tenant *t, const cJSON *body, mo
 	return tpl;
 }
 
-cJSON *mock_template_view(mock_model *m, cJSON *tpl)
+int mock_template_delete(mock_model *m, mock_tenant *t, const char *id_or_name, char *id, size_t cap,
+			 mock_err *e)
+{
+	cJSON *tpl = mock_template_find(t, id_or_name);
+
+	(void)m;
+	if (tpl == NULL) {
+		mock_err_set(e, 404, "NOT_FOUND", "error", "template not found");
+		return -1;
+	}
+	/* SDK: "Existing sandboxes built from it are unaffected": each has
+	 * its own copy of the layer */
+	snprintf(id, cap, "%s", model_str(tpl, "id"));
+	cJSON_Delete(cJSON_DetachItemViaPointer(t->templates, tpl));
+	return 0;
+}
+
+cJSON *mock_template_view(mock_model *m, cJSON *tpl, bool dockerfile)
 {
 	cJSON *v;
 
@@ -571,6 +588,8 @@ cJSON *mock_template_view(mock_model *m, cJSON *tpl)
 
 		for (size_t i = 0; i < sizeof(hidden) / sizeof(hidden[0]); i++)
 			cJSON_DeleteItemFromObjectCaseSensitive(v, hidden[i]);
+		if (!dockerfile)
+			cJSON_DeleteItemFromObjectCaseSensitive(v, "dockerfile");
 	}
 	return v;
 }

@@ -58,7 +58,7 @@ struct sbx_mock {
 	/* contained: the cells' seccomp program, compiled once (cell.h), or
 	 * NULL (each cell compiles its own) */
 	struct mock_cell_filter *cell_filter;
-	/* contained: the rootfs images (guest/images.h; IMAGES.md), or NULL:
+	/* contained: the rootfs images (images/images.h; IMAGES.md), or NULL:
 	 * every root the host skeleton; rootfs_note says which name gets
 	 * which root; pool_image is the image the warm pool's cells are
 	 * built on (the default rootfs's, or NULL) */

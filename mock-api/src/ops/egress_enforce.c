@@ -141,6 +141,13 @@ void mock_egress_unwire_guest(void *arg, mock_guest *g)
 		mock_internet_unwire_id(mock->inet, mock_guest_name(g));
 }
 
+void mock_egress_builder_ip(uint32_t k, char *out, size_t cap)
+{
+	/* 10.232.0.0/16: past the sandboxes' 10.200-231 (model_sandbox.c),
+	 * so its slot (slot_of) is never a sandbox's */
+	snprintf(out, cap, "10.232.%u.%u", (unsigned)(k >> 8 & 0xff), (unsigned)(k & 0xff));
+}
+
 int mock_egress_wire_builder(sbx_mock *mock, uint32_t k, mock_guest *g, sbx_err *err)
 {
 	/* allow all: the simulated internet leaves the machine only through
@@ -154,9 +161,7 @@ int mock_egress_wire_builder(sbx_mock *mock, uint32_t k, mock_guest *g, sbx_err 
 		sbx_err_set(err, "builder address index %u out of 1..65535", (unsigned)k);
 		return -1;
 	}
-	/* 10.232.0.0/16: past the sandboxes' 10.200-231 (model_sandbox.c),
-	 * so its slot (slot_of) is never a sandbox's */
-	snprintf(ip, sizeof(ip), "10.232.%u.%u", (unsigned)(k >> 8), (unsigned)(k & 0xff));
+	mock_egress_builder_ip(k, ip, sizeof(ip));
 	/* a warm-pool builder's link was made ahead (mock_egress_prewire) */
 	return mock_internet_wire(mock->inet, slot_of(ip), mock_guest_name(g), ip, mock_guest_cell_pid(g),
 				  mock_guest_take_net_link(g), 0, &open, SBX_HOST_RULES_OBSERVED, false, err);

@@ -243,46 +243,15 @@ cJSON *mock_op_sandbox_disks(mock_op *op);
 int mock_op_disk_attach(mock_op *op, const char *disk_id, const char *mount, const char *sub_path);
 int mock_op_disk_detach(mock_op *op, const char *disk, const char *mount);
 
-/* ---- template builds (template_build.c, TEMPLATES.md) ---- */
-/* Starts the build of t's template id (just created, pending) on a
- * thread of its own; a build that cannot start ends failed, saying why. */
-void mock_op_template_build(sbx_mock *mock, mock_tenant *t, const char *id);
-/* Cancels every build (reset): each ends without a status change. */
-void mock_op_templates_cancel(sbx_mock *mock);
-/* Stop: cancels and joins every build; a create after it starts none
- * (its template ends failed, "the mock is stopping"). */
-void mock_op_templates_stop(sbx_mock *mock);
-/* Frees what the builds' bookkeeping holds (its followers' condition):
- * once no request can come (after the HTTP daemon stopped). */
-void mock_op_templates_free(sbx_mock *mock);
-/* Model lock held, after a durable replay: a ready template whose layer
- * is not in this mock's work dir (another --work-dir) ends failed saying
- * so, rather than failing each create on it. */
-void mock_op_templates_restored(sbx_mock *mock);
-/* Removes a deleted template's layer. */
-void mock_op_template_forget(sbx_mock *mock, const char *id);
-/* Model lock held: the API key of the tenant whose build runs in the
- * builder named name (the internet's id of its cell), "" when none (the
- * internet's stubs of a tenant answer its builds too). */
-void mock_op_template_builder_tenant(sbx_mock *mock, const char *name, char *key, size_t cap);
-/* A sandbox on a template: copies the template's layer into the seed its
- * cell starts its root's upper layer from. 0 (nothing to do too), or -1. */
-int mock_op_template_seed(sbx_mock *mock, const mock_sandbox *sb, sbx_err *err);
-/* The build log as NDJSON events, line by line as the build writes them,
- * then {"final":true,"status"}; NULL: out of memory. */
-mock_op_stream *mock_op_template_follow(sbx_mock *mock, mock_tenant *t, const char *id);
-/* The build log so far as text, a line each, into out; -1: no such
- * template of t (ops_res.c). */
-int mock_op_template_log(sbx_mock *mock, mock_tenant *t, const char *id, sbx_strbuf *out);
-
-/* ---- a tenant's networks, disks and templates (ops_res.c) ---- */
-typedef enum mock_coll { MOCK_NETWORKS, MOCK_DISKS, MOCK_TEMPLATES } mock_coll;
-/* Views of every item (templates without their dockerfile). */
+/* ---- a tenant's networks and disks (ops_res.c; its templates have
+ * operations of their own: templates/templates.h) ---- */
+typedef enum mock_coll { MOCK_NETWORKS, MOCK_DISKS } mock_coll;
+/* Views of every item. */
 cJSON *mock_op_coll_list(sbx_mock *mock, mock_tenant *t, mock_coll c);
 /* The item's view, NULL when t has none by that id (or name). */
 cJSON *mock_op_coll_get(sbx_mock *mock, mock_tenant *t, mock_coll c, const char *id);
-/* Networks take {name} (validated by the caller), disks and templates the
- * request body. */
+/* Networks take {name} (validated by the caller), disks the request
+ * body. */
 cJSON *mock_op_coll_create(sbx_mock *mock, mock_tenant *t, mock_coll c, const cJSON *body,
 			   mock_err *e);
 int mock_op_coll_delete(sbx_mock *mock, mock_tenant *t, mock_coll c, const char *id, mock_err *e);
@@ -399,6 +368,8 @@ void mock_egress_unwire_guest(void *arg, mock_guest *g);
  * + the template's id), so mock_egress_unwire_guest releases it. 0, or -1 +
  * err; without the internet: 0, nothing done. Without the model lock. */
 int mock_egress_wire_builder(sbx_mock *mock, uint32_t k, mock_guest *g, sbx_err *err);
+/* The builder address of index k (1..65535) into out (16 bytes hold it). */
+void mock_egress_builder_ip(uint32_t k, char *out, size_t cap);
 
 /* /_mock/reset: kills every guest, empties the model, faults and journal. */
 void mock_reset_all(sbx_mock *mock);

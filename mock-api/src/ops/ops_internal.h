@@ -1,8 +1,8 @@
 /* ops_internal: what the operations' files (ops*.c) share — the clock
  * tick, the prologue of an operation on one sandbox, the fault test, and
  * the begin and end of an operation that drives a guest (exec, files,
- * processes) with its streams. Outside ops/
- * include ops.h instead. */
+ * processes) with its streams — and lend the capabilities built on them
+ * (templates/, computer/). Everything above those includes ops.h instead. */
 #ifndef SBX_MOCK_OPS_INTERNAL_H
 #define SBX_MOCK_OPS_INTERNAL_H
 
@@ -24,13 +24,6 @@ mock_sandbox *ops_find(mock_op *op);
 mock_sandbox *ops_begin(mock_op *op, bool tick);
 /* Whether op's fired fault rule is of kind k. */
 bool ops_fault_is(const mock_op *op, mock_fault_kind k);
-
-/* ---- template builds (template_build.c) ---- */
-
-/* Lock held: the mock's condition its builds signal (a log line, a status
- * change), on CLOCK_MONOTONIC, made at first use; NULL when out of
- * memory. Freed by mock_op_templates_free. */
-pthread_cond_t *mock_builds_grew(sbx_mock *mock);
 
 /* ---- guest I/O (ops_exec.c) ---- */
 

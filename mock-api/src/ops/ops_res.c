@@ -1,6 +1,6 @@
 /* ops_res: the operations on what hangs off a sandbox or a tenant (ops.h)
  * — ingress, egress and bandwidth, a sandbox's networks and disks, and a
- * tenant's network, disk and template collections.
+ * tenant's network and disk collections (its templates: templates/templates.c).
  *
  * Never parse a request or shape an HTTP answer here, and never hold the
  * model lock across guest I/O: the ingress socket is made while the
@@ -288,31 +288,22 @@ int mock_op_disk_detach(mock_op *op, const char *did, const char *mount)
 	return rc;
 }
 
-/* ---- a tenant's networks, disks and templates ---- */
+/* ---- a tenant's networks and disks (templates: templates/templates.c) ---- */
 
 static cJSON *coll_of(const mock_tenant *t, mock_coll c)
 {
-	return c == MOCK_NETWORKS ? t->networks : c == MOCK_DISKS ? t->disks : t->templates;
+	return c == MOCK_NETWORKS ? t->networks : t->disks;
 }
 
 static cJSON *coll_find(mock_tenant *t, mock_coll c, const char *id)
 {
-	return c == MOCK_NETWORKS ? mock_network_find(t, id)
-	       : c == MOCK_DISKS  ? mock_disk_find(t, id)
-				  : mock_template_find(t, id);
+	return c == MOCK_NETWORKS ? mock_network_find(t, id) : mock_disk_find(t, id);
 }
 
 /* An item's view. Lock held. */
 static cJSON *coll_view(mock_model *m, mock_coll c, cJSON *item)
 {
-	switch (c) {
-	case MOCK_NETWORKS:
-		return mock_network_view(m, item, true);
-	case MOCK_DISKS:
-		return mock_disk_view(item);
-	default:
-		return mock_template_view(m, item);
-	}
+	return c == MOCK_NETWORKS ? mock_network_view(m, item, true) : mock_disk_view(item);
 }
 
 cJSON *mock_op_coll_list(sbx_mock *mock, mock_tenant *t, mock_coll c)
@@ -321,13 +312,8 @@ cJSON *mock_op_coll_list(sbx_mock *mock, mock_tenant *t, mock_coll c)
 	cJSON *it;
 
 	pthread_mutex_lock(&mock->model->lock);
-	cJSON_ArrayForEach(it, coll_of(t, c)) {
-		cJSON *v = coll_view(mock->model, c, it);
-
-		if (c == MOCK_TEMPLATES)
-			cJSON_DeleteItemFromObjectCaseSensitive(v, "dockerfile");
-		cJSON_AddItemToArray(all, v);
-	}
+	cJSON_ArrayForEach(it, coll_of(t, c))
+		cJSON_AddItemToArray(all, coll_view(mock->model, c, it));
 	pthread_mutex_unlock(&mock->model->lock);
 	return all;
 }
@@ -353,56 +339,24 @@ cJSON *mock_op_coll_create(sbx_mock *mock, mock_tenant *t, mock_coll c, const cJ
 	if (c == MOCK_NETWORKS)
 		item = mock_network_create(mock->model, t,
 					   cJSON_GetObjectItemCaseSensitive(body, "name")->valuestring, e);
-	else if (c == MOCK_DISKS)
-		item = mock_disk_create(mock->model, t, body, e);
 	else
-		item = mock_template_create(mock->model, t, body, e);
+		item = mock_disk_create(mock->model, t, body, e);
 	if (item != NULL)
 		v = coll_view(mock->model, c, item);
 	pthread_mutex_unlock(&mock->model->lock);
-	/* answered pending: the build runs from here, on its own thread */
-	if (c == MOCK_TEMPLATES && v != NULL)
-		mock_op_template_build(mock, t, cJSON_GetObjectItemCaseSensitive(v, "id")->valuestring);
 	return v;
-}
-
-int mock_op_template_log(sbx_mock *mock, mock_tenant *t, const char *id, sbx_strbuf *out)
-{
-	cJSON *tpl;
-
-	pthread_mutex_lock(&mock->model->lock);
-	tpl = mock_template_find(t, id);
-	if (tpl != NULL)
-		mock_template_log_lines(tpl, 0, false, out);
-	pthread_mutex_unlock(&mock->model->lock);
-	return tpl != NULL ? 0 : -1;
 }
 
 int mock_op_coll_delete(sbx_mock *mock, mock_tenant *t, mock_coll c, const char *id, mock_err *e)
 {
-	char tid[64] = "";
-	int rc = -1;
+	int rc;
 
 	pthread_mutex_lock(&mock->model->lock);
-	if (c == MOCK_NETWORKS) {
+	if (c == MOCK_NETWORKS)
 		rc = mock_network_delete(mock->model, t, id, e);
-	} else if (c == MOCK_DISKS) {
+	else
 		rc = mock_disk_delete(mock->model, t, id, e);
-	} else {
-		cJSON *tpl = mock_template_find(t, id);
-
-		/* allowed while sandboxes run on it (SDK: "Existing sandboxes
-		 * built from it are unaffected"): each has its own copy of the
-		 * layer; a build still running ends (it finds no template) */
-		if (tpl != NULL) {
-			snprintf(tid, sizeof(tid), "%s", cJSON_GetObjectItemCaseSensitive(tpl, "id")->valuestring);
-			cJSON_Delete(cJSON_DetachItemViaPointer(t->templates, tpl));
-			rc = 0;
-		}
-	}
 	pthread_mutex_unlock(&mock->model->lock);
-	if (tid[0] != '\0')
-		mock_op_template_forget(mock, tid);
 	return rc;
 }
 

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "guest/images.h"
+#include "images/images.h"
 
 int mock_rootfs_open(sbx_mock *mock, const char *store, const char *const *pairs, size_t npairs,
 		     sbx_err *err)

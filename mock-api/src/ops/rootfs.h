@@ -1,5 +1,5 @@
 /* rootfs: which root a contained sandbox's cell is built on, by its rootfs
- * name (IMAGES.md): an image of the mock's (guest/images.h) or the
+ * name (IMAGES.md): an image of the mock's (images/images.h) or the
  * host-skeleton root, and the views of it (GET /_mock/images, the
  * "rootfs" of GET /_mock/settings). Read-only once opened. */
 #ifndef SBX_MOCK_ROOTFS_H

@@ -23,9 +23,9 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#include "internet/inet_tls.h"
+#include "tls/inet_tls.h"
 #include "ops/ops.h"
-#include "ops/ops_computer.h"
+#include "computer/ops_computer.h"
 #include "sbx/sys.h"
 #include "server/server.h"
 

@@ -16,10 +16,11 @@
 #include "server/pipeline.h"
 #include "server/ingress.h"
 #include "ops/ops.h"
+#include "templates/templates.h"
 #include "listen/self_listen.h"
 #include "ops/settings.h"
 #include "ops/rootfs.h"
-#include "ops/ops_computer.h"
+#include "computer/ops_computer.h"
 #include "sbx/sys.h"
 
 #include <errno.h>
@@ -32,8 +33,6 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-/* ---- start and stop ---- */
 
 void sbx_mock_config_init(sbx_mock_config *cfg)
 {

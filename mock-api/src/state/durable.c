@@ -21,6 +21,7 @@
  * request presents one with that hash (model.c). DIR is 0700, its files
  * 0600. A log written before this (raw keys in it) is refused, not used. */
 #define _GNU_SOURCE
+#include "templates/templates.h"
 #include "ops/ops.h"
 #include "state/durable.h"
 #include "state/mutation_log.h"

@@ -1,4 +1,4 @@
-/* template_build: a template's build, for real (TEMPLATES.md; ops.h).
+/* template_build: a template's build, for real (TEMPLATES.md; templates.h).
  *
  * Each build is a thread of its own: it starts a builder cell (the cell
  * machinery of a sandbox) on the base's rootfs image, with a disk and a
@@ -10,11 +10,13 @@
  * layer, which a sandbox booted on the template gets as the start of its
  * own upper layer, over the same base image.
  *
- * The template's status and log are the model's (model lock); the build
- * looks its template up by id at each change, so a template deleted
- * meanwhile ends the build. Never reports ready without the layer made. */
+ * The create (templates.c) starts it under the model lock with what it
+ * runs copied (steps, base, limits). The template's status and log are
+ * the model's; the build looks its template up by id at each change, so a
+ * deleted one ends the build. Never reports ready without the layer made. */
 #define _GNU_SOURCE
-#include "ops/ops.h"
+#include "templates/templates_internal.h"
+#include "templates/templates.h"
 #include "ops/ops_internal.h"
 
 #include <errno.h>
@@ -33,12 +35,10 @@
 #include <unistd.h>
 
 #include "guest/cell_pool.h"
-#include "guest/cell_proto.h" /* CELL_DISK_FD */
-#include "guest/images.h"
+#include "images/images.h"
 #include "internet/internet.h" /* MOCK_INET_BUILDER_PREFIX */
 #include "ops/core.h"
-#include "ops/layer_copy.h"
-#include "ops/template_layer.h"
+#include "templates/template_layer.h"
 #include "ops/rootfs.h"
 #include "sbx/sys.h"
 
@@ -70,6 +70,8 @@ typedef struct build {
 	uint32_t net_k;      /* its builder address index (mock_egress_wire_builder) */
 	bool cancel, done;   /* under the model lock */
 	build_limits lim;    /* set at create, read-only after */
+	cJSON *steps;        /* the template's, copied at create; the thread's */
+	char base[64];       /* its base rootfs, copied at create */
 	struct build *next;
 	/* the thread's own */
 	sbx_strbuf part;     /* a line not yet ended */
@@ -447,58 +449,17 @@ static int run_step(build *b, mock_guest *g, build_env *e, const cJSON *step, in
 	return 0;
 }
 
-/* ---- the layer ---- */
-
-/* Copies the builder's upper layer (whiteouts and xattrs as they are)
- * to the template's directory; its size in bytes, or -1. */
-static double save_layer(build *b, mock_guest *g, char *why, size_t cap)
-{
-	char src[96], dir[TPL_DIR_MAX], dst[TPL_DIR_MAX + 8];
-	char *rm[] = {"/bin/rm", "-rf", dst, NULL};
-	struct stat st;
-	unsigned long long bytes = 0;
-	int held, rc;
-
-	snprintf(src, sizeof(src), "/proc/%d/fd/%d/u", (int)mock_guest_cell_pid(g), CELL_DISK_FD);
-	mock_tpl_dir(b->mock, b->id, dir, sizeof(dir));
-	snprintf(dst, sizeof(dst), "%s/layer", dir);
-	if (mock_tpl_mkdir_p(dir, why, cap) != 0)
-		return -1;
-	/* the layer is read through a descriptor of the mock's own: the
-	 * cell's disk lives in its mount namespace, which goes with the cell
-	 * once it is killed (through /proc/<cell>/fd the copy raced that
-	 * exit, and waited on it) */
-	held = open(src, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (held < 0) {
-		snprintf(why, cap, "opening the builder's layer %s: %s", src, strerror(errno));
-		return -1;
-	}
-	snprintf(src, sizeof(src), "/proc/self/fd/%d/.", held); /* the directory, not the link */
-	/* nothing of the steps runs on: the layer holds still */
-	mock_guest_signal(g, SIGKILL);
-	/* owners, modes, times, hard links, xattrs (an overlay's opaque
-	 * dirs) and the whiteouts' 0/0 devices as they are */
-	/* what it holds is counted as it is made, and bounded by the storage
-	 * the create reserved: the key's bound is never overshot */
-	rc = (lstat(dst, &st) == 0 && mock_tpl_run(rm, why, cap) != 0) ||
-	     mock_layer_copy(src, dst, (unsigned long long)b->lim.disk_mib << 20, &bytes, why, cap) != 0;
-	close(held);
-	if (rc != 0 && lstat(dst, &st) == 0)
-		mock_tpl_run(rm, why + strlen(why), cap - strlen(why)); /* a partial copy holds no storage */
-	return rc ? -1 : (double)bytes;
-}
-
 /* ---- the thread ---- */
 
 static void fail_build(build *b, const char *step, const char *why)
 {
 	log_line(b, "build failed at %.200s: %.700s", step, why);
 	if (b->ntail > 0) {
-		unsigned first = b->ntail > 8 ? b->ntail - 8 : 0;
+		unsigned first = b->ntail > BUILD_TAIL_LINES ? b->ntail - BUILD_TAIL_LINES : 0;
 
 		log_line(b, "the log's tail:");
 		for (unsigned i = first; i < b->ntail; i++)
-			log_line(b, "| %s", b->tail[i % 8]);
+			log_line(b, "| %s", b->tail[i % BUILD_TAIL_LINES]);
 	}
 	set_status(b, "failed", 0);
 }
@@ -582,6 +543,7 @@ static int join_network(build *b, mock_guest *g, char *why, size_t cap)
 {
 	sbx_mock *mock = b->mock;
 	sbx_err err = {{0}};
+	char ip[16];
 
 	if (mock->inet == NULL) {
 		log_line(b, "network: none: egress is not enforced on this mock (%.500s); the steps see loopback only",
@@ -592,75 +554,82 @@ static int join_network(build *b, mock_guest *g, char *why, size_t cap)
 		snprintf(why, cap, "joining the builder to the simulated internet: %.900s", err.msg);
 		return -1;
 	}
-	log_line(b, "network: the simulated internet at 10.232.%u.%u, every destination allowed (INTERNET.md)",
-		 (unsigned)(b->net_k >> 8), (unsigned)(b->net_k & 0xff));
+	mock_egress_builder_ip(b->net_k, ip, sizeof(ip));
+	log_line(b, "network: the simulated internet at %s, every destination allowed (INTERNET.md)", ip);
 	return 0;
 }
 
-static void *build_main(void *arg)
+/* Its template is building; false when it went (deleted, or cancelled,
+ * before the thread ran): nothing to build. */
+static bool build_begin(build *b)
 {
-	build *b = arg;
-	sbx_mock *mock = b->mock;
-	build_env env = {.cwd = "/"};
-	char why[1024] = "", base[64] = "", step_name[160] = "setup";
-	cJSON *steps = NULL;
-	mock_guest *g = NULL;
-	int64_t deadline;
-	double size;
-	bool gone;
+	mock_model *m = b->mock->model;
+	cJSON *tpl;
 
-	sbx_strbuf_init(&b->part);
-	sbx_strbuf_init(&b->batch);
-	pthread_mutex_lock(&mock->model->lock);
-	{
-		cJSON *tpl = tpl_of(b);
+	pthread_mutex_lock(&m->lock);
+	tpl = tpl_of(b);
+	if (tpl != NULL)
+		mock_template_set_status(m, tpl, "building", 0);
+	pthread_mutex_unlock(&m->lock);
+	return tpl != NULL;
+}
 
-		if (tpl != NULL) {
-			steps = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(tpl, "_steps"), true);
-			snprintf(base, sizeof(base), "%s", cJSON_GetObjectItemCaseSensitive(tpl, "base")->valuestring);
-			mock_template_set_status(mock->model, tpl, "building", 0);
-		}
-	}
-	pthread_mutex_unlock(&mock->model->lock);
-	deadline = sbx_mono_ms() + (int64_t)b->lim.timeout_s * 1000;
-	if (steps == NULL)
-		goto out;
-	log_line(b, "building on %s (limits: %u s, disk %u MiB, memory %u MiB)", base, b->lim.timeout_s,
+/* The builder cell started, published (a cancel kills it) and joined to
+ * its network: 0, or -1 with why (*g set when the cell started). */
+static int builder_up(build *b, mock_guest **g, char *why, size_t cap)
+{
+	log_line(b, "building on %s (limits: %u s, disk %u MiB, memory %u MiB)", b->base, b->lim.timeout_s,
 		 b->lim.disk_mib, b->lim.mem_mib);
-	g = start_builder(b, base, why, sizeof(why));
-	pthread_mutex_lock(&mock->model->lock);
-	b->g = g;
-	pthread_mutex_unlock(&mock->model->lock);
-	if (g == NULL || join_network(b, g, why, sizeof(why)) != 0) {
-		fail_build(b, step_name, why);
-		goto out;
-	}
-	{
-		int n = cJSON_GetArraySize(steps), i = 0;
-		const cJSON *st;
+	*g = start_builder(b, b->base, why, cap);
+	pthread_mutex_lock(&b->mock->model->lock);
+	b->g = *g;
+	pthread_mutex_unlock(&b->mock->model->lock);
+	return *g == NULL || join_network(b, *g, why, cap) != 0 ? -1 : 0;
+}
 
-		cJSON_ArrayForEach(st, steps) {
-			i++;
-			snprintf(step_name, sizeof(step_name), "step %d/%d (line %d) %s", i, n,
-				 cJSON_GetObjectItemCaseSensitive(st, "line")->valueint,
-				 cJSON_GetObjectItemCaseSensitive(st, "op")->valuestring);
-			log_line(b, "%s %.900s", step_name, cJSON_GetObjectItemCaseSensitive(st, "arg")->valuestring);
-			why[0] = '\0';
-			if (run_step(b, g, &env, st, deadline, why, sizeof(why)) != 0) {
-				fail_build(b, step_name, why);
-				goto out;
-			}
-		}
+/* The Dockerfile's steps, in order, until one fails: 0, or -1 with the
+ * failed step's name in step and why. */
+static int run_steps(build *b, mock_guest *g, build_env *env, int64_t deadline, char *step, size_t step_cap,
+		     char *why, size_t cap)
+{
+	int n = cJSON_GetArraySize(b->steps), i = 0;
+	const cJSON *st;
+
+	cJSON_ArrayForEach(st, b->steps) {
+		i++;
+		snprintf(step, step_cap, "step %d/%d (line %d) %s", i, n,
+			 cJSON_GetObjectItemCaseSensitive(st, "line")->valueint,
+			 cJSON_GetObjectItemCaseSensitive(st, "op")->valuestring);
+		log_line(b, "%s %.900s", step, cJSON_GetObjectItemCaseSensitive(st, "arg")->valuestring);
+		why[0] = '\0';
+		if (run_step(b, g, env, st, deadline, why, cap) != 0)
+			return -1;
 	}
+	return 0;
+}
+
+/* Every step exited 0: the layer saved and the template ready, or failed. */
+static void keep_layer(build *b, mock_guest *g, char *why, size_t cap)
+{
+	double size;
+
 	log_line(b, "saving the template's layer");
-	size = save_layer(b, g, why, sizeof(why));
+	size = mock_tpl_layer_save(b->mock, b->id, g, b->lim.disk_mib, why, cap);
 	if (size < 0) {
 		fail_build(b, "saving the layer", why);
-		goto out;
+		return;
 	}
-	log_line(b, "build finished: layer of %.0f bytes over %s", size, base);
+	log_line(b, "build finished: layer of %.0f bytes over %s", size, b->base);
 	set_status(b, "ready", size);
-out:
+}
+
+/* The build's end, however it came: the builder settled, unwired and
+ * freed, the build done, a layer no template owns removed. */
+static void build_end(build *b, mock_guest *g)
+{
+	sbx_mock *mock = b->mock;
+	bool gone;
+
 	/* settled only now: a pool refill waits for the hand-outs in flight
 	 * (POOL_YIELD_MS at most), and a new cell built beside the steps
 	 * took the cores and locks they need (a one-RUN build went from
@@ -675,10 +644,31 @@ out:
 	/* deleted or reset meanwhile: what it saved of a layer (the delete's
 	 * or reset's removal may have run before) is no one's */
 	if (gone)
-		mock_op_template_forget(mock, b->id);
+		mock_build_forget(mock, b->id);
 	mock_egress_unwire_guest(mock, g); /* its link and chain, however it ended */
 	mock_guest_free(g, true);
-	cJSON_Delete(steps);
+}
+
+/* A build's thread: begin, the builder up, the steps, the layer, the end. */
+static void *build_main(void *arg)
+{
+	build *b = arg;
+	build_env env = {.cwd = "/"};
+	char why[1024] = "", step[160] = "setup";
+	mock_guest *g = NULL;
+
+	sbx_strbuf_init(&b->part);
+	sbx_strbuf_init(&b->batch);
+	if (build_begin(b)) {
+		int64_t deadline = sbx_mono_ms() + (int64_t)b->lim.timeout_s * 1000;
+
+		if (builder_up(b, &g, why, sizeof(why)) != 0 ||
+		    run_steps(b, g, &env, deadline, step, sizeof(step), why, sizeof(why)) != 0)
+			fail_build(b, step, why);
+		else
+			keep_layer(b, g, why, sizeof(why));
+	}
+	build_end(b, g);
 	env_free(&env);
 	sbx_strbuf_free(&b->part);
 	sbx_strbuf_free(&b->batch);
@@ -716,6 +706,38 @@ void mock_op_template_builder_tenant(sbx_mock *mock, const char *name, char *key
 	}
 }
 
+/* Lock held: a build of t's template tpl at builder address net_k, what
+ * it runs and its limits copied (settings change later builds); or NULL. */
+static build *build_new(sbx_mock *mock, mock_tenant *t, const cJSON *tpl, uint32_t net_k)
+{
+	const mock_settings *set = &mock->model->set;
+	build *b = calloc(1, sizeof(*b));
+
+	if (b == NULL)
+		return NULL;
+	b->steps = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(tpl, "_steps"), true);
+	if (b->steps == NULL) {
+		free(b);
+		return NULL;
+	}
+	b->mock = mock;
+	b->t = t;
+	b->net_k = net_k;
+	snprintf(b->id, sizeof(b->id), "%s", cJSON_GetObjectItemCaseSensitive(tpl, "id")->valuestring);
+	snprintf(b->base, sizeof(b->base), "%s", cJSON_GetObjectItemCaseSensitive(tpl, "base")->valuestring);
+	/* the disk is the storage the template's create reserved
+	 * (model_template.c: at most tpl_build_disk_mib) */
+	b->lim = (build_limits){set->tpl_build_timeout_s, mock_template_disk_mib(tpl), set->tpl_build_mem_mib};
+	return b;
+}
+
+static void build_free(build *b)
+{
+	if (b != NULL)
+		cJSON_Delete(b->steps);
+	free(b);
+}
+
 /* Lock held: joins and frees the builds that ended. */
 static void prune_done(struct mock_builds *bs)
 {
@@ -727,58 +749,36 @@ static void prune_done(struct mock_builds *bs)
 		if (b->done) {
 			*pp = b->next;
 			pthread_join(b->th, NULL); /* it ended: no wait */
-			free(b);
+			build_free(b);
 		} else {
 			pp = &b->next;
 		}
 	}
 }
 
-void mock_op_template_build(sbx_mock *mock, mock_tenant *t, const char *id)
+void mock_build_start(sbx_mock *mock, mock_tenant *t, cJSON *tpl)
 {
-	build *b = calloc(1, sizeof(*b));
-	struct mock_builds *bs;
+	struct mock_builds *bs = builds_of(mock);
 	const char *why = "could not start a build thread";
-	bool started = false;
+	build *b = NULL;
+	char line[80];
 
-	pthread_mutex_lock(&mock->model->lock);
-	bs = builds_of(mock);
-	if (bs != NULL && bs->stopping)
+	if (bs != NULL && bs->stopping) {
 		why = "the mock is stopping";
-	else if (b != NULL && bs != NULL) {
-		const mock_settings *set = &mock->model->set;
-
+	} else if (bs != NULL) {
 		prune_done(bs);
-		b->mock = mock;
-		b->t = t;
-		snprintf(b->id, sizeof(b->id), "%s", id);
-		const cJSON *tpl = mock_template_find(t, id);
-
-		/* the disk is the storage the template's create reserved
-		 * (model_template.c: at most tpl_build_disk_mib) */
-		b->lim = (build_limits){set->tpl_build_timeout_s,
-					tpl != NULL ? mock_template_disk_mib(tpl) : set->tpl_build_disk_mib,
-					set->tpl_build_mem_mib};
-		b->net_k = net_k_take(bs);
-		if (b->net_k != 0 && pthread_create(&b->th, NULL, build_main, b) == 0) {
+		b = build_new(mock, t, tpl, net_k_take(bs));
+		if (b != NULL && b->net_k != 0 && pthread_create(&b->th, NULL, build_main, b) == 0) {
 			b->next = bs->list;
 			bs->list = b;
-			started = true;
+			return;
 		}
 	}
-	if (!started) {
-		cJSON *tpl = mock_template_find(t, id);
-		char line[80];
-
-		if (tpl != NULL) {
-			snprintf(line, sizeof(line), "build failed: %s", why);
-			mock_template_log(tpl, line);
-			mock_template_set_status(mock->model, tpl, "failed", 0);
-			log_grew(mock);
-		}
-		free(b);
-	}
-	pthread_mutex_unlock(&mock->model->lock);
+	build_free(b);
+	snprintf(line, sizeof(line), "build failed: %s", why);
+	mock_template_log(tpl, line);
+	mock_template_set_status(mock->model, tpl, "failed", 0);
+	log_grew(mock);
 }
 
 /* Lock held: ends every build's steps (the threads see the cancel). */
@@ -808,7 +808,7 @@ static void join_all(build *list)
 		build *next = list->next;
 
 		pthread_join(list->th, NULL);
-		free(list);
+		build_free(list);
 		list = next;
 	}
 }

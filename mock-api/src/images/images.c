@@ -1,6 +1,6 @@
 /* images: the rootfs images of a mock (images.h, IMAGES.md). */
 #define _GNU_SOURCE
-#include "guest/images.h"
+#include "images/images.h"
 #include "guest/cell.h"
 
 #include <errno.h>

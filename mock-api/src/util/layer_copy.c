@@ -7,7 +7,7 @@
  * xattrs (it clears security.capability), the times last (a directory's
  * after its entries). */
 #define _GNU_SOURCE
-#include "ops/layer_copy.h"
+#include "util/layer_copy.h"
 
 #include <dirent.h>
 #include <errno.h>

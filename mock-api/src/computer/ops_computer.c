@@ -16,8 +16,8 @@
  * holds the model lock across guest I/O: the sandbox is busy instead
  * (ops_io_begin). */
 #define _GNU_SOURCE
-#include "ops/ops_computer.h"
-#include "ops/ops_computer_internal.h"
+#include "computer/ops_computer.h"
+#include "computer/ops_computer_internal.h"
 #include "ops/ops_internal.h"
 
 #include <ctype.h>
@@ -30,7 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "guest/images.h"
+#include "images/images.h"
 #include "ops/core.h"
 #include "ops/rootfs.h"
 #include "sbx/sys.h"

@@ -10,7 +10,7 @@
  * of the client beyond what OpenSSL parsed: the name a leaf is made for is
  * checked (mock_inet_tls_name_ok) before it reaches the certificate. */
 #define _GNU_SOURCE
-#include "internet/inet_tls.h"
+#include "tls/inet_tls.h"
 #include "sbx/sys.h"
 
 #include <arpa/inet.h>

@@ -9,7 +9,7 @@
  * row through deflate: the working memory of one screenshot is a few
  * rows, one IDAT chunk and deflate's state, whatever the file says. */
 #define _GNU_SOURCE
-#include "ops/ops_computer_internal.h"
+#include "computer/ops_computer_internal.h"
 #include "ops/ops_internal.h"
 
 #include <inttypes.h>

@@ -5,7 +5,7 @@
  * (mock_builds_grew) under the model lock, never polls; it only reads the
  * model. */
 #define _GNU_SOURCE
-#include "ops/ops.h"
+#include "templates/templates_internal.h"
 #include "ops/ops_internal.h"
 
 #include <pthread.h>
@@ -77,7 +77,7 @@ static void log_end(mock_op_stream *s)
 	free(s);
 }
 
-mock_op_stream *mock_op_template_follow(sbx_mock *mock, mock_tenant *t, const char *id)
+mock_op_stream *mock_build_follow(sbx_mock *mock, mock_tenant *t, const char *id)
 {
 	log_stream *ls = calloc(1, sizeof(*ls));
 

@@ -5,7 +5,7 @@
  * keyboard input (xdotool), the cursor, the clipboard (xclip), opening a
  * URL or file in the desktop's browser and launching a program. */
 #define _GNU_SOURCE
-#include "ops/ops_computer_internal.h"
+#include "computer/ops_computer_internal.h"
 #include "ops/ops_internal.h"
 
 #include <ctype.h>

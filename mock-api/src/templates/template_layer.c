@@ -1,13 +1,17 @@
 /* template_layer: a template's layer on disk (template_layer.h,
  * TEMPLATES.md). Never takes the model lock itself (callers hold it where
- * ops.h says). */
+ * templates.h and templates_internal.h say). */
 #define _GNU_SOURCE
-#include "ops/template_layer.h"
-#include "ops/ops.h"
-#include "ops/layer_copy.h"
+#include "templates/template_layer.h"
+#include "templates/templates_internal.h"
+#include "templates/templates.h"
+#include "guest/cell_proto.h" /* CELL_DISK_FD */
+#include "util/layer_copy.h"
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <string.h>
@@ -75,6 +79,44 @@ static void remove_tree(const sbx_mock *mock, const char *dir, const char *what)
 void mock_tpl_dir(const sbx_mock *mock, const char *id, char *out, size_t cap)
 {
 	snprintf(out, cap, "%s/templates/%s", mock->work_dir, id);
+}
+
+double mock_tpl_layer_save(sbx_mock *mock, const char *id, mock_guest *g, unsigned disk_mib, char *why,
+			   size_t cap)
+{
+	char src[96], dir[TPL_DIR_MAX], dst[TPL_DIR_MAX + 8];
+	char *rm[] = {"/bin/rm", "-rf", dst, NULL};
+	struct stat st;
+	unsigned long long bytes = 0;
+	int held, rc;
+
+	snprintf(src, sizeof(src), "/proc/%d/fd/%d/u", (int)mock_guest_cell_pid(g), CELL_DISK_FD);
+	mock_tpl_dir(mock, id, dir, sizeof(dir));
+	snprintf(dst, sizeof(dst), "%s/layer", dir);
+	if (mock_tpl_mkdir_p(dir, why, cap) != 0)
+		return -1;
+	/* the layer is read through a descriptor of the mock's own: the
+	 * cell's disk lives in its mount namespace, which goes with the cell
+	 * once it is killed (through /proc/<cell>/fd the copy raced that
+	 * exit, and waited on it) */
+	held = open(src, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (held < 0) {
+		snprintf(why, cap, "opening the builder's layer %s: %s", src, strerror(errno));
+		return -1;
+	}
+	snprintf(src, sizeof(src), "/proc/self/fd/%d/.", held); /* the directory, not the link */
+	/* nothing of the steps runs on: the layer holds still */
+	mock_guest_signal(g, SIGKILL);
+	/* owners, modes, times, hard links, xattrs (an overlay's opaque
+	 * dirs) and the whiteouts' 0/0 devices as they are */
+	/* what it holds is counted as it is made, and bounded by the storage
+	 * the create reserved: the key's bound is never overshot */
+	rc = (lstat(dst, &st) == 0 && mock_tpl_run(rm, why, cap) != 0) ||
+	     mock_layer_copy(src, dst, (unsigned long long)disk_mib << 20, &bytes, why, cap) != 0;
+	close(held);
+	if (rc != 0 && lstat(dst, &st) == 0)
+		mock_tpl_run(rm, why + strlen(why), cap - strlen(why)); /* a partial copy holds no storage */
+	return rc ? -1 : (double)bytes;
 }
 
 void mock_tpl_layers_drop(sbx_mock *mock, bool reset)
@@ -154,7 +196,7 @@ void mock_op_templates_restored(sbx_mock *mock)
 	sweep_layers(mock);
 }
 
-void mock_op_template_forget(sbx_mock *mock, const char *id)
+void mock_build_forget(sbx_mock *mock, const char *id)
 {
 	char dir[TPL_DIR_MAX];
 

@@ -13,7 +13,7 @@
 #include <cjson/cJSON.h>
 
 #include "ops/ops.h"
-#include "ops/ops_computer.h"
+#include "computer/ops_computer.h"
 #include "sbx/strbuf.h"
 
 #define DESK_DIR "/tmp/.sbx-desktop"

@@ -6,7 +6,7 @@
  * length is checked against the record before it is followed, and the
  * name is the caller's to check (mock_inet_tls_name_ok). */
 #define _GNU_SOURCE
-#include "internet/inet_tls.h"
+#include "tls/inet_tls.h"
 #include "sbx/sys.h"
 
 #include <ctype.h>
