@@ -434,3 +434,18 @@ void mock_nft_count_table(const char *text, size_t *chains, size_t *map_entries)
 		l = nl != NULL ? nl + 1 : end;
 	}
 }
+
+void mock_inet_synth_addr(const char *name, uint8_t out[4])
+{
+	uint32_t h = 2166136261u, host;
+
+	for (const unsigned char *p = (const unsigned char *)name; *p != '\0'; p++)
+		h = (h ^ *p) * 16777619u;
+	/* 198.18.0.1 - 198.19.255.254: 2^17 - 2 addresses, none ending .0 of
+	 * the block or its broadcast */
+	host = 1 + h % ((1u << 17) - 2);
+	out[0] = 198;
+	out[1] = (uint8_t)(18 + (host >> 16));
+	out[2] = (uint8_t)(host >> 8);
+	out[3] = (uint8_t)host;
+}

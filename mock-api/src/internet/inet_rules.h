@@ -74,4 +74,13 @@ bool mock_nft_compile(sbx_strbuf *out, const char *chain, const sbx_egress_list 
  * chains ("chain s3 {", "chain p7 {") and the ifmap's entries (": jump "). */
 void mock_nft_count_table(const char *text, size_t *chains, size_t *map_entries);
 
+/* The range names the hosts file lacks are given (RFC 2544's benchmark
+ * block: never a real destination): a site's name (--internet-site) or a
+ * stub's (match.host, exact or under a wildcard) resolves to its own
+ * address there, so a flag that names it takes effect. */
+#define MOCK_INET_SYNTH_CIDR "198.18.0.0/15"
+/* name's address in MOCK_INET_SYNTH_CIDR (lower case, no trailing dot):
+ * the same for the same name, in every mock, from a hash of it. */
+void mock_inet_synth_addr(const char *name, uint8_t out[4]);
+
 #endif

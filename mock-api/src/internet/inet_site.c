@@ -7,7 +7,7 @@
  * would resolve outside it, so no string check has to be right. */
 #define _GNU_SOURCE
 #include "internet/inet_book_internal.h"
-#include "internet/inet_resolver.h"
+#include "internet/inet_rules.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
