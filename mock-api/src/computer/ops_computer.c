@@ -83,7 +83,7 @@ static bool rootfs_is_desktop(const sbx_mock *mock, const char *rootfs)
 
 	if (im == NULL)
 		return false;
-	snprintf(path, sizeof(path), "%s/usr/bin/Xvfb", im->dir);
+	snprintf(path, sizeof(path), "%s/usr/bin/Xvfb", im->root.dir);
 	return access(path, X_OK) == 0;
 }
 

@@ -10,7 +10,6 @@
 #define _GNU_SOURCE
 #include "guest/guest_internal.h"
 #include "guest/cell_proto.h"
-#include "images/images.h"
 #include "guest/trust.h"
 
 #include <dirent.h>
@@ -130,10 +129,10 @@ static int start_cell(mock_guest *g, const char *work_dir, const char *id, const
 		conf.disk_mib = o->disk_mib;
 		conf.pooled = o->pooled;
 		conf.filter = o->filter;
-		if (o->image != NULL) {
-			conf.image_dir = o->image->dir;
-			conf.image_idmapped = o->image->idmapped;
-			conf.image_userns = o->image->userns;
+		if (o->root != NULL) {
+			conf.image_dir = o->root->dir;
+			conf.image_idmapped = o->root->idmapped;
+			conf.image_userns = o->root->userns;
 		}
 		conf.trust_pem = o->trust_pem;
 		g->trusts_ca = o->trust_pem != NULL;

@@ -25,6 +25,7 @@
 #ifndef SBX_MOCK_GUEST_H
 #define SBX_MOCK_GUEST_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -44,7 +45,14 @@ typedef struct mock_guest mock_guest;
 
 struct mock_cgroups;
 struct mock_cell_filter;
-struct mock_image;
+
+/* The root a contained guest's cell is built on, when it is an image
+ * (images/images.h finds them): the directory, and how a cell uses it. */
+typedef struct mock_guest_root {
+	char dir[PATH_MAX];
+	bool idmapped; /* dir is idmapped for each cell (the mock as root) */
+	int userns;    /* then: a user namespace with the cells' map */
+} mock_guest_root;
 
 /* What a contained guest's cell needs from the mock besides its tree. */
 typedef struct mock_guest_opts {
@@ -59,9 +67,9 @@ typedef struct mock_guest_opts {
 	/* contained: the cells' seccomp program, compiled once (cell.h); NULL:
 	 * each cell compiles its own */
 	const struct mock_cell_filter *filter;
-	/* contained: the rootfs image the root is built on (images.h), or
-	 * NULL: the host-skeleton root */
-	const struct mock_image *image;
+	/* contained: the image root the cell is built on, or NULL: the
+	 * host-skeleton root */
+	const mock_guest_root *root;
 	/* contained: a CA certificate (PEM) the guest's trust store adds to
 	 * the host's (the simulated internet's, INTERNET.md "TLS"); NULL: none */
 	const char *trust_pem;

@@ -143,7 +143,7 @@ static void owned_note(mock_image *img, unsigned uid)
 			 "bound read-only (owned-%u: built by uid %u itself, unprivileged)", uid, uid);
 }
 
-/* Decides whether a cell of this mock can use img->dir, and says how. */
+/* Decides whether a cell of this mock can use img->root.dir, and says how. */
 static void check_usable(mock_images *im, mock_image *img)
 {
 	struct stat st;
@@ -152,26 +152,26 @@ static void check_usable(mock_images *im, mock_image *img)
 	bool owned = im->userns < 0 && strcmp(img->source, "--image") != 0;
 
 	img->usable = false;
-	img->userns = -1;
-	if (stat(img->dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+	img->root.userns = -1;
+	if (stat(img->root.dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
 		if (owned && errno == ENOENT)
 			snprintf(img->note, sizeof(img->note),
 				 "not usable: no copy owned by uid %u in the store (%s); " OWNED_HOW,
-				 host_uid(), img->dir, host_uid(), host_uid());
+				 host_uid(), img->root.dir, host_uid(), host_uid());
 		else
-			snprintf(img->note, sizeof(img->note), "not usable: %s: %s", img->dir,
+			snprintf(img->note, sizeof(img->note), "not usable: %s: %s", img->root.dir,
 				 errno != 0 ? strerror(errno) : "not a directory");
 		return;
 	}
 	if (im->userns >= 0) {
-		fd = mock_cell_image_tree(img->dir, im->userns, &terr);
+		fd = mock_cell_image_tree(img->root.dir, im->userns, &terr);
 		if (fd < 0) {
 			snprintf(img->note, sizeof(img->note), "not usable: %s", terr.msg);
 			return;
 		}
 		close(fd);
-		img->usable = img->idmapped = true;
-		img->userns = im->userns;
+		img->usable = img->root.idmapped = true;
+		img->root.userns = im->userns;
 		snprintf(img->note, sizeof(img->note),
 			 "idmapped read-only for each cell (its uid 0 is root inside)");
 		return;
@@ -182,7 +182,7 @@ static void check_usable(mock_images *im, mock_image *img)
 		snprintf(img->note, sizeof(img->note),
 			 "not usable: an unprivileged cell maps only uid %u, and %s is not owned by it "
 			 "(" OWNED_HOW ")",
-			 host_uid(), img->dir, host_uid(), host_uid());
+			 host_uid(), img->root.dir, host_uid(), host_uid());
 		return;
 	}
 	img->usable = true;
@@ -261,11 +261,11 @@ static int read_store(mock_images *im, const char *store, sbx_err *err)
 		}
 		snprintf(img->source, sizeof(img->source), "%s/%s", store, tab + 1);
 		/* a cut path would name another directory: refused */
-		if ((size_t)(im->userns >= 0 ? snprintf(img->dir, sizeof(img->dir), "%s/%s/rootfs", store, tab + 1)
-					     : snprintf(img->dir, sizeof(img->dir), "%s/%s/owned-%u", store, tab + 1,
-							host_uid())) >= sizeof(img->dir)) {
+		if ((size_t)(im->userns >= 0 ? snprintf(img->root.dir, sizeof(img->root.dir), "%s/%s/rootfs", store, tab + 1)
+					     : snprintf(img->root.dir, sizeof(img->root.dir), "%s/%s/owned-%u", store, tab + 1,
+							host_uid())) >= sizeof(img->root.dir)) {
 			sbx_err_set(err, "--images %.200s...: index line %u: the image's path is longer than %zu bytes",
-				    store, lineno, sizeof(img->dir) - 1);
+				    store, lineno, sizeof(img->root.dir) - 1);
 			rc = -1;
 			break;
 		}
@@ -295,7 +295,7 @@ static int add_pair(mock_images *im, const char *pair, sbx_err *err)
 	img = entry(im, name, err);
 	if (img == NULL)
 		return -1;
-	snprintf(img->dir, sizeof(img->dir), "%s", eq + 1);
+	snprintf(img->root.dir, sizeof(img->root.dir), "%s", eq + 1);
 	snprintf(img->source, sizeof(img->source), "--image");
 	return 0;
 }

@@ -11,6 +11,7 @@
 #ifndef SBX_MOCK_IMAGES_H
 #define SBX_MOCK_IMAGES_H
 
+#include "guest/guest.h"
 #include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -19,13 +20,17 @@
 
 typedef struct mock_image {
 	char name[64];         /* the rootfs name it serves (devbox:1) */
-	char dir[PATH_MAX];    /* the directory a cell's root is built on */
+	mock_guest_root root;  /* the directory a cell's root is built on, and how */
 	char source[PATH_MAX]; /* the store's image directory, or "--image" */
 	bool usable;
-	bool idmapped;         /* dir is idmapped for each cell (mock as root) */
-	int userns;            /* then: a user namespace with the cells' map */
 	char note[PATH_MAX + 640]; /* how it is used, or why it is not */
 } mock_image;
+
+/* The root a cell of im is built on; NULL for NULL (the host skeleton). */
+static inline const mock_guest_root *mock_image_root(const mock_image *im)
+{
+	return im != NULL ? &im->root : NULL;
+}
 
 typedef struct mock_images mock_images;
 

@@ -17,6 +17,7 @@
 
 #include "guest/cell_pool.h"
 #include "ops/rootfs.h"
+#include "images/images.h"
 #include "internet/inet_book.h"
 #include "ops/core.h" /* struct sbx_mock, mock_sleep_ms */
 
@@ -579,8 +580,8 @@ static mock_guest_opts guest_opts(sbx_mock *mock, const mock_sandbox *sb)
 			     .filter = mock->cell_filter,
 			     /* its rootfs's image, or NULL: the host skeleton;
 			      * a template's: its base's (its layer is seeded) */
-			     .image = mock_rootfs_image(mock, sb->tpl_base[0] != '\0' ? sb->tpl_base
-										 : sb->rootfs),
+			     .root = mock_image_root(mock_rootfs_image(
+				     mock, sb->tpl_base[0] != '\0' ? sb->tpl_base : sb->rootfs)),
 			     .trust_pem = mock->inet_ca_pem};
 
 	return o;
@@ -597,7 +598,8 @@ static mock_guest *guest_from_pool(sbx_mock *mock, const mock_sandbox *sb, const
 
 	/* the pool's cells are built on one root (the default rootfs's),
 	 * without a template's layer */
-	if (mock->pool == NULL || o->disk_mib == 0 || o->image != mock->pool_image || sb->tpl_id[0] != '\0')
+	if (mock->pool == NULL || o->disk_mib == 0 || o->root != mock_image_root(mock->pool_image) ||
+	    sb->tpl_id[0] != '\0')
 		return NULL;
 	g = mock_pool_take(mock->pool);
 	if (g == NULL || mock_guest_bind(g, mock->work_dir, sb->id, o->mem_bytes, o->disk_mib, &berr) == 0)

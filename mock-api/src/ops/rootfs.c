@@ -34,7 +34,7 @@ int mock_rootfs_open(sbx_mock *mock, const char *store, const char *const *pairs
 
 		usable += im->usable;
 		len += (size_t)snprintf(note + len, cap - len, " %s = %s %s (%s);", im->name,
-					im->usable ? "image" : "host skeleton, not image", im->dir,
+					im->usable ? "image" : "host skeleton, not image", im->root.dir,
 					im->note);
 	}
 	if (len < cap)
@@ -76,7 +76,7 @@ static void add_backing(const sbx_mock *mock, cJSON *o, const char *name)
 	if (mock->gmode != GUEST_CONTAINED)
 		snprintf(what, sizeof(what), "host filesystem (plain guests)");
 	else if (im != NULL)
-		snprintf(what, sizeof(what), "image %s", im->dir);
+		snprintf(what, sizeof(what), "image %s", im->root.dir);
 	else
 		snprintf(what, sizeof(what), "host skeleton");
 	cJSON_AddStringToObject(o, name, what);
@@ -103,11 +103,11 @@ cJSON *mock_op_images_view(sbx_mock *mock)
 		cJSON *o = cJSON_CreateObject();
 
 		cJSON_AddStringToObject(o, "name", im->name);
-		cJSON_AddStringToObject(o, "dir", im->dir);
+		cJSON_AddStringToObject(o, "dir", im->root.dir);
 		cJSON_AddStringToObject(o, "source", im->source);
 		cJSON_AddBoolToObject(o, "usable", im->usable);
 		cJSON_AddStringToObject(o, "access",
-					!im->usable ? "none" : im->idmapped ? "idmapped" : "owned copy");
+					!im->usable ? "none" : im->root.idmapped ? "idmapped" : "owned copy");
 		cJSON_AddStringToObject(o, "note", im->note);
 		cJSON_AddItemToArray(arr, o);
 	}

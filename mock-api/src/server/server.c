@@ -20,6 +20,7 @@
 #include "listen/self_listen.h"
 #include "ops/settings.h"
 #include "ops/rootfs.h"
+#include "images/images.h"
 #include "computer/ops_computer.h"
 #include "sbx/sys.h"
 
@@ -656,7 +657,7 @@ static int start_pool(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *err)
 	pc.opts.pids_max = MOCK_GUEST_PIDS_MAX;
 	pc.opts.disk_mib = MOCK_POOL_IDLE_DISK_MIB;
 	pc.opts.filter = mock->cell_filter;
-	pc.opts.image = mock->pool_image;
+	pc.opts.root = mock_image_root(mock->pool_image);
 	pc.opts.trust_pem = mock->inet_ca_pem;
 	if (mock->inet != NULL) {
 		pc.prepare = mock_egress_prewire;

@@ -475,7 +475,7 @@ static mock_guest *builder_from_pool(build *b, const char *name, const mock_gues
 	sbx_err err = {{0}};
 	mock_guest *g;
 
-	if (mock->pool == NULL || o->image != mock->pool_image || o->disk_mib == 0)
+	if (mock->pool == NULL || o->root != mock_image_root(mock->pool_image) || o->disk_mib == 0)
 		return NULL;
 	g = mock_pool_take(mock->pool);
 	if (g == NULL)
@@ -507,7 +507,7 @@ static mock_guest *start_builder(build *b, const char *base, char *why, size_t c
 	sbx_mock *mock = b->mock;
 	const mock_image *im = mock_rootfs_image(mock, base);
 	mock_guest_opts o = {.cgroups = mock->cgroups, .pids_max = MOCK_GUEST_PIDS_MAX, .filter = mock->cell_filter,
-			     .image = im, .trust_pem = mock->inet_ca_pem};
+			     .root = mock_image_root(im), .trust_pem = mock->inet_ca_pem};
 	char name[80];
 	sbx_err err = {{0}};
 	mock_guest *g;
