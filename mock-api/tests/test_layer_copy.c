@@ -34,6 +34,7 @@ static void path(char *out, size_t cap, const char *rel)
 	snprintf(out, cap, "%s/%s", g_dir, rel);
 }
 
+static void sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void sh(const char *fmt, ...)
 {
 	char cmd[512];

@@ -332,7 +332,9 @@ static bool screen_delete(mock_op *op, mock_guest *g, int s)
 	ok = desk_do(op, g, s, stop, 5, NULL, &o);
 	desk_out_free(&o);
 	was.held = false;
-	screen_rec_set(op, s, ok ? (mock_screen){0} : was);
+	if (ok)
+		memset(&was, 0, sizeof(was)); /* stopped: the screen is free */
+	screen_rec_set(op, s, was);
 	return ok;
 }
 
