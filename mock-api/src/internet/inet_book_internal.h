@@ -56,6 +56,7 @@ struct mock_inet_book {
 	size_t nup_names;
 	mock_inet_cidr up_cidrs[MOCK_INET_UPSTREAM_MAX];
 	size_t nup_cidrs;
+	struct mock_inet_tape *tape; /* set before the servers start */
 	pthread_rwlock_t tlock; /* over tenant_fn */
 	mock_inet_tenant_fn tenant_fn;
 	void *tenant_arg;

@@ -307,9 +307,15 @@ static void url_text(char *out, size_t cap, const char *scheme, const char *host
 void mock_cassette_miss(mock_cassette *c, const mock_cassette_key *key, char *out, size_t cap)
 {
 	const mock_cassette_ex *best = NULL;
-	size_t best_pre = 0, best_diff = 0, tlen = strlen(key->target);
-	char want[MOCK_CASSETTE_TARGET_MAX + 600], near[MOCK_CASSETTE_TARGET_MAX + 600] = "none for this host";
+	size_t best_pre = 0, best_diff = 0, tlen = strlen(key->target), ucap = MOCK_CASSETTE_TARGET_MAX + 600;
+	/* on the heap: the proxy's connection threads have small stacks */
+	char *want = malloc(ucap), *near = malloc(ucap);
 
+	if (want == NULL || near == NULL) {
+		snprintf(out, cap, "sbx-mock cassette %s: no recorded answer (out of memory naming it)\n", c->name);
+		goto out;
+	}
+	snprintf(near, ucap, "none for this host");
 	pthread_mutex_lock(&c->lock);
 	for (size_t i = 0; i < c->nex; i++) {
 		const mock_cassette_ex *e = &c->ex[i];
@@ -326,16 +332,18 @@ void mock_cassette_miss(mock_cassette *c, const mock_cassette_key *key, char *ou
 			best_diff = diff;
 		}
 	}
-	url_text(want, sizeof(want), key->scheme, key->host, key->port, key->target);
+	url_text(want, ucap, key->scheme, key->host, key->port, key->target);
 	if (best != NULL) {
-		char u[MOCK_CASSETTE_TARGET_MAX + 512];
+		size_t n = (size_t)snprintf(near, ucap, "%s ", best->method);
 
-		url_text(u, sizeof(u), best->scheme, best->host, best->port, best->target);
-		snprintf(near, sizeof(near), "%s %s", best->method, u);
+		url_text(near + n, ucap - n, best->scheme, best->host, best->port, best->target);
 	}
 	snprintf(out, cap, "sbx-mock cassette %s: no recorded answer for %s %s%s\nnearest recorded: %s\n", c->name,
 		 key->method, want, key->body_sha != NULL && key->body_sha[0] != '\0' ? " (with its body)" : "", near);
 	pthread_mutex_unlock(&c->lock);
+out:
+	free(want);
+	free(near);
 }
 
 bool mock_cassette_has_host(mock_cassette *c, const char *host)
@@ -699,27 +707,33 @@ int mock_cassette_write(mock_cassette *c, sbx_err *err)
 
 /* ---- adding ---- */
 
-/* Response headers as kept: hop-by-hop ones out (those Connection names
- * too). Caller frees the array and what it holds. */
+bool mock_cassette_hop(const mock_cassette_hdr *h, size_t n, size_t i)
+{
+	if (mock_cassette_in_list(hop_by_hop, sizeof(hop_by_hop) / sizeof(hop_by_hop[0]), h[i].name))
+		return true;
+	for (size_t j = 0; j < n; j++) {
+		char v[1024], *save = NULL;
+
+		if (strcasecmp(h[j].name, "Connection") != 0)
+			continue;
+		snprintf(v, sizeof(v), "%s", h[j].value);
+		for (char *t = strtok_r(v, ", \t", &save); t != NULL; t = strtok_r(NULL, ", \t", &save)) {
+			if (strcasecmp(t, h[i].name) == 0)
+				return true;
+		}
+	}
+	return false;
+}
+
+/* Response headers as kept: hop-by-hop ones out. Caller frees the array
+ * and what it holds. */
 static mock_cassette_hdr *keep_headers(const mock_cassette_hdr *h, size_t n, size_t *kept)
 {
 	mock_cassette_hdr *o = calloc(n > 0 ? n : 1, sizeof(*o));
 	size_t k = 0;
 
 	for (size_t i = 0; o != NULL && i < n; i++) {
-		bool drop = mock_cassette_in_list(hop_by_hop, sizeof(hop_by_hop) / sizeof(hop_by_hop[0]), h[i].name);
-
-		for (size_t j = 0; j < n && !drop; j++) {
-			if (strcasecmp(h[j].name, "Connection") == 0) {
-				char v[1024], *save = NULL;
-
-				snprintf(v, sizeof(v), "%s", h[j].value);
-				for (char *t = strtok_r(v, ", \t", &save); t != NULL && !drop;
-				     t = strtok_r(NULL, ", \t", &save))
-					drop = strcasecmp(t, h[i].name) == 0;
-			}
-		}
-		if (drop)
+		if (mock_cassette_hop(h, n, i))
 			continue;
 		o[k].name = strdup(h[i].name);
 		o[k].value = strdup(h[i].value);

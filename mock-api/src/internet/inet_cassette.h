@@ -127,5 +127,9 @@ char *mock_cassette_text(mock_cassette *c);
  * headers'), or with blank true, "" (for matching). malloc'd. */
 char *mock_cassette_redact_target(mock_cassette *c, const char *target, bool blank);
 void mock_cassette_ex_clear(mock_cassette_ex *e);
+/* Whether header i of h (n headers) is hop-by-hop: Connection,
+ * Keep-Alive, Proxy-Connection, Transfer-Encoding, TE, Trailer, Upgrade,
+ * or a name the Connection header lists. Never kept, never replayed. */
+bool mock_cassette_hop(const mock_cassette_hdr *h, size_t n, size_t i);
 
 #endif
