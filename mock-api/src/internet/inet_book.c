@@ -730,7 +730,7 @@ mock_inet_stub *mock_inet_stub_match(mock_inet_book *b, const mock_inet_req *r)
 
 bool mock_inet_book_names(mock_inet_book *b, const char *name)
 {
-	bool found = mock_inet_site_dir(b, name) >= 0 || mock_inet_tape_names(b->tape, name);
+	bool found = mock_inet_site_dir(b, name) >= 0 || mock_inet_tape_names(atomic_load(&b->tape), name);
 
 	pthread_rwlock_rdlock(&b->slock);
 	for (size_t i = 0; i < b->nstubs && !found; i++) {
@@ -744,12 +744,12 @@ bool mock_inet_book_names(mock_inet_book *b, const char *name)
 
 void mock_inet_book_set_tape(mock_inet_book *b, struct mock_inet_tape *t)
 {
-	b->tape = t;
+	atomic_store(&b->tape, t);
 }
 
 struct mock_inet_tape *mock_inet_book_tape(mock_inet_book *b)
 {
-	return b->tape;
+	return atomic_load(&b->tape);
 }
 
 static int64_t wall_ms(void)
