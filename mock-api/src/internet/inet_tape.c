@@ -437,7 +437,8 @@ static int replay_body(mock_inet_tape *t, mock_inet_io *io, const mock_cassette_
 			int n = snprintf(sz, sizeof(sz), "%zx\r\n", (size_t)r);
 
 			memcpy(buf + at - (size_t)n, sz, (size_t)n);
-			memcpy(buf + at + r, "\r\n", 2);
+			buf[at + (size_t)r] = '\r'; /* the chunk's end, in the same write */
+			buf[at + (size_t)r + 1] = '\n';
 			rc = io->send(io->arg, buf + at - (size_t)n, (size_t)n + (size_t)r + 2);
 		} else {
 			rc = io->send(io->arg, buf + at, (size_t)r);
