@@ -19,14 +19,6 @@
 #include <time.h>
 #include <unistd.h>
 
-struct mock_cassette_body {
-	mock_cassette *c;
-	int fd;
-	char tmp[4096];
-	EVP_MD_CTX *md;
-	long long size;
-};
-
 static const char *const hop_by_hop[] = {"Connection", "Keep-Alive", "Proxy-Connection", "Transfer-Encoding",
 					 "TE", "Trailer", "Upgrade"};
 static const char *const secret_headers[] = {"Authorization", "Proxy-Authorization", "Cookie", "Set-Cookie"};
@@ -372,170 +364,6 @@ const char *mock_cassette_name(const mock_cassette *c)
 	return c->name;
 }
 
-/* ---- bodies ---- */
-
-static void body_path(const mock_cassette *c, const char *sha, char *out, size_t cap)
-{
-	snprintf(out, cap, "%s/bodies/%.2s/%s", c->dir, sha, sha);
-}
-
-int mock_cassette_body_open(const mock_cassette *c, const char *sha)
-{
-	char path[4096];
-
-	if (c->dir == NULL || !mock_cassette_hex64(sha))
-		return -1;
-	body_path(c, sha, path, sizeof(path));
-	return open(path, O_RDONLY | O_CLOEXEC);
-}
-
-static void hex_of(const unsigned char *d, char out[65])
-{
-	static const char hx[] = "0123456789abcdef";
-
-	for (size_t i = 0; i < 32; i++) {
-		out[2 * i] = hx[d[i] >> 4];
-		out[2 * i + 1] = hx[d[i] & 15];
-	}
-	out[64] = '\0';
-}
-
-mock_cassette_body *mock_cassette_body_begin(mock_cassette *c, sbx_err *err)
-{
-	mock_cassette_body *b = calloc(1, sizeof(*b));
-
-	if (b == NULL || c->dir == NULL) {
-		free(b);
-		sbx_err_set(err, "cassette %s: no directory to keep bodies in", c->name);
-		return NULL;
-	}
-	b->c = c;
-	snprintf(b->tmp, sizeof(b->tmp), "%s/bodies/.body-XXXXXX", c->dir);
-	b->fd = mkostemp(b->tmp, O_CLOEXEC);
-	b->md = EVP_MD_CTX_new();
-	if (b->fd < 0 || b->md == NULL || EVP_DigestInit_ex(b->md, EVP_sha256(), NULL) != 1) {
-		sbx_err_set(err, "cassette %s: a body's temporary file in %s/bodies: %s", c->name, c->dir,
-			    strerror(errno));
-		mock_cassette_body_abort(b);
-		return NULL;
-	}
-	return b;
-}
-
-int mock_cassette_body_write(mock_cassette_body *b, const void *data, size_t len)
-{
-	const char *p = data;
-
-	if (EVP_DigestUpdate(b->md, data, len) != 1)
-		return -1;
-	b->size += (long long)len;
-	while (len > 0) {
-		ssize_t w = write(b->fd, p, len);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		p += w;
-		len -= (size_t)w;
-	}
-	return 0;
-}
-
-void mock_cassette_body_abort(mock_cassette_body *b)
-{
-	if (b == NULL)
-		return;
-	if (b->fd >= 0) {
-		close(b->fd);
-		unlink(b->tmp);
-	}
-	EVP_MD_CTX_free(b->md);
-	free(b);
-}
-
-int mock_cassette_body_end(mock_cassette_body *b, char sha[65], long long *size, sbx_err *err)
-{
-	unsigned char d[EVP_MAX_MD_SIZE];
-	unsigned dl = 0;
-	char path[4096], sub[4096];
-	int rc = -1;
-
-	if (EVP_DigestFinal_ex(b->md, d, &dl) != 1 || fsync(b->fd) != 0) {
-		sbx_err_set(err, "cassette %s: a body could not be kept: %s", b->c->name, strerror(errno));
-		goto out;
-	}
-	hex_of(d, sha);
-	*size = b->size;
-	snprintf(sub, sizeof(sub), "%s/bodies/%.2s", b->c->dir, sha);
-	body_path(b->c, sha, path, sizeof(path));
-	if ((mkdir(sub, 0755) != 0 && errno != EEXIST) ||
-	    (access(path, F_OK) != 0 && rename(b->tmp, path) != 0)) {
-		sbx_err_set(err, "cassette %s: body %s: %s", b->c->name, path, strerror(errno));
-		goto out;
-	}
-	rc = 0;
-out:
-	close(b->fd);
-	unlink(b->tmp); /* gone already when renamed; else a body kept before */
-	b->fd = -1;
-	mock_cassette_body_abort(b);
-	return rc;
-}
-
-int mock_cassette_body_put(mock_cassette *c, const void *data, size_t len, char sha[65], sbx_err *err)
-{
-	mock_cassette_body *b = mock_cassette_body_begin(c, err);
-	long long size;
-
-	if (b == NULL)
-		return -1;
-	if (mock_cassette_body_write(b, data, len) != 0) {
-		sbx_err_set(err, "cassette %s: a request body could not be kept: %s", c->name, strerror(errno));
-		mock_cassette_body_abort(b);
-		return -1;
-	}
-	return mock_cassette_body_end(b, sha, &size, err);
-}
-
-/* Whether the file bodies/ab/<sha> exists with that hash and size (-1:
- * not known): 0, or -1 with err naming it. */
-int mock_cassette_body_check(const mock_cassette *c, const char *sha, long long size, sbx_err *err)
-{
-	char path[4096], got[65], buf[65536];
-	unsigned char d[EVP_MAX_MD_SIZE];
-	unsigned dl = 0;
-	long long total = 0;
-	int fd = mock_cassette_body_open(c, sha);
-	EVP_MD_CTX *md = EVP_MD_CTX_new();
-	ssize_t r = 0;
-
-	body_path(c, sha, path, sizeof(path));
-	if (fd < 0 || md == NULL || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1) {
-		sbx_err_set(err, "cassette %s: body file %s: %s", c->name, path, fd < 0 ? strerror(errno) : "no memory");
-		goto fail;
-	}
-	while ((r = read(fd, buf, sizeof(buf))) > 0) {
-		EVP_DigestUpdate(md, buf, (size_t)r);
-		total += r;
-	}
-	EVP_DigestFinal_ex(md, d, &dl);
-	hex_of(d, got);
-	if (r < 0 || strcmp(got, sha) != 0 || (size >= 0 && total != size)) {
-		sbx_err_set(err, "cassette %s: body file %s: %s (sha256 %s, %lld bytes; the line says %lld)", c->name,
-			    path, r < 0 ? strerror(errno) : "its content does not match its name", got, total, size);
-		goto fail;
-	}
-	close(fd);
-	EVP_MD_CTX_free(md);
-	return 0;
-fail:
-	if (fd >= 0)
-		close(fd);
-	EVP_MD_CTX_free(md);
-	return -1;
-}
-
 /* ---- writing ---- */
 
 static cJSON *hdrs_json(const mock_cassette_hdr *h, size_t n)
@@ -662,6 +490,19 @@ char *mock_cassette_text(mock_cassette *c)
 	return t;
 }
 
+/* The bodies written since the last write reach the disk before a line
+ * names them (syncfs: one call for every body file, not one each). */
+static int sync_dir(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), rc;
+
+	if (fd < 0)
+		return -1;
+	rc = syncfs(fd);
+	close(fd);
+	return rc;
+}
+
 static int write_locked(mock_cassette *c, sbx_err *err)
 {
 	char tmp[4096], path[4096], *text;
@@ -669,6 +510,10 @@ static int write_locked(mock_cassette *c, sbx_err *err)
 
 	if (c->dir == NULL)
 		return 0;
+	if (sync_dir(c->dir) != 0) {
+		sbx_err_set(err, "cassette %s: syncing %s: %s", c->name, c->dir, strerror(errno));
+		return -1;
+	}
 	text = text_locked(c);
 	snprintf(path, sizeof(path), "%s/cassette.jsonl", c->dir);
 	snprintf(tmp, sizeof(tmp), "%s/.cassette.jsonl.tmp", c->dir);

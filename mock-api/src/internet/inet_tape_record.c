@@ -30,6 +30,7 @@
 
 #define CONNECT_MS 10000
 #define STALL_S 60 /* an origin that sends nothing this long is given up */
+#define BODY_BUF (256 * 1024)  /* curl's receive buffer: fewer, larger writes to the guest */
 
 typedef struct rec {
 	mock_inet_tape *t;
@@ -261,6 +262,7 @@ static CURL *easy_for(rec *x, const char *addr, struct curl_slist **hl, struct c
 	curl_easy_setopt(h, CURLOPT_RESOLVE, *rl);
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, *hl);
 	curl_easy_setopt(h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+	curl_easy_setopt(h, CURLOPT_BUFFERSIZE, (long)BODY_BUF); /* fewer, larger writes to the guest */
 	curl_easy_setopt(h, CURLOPT_PROXY, "");
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(h, CURLOPT_HTTP_CONTENT_DECODING, 0L);
