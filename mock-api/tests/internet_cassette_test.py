@@ -21,6 +21,8 @@ In devbox:1 guests of a real sbx-mock:
 - a cassette with one exchange pruned: the request is a 502 whose body
   names it and the nearest recorded one, and the journal's entry says the
   same (via "cassette", cassette_miss);
+- a scenario file's {"internet_cassette": {"replay": DIR}} (relative to
+  the file) is replayed; one naming a missing cassette stops the start;
 - a start is refused, naming why, for record and replay together, record
   without -allow, and a cassette whose body file was changed.
 
@@ -401,6 +403,28 @@ def pruned(binary, hosts, store, cas, tmp):
         mock.stop()
 
 
+def scenario(binary, hosts, cas, tmp, root):
+    """A scenario file names the cassette, relative to itself."""
+    d = os.path.join(tmp, "scen")
+    os.makedirs(d)
+    shutil.copytree(cas, os.path.join(d, "by-scenario.cassette"))
+    path = os.path.join(d, "offline.json")
+    json.dump({"name": "offline", "internet_cassette": {"replay": "by-scenario.cassette"}}, open(path, "w"))
+    mock = live.Mock(binary, hosts, ["--scenario", path])
+    try:
+        sid = tls.create(mock, "scen")
+        r = run(mock, "scen", sid, "curl -sS https://files.test/files/chunked.bin | sha256sum")
+        want = hashlib.sha256(open(os.path.join(root, "files", "chunked.bin"), "rb").read()).hexdigest()
+        check(r["exit_code"] == 0 and r["stdout"].split()[0] == want,
+              "a scenario's internet_cassette (relative to the scenario file) is replayed", r)
+    finally:
+        mock.stop()
+    json.dump({"name": "bad", "internet_cassette": {"replay": "missing.cassette"}}, open(path, "w"))
+    rc, err = stubs.start_refused(binary, hosts, "--scenario", path)
+    check(rc == 2 and "scenario internet_cassette" in err and "missing.cassette" in err,
+          "a scenario naming a cassette that is not there stops the start, naming it", (rc, err))
+
+
 def refusals(binary, hosts, cas, tmp):
     rc, err = stubs.start_refused(binary, hosts, "--internet-record", cas, "--internet-replay", cas,
                                   "--internet-record-allow", "x.test")
@@ -451,6 +475,7 @@ def main():
             check_cassette(cas)
             replay(binary, hosts, store, cas, want)
             pruned(binary, hosts, store, cas, tmp)
+            scenario(binary, hosts, cas, tmp, root)
             refusals(binary, hosts, cas, tmp)
     finally:
         if up is not None:
