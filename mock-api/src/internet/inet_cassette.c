@@ -330,8 +330,8 @@ void mock_cassette_miss(mock_cassette *c, const mock_cassette_key *key, char *ou
 
 		url_text(near + n, ucap - n, best->scheme, best->host, best->port, best->target);
 	}
-	snprintf(out, cap, "sbx-mock cassette %s: no recorded answer for %s %s%s\nnearest recorded: %s\n", c->name,
-		 key->method, want, key->body_sha != NULL && key->body_sha[0] != '\0' ? " (with its body)" : "", near);
+	snprintf(out, cap, "sbx-mock cassette %s: no recorded answer for %s %s\nnearest recorded: %s\n", c->name,
+		 key->method, want, near);
 	pthread_mutex_unlock(&c->lock);
 out:
 	free(want);
