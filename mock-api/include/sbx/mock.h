@@ -120,6 +120,24 @@ typedef struct sbx_mock_config {
 	const char *const *internet_sites;
 	size_t ninternet_sites;
 	const char *internet_upstream;
+	/* Record and replay the guests' internet (mock-api/INTERNET.md,
+	 * "Record and replay the guests' internet"): a cassette directory to
+	 * record into (made if missing, added to if not) or to replay (checked
+	 * whole at start); at most one of the two, and neither with
+	 * internet_upstream. Recording needs record_allow (names, *.suffix,
+	 * addresses, CIDRs: what may be fetched from the real origin);
+	 * record_ca: the origins' CA bundle (NULL: the host's trust store);
+	 * record_resolve: "NAME:PORT:ADDR" entries (curl's --resolve; else the
+	 * host's resolver); redact_query: query parameter names whose values
+	 * are redacted. NULL/0: none. */
+	const char *internet_record;
+	const char *internet_replay;
+	const char *internet_record_allow;
+	const char *internet_record_ca;
+	const char *const *internet_record_resolve;
+	size_t ninternet_record_resolve;
+	const char *const *internet_redact_query;
+	size_t ninternet_redact_query;
 } sbx_mock_config;
 
 void sbx_mock_config_init(sbx_mock_config *cfg);

@@ -6,6 +6,7 @@
  * it answers with, so an admin's delete or clear never frees one in use. */
 #define _GNU_SOURCE
 #include "internet/inet_book_internal.h"
+#include "internet/inet_tape.h"
 #include "internet/inet_http.h"
 
 #include "sbx/strbuf.h"
@@ -729,7 +730,7 @@ mock_inet_stub *mock_inet_stub_match(mock_inet_book *b, const mock_inet_req *r)
 
 bool mock_inet_book_names(mock_inet_book *b, const char *name)
 {
-	bool found = mock_inet_site_dir(b, name) >= 0;
+	bool found = mock_inet_site_dir(b, name) >= 0 || mock_inet_tape_names(atomic_load(&b->tape), name);
 
 	pthread_rwlock_rdlock(&b->slock);
 	for (size_t i = 0; i < b->nstubs && !found; i++) {
@@ -739,6 +740,16 @@ bool mock_inet_book_names(mock_inet_book *b, const char *name)
 	}
 	pthread_rwlock_unlock(&b->slock);
 	return found;
+}
+
+void mock_inet_book_set_tape(mock_inet_book *b, struct mock_inet_tape *t)
+{
+	atomic_store(&b->tape, t);
+}
+
+struct mock_inet_tape *mock_inet_book_tape(mock_inet_book *b)
+{
+	return atomic_load(&b->tape);
 }
 
 static int64_t wall_ms(void)
@@ -774,6 +785,8 @@ void mock_inet_journal_add(mock_inet_book *b, const mock_inet_entry *e)
 		cJSON_AddNumberToObject(o, "port", e->port);
 	if (e->tls_error != NULL && e->tls_error[0] != '\0')
 		cJSON_AddStringToObject(o, "tls_error", e->tls_error);
+	if (e->cassette_miss != NULL && e->cassette_miss[0] != '\0')
+		cJSON_AddStringToObject(o, "cassette_miss", e->cassette_miss);
 	text = cJSON_PrintUnformatted(o);
 	cJSON_Delete(o);
 	if (text == NULL)

@@ -120,9 +120,10 @@ int mock_inet_site_dir(mock_inet_book *b, const char *host);
 /* Site i's host (i < mock_inet_site_count), for the start-up note. */
 size_t mock_inet_site_count(const mock_inet_book *b);
 const char *mock_inet_site_host(const mock_inet_book *b, size_t i);
-/* Whether name (lower case) is a site's, or a stub's match.host (exact,
- * or under a "*.suffix"): a name the resolver answers when the hosts
- * file lacks it. */
+/* Whether name (lower case) is a site's, a stub's match.host (exact,
+ * or under a "*.suffix"), or the tape's (a host its cassette holds, or
+ * while recording one the operator allowed): a name the resolver answers
+ * when the hosts file lacks it. */
 bool mock_inet_book_names(mock_inet_book *b, const char *name);
 /* The sites whose names hosts lacks, with the address the resolver gives
  * each (MOCK_INET_SYNTH_CIDR): "a.test=198.18.x.y, ..." into out, "" for
@@ -153,6 +154,15 @@ int mock_inet_upstream_resolve(mock_inet_book *b, const struct mock_hosts *hosts
  * name pattern matches and dials one of that pattern's addresses. */
 bool mock_inet_upstream_match(mock_inet_book *b, int family, const uint8_t *addr, const char *host);
 
+/* ---- the cassette (inet_tape.h) ---- */
+
+struct mock_inet_tape;
+/* The tape the servers record into or replay from (not owned; set before
+ * the internet starts, cleared after it stopped); NULL: none. Its hosts
+ * resolve as sites' and stubs' do (mock_inet_book_names). */
+void mock_inet_book_set_tape(mock_inet_book *b, struct mock_inet_tape *t);
+struct mock_inet_tape *mock_inet_book_tape(mock_inet_book *b);
+
 /* ---- the journal ---- */
 
 typedef struct mock_inet_entry {
@@ -163,11 +173,13 @@ typedef struct mock_inet_entry {
 	const char *fault;     /* NULL, or the stub's fault */
 	unsigned port;         /* the port dialled (0: not known) */
 	const char *tls_error; /* NULL, or why there was no TLS (a failed handshake, plain text on 443) */
+	const char *cassette_miss; /* NULL, or what the cassette lacked (via "cassette") or why a
+				    * recording failed (via "record") */
 } mock_inet_entry;
 
 void mock_inet_journal_add(mock_inet_book *b, const mock_inet_entry *e);
 /* {entries:[{seq, ts_ms, tenant, sandbox_id, host, scheme, method, path,
- * status, stub?, via, fault?, port?, tls_error?}], next_seq, wrapped}; since: exclusive seq,
+ * status, stub?, via, fault?, port?, tls_error?, cassette_miss?}], next_seq, wrapped}; since: exclusive seq,
  * sandbox/host: filters (NULL: all); limit 0: all. */
 cJSON *mock_inet_journal_json(mock_inet_book *b, uint64_t since, const char *sandbox, const char *host,
 			      size_t limit);

@@ -8,6 +8,7 @@
 #include "internet/inet_rules.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 typedef struct mock_inet_jentry {
 	uint64_t seq;
@@ -56,6 +57,8 @@ struct mock_inet_book {
 	size_t nup_names;
 	mock_inet_cidr up_cidrs[MOCK_INET_UPSTREAM_MAX];
 	size_t nup_cidrs;
+	/* atomic: a scenario may name one while the servers run */
+	struct mock_inet_tape *_Atomic tape;
 	pthread_rwlock_t tlock; /* over tenant_fn */
 	mock_inet_tenant_fn tenant_fn;
 	void *tenant_arg;

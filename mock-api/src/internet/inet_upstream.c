@@ -13,7 +13,10 @@
 
 #include "sbx/sys.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netdb.h>
+#include <stdio.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -33,9 +36,35 @@ struct mock_inet_outside {
 	pthread_mutex_t m;
 	pthread_cond_t cv;
 	int want_family;   /* AF_INET/AF_INET6 asked, 0: none */
+	const char *want_name; /* a name to resolve (the recorder's), NULL: none */
 	int made_fd;
+	char made_addr[INET6_ADDRSTRLEN]; /* its first address, "" when none */
+	char made_why[128];
 	bool made, quit;
 };
+
+/* The host's resolver on o's want_name (the maker's thread is in the
+ * host's namespace, so its queries reach the host's servers), with the
+ * lock held: a recording is slow anyway, and one name at a time keeps the
+ * maker one thread. */
+static void resolve_here(mock_inet_outside *o)
+{
+	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res = NULL;
+	int rc = getaddrinfo(o->want_name, NULL, &hints, &res);
+
+	o->made_addr[0] = '\0';
+	if (rc != 0) {
+		snprintf(o->made_why, sizeof(o->made_why), "%s", gai_strerror(rc));
+	} else if (res->ai_family == AF_INET6) {
+		inet_ntop(AF_INET6, &((struct sockaddr_in6 *)(void *)res->ai_addr)->sin6_addr, o->made_addr,
+			  sizeof(o->made_addr));
+	} else {
+		inet_ntop(AF_INET, &((struct sockaddr_in *)(void *)res->ai_addr)->sin_addr, o->made_addr,
+			  sizeof(o->made_addr));
+	}
+	if (res != NULL)
+		freeaddrinfo(res);
+}
 
 static void *outside_main(void *arg)
 {
@@ -43,12 +72,16 @@ static void *outside_main(void *arg)
 
 	pthread_mutex_lock(&o->m);
 	for (;;) {
-		while (o->want_family == 0 && !o->quit)
+		while (o->want_family == 0 && o->want_name == NULL && !o->quit)
 			pthread_cond_wait(&o->cv, &o->m);
 		if (o->quit)
 			break;
-		o->made_fd = socket(o->want_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+		if (o->want_name != NULL)
+			resolve_here(o);
+		else
+			o->made_fd = socket(o->want_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 		o->want_family = 0;
+		o->want_name = NULL;
 		o->made = true;
 		pthread_cond_broadcast(&o->cv);
 	}
@@ -97,7 +130,7 @@ static int outside_socket(mock_inet_outside *o, int family)
 	int fd;
 
 	pthread_mutex_lock(&o->m);
-	while (o->want_family != 0 || o->made)
+	while (o->want_family != 0 || o->want_name != NULL || o->made)
 		pthread_cond_wait(&o->cv, &o->m);
 	o->want_family = family;
 	pthread_cond_broadcast(&o->cv);
@@ -108,6 +141,32 @@ static int outside_socket(mock_inet_outside *o, int family)
 	pthread_cond_broadcast(&o->cv);
 	pthread_mutex_unlock(&o->m);
 	return fd;
+}
+
+int mock_inet_outside_socket(mock_inet_outside *o, int family)
+{
+	return outside_socket(o, family);
+}
+
+int mock_inet_outside_resolve(mock_inet_outside *o, const char *name, char *addr, size_t cap, char *why,
+			      size_t why_cap)
+{
+	int rc;
+
+	pthread_mutex_lock(&o->m);
+	while (o->want_family != 0 || o->want_name != NULL || o->made)
+		pthread_cond_wait(&o->cv, &o->m);
+	o->want_name = name;
+	pthread_cond_broadcast(&o->cv);
+	while (!o->made && !o->quit)
+		pthread_cond_wait(&o->cv, &o->m);
+	rc = o->made && o->made_addr[0] != '\0' ? 0 : -1;
+	snprintf(addr, cap, "%s", o->made_addr);
+	snprintf(why, why_cap, "%s", o->made ? o->made_why : "the mock is stopping");
+	o->made = false;
+	pthread_cond_broadcast(&o->cv);
+	pthread_mutex_unlock(&o->m);
+	return rc;
 }
 
 /* Connects fd within CONNECT_MS (or stop): 0 or -1. */

@@ -9,6 +9,7 @@
  * out). */
 #define _GNU_SOURCE
 #include "internet/internet.h"
+#include "internet/inet_tape.h"
 
 #include "internet/rtnl.h"
 
@@ -322,7 +323,8 @@ mock_internet *mock_internet_start(const char *hosts_path, mock_inet_tls *tls, m
 	if (hosts_path != NULL && mock_hosts_load(hosts_path, &in->hosts, err) != 0)
 		goto fail;
 	/* made here, on the caller's thread: it stays in the host's namespace */
-	if (book != NULL && mock_inet_upstream_any(book) && (in->outside = mock_inet_outside_start(err)) == NULL)
+	if (book != NULL && (mock_inet_upstream_any(book) || mock_inet_tape_recording(mock_inet_book_tape(book))) &&
+	    (in->outside = mock_inet_outside_start(err)) == NULL)
 		goto fail;
 	in->job_err = err;
 	if (pthread_create(&in->thread, NULL, ns_main, in) != 0) {

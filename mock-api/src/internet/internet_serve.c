@@ -26,6 +26,7 @@
 #include "internet/inet_book.h"
 #include "internet/inet_http.h"
 #include "internet/inet_resolver.h"
+#include "internet/inet_tape.h"
 #include "tls/inet_tls.h"
 #include "internet/inet_upstream.h"
 #include "sbx/sys.h"
@@ -532,7 +533,42 @@ static void answer_page(conn *c)
 	finish(c, conn_send(c, msg, (size_t)n));
 }
 
-/* A request read: a stub's answer, a site's file, or the page; journaled. */
+static int tape_send(void *arg, const char *buf, size_t len)
+{
+	return conn_send(arg, buf, len);
+}
+
+static size_t tape_recv(void *arg, char *buf, size_t cap, int64_t end)
+{
+	return conn_recv(arg, buf, cap, end);
+}
+
+/* The cassette's answer (inet_tape.h), which reads the body itself;
+ * false when the request is not the tape's. */
+static bool answer_tape(conn *c, mock_inet_tape *t, const mock_inet_parsed *p, const char *tenant)
+{
+	mock_inet_io io = {.arg = c, .send = tape_send, .recv = tape_recv, .head = c->head, .rest = c->rest,
+			   .rest_len = &c->rest_len, .scheme = c->tls != NULL ? "https" : "http", .host = p->host,
+			   .port = c->dest_port, .outside = c->s->outside, .stopfd = c->s->stopfd, .keep = c->keep};
+	mock_inet_entry e = {.tenant = tenant, .sandbox = c->id, .host = p->host, .scheme = io.scheme,
+			     .method = p->method, .path = p->path, .port = c->dest_port, .cassette_miss = io.miss};
+
+	if (!mock_inet_tape_serve(t, &io))
+		return false;
+	c->keep = io.keep;
+	c->body = 0;
+	e.status = io.status;
+	e.via = io.via;
+	mock_inet_journal_add(c->s->book, &e);
+	if (io.reset)
+		reset_conn(c);
+	else
+		finish(c, 0);
+	return true;
+}
+
+/* A request read: a stub's answer, a site's file, the cassette's, or the
+ * page; journaled. */
 static void answer(conn *c)
 {
 	mock_inet_book *b = c->s->book;
@@ -565,7 +601,8 @@ static void answer(conn *c)
 		mock_inet_stub_put(st);
 	} else if (p.method[0] != '\0' && (dirfd = mock_inet_site_dir(b, p.host)) >= 0) {
 		answer_site(c, dirfd, &p, tenant);
-	} else {
+	} else if (p.method[0] == '\0' || mock_inet_book_tape(b) == NULL ||
+		   !answer_tape(c, mock_inet_book_tape(b), &p, tenant)) {
 		journal(c, &p, tenant, 200, 0, "page", NULL);
 		answer_page(c);
 	}

@@ -50,6 +50,8 @@ struct sbx_mock {
 	 * egress is not enforced; inet_stubs_file is reloaded by a reset */
 	struct mock_inet_book *inet_book;
 	const char *inet_stubs_file;
+	/* the cassette recorded into or replayed (inet_tape.h), or NULL */
+	struct mock_inet_tape *tape;
 	/* the warm pool of cells and deferred teardown (cell_pool.h), or NULL:
 	 * off (--warm-pool 0), plain guests, durable state, record/replay;
 	 * pool_note says which */

@@ -374,4 +374,20 @@ void mock_egress_builder_ip(uint32_t k, char *out, size_t cap);
 /* /_mock/reset: kills every guest, empties the model, faults and journal. */
 void mock_reset_all(sbx_mock *mock);
 
+/* ---- the guests' internet as a cassette (ops/cassette.c; INTERNET.md,
+ * "Record and replay the guests' internet"; the serving is
+ * internet/inet_tape.h) ---- */
+
+/* The flags' cassette, made and given to the book (before the internet
+ * starts: recording needs its way out made then). 0 (also with none),
+ * or -1 with err naming the flag and what is wrong. */
+int mock_op_cassette_start(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *err);
+/* A scenario's {"internet_cassette": {"replay": "DIR"}} (DIR relative to
+ * base_dir, the scenario file's folder): the cassette checked and
+ * replayed from then on. Refused when the mock already has one. */
+int mock_op_cassette_scenario(sbx_mock *mock, const cJSON *v, const char *base_dir, sbx_err *err);
+/* After the internet stopped: a recording's cassette written (a failure
+ * said on stderr), the tape freed. */
+void mock_op_cassette_stop(sbx_mock *mock);
+
 #endif

@@ -23,11 +23,14 @@
 #endif
 
 /* A scenario: {name?, description?, settings?, rules:[...],
- * internet_stubs:[...]} (the stubs are the internet's, INTERNET.md). */
+ * internet_stubs:[...], internet_cassette:{replay}} (the stubs and the
+ * cassette are the internet's, INTERNET.md). The cassette is checked
+ * first and dropped again when a later part is refused. */
 int mock_scenario_apply(sbx_mock *mock, const cJSON *sc, const char *base_dir, cJSON *ids, sbx_err *err)
 {
 	const cJSON *settings = cJSON_GetObjectItemCaseSensitive(sc, "settings");
 	const cJSON *stubs = cJSON_GetObjectItemCaseSensitive(sc, "internet_stubs");
+	const cJSON *cassette = cJSON_GetObjectItemCaseSensitive(sc, "internet_cassette");
 	cJSON *stub_ids;
 	int rc = 0;
 
@@ -45,8 +48,12 @@ int mock_scenario_apply(sbx_mock *mock, const cJSON *sc, const char *base_dir, c
 		sbx_err_prefix(err, "scenario settings");
 		return -1;
 	}
+	if (cassette != NULL && mock_op_cassette_scenario(mock, cassette, base_dir, err) != 0)
+		return -1;
 	stub_ids = cJSON_CreateArray();
 	if (stubs != NULL && mock_inet_stubs_add_json(mock->inet_book, stubs, base_dir, stub_ids, err) != 0) {
+		if (cassette != NULL)
+			mock_op_cassette_stop(mock);
 		cJSON_Delete(stub_ids);
 		sbx_err_prefix(err, "scenario internet_stubs (nothing applied)");
 		return -1;
@@ -58,6 +65,8 @@ int mock_scenario_apply(sbx_mock *mock, const cJSON *sc, const char *base_dir, c
 
 			cJSON_ArrayForEach(id, stub_ids)
 				mock_inet_stub_delete(mock->inet_book, (unsigned)id->valuedouble);
+			if (cassette != NULL)
+				mock_op_cassette_stop(mock);
 			cJSON_Delete(stub_ids);
 			sbx_err_prefix(err, "scenario rules (nothing applied)");
 			return -1;

@@ -52,6 +52,17 @@ static const char usage[] =
 	"                          whose allowed flows are forwarded to the REAL destination\n"
 	"                          (a name only to the addresses --internet-hosts gives it;\n"
 	"                          default: none; nothing leaves the machine)\n"
+	"  --internet-record DIR   record the guests' internet into cassette DIR (made if\n"
+	"                          missing, added to if not): what no stub or site answers\n"
+	"                          is fetched from the real origin, verified, and kept\n"
+	"  --internet-record-allow PATTERNS  names, *.suffix, addresses, CIDRs that may be\n"
+	"                          recorded (required with --internet-record)\n"
+	"  --internet-record-ca FILE  the origins' CA bundle (default: the host's store)\n"
+	"  --internet-record-resolve NAME:PORT:ADDR  where NAME is (repeatable; default:\n"
+	"                          the host's resolver)\n"
+	"  --internet-redact-query NAME  query parameter whose values are redacted\n"
+	"  --internet-replay DIR   answer the guests' internet from cassette DIR only (a\n"
+	"                          request it lacks: 502 naming the nearest recorded)\n"
 	"  --exec-timeout-ms MS    default exec timeout (default 600000, 0 = none)\n"
 	"  --check-state DIR       validate DIR's state log without starting: exit 0\n"
 	"                          clean, 1 a record or tail a start would drop, 2 unreadable\n"
@@ -235,6 +246,9 @@ static int run(mock_cli *c)
 		printf("egress: %s\n", sbx_mock_egress_note(mock));
 	if (c->cfg.internet_upstream != NULL)
 		printf("internet upstream (REAL destinations): %s\n", c->cfg.internet_upstream);
+	if (c->cfg.internet_record != NULL || c->cfg.internet_replay != NULL)
+		printf("internet cassette: %s %s\n", c->cfg.internet_record != NULL ? "recording into" : "replaying",
+		       c->cfg.internet_record != NULL ? c->cfg.internet_record : c->cfg.internet_replay);
 	say_images(c, mock);
 	publish(c, mock, &rt);
 	fflush(stdout);

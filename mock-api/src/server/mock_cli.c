@@ -155,7 +155,8 @@ enum {
 	OPT_SEED, OPT_JOURNAL_SIZE, OPT_NO_JOURNAL, OPT_SCENARIO, OPT_QUIET, OPT_HELP,
 	OPT_SCENARIO_DIR, OPT_RECORD_UPSTREAM, OPT_RECORD_TO, OPT_REPLAY,
 	OPT_STATE_DIR, OPT_SELF_LISTEN, OPT_RECORD_OVERWRITE, OPT_EGRESS, OPT_INTERNET_HOSTS, OPT_INTERNET_CA,
-	OPT_INTERNET_STUBS, OPT_INTERNET_SITE, OPT_INTERNET_UPSTREAM,
+	OPT_INTERNET_STUBS, OPT_INTERNET_SITE, OPT_INTERNET_UPSTREAM, OPT_INTERNET_RECORD, OPT_INTERNET_REPLAY,
+	OPT_INTERNET_RECORD_ALLOW, OPT_INTERNET_RECORD_CA, OPT_INTERNET_RECORD_RESOLVE, OPT_INTERNET_REDACT_QUERY,
 	OPT_STATE_REPAIR, OPT_MAX_CONNS, OPT_IDLE_TIMEOUT, OPT_CHECK_STATE, OPT_INGRESS_LISTEN,
 	OPT_WARM_POOL, OPT_IMAGES, OPT_IMAGE, OPT_INGRESS_SCHEME, OPT_CA_OUT,
 	OPT_TPL_BUILD_CAP, OPT_TPL_BUILD_CAP_GLOBAL, OPT_TPL_CAP, OPT_TPL_STORAGE, OPT_TPL_STORAGE_GLOBAL, OPT_NO_IMAGES,
@@ -190,6 +191,12 @@ static const struct option options[] = {
 	{"internet-stubs", required_argument, NULL, OPT_INTERNET_STUBS},
 	{"internet-site", required_argument, NULL, OPT_INTERNET_SITE},
 	{"internet-upstream", required_argument, NULL, OPT_INTERNET_UPSTREAM},
+	{"internet-record", required_argument, NULL, OPT_INTERNET_RECORD},
+	{"internet-replay", required_argument, NULL, OPT_INTERNET_REPLAY},
+	{"internet-record-allow", required_argument, NULL, OPT_INTERNET_RECORD_ALLOW},
+	{"internet-record-ca", required_argument, NULL, OPT_INTERNET_RECORD_CA},
+	{"internet-record-resolve", required_argument, NULL, OPT_INTERNET_RECORD_RESOLVE},
+	{"internet-redact-query", required_argument, NULL, OPT_INTERNET_REDACT_QUERY},
 	{"exec-timeout-ms", required_argument, NULL, OPT_EXEC_TIMEOUT},
 	{"seed", required_argument, NULL, OPT_SEED},
 	{"journal-size", required_argument, NULL, OPT_JOURNAL_SIZE},
@@ -328,6 +335,51 @@ static void scenario_opt(const char *arg, mock_cli *c)
 	}
 }
 
+/* The cassette's flags (INTERNET.md, "Record and replay the guests'
+ * internet"): each value checked here, the cassette itself at start. */
+static int cassette_opt(mock_cli *c, int opt, const char *arg)
+{
+	sbx_err err = {{0}};
+
+	switch (opt) {
+	case OPT_INTERNET_RECORD:
+	case OPT_INTERNET_REPLAY: {
+		struct stat st;
+		bool rec = opt == OPT_INTERNET_RECORD;
+
+		if (arg[0] == '\0' || (!rec && (stat(arg, &st) != 0 || !S_ISDIR(st.st_mode))))
+			return cli_fail(c, "--internet-%s \"%.200s\": %s", rec ? "record" : "replay", arg,
+					arg[0] == '\0' ? "empty" : "not a cassette directory");
+		*(rec ? &c->cfg.internet_record : &c->cfg.internet_replay) = arg;
+		return 0;
+	}
+	case OPT_INTERNET_RECORD_ALLOW:
+		if (mock_inet_tape_check_allow(arg, &err) != 0)
+			return cli_fail(c, "%s", err.msg);
+		c->cfg.internet_record_allow = arg;
+		return 0;
+	case OPT_INTERNET_RECORD_CA:
+		if (access(arg, R_OK) != 0)
+			return cli_fail(c, "--internet-record-ca %s: %s", arg, strerror(errno));
+		c->cfg.internet_record_ca = arg;
+		return 0;
+	case OPT_INTERNET_RECORD_RESOLVE:
+		if (mock_inet_tape_check_resolve(arg, &err) != 0 || c->cfg.ninternet_record_resolve == MOCK_INET_TAPE_RESOLVE_MAX)
+			return cli_fail(c, "%s", err.msg[0] != '\0' ? err.msg : "--internet-record-resolve: too many");
+		c->resolve[c->cfg.ninternet_record_resolve++] = arg;
+		c->cfg.internet_record_resolve = c->resolve;
+		return 0;
+	default:
+		if (arg[0] == '\0' || strpbrk(arg, "=&#? ") != NULL || strlen(arg) > 255 ||
+		    c->cfg.ninternet_redact_query == MOCK_CASSETTE_REDACT_MAX)
+			return cli_fail(c, "--internet-redact-query \"%.80s\": a query parameter name (1-255 bytes, "
+					   "none of = & # ? or space), at most %d times", arg, MOCK_CASSETTE_REDACT_MAX);
+		c->redact[c->cfg.ninternet_redact_query++] = arg;
+		c->cfg.internet_redact_query = c->redact;
+		return 0;
+	}
+}
+
 static int parse_opt(int opt, const char *arg, mock_cli *c)
 {
 	switch (opt) {
@@ -433,6 +485,13 @@ static int parse_opt(int opt, const char *arg, mock_cli *c)
 	case OPT_INTERNET_UPSTREAM: /* the patterns are checked at start (inet_site.c) */
 		c->cfg.internet_upstream = arg;
 		return 0;
+	case OPT_INTERNET_RECORD:
+	case OPT_INTERNET_REPLAY:
+	case OPT_INTERNET_RECORD_ALLOW:
+	case OPT_INTERNET_RECORD_CA:
+	case OPT_INTERNET_RECORD_RESOLVE:
+	case OPT_INTERNET_REDACT_QUERY:
+		return cassette_opt(c, opt, arg);
 	case OPT_GUEST_MODE:
 		if (strcmp(arg, "contained") != 0 && strcmp(arg, "auto") != 0 && strcmp(arg, "ns") != 0 &&
 		    strcmp(arg, "plain") != 0)
@@ -559,6 +618,9 @@ static int check_combination(mock_cli *c)
 				 "(remove it or add --record-overwrite)", c->cfg.record_to);
 	if (c->cfg.state_dir != NULL && c->cfg.replay != NULL)
 		return cli_fail(c, "--state-dir has no effect with --replay (a replay keeps no state)");
+	if (c->cfg.internet_record != NULL && c->cfg.internet_record_allow == NULL)
+		return cli_fail(c, "--internet-record needs --internet-record-allow PATTERNS (nothing goes out "
+				 "that the operator did not name)");
 	return images_default(c);
 }
 

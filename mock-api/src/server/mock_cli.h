@@ -12,6 +12,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "internet/inet_cassette.h"
+#include "internet/inet_tape.h"
 #include "sbx/mock.h"
 
 #define MOCK_CLI_MAX_KEYS 1024
@@ -40,6 +42,8 @@ typedef struct mock_cli {
 	size_t nkeys;
 	const char *image_pairs[MOCK_CLI_MAX_IMAGES]; /* --image NAME=DIR, argv's strings */
 	const char *sites[MOCK_CLI_MAX_IMAGES]; /* --internet-site HOST=DIR, argv's strings */
+	const char *resolve[MOCK_INET_TAPE_RESOLVE_MAX]; /* --internet-record-resolve, argv's */
+	const char *redact[MOCK_CASSETTE_REDACT_MAX];    /* --internet-redact-query, argv's */
 	int any_key; /* -1 unset */
 	bool record_overwrite;
 	char scenario_file[4096]; /* "./NAME" for --scenario NAME naming a file here */

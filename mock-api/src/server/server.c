@@ -444,12 +444,8 @@ static int write_ca_out(const sbx_mock *mock, const char *path, sbx_err *err)
 	return 0;
 }
 
-/* Egress enforced in a simulated internet where this host allows it;
- * asked for explicitly and impossible is an error, else the note says why
- * not (main prints it as a warning) and rules are only stored. */
-/* Binds the upstream name patterns to the addresses the resolver's hosts
- * file (the one the internet loads) gives their names (INTERNET.md,
- * "Upstream"). */
+/* Binds the upstream name patterns to the addresses the internet's hosts
+ * file gives their names (INTERNET.md, "Upstream"). */
 static int bind_upstream_names(sbx_mock *mock, const char *hosts_path, sbx_err *err)
 {
 	mock_hosts hosts = {0};
@@ -464,6 +460,8 @@ static int bind_upstream_names(sbx_mock *mock, const char *hosts_path, sbx_err *
 	return rc;
 }
 
+/* Egress enforced where this host allows it; asked for and impossible is
+ * an error, else the note says why not (a warning) and rules are stored. */
 static int start_internet(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *err)
 {
 	const char *want = cfg->egress != NULL ? cfg->egress : "auto";
@@ -570,11 +568,12 @@ static int start_book(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *err)
 	if (cfg->internet_upstream != NULL && mock_inet_upstream_set(mock->inet_book, cfg->internet_upstream, err) != 0)
 		return -1;
 	mock->inet_stubs_file = cfg->internet_stubs;
-	return cfg->internet_stubs != NULL ? mock_inet_stubs_add_file(mock->inet_book, cfg->internet_stubs, err) : 0;
+	if (cfg->internet_stubs != NULL && mock_inet_stubs_add_file(mock->inet_book, cfg->internet_stubs, err) != 0)
+		return -1;
+	return mock_op_cassette_start(mock, cfg, err); /* before the internet: a recording's way out is made there */
 }
 
-/* How guests run: contained unless plain is asked for; a host that
- * cannot contain them is an error, never a silent fallback. */
+/* Contained unless plain is asked for; can't contain: an error, no fallback. */
 static int start_guests(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *err)
 {
 	sbx_err cerr = {{0}};
@@ -879,6 +878,7 @@ void sbx_mock_stop(sbx_mock *mock)
 	mock_cgroups_close(mock->cgroups); /* every sandbox's group is gone */
 	mock_cg_owner_release(mock->srv->cg_owner); /* after: a sweep finds nothing to do */
 	mock_internet_stop(mock->inet);    /* every sandbox's link is gone */
+	mock_op_cassette_stop(mock);       /* after the servers that record into it */
 	mock_inet_tls_free(mock->tls);     /* after the ingress and the internet's servers */
 	mock_inet_book_free(mock->inet_book); /* after the servers that read it */
 	mock_cell_filter_free(mock->cell_filter); /* every cell that read it is gone */

@@ -1,0 +1,658 @@
+/* inet_cassette: see inet_cassette.h. The format is the cassette spec's
+ * (INTERNET.md, "Record and replay the guests' internet"): keys in its
+ * order, compact as cJSON prints them, lines sorted so two recordings of
+ * one workload diff line by line. */
+#define _GNU_SOURCE
+#include "internet/inet_cassette.h"
+#include "internet/inet_cassette_internal.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *const hop_by_hop[] = {"Connection", "Keep-Alive", "Proxy-Connection", "Transfer-Encoding",
+					 "TE", "Trailer", "Upgrade"};
+static const char *const secret_headers[] = {"Authorization", "Proxy-Authorization", "Cookie", "Set-Cookie"};
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+bool mock_cassette_in_list(const char *const *list, size_t n, const char *name)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (strcasecmp(list[i], name) == 0)
+			return true;
+	}
+	return false;
+}
+
+bool mock_cassette_hex64(const char *s)
+{
+	if (s == NULL || strlen(s) != 64)
+		return false;
+	for (size_t i = 0; i < 64; i++) {
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return false;
+	}
+	return true;
+}
+
+static void hdrs_free(mock_cassette_hdr *h, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(h[i].name);
+		free(h[i].value);
+	}
+	free(h);
+}
+
+void mock_cassette_ex_clear(mock_cassette_ex *e)
+{
+	if (e == NULL)
+		return;
+	free(e->host);
+	free(e->method);
+	free(e->target);
+	free(e->reason);
+	free(e->match_target);
+	hdrs_free(e->req_headers, e->nreq_headers);
+	hdrs_free(e->resp_headers, e->nresp_headers);
+	memset(e, 0, sizeof(*e));
+}
+
+static mock_cassette_hdr *hdrs_dup(const mock_cassette_hdr *h, size_t n)
+{
+	mock_cassette_hdr *o = calloc(n > 0 ? n : 1, sizeof(*o));
+
+	for (size_t i = 0; o != NULL && i < n; i++) {
+		o[i].name = strdup(h[i].name);
+		o[i].value = strdup(h[i].value);
+		if (o[i].name == NULL || o[i].value == NULL) {
+			hdrs_free(o, i + 1);
+			return NULL;
+		}
+	}
+	return o;
+}
+
+/* A deep copy of e into out: 0 or -1 (out cleared). */
+static int ex_copy(mock_cassette_ex *out, const mock_cassette_ex *e)
+{
+	*out = *e;
+	out->host = strdup(e->host);
+	out->method = strdup(e->method);
+	out->target = strdup(e->target);
+	out->reason = strdup(e->reason != NULL ? e->reason : "");
+	out->match_target = e->match_target != NULL ? strdup(e->match_target) : NULL;
+	out->req_headers = hdrs_dup(e->req_headers, e->nreq_headers);
+	out->resp_headers = hdrs_dup(e->resp_headers, e->nresp_headers);
+	if (out->host == NULL || out->method == NULL || out->target == NULL || out->reason == NULL ||
+	    out->req_headers == NULL || out->resp_headers == NULL ||
+	    (e->match_target != NULL && out->match_target == NULL)) {
+		mock_cassette_ex_clear(out);
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- redaction ---- */
+
+/* The token for a secret value: the same value, the same token, within
+ * the cassette. Caller holds the lock. NULL when out of memory. */
+static char *token_for(mock_cassette *c, const char *value)
+{
+	char buf[32];
+	size_t i;
+
+	for (i = 0; i < c->ntok && strcmp(c->tok_vals[i], value) != 0; i++)
+		;
+	if (i == c->ntok) {
+		if (c->ntok == c->captok) {
+			size_t cap = c->captok > 0 ? c->captok * 2 : 8;
+			char **v = realloc(c->tok_vals, cap * sizeof(*v));
+
+			if (v == NULL)
+				return NULL;
+			c->tok_vals = v;
+			c->captok = cap;
+		}
+		c->tok_vals[c->ntok] = strdup(value);
+		if (c->tok_vals[c->ntok] == NULL)
+			return NULL;
+		c->ntok++;
+	}
+	snprintf(buf, sizeof(buf), "redacted-%u", c->first_token + (unsigned)i);
+	return strdup(buf);
+}
+
+/* Redacted query values replaced in target: by their tokens, or with
+ * blank by "". Caller holds the lock (tokens are made). */
+char *mock_cassette_redact_locked(mock_cassette *c, const char *target, bool blank)
+{
+	const char *q = strchr(target, '?');
+	size_t cap = strlen(target) + 1, len;
+	char *out;
+
+	if (q == NULL || c->nredact == 0)
+		return strdup(target);
+	cap += (size_t)(strlen(q) + 1) * 24; /* each parameter may grow to a token */
+	out = malloc(cap);
+	if (out == NULL)
+		return NULL;
+	len = (size_t)(q - target) + 1;
+	memcpy(out, target, len);
+	for (const char *p = q + 1; *p != '\0';) {
+		size_t plen = strcspn(p, "&#"), nlen = strcspn(p, "=&#");
+		char name[256];
+		bool secret = nlen < plen && nlen < sizeof(name);
+
+		if (secret) {
+			snprintf(name, sizeof(name), "%.*s", (int)nlen, p);
+			secret = mock_cassette_in_list((const char *const *)c->redact, c->nredact, name);
+		}
+		if (secret) {
+			char value[MOCK_CASSETTE_TARGET_MAX + 1], *tok;
+
+			snprintf(value, sizeof(value), "%.*s", (int)(plen - nlen - 1), p + nlen + 1);
+			tok = blank ? strdup("") : token_for(c, value);
+			if (tok == NULL) {
+				free(out);
+				return NULL;
+			}
+			len += (size_t)snprintf(out + len, cap - len, "%.*s%s", (int)nlen + 1, p, tok);
+			free(tok);
+		} else {
+			len += (size_t)snprintf(out + len, cap - len, "%.*s", (int)plen, p);
+		}
+		p += plen;
+		if (*p == '#') {
+			len += (size_t)snprintf(out + len, cap - len, "%s", p);
+			break;
+		}
+		if (*p == '&') {
+			out[len++] = '&';
+			out[len] = '\0';
+			p++;
+		}
+	}
+	return out;
+}
+
+char *mock_cassette_redact_target(mock_cassette *c, const char *target, bool blank)
+{
+	char *r;
+
+	pthread_mutex_lock(&c->lock);
+	r = mock_cassette_redact_locked(c, target, blank);
+	pthread_mutex_unlock(&c->lock);
+	return r;
+}
+
+/* Secret header values replaced by their tokens: 0 or -1. */
+static int redact_headers(mock_cassette *c, mock_cassette_hdr *h, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		char *tok;
+
+		if (!mock_cassette_in_list(secret_headers, sizeof(secret_headers) / sizeof(secret_headers[0]), h[i].name))
+			continue;
+		tok = token_for(c, h[i].value);
+		if (tok == NULL)
+			return -1;
+		free(h[i].value);
+		h[i].value = tok;
+	}
+	return 0;
+}
+
+/* The highest "redacted-N" in s, so a recording added to an existing
+ * cassette gives new secrets new numbers. */
+unsigned mock_cassette_max_token(const char *s, unsigned max)
+{
+	for (const char *p = strstr(s, "redacted-"); p != NULL; p = strstr(p + 1, "redacted-")) {
+		unsigned long v = strtoul(p + 9, NULL, 10);
+
+		if (v >= max && v < 1000000000UL)
+			max = (unsigned)v + 1;
+	}
+	return max;
+}
+
+/* ---- keys ---- */
+
+static bool same_key(const mock_cassette_ex *e, const mock_cassette_key *k, const char *match_target)
+{
+	const char *ks = k->body_sha != NULL ? k->body_sha : "";
+
+	return e->port == k->port && strcmp(e->scheme, k->scheme) == 0 && strcmp(e->host, k->host) == 0 &&
+	       strcmp(e->method, k->method) == 0 && strcmp(e->match_target, match_target) == 0 &&
+	       strcmp(e->req_sha, ks) == 0;
+}
+
+bool mock_cassette_take(mock_cassette *c, const mock_cassette_key *key, mock_cassette_ex *out)
+{
+	char *mt;
+	mock_cassette_ex *first = NULL, *last = NULL, *hit = NULL;
+	bool ok = false;
+
+	pthread_mutex_lock(&c->lock);
+	mt = mock_cassette_redact_locked(c, key->target, true);
+	for (size_t i = 0; mt != NULL && i < c->nex; i++) {
+		mock_cassette_ex *e = &c->ex[i];
+
+		if (!same_key(e, key, mt))
+			continue;
+		if (first == NULL || e->n < first->n)
+			first = e;
+		if (last == NULL || e->n > last->n)
+			last = e;
+	}
+	if (first != NULL) {
+		unsigned k = ++first->hits;
+
+		for (size_t i = 0; i < c->nex && hit == NULL; i++) {
+			if (c->ex[i].n == k && same_key(&c->ex[i], key, mt))
+				hit = &c->ex[i];
+		}
+		ok = ex_copy(out, hit != NULL ? hit : last) == 0;
+	}
+	pthread_mutex_unlock(&c->lock);
+	free(mt);
+	return ok;
+}
+
+static size_t common_prefix(const char *a, const char *b)
+{
+	size_t i = 0;
+
+	while (a[i] != '\0' && a[i] == b[i])
+		i++;
+	return i;
+}
+
+/* "https://host/target", the port said when it is not the scheme's. */
+static void url_text(char *out, size_t cap, const char *scheme, const char *host, unsigned port,
+		     const char *target)
+{
+	bool dflt = (strcmp(scheme, "https") == 0 && port == 443) || (strcmp(scheme, "http") == 0 && port == 80);
+	char p[16] = "";
+
+	if (!dflt)
+		snprintf(p, sizeof(p), ":%u", port);
+	snprintf(out, cap, "%s://%s%s%s", scheme, host, p, target);
+}
+
+void mock_cassette_miss(mock_cassette *c, const mock_cassette_key *key, char *out, size_t cap)
+{
+	const mock_cassette_ex *best = NULL;
+	size_t best_pre = 0, best_diff = 0, tlen = strlen(key->target), ucap = MOCK_CASSETTE_TARGET_MAX + 600;
+	/* on the heap: the proxy's connection threads have small stacks */
+	char *want = malloc(ucap), *near = malloc(ucap);
+
+	if (want == NULL || near == NULL) {
+		snprintf(out, cap, "sbx-mock cassette %s: no recorded answer (out of memory naming it)\n", c->name);
+		goto out;
+	}
+	snprintf(near, ucap, "none for this host");
+	pthread_mutex_lock(&c->lock);
+	for (size_t i = 0; i < c->nex; i++) {
+		const mock_cassette_ex *e = &c->ex[i];
+		size_t pre, len, diff;
+
+		if (e->port != key->port || strcmp(e->scheme, key->scheme) != 0 || strcmp(e->host, key->host) != 0)
+			continue;
+		pre = common_prefix(e->target, key->target);
+		len = strlen(e->target);
+		diff = len > tlen ? len - tlen : tlen - len;
+		if (best == NULL || pre > best_pre || (pre == best_pre && diff < best_diff)) {
+			best = e;
+			best_pre = pre;
+			best_diff = diff;
+		}
+	}
+	url_text(want, ucap, key->scheme, key->host, key->port, key->target);
+	if (best != NULL) {
+		size_t n = (size_t)snprintf(near, ucap, "%s ", best->method);
+
+		url_text(near + n, ucap - n, best->scheme, best->host, best->port, best->target);
+	}
+	snprintf(out, cap, "sbx-mock cassette %s: no recorded answer for %s %s\nnearest recorded: %s\n", c->name,
+		 key->method, want, near);
+	pthread_mutex_unlock(&c->lock);
+out:
+	free(want);
+	free(near);
+}
+
+bool mock_cassette_has_host(mock_cassette *c, const char *host)
+{
+	bool found = false;
+
+	pthread_mutex_lock(&c->lock);
+	for (size_t i = 0; i < c->nex && !found; i++)
+		found = strcmp(c->ex[i].host, host) == 0;
+	pthread_mutex_unlock(&c->lock);
+	return found;
+}
+
+size_t mock_cassette_count(mock_cassette *c)
+{
+	size_t n;
+
+	pthread_mutex_lock(&c->lock);
+	n = c->nex;
+	pthread_mutex_unlock(&c->lock);
+	return n;
+}
+
+const char *mock_cassette_name(const mock_cassette *c)
+{
+	return c->name;
+}
+
+/* ---- writing ---- */
+
+static cJSON *hdrs_json(const mock_cassette_hdr *h, size_t n)
+{
+	cJSON *a = cJSON_CreateArray();
+
+	for (size_t i = 0; a != NULL && i < n; i++) {
+		cJSON *p = cJSON_CreateArray();
+
+		cJSON_AddItemToArray(p, cJSON_CreateString(h[i].name));
+		cJSON_AddItemToArray(p, cJSON_CreateString(h[i].value));
+		cJSON_AddItemToArray(a, p);
+	}
+	return a;
+}
+
+static cJSON *body_json(const char *sha, long long size)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(o, "sha256", sha);
+	cJSON_AddNumberToObject(o, "size", (double)size);
+	return o;
+}
+
+/* One exchange's line, keys in the spec's order (malloc'd, no "\n"). */
+static char *ex_line(const mock_cassette_ex *e)
+{
+	cJSON *o = cJSON_CreateObject();
+	char *s;
+
+	cJSON_AddStringToObject(o, "scheme", e->scheme);
+	cJSON_AddStringToObject(o, "host", e->host);
+	cJSON_AddNumberToObject(o, "port", e->port);
+	cJSON_AddStringToObject(o, "method", e->method);
+	cJSON_AddStringToObject(o, "target", e->target);
+	cJSON_AddItemToObject(o, "request_headers", hdrs_json(e->req_headers, e->nreq_headers));
+	cJSON_AddItemToObject(o, "request_body", e->req_sha[0] != '\0' ? body_json(e->req_sha, e->req_size)
+								       : cJSON_CreateNull());
+	cJSON_AddNumberToObject(o, "status", e->status);
+	cJSON_AddStringToObject(o, "reason", e->reason);
+	cJSON_AddItemToObject(o, "response_headers", hdrs_json(e->resp_headers, e->nresp_headers));
+	cJSON_AddBoolToObject(o, "chunked", e->chunked);
+	cJSON_AddItemToObject(o, "body", body_json(e->body_sha, e->body_size));
+	cJSON_AddNumberToObject(o, "n", e->n);
+	s = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	return s;
+}
+
+static char *header_line(const mock_cassette *c)
+{
+	cJSON *o = cJSON_CreateObject(), *a = cJSON_CreateArray();
+	char *s;
+
+	cJSON_AddNumberToObject(o, "sbx_cassette", MOCK_CASSETTE_VERSION);
+	cJSON_AddStringToObject(o, "created", c->created);
+	for (size_t i = 0; i < c->nredact; i++)
+		cJSON_AddItemToArray(a, cJSON_CreateString(c->redact[i]));
+	cJSON_AddItemToObject(o, "redacted_query", a);
+	s = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	return s;
+}
+
+/* The spec's line order: scheme, host, port, target, method, n. */
+static int ex_cmp(const void *a, const void *b)
+{
+	const mock_cassette_ex *x = *(mock_cassette_ex *const *)a, *y = *(mock_cassette_ex *const *)b;
+	int r = strcmp(x->scheme, y->scheme);
+
+	if (r == 0)
+		r = strcmp(x->host, y->host);
+	if (r == 0 && x->port != y->port)
+		r = x->port < y->port ? -1 : 1;
+	if (r == 0)
+		r = strcmp(x->target, y->target);
+	if (r == 0)
+		r = strcmp(x->method, y->method);
+	if (r == 0)
+		r = strcmp(x->req_sha, y->req_sha);
+	if (r == 0 && x->n != y->n)
+		r = x->n < y->n ? -1 : 1;
+	return r;
+}
+
+/* Caller holds the lock. */
+static char *text_locked(mock_cassette *c)
+{
+	mock_cassette_ex **order = calloc(c->nex > 0 ? c->nex : 1, sizeof(*order));
+	char *head = header_line(c), *out = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	if (order == NULL || head == NULL || (f = open_memstream(&out, &len)) == NULL) {
+		free(order);
+		free(head);
+		return NULL;
+	}
+	for (size_t i = 0; i < c->nex; i++)
+		order[i] = &c->ex[i];
+	qsort(order, c->nex, sizeof(*order), ex_cmp);
+	fprintf(f, "%s\n", head);
+	for (size_t i = 0; i < c->nex; i++) {
+		char *l = ex_line(order[i]);
+
+		if (l != NULL)
+			fprintf(f, "%s\n", l);
+		free(l);
+	}
+	fclose(f);
+	free(order);
+	free(head);
+	return out;
+}
+
+char *mock_cassette_text(mock_cassette *c)
+{
+	char *t;
+
+	pthread_mutex_lock(&c->lock);
+	t = text_locked(c);
+	pthread_mutex_unlock(&c->lock);
+	return t;
+}
+
+/* The bodies written since the last write reach the disk before a line
+ * names them (syncfs: one call for every body file, not one each). */
+static int sync_dir(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), rc;
+
+	if (fd < 0)
+		return -1;
+	rc = syncfs(fd);
+	close(fd);
+	return rc;
+}
+
+static int write_locked(mock_cassette *c, sbx_err *err)
+{
+	char tmp[4096], path[4096], *text;
+	int fd, ok;
+
+	if (c->dir == NULL)
+		return 0;
+	if (sync_dir(c->dir) != 0) {
+		sbx_err_set(err, "cassette %s: syncing %s: %s", c->name, c->dir, strerror(errno));
+		return -1;
+	}
+	text = text_locked(c);
+	snprintf(path, sizeof(path), "%s/cassette.jsonl", c->dir);
+	snprintf(tmp, sizeof(tmp), "%s/.cassette.jsonl.tmp", c->dir);
+	fd = text != NULL ? open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : -1;
+	ok = fd >= 0;
+	for (size_t at = 0, len = ok ? strlen(text) : 0; ok && at < len;) {
+		ssize_t w = write(fd, text + at, len - at);
+
+		ok = w > 0;
+		at += ok ? (size_t)w : 0;
+	}
+	ok = ok && fsync(fd) == 0;
+	if (fd >= 0)
+		ok = close(fd) == 0 && ok;
+	if (!ok || rename(tmp, path) != 0) {
+		sbx_err_set(err, "cassette %s: writing %s: %s", c->name, path, strerror(errno));
+		unlink(tmp);
+		free(text);
+		return -1;
+	}
+	free(text);
+	c->unwritten = 0;
+	c->written_ms = mono_ms();
+	return 0;
+}
+
+int mock_cassette_write(mock_cassette *c, sbx_err *err)
+{
+	int rc;
+
+	pthread_mutex_lock(&c->lock);
+	rc = write_locked(c, err);
+	pthread_mutex_unlock(&c->lock);
+	return rc;
+}
+
+/* ---- adding ---- */
+
+bool mock_cassette_hop(const mock_cassette_hdr *h, size_t n, size_t i)
+{
+	if (mock_cassette_in_list(hop_by_hop, sizeof(hop_by_hop) / sizeof(hop_by_hop[0]), h[i].name))
+		return true;
+	for (size_t j = 0; j < n; j++) {
+		char v[1024], *save = NULL;
+
+		if (strcasecmp(h[j].name, "Connection") != 0)
+			continue;
+		snprintf(v, sizeof(v), "%s", h[j].value);
+		for (char *t = strtok_r(v, ", \t", &save); t != NULL; t = strtok_r(NULL, ", \t", &save)) {
+			if (strcasecmp(t, h[i].name) == 0)
+				return true;
+		}
+	}
+	return false;
+}
+
+/* Response headers as kept: hop-by-hop ones out. Caller frees the array
+ * and what it holds. */
+static mock_cassette_hdr *keep_headers(const mock_cassette_hdr *h, size_t n, size_t *kept)
+{
+	mock_cassette_hdr *o = calloc(n > 0 ? n : 1, sizeof(*o));
+	size_t k = 0;
+
+	for (size_t i = 0; o != NULL && i < n; i++) {
+		if (mock_cassette_hop(h, n, i))
+			continue;
+		o[k].name = strdup(h[i].name);
+		o[k].value = strdup(h[i].value);
+		k++;
+	}
+	*kept = k;
+	return o;
+}
+
+/* Caller holds the lock: the next n of e's key. */
+static unsigned next_n(const mock_cassette *c, const mock_cassette_ex *e)
+{
+	unsigned n = 0;
+
+	for (size_t i = 0; i < c->nex; i++) {
+		const mock_cassette_ex *x = &c->ex[i];
+
+		if (x->port == e->port && strcmp(x->scheme, e->scheme) == 0 && strcmp(x->host, e->host) == 0 &&
+		    strcmp(x->method, e->method) == 0 && strcmp(x->match_target, e->match_target) == 0 &&
+		    strcmp(x->req_sha, e->req_sha) == 0 && x->n > n)
+			n = x->n;
+	}
+	return n + 1;
+}
+
+int mock_cassette_grow(mock_cassette *c)
+{
+	if (c->nex == c->capex) {
+		size_t cap = c->capex > 0 ? c->capex * 2 : 64;
+		mock_cassette_ex *v = realloc(c->ex, cap * sizeof(*v));
+
+		if (v == NULL)
+			return -1;
+		c->ex = v;
+		c->capex = cap;
+	}
+	return 0;
+}
+
+int mock_cassette_add(mock_cassette *c, const mock_cassette_ex *e, sbx_err *err)
+{
+	mock_cassette_ex x = *e;
+	int rc = -1;
+
+	x.resp_headers = keep_headers(e->resp_headers, e->nresp_headers, &x.nresp_headers);
+	x.req_headers = hdrs_dup(e->req_headers, e->nreq_headers);
+	x.hits = 0;
+	pthread_mutex_lock(&c->lock);
+	x.host = strdup(e->host);
+	x.method = strdup(e->method);
+	x.reason = strdup(e->reason != NULL ? e->reason : "");
+	x.target = mock_cassette_redact_locked(c, e->target, false);
+	x.match_target = mock_cassette_redact_locked(c, e->target, true);
+	if (c->nex >= MOCK_CASSETTE_EXCHANGES_MAX) {
+		sbx_err_set(err, "cassette %s: full (%d exchanges, LIMITS.md)", c->name, MOCK_CASSETTE_EXCHANGES_MAX);
+		goto out;
+	}
+	if (x.resp_headers == NULL || x.req_headers == NULL || x.host == NULL || x.method == NULL ||
+	    x.reason == NULL || x.target == NULL || x.match_target == NULL ||
+	    redact_headers(c, x.req_headers, x.nreq_headers) != 0 ||
+	    redact_headers(c, x.resp_headers, x.nresp_headers) != 0 || mock_cassette_grow(c) != 0) {
+		sbx_err_set(err, "cassette %s: out of memory", c->name);
+		goto out;
+	}
+	x.n = next_n(c, &x);
+	c->ex[c->nex++] = x;
+	memset(&x, 0, sizeof(x));
+	c->unwritten++;
+	rc = 0;
+	if (c->unwritten >= MOCK_CASSETTE_WRITE_EVERY || mono_ms() - c->written_ms >= MOCK_CASSETTE_WRITE_MS)
+		rc = write_locked(c, err);
+out:
+	pthread_mutex_unlock(&c->lock);
+	mock_cassette_ex_clear(&x);
+	return rc;
+}
+
