@@ -462,22 +462,6 @@ static int cmp_body(const sbx_cassette_exchange *a, const sbx_cassette_exchange 
 	return a->has_request_body ? cmp_str(a->request_body.sha256, b->request_body.sha256) : 0;
 }
 
-int sbx_cassette_compare(const sbx_cassette_exchange *a, const sbx_cassette_exchange *b)
-{
-	int c = cmp_str(a->scheme, b->scheme);
-	if (c == 0)
-		c = cmp_str(a->host, b->host);
-	if (c == 0)
-		c = (a->port > b->port) - (a->port < b->port);
-	if (c == 0)
-		c = cmp_str(a->target, b->target);
-	if (c == 0)
-		c = cmp_str(a->method, b->method);
-	if (c == 0)
-		c = (a->n > b->n) - (a->n < b->n);
-	return c != 0 ? c : cmp_body(a, b);
-}
-
 /* The request key alone, without n. */
 static int cmp_key(const sbx_cassette_exchange *a, const sbx_cassette_exchange *b)
 {
@@ -491,6 +475,16 @@ static int cmp_key(const sbx_cassette_exchange *a, const sbx_cassette_exchange *
 	if (c == 0)
 		c = cmp_str(a->method, b->method);
 	return c != 0 ? c : cmp_body(a, b);
+}
+
+/* The order lines are written in: by the request key (the request body's
+ * hash last), then n, so the k-th answers to one request stand together,
+ * as the mock's writer orders them (INTERNET.md). */
+int sbx_cassette_compare(const sbx_cassette_exchange *a, const sbx_cassette_exchange *b)
+{
+	int c = cmp_key(a, b);
+
+	return c != 0 ? c : (a->n > b->n) - (a->n < b->n);
 }
 
 /* n last, so one key's lines come together. */

@@ -28,7 +28,7 @@ In devbox:1 guests of a real sbx-mock:
 
 Needs root (the namespace) and devbox:1: exit 77 otherwise (a failure
 under CI=true, as the other image tests).
-Usage: internet_cassette_test.py SBX_MOCK
+Usage: internet_cassette_test.py SBX_MOCK [SBXCTL]  (with SBXCTL: its cassette check must accept what the mock wrote)
 """
 import gzip
 import hashlib
@@ -443,10 +443,11 @@ def refusals(binary, hosts, cas, tmp):
 
 
 def main():
-    if len(sys.argv) != 2:
+    if len(sys.argv) not in (2, 3):
         print(__doc__)
         return 2
     binary = sys.argv[1]
+    sbxctl = sys.argv[2] if len(sys.argv) == 3 else None
     store = tls.image_store()
     if os.geteuid() != 0 or shutil.which("ip") is None or store is None:
         print("skip: needs root and ip(8) (the upstreams' namespace) and devbox:1 (%s)" %
@@ -473,6 +474,11 @@ def main():
         up = None
         if want is not None:
             check_cassette(cas)
+            if sbxctl is not None:
+                # one format: what the mock writes, sbxctl's reader (libsbx) takes
+                r = subprocess.run([sbxctl, "mock", "cassette", "check", cas], capture_output=True, text=True)
+                check(r.returncode == 0, "sbxctl mock cassette check accepts the cassette the mock wrote",
+                      r.stdout + r.stderr)
             replay(binary, hosts, store, cas, want)
             pruned(binary, hosts, store, cas, tmp)
             scenario(binary, hosts, cas, tmp, root)

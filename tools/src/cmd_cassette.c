@@ -135,22 +135,29 @@ static void list_json(ctl_ctx *ctx, const char *dir, const sbx_cassette *cas, si
 	cJSON_Delete(o);
 }
 
+/* Loads dir (as what says) and counts its body files into dc: the
+ * exit code to return now (the refusal printed), or -1 to go on. */
+static int load_counted(ctl_ctx *ctx, const char *dir, int what, sbx_cassette *cas,
+			sbx_cassette_problems *probs, disk_count *dc)
+{
+	sbx_err e = {""};
+
+	if (sbx_cassette_load(dir, what, cas, probs, NULL) != 0)
+		return ctl_cassette_refuse(ctx, dir, probs);
+	if (sbx_cassette_walk_bodies(dir, cas, count_body, dc, &e) != 0)
+		return ctl_fail(ctx, "%s", e.msg);
+	return -1;
+}
+
 int ctl_cmd_cassette_list(ctl_ctx *ctx)
 {
 	const char *dir = ctx->args.pos[0];
 	sbx_cassette cas;
 	sbx_cassette_problems probs = {SBX_STRBUF_INIT, 0, false};
 	disk_count dc = {0, 0, 0};
-	sbx_err e = {""};
-	int rc = CTL_EXIT_FAIL;
-	if (sbx_cassette_load(dir, SBX_CASSETTE_LINES, &cas, &probs, NULL) != 0) {
-		rc = ctl_cassette_refuse(ctx, dir, &probs);
+	int rc = load_counted(ctx, dir, SBX_CASSETTE_LINES, &cas, &probs, &dc);
+	if (rc >= 0)
 		goto out_free;
-	}
-	if (sbx_cassette_walk_bodies(dir, &cas, count_body, &dc, &e) != 0) {
-		rc = ctl_fail(ctx, "%s", e.msg);
-		goto out_free;
-	}
 	uint64_t bytes = 0;
 	for (size_t i = 0; i < cas.nex; i++)
 		bytes += cas.ex[i].body.size;
@@ -182,16 +189,9 @@ int ctl_cmd_cassette_check(ctl_ctx *ctx)
 	sbx_cassette cas;
 	sbx_cassette_problems probs = {SBX_STRBUF_INIT, 0, false};
 	disk_count dc = {0, 0, 0};
-	sbx_err e = {""};
-	int rc = CTL_EXIT_FAIL;
-	if (sbx_cassette_load(dir, SBX_CASSETTE_BODY_HASHES, &cas, &probs, NULL) != 0) {
-		rc = ctl_cassette_refuse(ctx, dir, &probs);
+	int rc = load_counted(ctx, dir, SBX_CASSETTE_BODY_HASHES, &cas, &probs, &dc);
+	if (rc >= 0)
 		goto out_free;
-	}
-	if (sbx_cassette_walk_bodies(dir, &cas, count_body, &dc, &e) != 0) {
-		rc = ctl_fail(ctx, "%s", e.msg);
-		goto out_free;
-	}
 	if (ctx->json) {
 		cJSON *o = cJSON_CreateObject();
 		cJSON_AddStringToObject(o, "cassette", dir);
