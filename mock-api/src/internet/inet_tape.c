@@ -366,30 +366,8 @@ static int read_body(mock_inet_io *io, tape_req *r)
  * had (chunked, else a Content-Length), and ours: 0 or -1. */
 static int replay_head(mock_inet_io *io, const mock_cassette_ex *e, bool body)
 {
-	char *buf = NULL;
-	size_t len = 0;
-	bool has_cl = false;
-	FILE *f = open_memstream(&buf, &len);
-	int rc;
-
-	if (f == NULL)
-		return -1;
-	fprintf(f, "HTTP/1.1 %d %s\r\n", e->status, e->reason);
-	for (size_t i = 0; i < e->nresp_headers; i++) {
-		if (mock_cassette_hop(e->resp_headers, e->nresp_headers, i))
-			continue;
-		has_cl = has_cl || strcasecmp(e->resp_headers[i].name, "Content-Length") == 0;
-		fprintf(f, "%s: %s\r\n", e->resp_headers[i].name, e->resp_headers[i].value);
-	}
-	if (e->chunked && body)
-		fputs("Transfer-Encoding: chunked\r\n", f);
-	else if (!has_cl && body)
-		fprintf(f, "Content-Length: %lld\r\n", e->body_size);
-	fprintf(f, "Connection: %s\r\n\r\n", io->keep ? "keep-alive" : "close");
-	fclose(f);
-	rc = buf != NULL ? io->send(io->arg, buf, len) : -1;
-	free(buf);
-	return rc;
+	return mock_tape_send_head(io, e->status, e->reason, e->resp_headers, e->nresp_headers, e->chunked, body,
+				   e->body_size);
 }
 
 /* The body from its file, as the origin framed it: 0 or -1. */

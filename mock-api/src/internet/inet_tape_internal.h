@@ -46,6 +46,12 @@ typedef struct tape_req {
 
 /* Sends a whole small answer (status, text body) to the guest. */
 void mock_tape_send_text(mock_inet_io *io, int status, const char *reason, const char *text);
+/* A head to the guest: status, the headers but hop-by-hop ones, the
+ * framing (chunked when chunked, else the origin's Content-Length, else
+ * length when >= 0, else none: the connection then ends with the body),
+ * Connection. 0, or -1 (the guest is gone). */
+int mock_tape_send_head(mock_inet_io *io, int status, const char *reason, const mock_cassette_hdr *h, size_t n,
+			bool chunked, bool body, long long length);
 /* Whether the header list says the body's framing is chunked. */
 bool mock_tape_is_chunked(const mock_cassette_hdr *h, size_t n);
 /* Whether an answer to method with status carries a body. */

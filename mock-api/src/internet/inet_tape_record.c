@@ -58,31 +58,11 @@ static void hdrs_reset(rec *x)
 /* The origin's head as the guest gets it: 0, or -1 (the guest is gone). */
 static int send_head(rec *x)
 {
-	char *buf = NULL;
-	size_t len = 0;
-	bool has_cl = false;
-	FILE *f = open_memstream(&buf, &len);
 	int rc;
 
-	if (f == NULL)
-		return -1;
 	x->chunked = mock_tape_is_chunked(x->hdrs, x->nhdrs);
 	x->body_expected = mock_tape_has_body(x->r->method, x->status);
-	fprintf(f, "HTTP/1.1 %d %s\r\n", x->status, x->reason);
-	for (size_t i = 0; i < x->nhdrs; i++) {
-		if (mock_cassette_hop(x->hdrs, x->nhdrs, i))
-			continue;
-		has_cl = has_cl || strcasecmp(x->hdrs[i].name, "Content-Length") == 0;
-		fprintf(f, "%s: %s\r\n", x->hdrs[i].name, x->hdrs[i].value);
-	}
-	if (x->chunked && x->body_expected)
-		fputs("Transfer-Encoding: chunked\r\n", f);
-	else if (!has_cl && x->body_expected)
-		x->io->keep = false; /* the origin's body ends with its connection: so does the guest's */
-	fprintf(f, "Connection: %s\r\n\r\n", x->io->keep ? "keep-alive" : "close");
-	fclose(f);
-	rc = buf != NULL ? x->io->send(x->io->arg, buf, len) : -1;
-	free(buf);
+	rc = mock_tape_send_head(x->io, x->status, x->reason, x->hdrs, x->nhdrs, x->chunked, x->body_expected, -1);
 	x->head_sent = rc == 0;
 	return rc;
 }
