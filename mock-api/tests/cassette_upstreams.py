@@ -204,11 +204,17 @@ def build_root(tmp):
 
 
 def link_addresses(pid):
-    """The veth's /30 in 10.254.78.0/24 by pid: two tests that make their
-    upstreams at once (the Python and the SDK test under ctest -j, or in
-    two checkouts) get different host routes. (host side, namespace side)"""
-    base = 4 * (pid % 64)
-    return "10.254.78.%d" % (base + 1), "10.254.78.%d" % (base + 2)
+    """The veth's /30 in 10.254.78.0/24: from the pid's slot on, the first
+    whose host side no interface holds, so two tests that make their
+    upstreams at once (the Python and the SDK test under ctest -j, or two
+    checkouts) get different routes. (host side, namespace side)"""
+    used = subprocess.run(["ip", "-o", "-4", "addr"], capture_output=True, text=True).stdout
+    for i in range(64):
+        base = 4 * ((pid + i) % 64)
+        host = "10.254.78.%d" % (base + 1)
+        if " %s/" % host not in used:
+            return host, "10.254.78.%d" % (base + 2)
+    raise RuntimeError("every /30 of 10.254.78.0/24 is held by an interface: stale sbxc* veths?")
 
 
 class Upstreams:
