@@ -76,9 +76,12 @@ SANITIZER_MARKS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime e
 
 
 class Mock:
-    def __init__(self, binary, hosts, extra=()):
+    """wrap: a command the mock runs under (internet_cassette_test.py's
+    setpriv to an unprivileged uid, env with that uid's environment)."""
+
+    def __init__(self, binary, hosts, extra=(), wrap=()):
         self.proc = subprocess.Popen(
-            [binary, "--listen", "127.0.0.1:0", "--self-listen", "off", "--cap", "1000",
+            [*wrap, binary, "--listen", "127.0.0.1:0", "--self-listen", "off", "--cap", "1000",
              "--internet-hosts", hosts, "--warm-pool", "4", *extra],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.url = self.token = None

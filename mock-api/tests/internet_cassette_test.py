@@ -26,99 +26,39 @@ In devbox:1 guests of a real sbx-mock:
 - a start is refused, naming why, for record and replay together, record
   without -allow, and a cassette whose body file was changed.
 
+With --mock-user UID (ci/test's contain-unprivileged stage: 65534) the
+test still runs as root, for the upstreams' namespace, and every mock it
+starts runs as UID (setpriv, no groups, no capabilities): an unprivileged
+mock enters a user namespace of its own and records from the host's
+network namespace, where the upstreams' veth is; replay needs no
+upstream. The image store must hold UID's copy (build-image --owner UID).
+
+The upstreams, their CA and repositories: cassette_upstreams.py.
 Needs root (the namespace) and devbox:1: exit 77 otherwise (a failure
 under CI=true, as the other image tests).
-Usage: internet_cassette_test.py SBX_MOCK [SBXCTL]  (with SBXCTL: its cassette check must accept what the mock wrote)
+Usage: internet_cassette_test.py SBX_MOCK [--sbxctl SBXCTL] [--mock-user UID]
+  (--sbxctl: its cassette check must accept what the mock wrote)
 """
 import gzip
 import hashlib
-import io
 import json
 import os
 import shutil
 import subprocess
 import sys
-import tarfile
 import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cassette_upstreams as ups  # noqa: E402  (the upstreams, their CA and repositories)
 import egress_live_test as live  # noqa: E402  (the Mock harness)
-import internet_stubs_test as stubs  # noqa: E402  (build_apt_repo, build_simple_index)
+import internet_stubs_test as stubs  # noqa: E402  (start_refused)
 import internet_tls_test as tls  # noqa: E402  (create, image_store)
 
 SKIP = 77
 FAILS = []
-UP_NS_ADDR, UP_HOST_ADDR = "10.254.78.2", "10.254.78.1"
-NAMES = ["deb.test", "pypi.test", "npm.test", "git.test", "files.test"]
 HOSTS = {"version": 1, "hosts": {"unrelated.test": ["192.0.2.99"]}}
-
-# The upstreams: one server for every name, plain on 80 and TLS on 443;
-# static files from a root, chunked and gzip downloads, git http-backend.
-UPSTREAM = r"""
-import http.server, os, socketserver, ssl, subprocess, sys, threading
-root, crt, key, addr = sys.argv[1:5]
-class H(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    def log_message(self, *a): pass
-    def send_body(self, status, body, headers=()):
-        self.send_response(status)
-        for k, v in headers: self.send_header(k, v)
-        self.send_header("Content-Length", str(len(body))); self.end_headers()
-        if self.command != "HEAD": self.wfile.write(body)
-    def git(self):
-        path, _, query = self.path.partition("?")
-        n = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(n) if n else b""
-        env = dict(os.environ, GIT_PROJECT_ROOT=os.path.join(root, "git"), GIT_HTTP_EXPORT_ALL="1",
-                   PATH_INFO=path, QUERY_STRING=query, REQUEST_METHOD=self.command,
-                   CONTENT_TYPE=self.headers.get("Content-Type", ""), CONTENT_LENGTH=str(len(body)),
-                   HTTP_CONTENT_ENCODING=self.headers.get("Content-Encoding", ""),
-                   GIT_PROTOCOL=self.headers.get("Git-Protocol", ""), REMOTE_ADDR="127.0.0.1")
-        out = subprocess.run(["git", "http-backend"], input=body, env=env, capture_output=True).stdout
-        head, _, rest = out.partition(b"\r\n\r\n")
-        status, hdrs = 200, []
-        for line in head.split(b"\r\n"):
-            k, _, v = line.decode().partition(": ")
-            if k.lower() == "status": status = int(v.split()[0])
-            elif k: hdrs.append((k, v))
-        self.send_body(status, rest, hdrs)
-    def do_POST(self):
-        self.git()
-    def do_HEAD(self):
-        self.do_GET()
-    def do_GET(self):
-        p = self.path.split("?")[0]
-        if p.startswith("/repo.git/"): return self.git()
-        if p == "/files/chunked.bin":
-            data = open(os.path.join(root, "files", "chunked.bin"), "rb").read()
-            self.send_response(200); self.send_header("Content-Type", "application/octet-stream")
-            self.send_header("Transfer-Encoding", "chunked"); self.end_headers()
-            for i in range(0, len(data), 70000):
-                c = data[i:i + 70000]
-                self.wfile.write(b"%x\r\n" % len(c) + c + b"\r\n")
-            self.wfile.write(b"0\r\n\r\n"); return
-        if p == "/files/data.txt.gz":
-            return self.send_body(200, open(os.path.join(root, "files", "data.txt.gz"), "rb").read(),
-                                  [("Content-Type", "text/plain"), ("Content-Encoding", "gzip")])
-        if p == "/sbx-hello-npm": p = "/npm-meta.json"
-        f = os.path.normpath(os.path.join(root, p.lstrip("/")))
-        if os.path.isdir(f): f = os.path.join(f, "index.html")
-        if not f.startswith(root) or not os.path.isfile(f):
-            return self.send_body(404, b"not found\n", [("Content-Type", "text/plain")])
-        ctype = "text/html" if f.endswith(".html") else "application/json" if f.endswith(".json") else \
-            "application/octet-stream"
-        self.send_body(200, open(f, "rb").read(), [("Content-Type", ctype)])
-class S(socketserver.ThreadingMixIn, http.server.HTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-plain = S((addr, 80), H)
-tls = S((addr, 443), H)
-ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER); ctx.load_cert_chain(crt, key)
-tls.socket = ctx.wrap_socket(tls.socket, server_side=True)
-threading.Thread(target=plain.serve_forever, daemon=True).start()
-tls.serve_forever()
-"""
+# what every mock runs under: nothing (root), or setpriv to --mock-user's uid
+WRAP = []
 
 # What the guest runs: every install, then each installed file's sha256.
 GUEST = r"""
@@ -150,142 +90,6 @@ def check(ok, what, detail=""):
         FAILS.append(what)
 
 
-def sh(*a, **kw):
-    return subprocess.run(a, check=True, capture_output=True, **kw)
-
-
-def make_ca(tmp):
-    """A CA of this test's own and one leaf for every name: (ca.crt, leaf.crt, leaf.key)."""
-    ca_crt, ca_key = os.path.join(tmp, "ca.crt"), os.path.join(tmp, "ca.key")
-    crt, key = os.path.join(tmp, "up.crt"), os.path.join(tmp, "up.key")
-    sh("openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-       "-keyout", ca_key, "-out", ca_crt, "-days", "2", "-subj", "/CN=cassette test CA",
-       "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign")
-    sh("openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-       "-keyout", key, "-out", crt, "-days", "2", "-subj", "/CN=deb.test", "-CA", ca_crt, "-CAkey", ca_key,
-       "-addext", "subjectAltName=" + ",".join("DNS:" + n for n in NAMES),
-       "-addext", "basicConstraints=critical,CA:FALSE", "-addext", "extendedKeyUsage=serverAuth")
-    return ca_crt, crt, key
-
-
-def apt_repo(tmp, root, sub, pkg):
-    """A Debian-style repository at root/sub: dists/stable/Release naming
-    its indexes (Acquire-By-Hash), the indexes also under by-hash/SHA256,
-    and pool/ with pkg's .deb."""
-    flat = stubs.build_apt_repo(os.path.join(tmp, sub))  # Packages, Packages.gz and sbx-hello_1.0_all.deb
-    base = os.path.join(root, sub)
-    binary = os.path.join(base, "dists", "stable", "main", "binary-all")
-    os.makedirs(os.path.join(binary, "by-hash", "SHA256"))
-    os.makedirs(os.path.join(base, "pool"))
-    deb = os.path.join(base, "pool", pkg + "_1.0_all.deb")
-    if pkg == "sbx-hello":
-        shutil.copy(os.path.join(flat, "sbx-hello_1.0_all.deb"), deb)
-    else:  # the same program under another package and file name
-        pdir = os.path.join(tmp, sub, "b2")
-        sh("dpkg-deb", "-R", os.path.join(flat, "sbx-hello_1.0_all.deb"), pdir)
-        ctl = open(os.path.join(pdir, "DEBIAN", "control")).read().replace("sbx-hello", pkg)
-        open(os.path.join(pdir, "DEBIAN", "control"), "w").write(ctl)
-        os.rename(os.path.join(pdir, "usr", "bin", "sbx-hello"), os.path.join(pdir, "usr", "bin", pkg))
-        sh("dpkg-deb", "--root-owner-group", "--build", pdir, deb)
-    pk = subprocess.run(["dpkg-scanpackages", "-m", "pool"], cwd=base, check=True, capture_output=True).stdout
-    lines = ["Origin: cassette-test", "Suite: stable", "Codename: stable", "Components: main",
-             "Architectures: all amd64 arm64", "Acquire-By-Hash: yes", "Date: " +
-             time.strftime("%a, %d %b %Y %H:%M:%S UTC", time.gmtime()), "SHA256:"]
-    for name, data in (("Packages", pk), ("Packages.gz", gzip.compress(pk, mtime=0))):
-        digest = hashlib.sha256(data).hexdigest()
-        for path in (os.path.join(binary, name), os.path.join(binary, "by-hash", "SHA256", digest)):
-            open(path, "wb").write(data)
-        lines.append(" %s %d main/binary-all/%s" % (digest, len(data), name))
-    open(os.path.join(base, "dists", "stable", "Release"), "w").write("\n".join(lines) + "\n")
-
-
-def npm_registry(root):
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w:gz") as t:
-        for name, text in (("package/package.json", '{"name":"sbx-hello-npm","version":"1.0.0","main":"index.js"}\n'),
-                           ("package/index.js", "module.exports = () => 'hello from an offline registry';\n")):
-            data = text.encode()
-            ti = tarfile.TarInfo(name)
-            ti.size, ti.mtime, ti.mode = len(data), 0, 0o644
-            t.addfile(ti, io.BytesIO(data))
-    tgz = buf.getvalue()
-    os.makedirs(os.path.join(root, "sbx-hello-npm", "-"))
-    open(os.path.join(root, "sbx-hello-npm", "-", "sbx-hello-npm-1.0.0.tgz"), "wb").write(tgz)
-    import base64
-    meta = {"name": "sbx-hello-npm", "dist-tags": {"latest": "1.0.0"}, "versions": {"1.0.0": {
-        "name": "sbx-hello-npm", "version": "1.0.0", "main": "index.js",
-        "dist": {"tarball": "https://npm.test/sbx-hello-npm/-/sbx-hello-npm-1.0.0.tgz",
-                 "shasum": hashlib.sha1(tgz).hexdigest(),
-                 "integrity": "sha512-" + base64.b64encode(hashlib.sha512(tgz).digest()).decode()}}}}
-    json.dump(meta, open(os.path.join(root, "npm-meta.json"), "w"))
-
-
-def git_repo(tmp, root):
-    work = os.path.join(tmp, "gitwork")
-    os.makedirs(work)
-    open(os.path.join(work, "README"), "w").write("cloned from an offline git server\n")
-    env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t",
-               GIT_COMMITTER_EMAIL="t@t", GIT_AUTHOR_DATE="2026-01-01T00:00:00Z",
-               GIT_COMMITTER_DATE="2026-01-01T00:00:00Z")
-    for a in (["init", "-q", "-b", "main"], ["add", "README"], ["commit", "-q", "-m", "one"]):
-        sh("git", "-C", work, *a, env=env)
-    os.makedirs(os.path.join(root, "git"))
-    sh("git", "clone", "-q", "--bare", work, os.path.join(root, "git", "repo.git"))
-
-
-def build_root(tmp):
-    root = os.path.join(tmp, "www")
-    os.makedirs(os.path.join(root, "files"))
-    apt_repo(tmp, root, "debian", "sbx-hello")
-    apt_repo(tmp, root, "debian-s", "sbx-hello-s")
-    idx = stubs.build_simple_index(os.path.join(tmp, "pypi-build"))
-    for d in ("simple", "packages"):
-        shutil.copytree(os.path.join(idx, d), os.path.join(root, d))
-    npm_registry(root)
-    git_repo(tmp, root)
-    open(os.path.join(root, "files", "chunked.bin"), "wb").write(os.urandom(300000))
-    open(os.path.join(root, "files", "data.txt.gz"), "wb").write(gzip.compress(b"gzip as sent\n" * 1000, mtime=0))
-    return root
-
-
-class Upstreams:
-    """The test's own network namespace with a veth to the host's and the
-    upstream server in it; close() takes it all away."""
-
-    def __init__(self, tmp, root, crt, key):
-        tag = str(os.getpid() % 100000)
-        self.ns, self.link, self.proc = "sbxcs" + tag, "sbxc" + tag, None
-        sh("ip", "netns", "add", self.ns)
-        try:
-            sh("ip", "link", "add", self.link + "a", "type", "veth", "peer", "name", self.link + "b")
-            sh("ip", "link", "set", self.link + "b", "netns", self.ns)
-            sh("ip", "addr", "add", UP_HOST_ADDR + "/30", "dev", self.link + "a")
-            sh("ip", "link", "set", self.link + "a", "up")
-            sh("ip", "-n", self.ns, "addr", "add", UP_NS_ADDR + "/30", "dev", self.link + "b")
-            sh("ip", "-n", self.ns, "link", "set", self.link + "b", "up")
-            sh("ip", "-n", self.ns, "link", "set", "lo", "up")
-            self.proc = subprocess.Popen(["ip", "netns", "exec", self.ns, sys.executable, "-c", UPSTREAM, root, crt,
-                                          key, UP_NS_ADDR], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-            for port in (80, 443):
-                for _ in range(100):
-                    if subprocess.run(["ip", "netns", "exec", self.ns, "bash", "-c",
-                                       "exec 3<>/dev/tcp/%s/%d" % (UP_NS_ADDR, port)],
-                                      capture_output=True).returncode == 0:
-                        break
-                    time.sleep(0.1)
-        except Exception:
-            self.close()
-            raise
-
-    def close(self):
-        if self.proc is not None:
-            self.proc.terminate()
-            self.proc.wait()
-            self.proc = None
-        subprocess.run(["ip", "link", "del", self.link + "a"], capture_output=True)
-        subprocess.run(["ip", "netns", "del", self.ns], capture_output=True)
-
-
 def run(mock, key, sid, script):
     st, b = mock.call("POST", "/v1/sandboxes/%s/exec" % sid, {"cmd": "bash", "args": ["-c", script]}, key=key,
                       timeout=600)
@@ -311,13 +115,9 @@ def devbox(mock, key):
     return b["data"]["id"]
 
 
-def record(binary, hosts, store, cas, ca_crt):
-    resolve = []
-    for n in NAMES:
-        resolve += ["--internet-record-resolve", "%s:443:%s" % (n, UP_NS_ADDR),
-                    "--internet-record-resolve", "%s:80:%s" % (n, UP_NS_ADDR)]
-    mock = live.Mock(binary, hosts, ["--images", store, "--internet-record", cas, "--internet-record-allow",
-                                     ",".join(NAMES), "--internet-record-ca", ca_crt, *resolve])
+def record(binary, hosts, store, cas, ca_crt, addr):
+    mock = live.Mock(binary, hosts, wrap=WRAP,
+                     extra=["--images", store, "--internet-record", cas, *ups.record_flags(ca_crt, addr)])
     try:
         sid = devbox(mock, "rec")
         r = run(mock, "rec", sid, GUEST)
@@ -364,7 +164,7 @@ def check_cassette(cas):
 
 
 def replay(binary, hosts, store, cas, want):
-    mock = live.Mock(binary, hosts, ["--images", store, "--internet-replay", cas])
+    mock = live.Mock(binary, hosts, wrap=WRAP, extra=["--images", store, "--internet-replay", cas])
     try:
         sid = devbox(mock, "rep")
         r = run(mock, "rep", sid, GUEST)
@@ -373,21 +173,31 @@ def replay(binary, hosts, store, cas, want):
               "replay, upstreams gone: the same installs succeed and the files are byte-identical",
               (r, want))
         e = journal(mock)
-        check(all(x["via"] == "cassette" and x["status"] != 502 for x in e if x["host"] in NAMES),
+        check(all(x["via"] == "cassette" and x["status"] != 502 for x in e if x["host"] in ups.NAMES),
               "replay answers every request from the cassette, none missed",
               [(x["via"], x["host"], x["path"], x["status"]) for x in e if x.get("status") == 502])
     finally:
         mock.stop()
 
 
+def copy_cassette(src, dst):
+    """A copy of cassette src owned as src is: a recording's bodies are
+    0600, its mock's uid's (the --mock-user one's, or root's)."""
+    shutil.copytree(src, dst)
+    st = os.stat(src)
+    for d, _, files in os.walk(dst):
+        for name in [d] + [os.path.join(d, f) for f in files]:
+            os.chown(name, st.st_uid, st.st_gid)
+
+
 def pruned(binary, hosts, store, cas, tmp):
     cut = os.path.join(tmp, "pruned.cassette")
-    shutil.copytree(cas, cut)
+    copy_cassette(cas, cut)
     lines = open(os.path.join(cas, "cassette.jsonl")).read().splitlines(True)
     gone = [i for i, line in enumerate(lines) if '"target":"/packages/sbx_hello_py-1.0-py3-none-any.whl"' in line]
     open(os.path.join(cut, "cassette.jsonl"), "w").write("".join(line for i, line in enumerate(lines)
                                                                 if i not in gone))
-    mock = live.Mock(binary, hosts, ["--images", store, "--internet-replay", cut])
+    mock = live.Mock(binary, hosts, wrap=WRAP, extra=["--images", store, "--internet-replay", cut])
     try:
         sid = devbox(mock, "cut")
         r = run(mock, "cut", sid, "curl -s -w ' %{http_code}' https://pypi.test/packages/sbx_hello_py-1.0-py3-none-any.whl")
@@ -407,10 +217,10 @@ def scenario(binary, hosts, cas, tmp, root):
     """A scenario file names the cassette, relative to itself."""
     d = os.path.join(tmp, "scen")
     os.makedirs(d)
-    shutil.copytree(cas, os.path.join(d, "by-scenario.cassette"))
+    copy_cassette(cas, os.path.join(d, "by-scenario.cassette"))
     path = os.path.join(d, "offline.json")
     json.dump({"name": "offline", "internet_cassette": {"replay": "by-scenario.cassette"}}, open(path, "w"))
-    mock = live.Mock(binary, hosts, ["--scenario", path])
+    mock = live.Mock(binary, hosts, wrap=WRAP, extra=["--scenario", path])
     try:
         sid = tls.create(mock, "scen")
         r = run(mock, "scen", sid, "curl -sS https://files.test/files/chunked.bin | sha256sum")
@@ -442,34 +252,71 @@ def refusals(binary, hosts, cas, tmp):
           "a body file whose hash is not its name stops the replay's start, naming it", (rc, err))
 
 
+def as_user(uid, work):
+    """setpriv to uid with a clean environment (ci/test's contain-unprivileged
+    stage does the same for the tests it runs as that uid)."""
+    env = ["PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + work, "TMPDIR=" + work]
+    if os.environ.get("SBX_MOCK_CELL"):
+        env.append("SBX_MOCK_CELL=" + os.environ["SBX_MOCK_CELL"])
+    return ["setpriv", "--reuid=%d" % uid, "--regid=%d" % uid, "--clear-groups", "--inh-caps=-all",
+            "env", "-i", *env]
+
+
+def has_owned_copy(store, uid):
+    """The store holds devbox:1's copy for uid (mock-api/IMAGES.md "Ownership")."""
+    return any(os.path.isdir(os.path.join(store, d, "owned-%d" % uid)) for d in os.listdir(store))
+
+
+def skipped(why):
+    print("skip: " + why)
+    return 1 if os.environ.get("CI") == "true" else SKIP
+
+
 def main():
-    if len(sys.argv) not in (2, 3):
+    args, sbxctl, uid = sys.argv[2:], None, None
+    binary = sys.argv[1] if len(sys.argv) > 1 else None
+    while len(args) >= 2 and args[0] in ("--sbxctl", "--mock-user"):
+        if args[0] == "--sbxctl":
+            sbxctl = args[1]
+        elif args[1].isdigit():
+            uid = int(args[1])
+        else:
+            break
+        args = args[2:]
+    if binary is None or args:
         print(__doc__)
         return 2
-    binary = sys.argv[1]
-    sbxctl = sys.argv[2] if len(sys.argv) == 3 else None
     store = tls.image_store()
     if os.geteuid() != 0 or shutil.which("ip") is None or store is None:
-        print("skip: needs root and ip(8) (the upstreams' namespace) and devbox:1 (%s)" %
-              ("no image" if store is None else "not root"))
-        return 1 if os.environ.get("CI") == "true" else SKIP
+        return skipped("needs root and ip(8) (the upstreams' namespace) and devbox:1 (%s)" %
+                       ("no image" if store is None else "not root"))
+    if uid is not None and not has_owned_copy(store, uid):
+        return skipped("%s has no devbox:1 copy for uid %d (mock-api/images/build-image --owner %d devbox:1)"
+                       % (store, uid, uid))
     tmp = tempfile.mkdtemp(prefix="sbx-cassette-")
     os.chmod(tmp, 0o755)
     up = None
     try:
         hosts = os.path.join(tmp, "hosts.json")
         json.dump(HOSTS, open(hosts, "w"))
-        ca_crt, crt, key = make_ca(tmp)
-        root = build_root(tmp)
-        cas = os.path.join(tmp, "team.cassette")
-        up = Upstreams(tmp, root, crt, key)
-        probe = live.Mock(binary, hosts)
+        ca_crt, crt, key = ups.make_ca(tmp)
+        root = ups.build_root(tmp)
+        work = os.path.join(tmp, "work")  # the mocks' HOME and TMPDIR, and where they record
+        os.mkdir(work)
+        if uid is not None:
+            os.chown(work, uid, uid)
+            WRAP[:] = as_user(uid, work)
+        cas = os.path.join(work, "team.cassette")
+        up = ups.Upstreams(tmp, root, crt, key)
+        probe = live.Mock(binary, hosts, wrap=WRAP)
         enforced = probe.enforced
         probe.stop()
         if not enforced:
-            print("skip: egress is not enforced here")
-            return 1 if os.environ.get("CI") == "true" else SKIP
-        want = record(binary, hosts, store, cas, ca_crt)
+            return skipped("egress is not enforced here")
+        if uid is not None:
+            check(any("sbx-mock is root only in a user namespace of its own" in line for line in probe.banner),
+                  "the mocks run as uid %d, root only in a user namespace of their own" % uid, probe.banner)
+        want = record(binary, hosts, store, cas, ca_crt, up.addr)
         up.close()
         up = None
         if want is not None:

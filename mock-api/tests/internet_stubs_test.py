@@ -468,6 +468,40 @@ s.serve_forever()
 """
 
 
+def netns_up(ns, link, host_addr, ns_addr):
+    """Network namespace ns with a veth to the host's: link+"a" in the
+    host's at host_addr/30, link+"b" in ns at ns_addr/30, lo up. Undone
+    by netns_down, also when this fails half-way."""
+    sh = lambda *a: subprocess.run(a, check=True, capture_output=True)  # noqa: E731
+    sh("ip", "netns", "add", ns)
+    try:
+        sh("ip", "link", "add", link + "a", "type", "veth", "peer", "name", link + "b")
+        sh("ip", "link", "set", link + "b", "netns", ns)
+        sh("ip", "addr", "add", host_addr + "/30", "dev", link + "a")
+        sh("ip", "link", "set", link + "a", "up")
+        sh("ip", "-n", ns, "addr", "add", ns_addr + "/30", "dev", link + "b")
+        sh("ip", "-n", ns, "link", "set", link + "b", "up")
+        sh("ip", "-n", ns, "link", "set", "lo", "up")
+    except Exception:
+        netns_down(ns, link)
+        raise
+
+
+def netns_wait(ns, addr, ports):
+    """Until a server in ns listens on addr at each port (10 s each)."""
+    for port in ports:
+        for _ in range(100):
+            if subprocess.run(["ip", "netns", "exec", ns, "bash", "-c", "exec 3<>/dev/tcp/%s/%d" % (addr, port)],
+                              capture_output=True).returncode == 0:
+                break
+            time.sleep(0.1)
+
+
+def netns_down(ns, link):
+    subprocess.run(["ip", "link", "del", link + "a"], capture_output=True)
+    subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+
+
 class Upstream:
     """A network namespace of this test's own with a veth to the host's
     and an HTTP (8080) and an HTTPS (8443) server in it."""
@@ -477,15 +511,8 @@ class Upstream:
         self.ns, self.link = "sbxup" + tag, "sbxu" + tag
         self.procs = []
         sh = lambda *a: subprocess.run(a, check=True, capture_output=True)  # noqa: E731
-        sh("ip", "netns", "add", self.ns)
+        netns_up(self.ns, self.link, UP_HOST_ADDR, UP_NS_ADDR)
         try:
-            sh("ip", "link", "add", self.link + "a", "type", "veth", "peer", "name", self.link + "b")
-            sh("ip", "link", "set", self.link + "b", "netns", self.ns)
-            sh("ip", "addr", "add", UP_HOST_ADDR + "/30", "dev", self.link + "a")
-            sh("ip", "link", "set", self.link + "a", "up")
-            sh("ip", "-n", self.ns, "addr", "add", UP_NS_ADDR + "/30", "dev", self.link + "b")
-            sh("ip", "-n", self.ns, "link", "set", self.link + "b", "up")
-            sh("ip", "-n", self.ns, "link", "set", "lo", "up")
             www = os.path.join(tmp, "up-www")
             os.makedirs(www)
             with open(os.path.join(www, "up.txt"), "w") as f:
@@ -499,13 +526,7 @@ class Upstream:
             self.procs.append(subprocess.Popen(["ip", "netns", "exec", self.ns, sys.executable, "-c", UP_TLS_SERVER,
                                                 UP_NS_ADDR, crt, key],
                                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-            for port in (8080, 8443):
-                for _ in range(100):
-                    if subprocess.run(["ip", "netns", "exec", self.ns, "sh", "-c",
-                                       "exec 3<>/dev/tcp/%s/%d" % (UP_NS_ADDR, port)],
-                                      executable=None, capture_output=True).returncode == 0:
-                        break
-                    time.sleep(0.1)
+            netns_wait(self.ns, UP_NS_ADDR, (8080, 8443))
         except Exception:
             self.close()
             raise
@@ -514,8 +535,7 @@ class Upstream:
         for p in self.procs:
             p.terminate()
             p.wait()
-        subprocess.run(["ip", "link", "del", self.link + "a"], capture_output=True)
-        subprocess.run(["ip", "netns", "del", self.ns], capture_output=True)
+        netns_down(self.ns, self.link)
 
 
 def upstream(binary, tmp, hosts):
