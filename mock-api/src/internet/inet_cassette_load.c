@@ -76,16 +76,22 @@ void mock_cassette_free(mock_cassette *c)
 	free(c);
 }
 
-static int add_redact(mock_cassette *c, const char *name, sbx_err *err)
+/* A redacted query name: from the header (line 1 of cassette.jsonl) or,
+ * line 0, from --internet-redact-query; a bad one is refused saying which. */
+static int add_redact(mock_cassette *c, size_t line, const char *name, sbx_err *err)
 {
 	if (mock_cassette_in_list((const char *const *)c->redact, c->nredact, name))
 		return 0;
 	if (name[0] == '\0' || strlen(name) > 255 || strpbrk(name, "=&#? ") != NULL) {
-		sbx_err_set(err, "cassette %s: redacted query name \"%.80s\": 1-255 bytes, none of = & # ? or space",
-			    c->name, name);
+		if (line > 0)
+			return bad(c, line, err, "redacted query name \"%.80s\": 1-255 bytes, none of = & # ? or space",
+				   name);
+		sbx_err_set(err, "--internet-redact-query \"%.80s\": 1-255 bytes, none of = & # ? or space", name);
 		return -1;
 	}
 	if (c->nredact == MOCK_CASSETTE_REDACT_MAX) {
+		if (line > 0)
+			return bad(c, line, err, "more than %d redacted query names", MOCK_CASSETTE_REDACT_MAX);
 		sbx_err_set(err, "cassette %s: more than %d redacted query names", c->name, MOCK_CASSETTE_REDACT_MAX);
 		return -1;
 	}
@@ -125,7 +131,7 @@ static int parse_header(mock_cassette *c, const cJSON *o, sbx_err *err)
 			bad(c, 1, err, "\"redacted_query\" must be an array of names");
 			return -1;
 		}
-		if (add_redact(c, it->valuestring, err) != 0)
+		if (add_redact(c, 1, it->valuestring, err) != 0)
 			return -1;
 	}
 	return 0;
@@ -526,7 +532,7 @@ mock_cassette *mock_cassette_open(const char *dir, bool create, const char *cons
 		}
 	}
 	for (size_t i = 0; i < nredact; i++) {
-		if (add_redact(c, redact[i], err) != 0)
+		if (add_redact(c, 0, redact[i], err) != 0)
 			goto fail;
 	}
 	return c;
