@@ -540,8 +540,14 @@ cJSON *desk_cursor_get(mock_op *op, mock_guest *g, int screen)
 cJSON *desk_clipboard(mock_op *op, mock_guest *g, const mock_computer_req *q)
 {
 	/* xclip serves a selection it owns from a process that stays; its
-	 * output goes nowhere so the exec ends when it has read the text */
-	static const char set_sh[] = "exec xclip -selection clipboard -i >/dev/null 2>&1";
+	 * output goes nowhere so the exec ends when it has read the text. That
+	 * process may not own the selection yet when the first one exits: the
+	 * set ends once the clipboard answers (2 s at most), so a get that
+	 * follows reads what was set, not "" (CI saw it) */
+	static const char set_sh[] =
+		"xclip -selection clipboard -i >/dev/null 2>&1 || exit $?; i=0; while [ $i -lt 200 ]; do "
+		"xclip -selection clipboard -o -t TARGETS >/dev/null 2>&1 && exit 0; sleep 0.01; i=$((i+1)); "
+		"done; echo 'the clipboard was not served within 2 s' >&2; exit 1";
 	const char *get[] = {"xclip", "-selection", "clipboard", "-o"};
 	const char *set[] = {"/bin/sh", "-c", set_sh};
 	desk_out o;
