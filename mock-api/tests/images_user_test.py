@@ -174,6 +174,18 @@ class Mock(live.Mock):
             self.proc.wait()
             raise Fail("the user's sbx-mock did not start: %s" % "".join(self.seen))
 
+    def wait_line(self, prefix, timeout=10):
+        """Whether a start line beginning with prefix came: the constructor
+        stops reading at the two lines it needs, and the two streams'
+        lines arrive in either order."""
+        deadline = time.monotonic() + timeout
+        while not any(l.startswith(prefix) for l in self.seen) and time.monotonic() < deadline:
+            try:
+                self.seen.append(self.lines.get(timeout=0.2))
+            except queue.Empty:
+                continue
+        return any(l.startswith(prefix) for l in self.seen)
+
     def stop(self):
         """Stops the mock; Fail when it did not end cleanly or a sanitizer
         spoke (the ASan build runs this test too)."""
@@ -224,8 +236,7 @@ def boot(user, mock_bin, checkout):
         mock = Mock(user, os.path.join(bindir, "sbx-mock"), store)
         try:
             line = mock.rootfs
-            if store == SHARED_STORE and not any(l.startswith("images: %s (the default store" % store)
-                                                 for l in mock.seen):
+            if store == SHARED_STORE and not mock.wait_line("images: %s (the default store" % store):
                 raise Fail("with no --images, the user's mock did not say it uses %s:\n%s"
                            % (store, "".join(mock.seen)))
             want = "devbox:1 = image %s (bound read-only (owned-%d: root's build copied" % (owned, user.uid)
