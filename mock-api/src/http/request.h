@@ -49,6 +49,7 @@ typedef struct mreq {
 	 * until the worker has filled *pending. */
 	int offload;              /* OFFLOAD_NONE, _RUNNING, _DONE */
 	struct mresp *pending;
+	bool answered;            /* its answer was handed to MHD (pipeline.c) */
 } mreq;
 
 enum { OFFLOAD_NONE, OFFLOAD_RUNNING, OFFLOAD_DONE };
