@@ -24,7 +24,10 @@ In devbox:1 guests of a real sbx-mock:
 - a scenario file's {"internet_cassette": {"replay": DIR}} (relative to
   the file) is replayed; one naming a missing cassette stops the start;
 - a start is refused, naming why, for record and replay together, record
-  without -allow, and a cassette whose body file was changed.
+  without -allow, and a cassette whose body file was changed;
+- an allowed name the host resolves to 127.0.0.1 (localhost) is not
+  recorded from (a 502 naming why; a server on the host's loopback sees
+  nothing), the same server named by --internet-record-resolve is.
 
 With --mock-user UID (ci/test's contain-unprivileged stage: 65534) the
 test still runs as root, for the upstreams' namespace, and every mock it
@@ -252,6 +255,65 @@ def refusals(binary, hosts, cas, tmp):
           "a body file whose hash is not its name stops the replay's start, naming it", (rc, err))
 
 
+class LoopbackServer:
+    """An HTTP server on the host's 127.0.0.1 (port 0): what a guest must
+    not reach through a recording by a name the host resolves there."""
+
+    def __init__(self):
+        import http.server
+        import threading
+        self.hits = []
+        hits = self.hits
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                hits.append(self.path)
+                body = b"host loopback service\n"
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *a):
+                pass
+
+        self.srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.srv.server_address[1]
+        self.th = threading.Thread(target=self.srv.serve_forever, daemon=True)
+        self.th.start()
+
+    def close(self):
+        self.srv.shutdown()
+        self.srv.server_close()
+
+
+def host_loopback(binary, hosts, store, work):
+    """An allowed name the host's resolver puts on 127.0.0.1 (localhost) is
+    not recorded from: the guest would reach the host's loopback services
+    (the mock's own API among them) from the host's namespace. The same
+    server named by --internet-record-resolve (the operator means it) is
+    reached, so the refusal is the rule's, not an unreachable server's."""
+    srv = LoopbackServer()
+    cas = os.path.join(work, "loopback.cassette")
+    mock = live.Mock(binary, hosts, wrap=WRAP,
+                     extra=["--images", store, "--internet-record", cas,
+                            "--internet-record-allow", "localhost,loop.test",
+                            "--internet-record-resolve", "loop.test:%d:127.0.0.1" % srv.port])
+    try:
+        sid = devbox(mock, "lo")
+        curl = "curl -s -w ' %%{http_code}' -H 'Host: %s:%d' http://unrelated.test:%d/_mock/journal"
+        r = run(mock, "lo", sid, curl % ("localhost", srv.port, srv.port))
+        check(r["stdout"].endswith(" 502") and "a loopback address of the host" in r["stdout"] and
+              srv.hits == [], "a recorded name that resolves to the host's loopback is refused, naming why",
+              (r, srv.hits))
+        r = run(mock, "lo", sid, curl % ("loop.test", srv.port, srv.port))
+        check(r["stdout"] == "host loopback service\n 200" and srv.hits == ["/_mock/journal"],
+              "the same server named by --internet-record-resolve is recorded from", (r, srv.hits))
+    finally:
+        mock.stop()
+        srv.close()
+
+
 def as_user(uid, work):
     """setpriv to uid with a clean environment (ci/test's contain-unprivileged
     stage does the same for the tests it runs as that uid)."""
@@ -330,6 +392,7 @@ def main():
             pruned(binary, hosts, store, cas, tmp)
             scenario(binary, hosts, cas, tmp, root)
             refusals(binary, hosts, cas, tmp)
+        host_loopback(binary, hosts, store, work)
     finally:
         if up is not None:
             up.close()

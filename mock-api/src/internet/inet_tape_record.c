@@ -203,11 +203,52 @@ static struct curl_slist *request_headers(const tape_req *r)
 	return l;
 }
 
+/* What kind of the host's own addresses addr is — loopback, unspecified,
+ * link-local (where clouds serve their metadata) or multicast — or NULL
+ * for any other (public or private: a mirror on the LAN is a use). An
+ * IPv4-mapped IPv6 address is its IPv4 one. */
+static const char *host_only_kind(const char *addr)
+{
+	uint8_t a[16];
+	static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+	const uint8_t *v4 = NULL;
+
+	if (inet_pton(AF_INET, addr, a) == 1)
+		v4 = a;
+	else if (inet_pton(AF_INET6, addr, a) != 1)
+		return "unparsable";
+	else if (memcmp(a, mapped, sizeof(mapped)) == 0)
+		v4 = a + 12;
+	if (v4 != NULL) {
+		if (v4[0] == 127)
+			return "loopback";
+		if (v4[0] == 0)
+			return "unspecified";
+		if (v4[0] == 169 && v4[1] == 254)
+			return "link-local";
+		return v4[0] >= 224 ? "multicast or reserved" : NULL;
+	}
+	if (memcmp(a, in6addr_loopback.s6_addr, 16) == 0)
+		return "loopback";
+	if (memcmp(a, in6addr_any.s6_addr, 16) == 0)
+		return "unspecified";
+	if (a[0] == 0xfe && (a[1] & 0xc0) == 0x80)
+		return "link-local";
+	return a[0] == 0xff ? "multicast or reserved" : NULL;
+}
+
 /* Where host:port is: --internet-record-resolve, else the host's
- * resolver; an address literal is itself. 0, or -1 with why. */
+ * resolver; an address literal is itself (the operator allowed it by
+ * address). A name the host's resolver puts on one of the host's own
+ * addresses is refused: an allowed name that resolves to 127.0.0.1
+ * would let a guest reach, from the host's namespace, any service
+ * listening on the host's loopback (the mock's own API among them) with
+ * a method, path and headers of its choosing; the operator who means it
+ * names that address with --internet-record-resolve. 0, or -1 with why. */
 static int where(const mock_inet_tape *t, mock_inet_io *io, char *addr, size_t cap, char *why, size_t wcap)
 {
 	uint8_t raw[16];
+	const char *kind;
 
 	if (inet_pton(AF_INET, io->host, raw) == 1 || inet_pton(AF_INET6, io->host, raw) == 1) {
 		snprintf(addr, cap, "%s", io->host);
@@ -219,7 +260,21 @@ static int where(const mock_inet_tape *t, mock_inet_io *io, char *addr, size_t c
 			return 0;
 		}
 	}
-	return mock_inet_outside_resolve(io->outside, io->host, addr, cap, why, wcap);
+	if (mock_inet_outside_resolve(io->outside, io->host, addr, cap, why, wcap) != 0) {
+		char cause[160];
+
+		snprintf(cause, sizeof(cause), "%s", why);
+		snprintf(why, wcap, "%s cannot be resolved: %s", io->host, cause);
+		return -1;
+	}
+	kind = host_only_kind(addr);
+	if (kind == NULL)
+		return 0;
+	snprintf(why, wcap,
+		 "%s resolves to %s, a %s address of the host: not recorded from (name it with "
+		 "--internet-record-resolve %s:%u:%s to mean it)",
+		 io->host, addr, kind, io->host, io->port, addr);
+	return -1;
 }
 
 /* The easy handle's options for r to addr. NULL when out of memory. */
@@ -325,7 +380,7 @@ static void finish(rec *x, CURLcode rc, const char *ebuf)
 void mock_tape_record(mock_inet_tape *t, mock_inet_io *io, tape_req *r)
 {
 	rec *x = calloc(1, sizeof(*x));
-	char addr[64], why[160] = "", ebuf[CURL_ERROR_SIZE] = "";
+	char addr[64], why[640] = "", ebuf[CURL_ERROR_SIZE] = "";
 	struct curl_slist *hl = NULL, *rl = NULL;
 	CURL *h;
 
@@ -338,8 +393,8 @@ void mock_tape_record(mock_inet_tape *t, mock_inet_io *io, tape_req *r)
 	x->io = io;
 	x->r = r;
 	if (io->outside == NULL || where(t, io, addr, sizeof(addr), why, sizeof(why)) != 0) {
-		snprintf(io->miss, sizeof(io->miss), "sbx-mock cassette %s: recording %s %s://%s:%u%.400s: %s cannot be resolved: %.160s\n",
-			 mock_cassette_name(t->cas), r->method, io->scheme, io->host, io->port, r->target, io->host,
+		snprintf(io->miss, sizeof(io->miss), "sbx-mock cassette %s: recording %s %s://%s:%u%.200s: %.640s\n",
+			 mock_cassette_name(t->cas), r->method, io->scheme, io->host, io->port, r->target,
 			 io->outside == NULL ? "no way out" : why);
 		mock_tape_send_text(io, 502, "Bad Gateway", io->miss);
 		free(x);
