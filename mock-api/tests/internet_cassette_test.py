@@ -27,7 +27,10 @@ In devbox:1 guests of a real sbx-mock:
   without -allow, and a cassette whose body file was changed;
 - an allowed name the host resolves to 127.0.0.1 (localhost) is not
   recorded from (a 502 naming why; a server on the host's loopback sees
-  nothing), the same server named by --internet-record-resolve is.
+  nothing), the same server named by --internet-record-resolve is;
+- past --internet-record-max-mib a download is cut and the next request
+  refused, each naming the bound (journal, stderr), the cassette keeping
+  neither.
 
 With --mock-user UID (ci/test's contain-unprivileged stage: 65534) the
 test still runs as root, for the upstreams' namespace, and every mock it
@@ -268,7 +271,7 @@ class LoopbackServer:
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_GET(self):
                 hits.append(self.path)
-                body = b"host loopback service\n"
+                body = b"host loopback service\n" if self.path != "/big" else b"b" * (3 << 20)
                 self.send_response(200)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
@@ -312,6 +315,40 @@ def host_loopback(binary, hosts, store, work):
     finally:
         mock.stop()
         srv.close()
+
+
+def record_bound(binary, hosts, store, work):
+    """--internet-record-max-mib bounds what a recording writes of bodies:
+    a 3 MiB download under a 1 MiB bound is cut, its journal entry names
+    the bound, the next request is refused without reaching the origin,
+    and the cassette keeps neither (a guest cannot fill the host's disk
+    through downloads from an allowed origin)."""
+    srv = LoopbackServer()
+    cas = os.path.join(work, "bound.cassette")
+    mock = live.Mock(binary, hosts, wrap=WRAP,
+                     extra=["--images", store, "--internet-record", cas, "--internet-record-allow", "loop.test",
+                            "--internet-record-resolve", "loop.test:%d:127.0.0.1" % srv.port,
+                            "--internet-record-max-mib", "1"])
+    try:
+        sid = devbox(mock, "bound")
+        r = run(mock, "bound", sid, "curl -s -o /tmp/big http://loop.test:%d/big; echo \" $?\"; "
+                "curl -s -w ' %%{http_code}' http://loop.test:%d/small" % (srv.port, srv.port))
+        bound = "bound of 1 MiB of bodies to the cassette (--internet-record-max-mib)"
+        parts = r["stdout"].rsplit(" ", 1)
+        check(not r["stdout"].startswith(" 0") and bound in r["stdout"] and parts[-1] == "502" and
+              srv.hits == ["/big"], "past --internet-record-max-mib a download is cut and the next refused, "
+              "naming the bound, the origin not asked", (r, srv.hits))
+        e = [x for x in journal(mock) if x.get("cassette_miss")]
+        check(any(bound in x["cassette_miss"] and x["path"] == "/big" for x in e),
+              "the cut download's journal entry names the bound", e)
+    finally:
+        err = mock.stop()
+        srv.close()
+    check(bound in err, "the mock says on stderr that the recording reached its bound", err[-600:])
+    lines = cassette_lines(cas)[1:] if os.path.exists(os.path.join(cas, "cassette.jsonl")) else []
+    kept = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(os.path.join(cas, "bodies")) for f in fs)
+    check(lines == [] and kept <= (1 << 20), "the cassette keeps neither exchange, and at most the bound",
+          (lines, kept))
 
 
 def as_user(uid, work):
@@ -393,6 +430,7 @@ def main():
             scenario(binary, hosts, cas, tmp, root)
             refusals(binary, hosts, cas, tmp)
         host_loopback(binary, hosts, store, work)
+        record_bound(binary, hosts, store, work)
     finally:
         if up is not None:
             up.close()

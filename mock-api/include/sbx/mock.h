@@ -129,7 +129,8 @@ typedef struct sbx_mock_config {
 	 * record_ca: the origins' CA bundle (NULL: the host's trust store);
 	 * record_resolve: "NAME:PORT:ADDR" entries (curl's --resolve; else the
 	 * host's resolver); redact_query: query parameter names whose values
-	 * are redacted. NULL/0: none. */
+	 * are redacted. NULL/0: none. record_max_mib: the most MiB of bodies a
+	 * recording writes to the cassette's disk (0: 8192; LIMITS.md). */
 	const char *internet_record;
 	const char *internet_replay;
 	const char *internet_record_allow;
@@ -138,6 +139,7 @@ typedef struct sbx_mock_config {
 	size_t ninternet_record_resolve;
 	const char *const *internet_redact_query;
 	size_t ninternet_redact_query;
+	unsigned internet_record_max_mib;
 } sbx_mock_config;
 
 void sbx_mock_config_init(sbx_mock_config *cfg);

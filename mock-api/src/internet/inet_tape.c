@@ -177,6 +177,10 @@ mock_inet_tape *mock_inet_tape_new(const mock_inet_tape_conf *conf, sbx_err *err
 		return NULL;
 	}
 	t->record = conf->record;
+	t->rec_max = (long long)(conf->record_max_mib != 0 ? conf->record_max_mib : MOCK_INET_TAPE_RECORD_MIB) *
+		     1024 * 1024;
+	atomic_init(&t->rec_bytes, 0);
+	atomic_init(&t->rec_said, false);
 	if (tape_conf(t, conf, err) != 0)
 		goto fail;
 	t->cas = mock_cassette_open(conf->dir, conf->record, conf->redact, conf->nredact, &cerr);
@@ -478,7 +482,10 @@ bool mock_inet_tape_serve(mock_inet_tape *t, mock_inet_io *io)
 		return true;
 	}
 	refuse = read_body(io, r);
+	/* a request body past the recording's bound is not kept: the recorder
+	 * then refuses the request, naming the bound (inet_tape_record.c) */
 	if (refuse == 0 && r->has_body && t->record &&
+	    atomic_fetch_add(&t->rec_bytes, (long long)r->body_len) + (long long)r->body_len <= t->rec_max &&
 	    mock_cassette_body_put(t->cas, r->body, r->body_len, r->body_sha, &err) != 0)
 		refuse = 500;
 	if (refuse == 0 && r->has_body && !t->record)

@@ -22,6 +22,10 @@
 
 #define MOCK_INET_TAPE_ALLOW_MAX 64   /* --internet-record-allow patterns */
 #define MOCK_INET_TAPE_RESOLVE_MAX 64 /* --internet-record-resolve entries */
+/* What a recording may write of bodies (--internet-record-max-mib): a
+ * guest's downloads from an allowed origin must not fill the host's disk. */
+#define MOCK_INET_TAPE_RECORD_MIB 8192
+#define MOCK_INET_TAPE_RECORD_MIB_MAX 16777216
 
 typedef struct mock_inet_tape mock_inet_tape;
 
@@ -34,6 +38,7 @@ typedef struct mock_inet_tape_conf {
 	size_t nresolve;
 	const char *const *redact;  /* query parameter names whose values are redacted */
 	size_t nredact;
+	unsigned record_max_mib;    /* record: MiB of bodies it may write; 0: MOCK_INET_TAPE_RECORD_MIB */
 } mock_inet_tape_conf;
 
 /* Opens (and checks) the cassette: NULL + err naming the flag's value and

@@ -7,6 +7,8 @@
 #include "internet/inet_cassette.h"
 #include "internet/inet_tape.h"
 
+#include <stdatomic.h>
+
 typedef struct tape_pattern {
 	char name[256];   /* a name or "*.suffix" ("" for a CIDR) */
 	int family;       /* CIDR: 4 or 6 */
@@ -29,6 +31,12 @@ struct mock_inet_tape {
 	size_t nallow;
 	tape_resolve resolve[MOCK_INET_TAPE_RESOLVE_MAX];
 	size_t nresolve;
+	/* Bytes of bodies this recording wrote (each counted as it is written:
+	 * a body is hashed, so found kept already, only at its end) and the
+	 * bound; a write past it ends the exchange, later ones are refused. */
+	atomic_llong rec_bytes;
+	long long rec_max;
+	atomic_bool rec_said;   /* the bound was said on stderr */
 };
 
 /* A guest's request as the tape reads it: the target as sent, the

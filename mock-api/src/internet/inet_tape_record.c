@@ -129,6 +129,19 @@ static size_t on_header(char *buf, size_t size, size_t n, void *arg)
 	return len;
 }
 
+/* Why a recording writes no more (into err), said once on stderr too:
+ * the guests' downloads stop being recorded, which the operator must
+ * know of. */
+static void bound_reached(mock_inet_tape *t, sbx_err *err)
+{
+	sbx_err_set(err,
+		    "the recording wrote its bound of %lld MiB of bodies to the cassette (--internet-record-max-mib): "
+		    "nothing more is recorded",
+		    t->rec_max / (1024 * 1024));
+	if (!atomic_exchange(&t->rec_said, true))
+		fprintf(stderr, "sbx-mock: cassette %s: %s\n", mock_cassette_name(t->cas), err->msg);
+}
+
 static size_t on_body(char *buf, size_t size, size_t n, void *arg)
 {
 	rec *x = arg;
@@ -136,6 +149,10 @@ static size_t on_body(char *buf, size_t size, size_t n, void *arg)
 	char sz[24];
 	int k;
 
+	if (atomic_fetch_add(&x->t->rec_bytes, (long long)len) + (long long)len > x->t->rec_max) {
+		bound_reached(x->t, &x->err);
+		return 0;
+	}
 	if (x->body == NULL || mock_cassette_body_write(x->body, buf, len) != 0) {
 		sbx_err_set(&x->err, "the body could not be written to the cassette");
 		return 0;
@@ -365,10 +382,14 @@ static void finish(rec *x, CURLcode rc, const char *ebuf)
 	}
 	mock_cassette_body_abort(x->body);
 	x->body = NULL;
-	if (x->head_sent) {
+	if (x->head_sent) { /* the guest's transfer is cut; its journal entry says why */
 		io->keep = false;
 		io->reset = true;
 		io->status = x->status;
+		if (x->err.msg[0] != '\0')
+			snprintf(io->miss, sizeof(io->miss), "sbx-mock cassette %s: recording %s %s://%s:%u%.400s: %.300s\n",
+				 mock_cassette_name(x->t->cas), x->r->method, io->scheme, io->host, io->port,
+				 x->r->target, x->err.msg);
 		return;
 	}
 	snprintf(io->miss, sizeof(io->miss), "sbx-mock cassette %s: recording %s %s://%s:%u%.400s: %.300s\n",
@@ -392,10 +413,12 @@ void mock_tape_record(mock_inet_tape *t, mock_inet_io *io, tape_req *r)
 	x->t = t;
 	x->io = io;
 	x->r = r;
-	if (io->outside == NULL || where(t, io, addr, sizeof(addr), why, sizeof(why)) != 0) {
+	if (atomic_load(&t->rec_bytes) >= t->rec_max)
+		bound_reached(t, &x->err);
+	if (x->err.msg[0] != '\0' || io->outside == NULL || where(t, io, addr, sizeof(addr), why, sizeof(why)) != 0) {
 		snprintf(io->miss, sizeof(io->miss), "sbx-mock cassette %s: recording %s %s://%s:%u%.200s: %.640s\n",
 			 mock_cassette_name(t->cas), r->method, io->scheme, io->host, io->port, r->target,
-			 io->outside == NULL ? "no way out" : why);
+			 x->err.msg[0] != '\0' ? x->err.msg : io->outside == NULL ? "no way out" : why);
 		mock_tape_send_text(io, 502, "Bad Gateway", io->miss);
 		free(x);
 		return;

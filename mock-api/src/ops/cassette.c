@@ -27,8 +27,8 @@ static int check_flags(const sbx_mock_config *cfg, sbx_err *err)
 	}
 	if (cfg->internet_record == NULL &&
 	    (cfg->internet_record_allow != NULL || cfg->internet_record_ca != NULL ||
-	     cfg->ninternet_record_resolve > 0)) {
-		sbx_err_set(err, "--internet-record-allow, -ca and -resolve need --internet-record DIR");
+	     cfg->ninternet_record_resolve > 0 || cfg->internet_record_max_mib != 0)) {
+		sbx_err_set(err, "--internet-record-allow, -ca, -resolve and -max-mib need --internet-record DIR");
 		return -1;
 	}
 	if (cfg->internet_record == NULL && cfg->internet_replay == NULL && cfg->ninternet_redact_query > 0) {
@@ -44,7 +44,8 @@ int mock_op_cassette_start(sbx_mock *mock, const sbx_mock_config *cfg, sbx_err *
 				  .record = cfg->internet_record != NULL, .allow = cfg->internet_record_allow,
 				  .ca = cfg->internet_record_ca, .resolve = cfg->internet_record_resolve,
 				  .nresolve = cfg->ninternet_record_resolve, .redact = cfg->internet_redact_query,
-				  .nredact = cfg->ninternet_redact_query};
+				  .nredact = cfg->ninternet_redact_query,
+				  .record_max_mib = cfg->internet_record_max_mib};
 
 	if (check_flags(cfg, err) != 0)
 		return -1;

@@ -60,6 +60,8 @@ static const char usage[] =
 	"  --internet-record-ca FILE  the origins' CA bundle (default: the host's store)\n"
 	"  --internet-record-resolve NAME:PORT:ADDR  where NAME is (repeatable; default:\n"
 	"                          the host's resolver)\n"
+	"  --internet-record-max-mib N  MiB of bodies the recording may write (default\n"
+	"                          8192); past it nothing more is recorded, and said\n"
 	"  --internet-redact-query NAME  query parameter whose values are redacted\n"
 	"  --internet-replay DIR   answer the guests' internet from cassette DIR only (a\n"
 	"                          request it lacks: 502 naming the nearest recorded)\n"

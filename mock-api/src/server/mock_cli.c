@@ -157,6 +157,7 @@ enum {
 	OPT_STATE_DIR, OPT_SELF_LISTEN, OPT_RECORD_OVERWRITE, OPT_EGRESS, OPT_INTERNET_HOSTS, OPT_INTERNET_CA,
 	OPT_INTERNET_STUBS, OPT_INTERNET_SITE, OPT_INTERNET_UPSTREAM, OPT_INTERNET_RECORD, OPT_INTERNET_REPLAY,
 	OPT_INTERNET_RECORD_ALLOW, OPT_INTERNET_RECORD_CA, OPT_INTERNET_RECORD_RESOLVE, OPT_INTERNET_REDACT_QUERY,
+	OPT_INTERNET_RECORD_MAX_MIB,
 	OPT_STATE_REPAIR, OPT_MAX_CONNS, OPT_IDLE_TIMEOUT, OPT_CHECK_STATE, OPT_INGRESS_LISTEN,
 	OPT_WARM_POOL, OPT_IMAGES, OPT_IMAGE, OPT_INGRESS_SCHEME, OPT_CA_OUT,
 	OPT_TPL_BUILD_CAP, OPT_TPL_BUILD_CAP_GLOBAL, OPT_TPL_CAP, OPT_TPL_STORAGE, OPT_TPL_STORAGE_GLOBAL, OPT_NO_IMAGES,
@@ -197,6 +198,7 @@ static const struct option options[] = {
 	{"internet-record-ca", required_argument, NULL, OPT_INTERNET_RECORD_CA},
 	{"internet-record-resolve", required_argument, NULL, OPT_INTERNET_RECORD_RESOLVE},
 	{"internet-redact-query", required_argument, NULL, OPT_INTERNET_REDACT_QUERY},
+	{"internet-record-max-mib", required_argument, NULL, OPT_INTERNET_RECORD_MAX_MIB},
 	{"exec-timeout-ms", required_argument, NULL, OPT_EXEC_TIMEOUT},
 	{"seed", required_argument, NULL, OPT_SEED},
 	{"journal-size", required_argument, NULL, OPT_JOURNAL_SIZE},
@@ -363,6 +365,15 @@ static int cassette_opt(mock_cli *c, int opt, const char *arg)
 			return cli_fail(c, "--internet-record-ca %s: %s", arg, strerror(errno));
 		c->cfg.internet_record_ca = arg;
 		return 0;
+	case OPT_INTERNET_RECORD_MAX_MIB: {
+		unsigned long long v;
+
+		if (parse_ull(arg, 1, MOCK_INET_TAPE_RECORD_MIB_MAX, &v) != 0)
+			return cli_fail(c, "--internet-record-max-mib: \"%s\" is not a number 1-%d", arg,
+					 MOCK_INET_TAPE_RECORD_MIB_MAX);
+		c->cfg.internet_record_max_mib = (unsigned)v;
+		return 0;
+	}
 	case OPT_INTERNET_RECORD_RESOLVE:
 		if (mock_inet_tape_check_resolve(arg, &err) != 0 || c->cfg.ninternet_record_resolve == MOCK_INET_TAPE_RESOLVE_MAX)
 			return cli_fail(c, "%s", err.msg[0] != '\0' ? err.msg : "--internet-record-resolve: too many");
@@ -491,6 +502,7 @@ static int parse_opt(int opt, const char *arg, mock_cli *c)
 	case OPT_INTERNET_RECORD_CA:
 	case OPT_INTERNET_RECORD_RESOLVE:
 	case OPT_INTERNET_REDACT_QUERY:
+	case OPT_INTERNET_RECORD_MAX_MIB:
 		return cassette_opt(c, opt, arg);
 	case OPT_GUEST_MODE:
 		if (strcmp(arg, "contained") != 0 && strcmp(arg, "auto") != 0 && strcmp(arg, "ns") != 0 &&
