@@ -280,7 +280,7 @@ static int where(const mock_inet_tape *t, mock_inet_io *io, char *addr, size_t c
 	if (mock_inet_outside_resolve(io->outside, io->host, addr, cap, why, wcap) != 0) {
 		char cause[160];
 
-		snprintf(cause, sizeof(cause), "%s", why);
+		snprintf(cause, sizeof(cause), "%.159s", why);
 		snprintf(why, wcap, "%s cannot be resolved: %s", io->host, cause);
 		return -1;
 	}
