@@ -357,47 +357,52 @@ const char *mock_cassette_name(const mock_cassette *c)
 
 /* ---- writing ---- */
 
-static cJSON *hdrs_json(const mock_cassette_hdr *h, size_t n)
+/* The [name, value] pairs into array a (made in place: nothing is left
+ * unowned when memory runs out; the check then names what is missing). */
+static void hdrs_into(cJSON *a, const mock_cassette_hdr *h, size_t n)
 {
-	cJSON *a = cJSON_CreateArray();
-
 	for (size_t i = 0; a != NULL && i < n; i++) {
-		cJSON *p = cJSON_CreateArray();
+		cJSON *p = cJSON_CreateArray(), *nm = cJSON_CreateString(h[i].name), *v = cJSON_CreateString(h[i].value);
 
-		cJSON_AddItemToArray(p, cJSON_CreateString(h[i].name));
-		cJSON_AddItemToArray(p, cJSON_CreateString(h[i].value));
-		cJSON_AddItemToArray(a, p);
+		if (p == NULL || nm == NULL || v == NULL || !cJSON_AddItemToArray(a, p)) {
+			cJSON_Delete(p);
+			cJSON_Delete(nm);
+			cJSON_Delete(v);
+			return;
+		}
+		cJSON_AddItemToArray(p, nm);
+		cJSON_AddItemToArray(p, v);
 	}
-	return a;
 }
 
-static cJSON *body_json(const char *sha, long long size)
+static void body_into(cJSON *o, const char *sha, long long size)
 {
-	cJSON *o = cJSON_CreateObject();
-
 	cJSON_AddStringToObject(o, "sha256", sha);
 	cJSON_AddNumberToObject(o, "size", (double)size);
-	return o;
 }
 
-/* One exchange as the JSON object of its line. */
+/* One exchange as the JSON object of its line, keys in the spec's order. */
 static cJSON *ex_json(const mock_cassette_ex *e)
 {
 	cJSON *o = cJSON_CreateObject();
 
+	if (o == NULL)
+		return NULL;
 	cJSON_AddStringToObject(o, "scheme", e->scheme);
 	cJSON_AddStringToObject(o, "host", e->host);
 	cJSON_AddNumberToObject(o, "port", e->port);
 	cJSON_AddStringToObject(o, "method", e->method);
 	cJSON_AddStringToObject(o, "target", e->target);
-	cJSON_AddItemToObject(o, "request_headers", hdrs_json(e->req_headers, e->nreq_headers));
-	cJSON_AddItemToObject(o, "request_body", e->req_sha[0] != '\0' ? body_json(e->req_sha, e->req_size)
-								       : cJSON_CreateNull());
+	hdrs_into(cJSON_AddArrayToObject(o, "request_headers"), e->req_headers, e->nreq_headers);
+	if (e->req_sha[0] != '\0')
+		body_into(cJSON_AddObjectToObject(o, "request_body"), e->req_sha, e->req_size);
+	else
+		cJSON_AddNullToObject(o, "request_body");
 	cJSON_AddNumberToObject(o, "status", e->status);
 	cJSON_AddStringToObject(o, "reason", e->reason);
-	cJSON_AddItemToObject(o, "response_headers", hdrs_json(e->resp_headers, e->nresp_headers));
+	hdrs_into(cJSON_AddArrayToObject(o, "response_headers"), e->resp_headers, e->nresp_headers);
 	cJSON_AddBoolToObject(o, "chunked", e->chunked);
-	cJSON_AddItemToObject(o, "body", body_json(e->body_sha, e->body_size));
+	body_into(cJSON_AddObjectToObject(o, "body"), e->body_sha, e->body_size);
 	cJSON_AddNumberToObject(o, "n", e->n);
 	return o;
 }
@@ -426,10 +431,17 @@ static int ex_checked(mock_cassette *c, const sbx_cassette *cas, const mock_cass
 		      sbx_cassette_exchange *x, sbx_err *err)
 {
 	char what[640];
+	cJSON *o;
 
 	snprintf(what, sizeof(what), "cassette %.100s: %.32s %.8s://%.253s:%u%.160s", c->name, e->method, e->scheme, e->host,
 		 e->port, e->target);
-	return sbx_cassette_exchange_from_json(ex_json(e), what, 0, cas, x, err);
+	o = ex_json(e);
+	if (o == NULL) {
+		memset(x, 0, sizeof(*x));
+		sbx_err_set(err, "%s: out of memory", what);
+		return -1;
+	}
+	return sbx_cassette_exchange_from_json(o, what, 0, cas, x, err);
 }
 
 /* c as libsbx's cassette, each exchange checked. Caller holds the lock. */
