@@ -1,11 +1,13 @@
 /* Fuzz target: the internet cassette's reader (mock-api/src/internet/
  * inet_cassette.h, issue 47): the input is the text of a cassette.jsonl,
- * parsed by mock_cassette_parse (the loader's line checks; bodies are not
- * read: they are files the loader hashes).
+ * parsed by mock_cassette_parse (libsbx's reader, sbx_cassette_parse_text,
+ * then the mock's copy of what it accepted; bodies are not read: they are
+ * files the loader hashes). fuzz/cassette_fuzzer.c fuzzes the reader alone.
  *
  * Properties, each abort()s when broken:
- * - a refusal says which line and what ("cassette.jsonl line N: ...",
- *   N between 1 and the input's line count), or that the file is empty;
+ * - a refusal names the cassette and says which line and what ("cassette
+ *   fuzz: cassette.jsonl:N: ...", N between 1 and the input's line
+ *   count), or that the file is empty;
  * - an accepted cassette written back (mock_cassette_text) parses again
  *   to the same text (the writer's order and escaping are stable), with
  *   as many exchanges;
@@ -31,16 +33,19 @@ static void check(bool ok, const char *what)
 
 static void check_refusal(const char *msg, const uint8_t *data, size_t size)
 {
-	const char *at = strstr(msg, "cassette.jsonl line ");
+	static const char file[] = "cassette fuzz: cassette.jsonl:";
 	size_t lines = 1;
 
-	if (strstr(msg, "cassette.jsonl is empty") != NULL || strstr(msg, "out of memory") != NULL)
-		return;
 	for (size_t i = 0; i + 1 < size; i++)
 		lines += data[i] == '\n';
-	check(at != NULL, "a refusal names no line");
+	check(strncmp(msg, file, strlen(file)) == 0, "a refusal does not name the cassette and its file");
+	if (msg[strlen(file)] == ' ') {
+		check(strstr(msg, ": empty (") != NULL || strstr(msg, "out of memory") != NULL,
+		      "a refusal names no line");
+		return;
+	}
 	{
-		long n = strtol(at + strlen("cassette.jsonl line "), NULL, 10);
+		long n = strtol(msg + strlen(file), NULL, 10);
 
 		check(n >= 1 && (size_t)n <= lines, "a refusal names a line the input does not have");
 	}

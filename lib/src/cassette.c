@@ -38,6 +38,7 @@ void sbx_cassette_problems_free(sbx_cassette_problems *p)
 void sbx_cassette_exchange_free(sbx_cassette_exchange *ex)
 {
 	cJSON_Delete(ex->obj);
+	free(ex->key_target);
 	memset(ex, 0, sizeof *ex);
 }
 
@@ -144,11 +145,11 @@ static bool is_rfc3339(const char *s)
 	}
 	const char *p = s + sizeof shape - 1;
 	if (*p == '.') {
-		p++;
-		if (!isdigit((unsigned char)*p))
-			return false;
+		const char *f = ++p;
 		while (isdigit((unsigned char)*p))
 			p++;
+		if (p == f || (size_t)(p - f) > SBX_CASSETTE_FRACTION_MAX)
+			return false;
 	}
 	if (*p == 'Z')
 		return p[1] == '\0';
@@ -227,9 +228,9 @@ static cJSON *parse_json(const char *line, size_t len, const char **why)
 }
 
 /* A query parameter name as it stands in a target: printable, no blank, none of "&=?#". */
-static bool is_query_name(const char *s)
+bool sbx_cassette_query_name_ok(const char *s)
 {
-	if (s[0] == '\0')
+	if (s[0] == '\0' || strlen(s) > SBX_CASSETTE_QUERY_NAME_MAX)
 		return false;
 	for (; *s != '\0'; s++) {
 		if ((unsigned char)*s <= 0x20 || (unsigned char)*s >= 0x7f || strchr("&=?#", *s) != NULL)
@@ -259,14 +260,20 @@ static const char *header_fields(const cJSON *o, sbx_cassette *cas, char *buf, s
 	const cJSON *rq = cJSON_GetObjectItemCaseSensitive(o, "redacted_query");
 	if (!cJSON_IsArray(rq))
 		return "\"redacted_query\" is not an array of names";
+	if (cJSON_GetArraySize(rq) > (int)SBX_CASSETTE_REDACT_MAX) {
+		snprintf(buf, cap, "\"redacted_query\" names %d query parameters (at most %u)", cJSON_GetArraySize(rq),
+			 SBX_CASSETTE_REDACT_MAX);
+		return buf;
+	}
 	size_t n = (size_t)cJSON_GetArraySize(rq), i = 0;
 	cas->redacted_query = calloc(n + 1, sizeof *cas->redacted_query);
 	cas->created = sbx_strdup(v->valuestring);
 	if (cas->redacted_query == NULL || cas->created == NULL)
 		return "out of memory";
 	cJSON_ArrayForEach(v, rq) {
-		if (!cJSON_IsString(v) || !is_query_name(v->valuestring)) {
-			snprintf(buf, cap, "\"redacted_query\"[%zu] is not a query parameter name", i);
+		if (!cJSON_IsString(v) || !sbx_cassette_query_name_ok(v->valuestring)) {
+			snprintf(buf, cap, "\"redacted_query\"[%zu] is not a query parameter name (1-%u bytes of "
+					   "printable ASCII, none of = & # ? or space)", i, SBX_CASSETTE_QUERY_NAME_MAX);
 			return buf;
 		}
 		cas->redacted_query[i] = sbx_strdup(v->valuestring);
@@ -320,8 +327,13 @@ static const char *headers_field(const cJSON *arr, const char *key, bool respons
 		snprintf(buf, cap, "\"%s\" is not an array of [name, value] pairs", key);
 		return buf;
 	}
-	size_t i = 0;
+	size_t i = 0, bytes = 0;
 	const cJSON *p = NULL;
+	if (cJSON_GetArraySize(arr) > (int)SBX_CASSETTE_HEADERS_MAX) {
+		snprintf(buf, cap, "\"%s\" holds %d headers (at most %u)", key, cJSON_GetArraySize(arr),
+			 SBX_CASSETTE_HEADERS_MAX);
+		return buf;
+	}
 	cJSON_ArrayForEach(p, arr) {
 		const cJSON *nm = cJSON_GetArrayItem(p, 0), *val = cJSON_GetArrayItem(p, 1);
 		if (!cJSON_IsArray(p) || cJSON_GetArraySize(p) != 2 || !cJSON_IsString(nm) || !cJSON_IsString(val)) {
@@ -333,6 +345,12 @@ static const char *headers_field(const cJSON *arr, const char *key, bool respons
 			snprintf(buf, cap, "\"%s\"[%zu] (%s): %s", key, i, printable(nm->valuestring, shown, sizeof shown),
 				 is_token(nm->valuestring, 256) ? "a control character in the value"
 								: "not a header name");
+			return buf;
+		}
+		bytes += strlen(nm->valuestring) + strlen(val->valuestring);
+		if (bytes > SBX_CASSETTE_HEADER_BYTES) {
+			snprintf(buf, cap, "\"%s\": over %u bytes of names and values in all (at %zu)", key,
+				 SBX_CASSETTE_HEADER_BYTES, i);
 			return buf;
 		}
 		if (response && in_list(nm->valuestring, hop_by_hop, sizeof hop_by_hop / sizeof hop_by_hop[0])) {
@@ -349,36 +367,88 @@ static const char *headers_field(const cJSON *arr, const char *key, bool respons
 	return NULL;
 }
 
-/* The value of each redacted query parameter of target must be a token. */
-static const char *target_field(const char *t, const sbx_cassette *cas, char *buf, size_t cap)
+/* Calls fn with the offset and length of the value of each query
+ * parameter of t named names[k]: the parameters run from '?' to the end or
+ * a '#' (a fragment is no query), split at '&'; a name without '=' has no
+ * value. The mock's redaction splits a target the same way. */
+static void each_query_value(const char *t, char *const *names, size_t n,
+			     void (*fn)(size_t at, size_t len, size_t k, void *ud), void *ud)
 {
-	size_t len = strlen(t);
-	if (t[0] != '/' || len > SBX_CASSETTE_TARGET_MAX)
-		return "\"target\" is not an origin-form request-target (\"/path?query\")";
-	for (size_t i = 0; i < len; i++) {
-		if ((unsigned char)t[i] <= 0x20 || (unsigned char)t[i] == 0x7f)
-			return "\"target\" holds a space or a control character";
-	}
 	const char *q = strchr(t, '?');
-	while (q != NULL && cas != NULL) {
+	while (q != NULL) {
 		q++;
-		size_t plen = strcspn(q, "&"), nlen = strcspn(q, "=&");
-		for (size_t k = 0; k < cas->nredacted; k++) {
-			if (nlen == plen || strlen(cas->redacted_query[k]) != nlen ||
-			    memcmp(q, cas->redacted_query[k], nlen) != 0)
-				continue;
-			char val[24] = "";
-			if (plen - nlen - 1 < sizeof val)
-				memcpy(val, q + nlen + 1, plen - nlen - 1);
-			if (!is_token_value(val, NULL)) {
-				snprintf(buf, cap, "\"target\": the value of query parameter %s is not a redaction "
-						   "token (redacted-N)", cas->redacted_query[k]);
-				return buf;
+		size_t plen = strcspn(q, "&#"), nlen = strcspn(q, "=&#");
+		for (size_t k = 0; k < n && nlen < plen; k++) {
+			if (strlen(names[k]) == nlen && memcmp(q, names[k], nlen) == 0) {
+				fn((size_t)(q - t) + nlen + 1, plen - nlen - 1, k, ud);
+				break;
 			}
 		}
 		q = q[plen] == '&' ? q + plen : NULL;
 	}
-	return NULL;
+}
+
+typedef struct query_edit {
+	const char *target;
+	char *const *names;
+	const char *bad;   /* the first name whose value is not a token */
+	unsigned long num; /* renumber: the offset; max: the highest token */
+	sbx_strbuf out;
+	size_t copied;     /* bytes of target already in out */
+} query_edit;
+
+static void query_check_fn(size_t at, size_t len, size_t k, void *ud)
+{
+	query_edit *q = ud;
+	char val[24] = "";
+	if (len < sizeof val)
+		memcpy(val, q->target + at, len);
+	if (q->bad == NULL && !is_token_value(val, NULL))
+		q->bad = q->names[k];
+}
+
+static void key_blank_fn(size_t at, size_t len, size_t k, void *ud)
+{
+	query_edit *q = ud;
+	(void)k;
+	sbx_strbuf_append(&q->out, q->target + q->copied, at - q->copied);
+	q->copied = at + len;
+}
+
+char *sbx_cassette_key_target(const char *target, char *const *names, size_t n)
+{
+	query_edit q = {target, names, NULL, 0, SBX_STRBUF_INIT, 0};
+	each_query_value(target, names, n, key_blank_fn, &q);
+	sbx_strbuf_puts(&q.out, target + q.copied);
+	if (q.out.oom) {
+		sbx_strbuf_free(&q.out);
+		return NULL;
+	}
+	return sbx_strbuf_detach(&q.out, NULL);
+}
+
+/* The value of each redacted query parameter of target must be a token. */
+static const char *target_field(const char *t, const sbx_cassette *cas, char *buf, size_t cap)
+{
+	size_t len = strlen(t);
+	if (t[0] != '/' || len > SBX_CASSETTE_TARGET_MAX) {
+		snprintf(buf, cap, "\"target\" is not an origin-form request-target (\"/path?query\") of at most %u "
+				   "bytes", SBX_CASSETTE_TARGET_MAX);
+		return buf;
+	}
+	for (size_t i = 0; i < len; i++) {
+		if ((unsigned char)t[i] <= 0x20 || (unsigned char)t[i] == 0x7f)
+			return "\"target\" holds a space or a control character";
+	}
+	if (cas == NULL)
+		return NULL;
+	query_edit q = {t, cas->redacted_query, NULL, 0, SBX_STRBUF_INIT, 0};
+	each_query_value(t, cas->redacted_query, cas->nredacted, query_check_fn, &q);
+	if (q.bad == NULL)
+		return NULL;
+	snprintf(buf, cap, "\"target\": the value of query parameter %.64s is not a redaction token (redacted-N)",
+		 q.bad);
+	return buf;
 }
 
 /* Fills ex from its object; NULL, or what is wrong. */
@@ -406,8 +476,13 @@ static const char *exchange_fields(sbx_cassette_exchange *ex, const sbx_cassette
 	ex->target = cJSON_GetStringValue(v[4]);
 	if (ex->target == NULL)
 		return "\"target\" is not a string";
-	if ((bad = target_field(ex->target, cas, buf, cap)) != NULL ||
-	    (bad = headers_field(v[5], "request_headers", false, buf, cap)) != NULL)
+	if ((bad = target_field(ex->target, cas, buf, cap)) != NULL)
+		return bad;
+	ex->key_target = sbx_cassette_key_target(ex->target, cas != NULL ? cas->redacted_query : NULL,
+						 cas != NULL ? cas->nredacted : 0);
+	if (ex->key_target == NULL)
+		return "out of memory";
+	if ((bad = headers_field(v[5], "request_headers", false, buf, cap)) != NULL)
 		return bad;
 	ex->has_request_body = !cJSON_IsNull(v[6]);
 	if (ex->has_request_body && (bad = body_field(v[6], "request_body", &ex->request_body, buf, cap)) != NULL)
@@ -416,8 +491,8 @@ static const char *exchange_fields(sbx_cassette_exchange *ex, const sbx_cassette
 		return "\"status\" is not an HTTP status (100..599)";
 	ex->status = (int)v[7]->valuedouble;
 	ex->reason = cJSON_GetStringValue(v[8]);
-	if (ex->reason == NULL || !is_field_text(ex->reason))
-		return "\"reason\" is not a reason phrase";
+	if (ex->reason == NULL || !is_field_text(ex->reason) || strlen(ex->reason) > SBX_CASSETTE_REASON_MAX)
+		return "\"reason\" is not a reason phrase (at most 256 bytes, no control character but tab)";
 	if ((bad = headers_field(v[9], "response_headers", true, buf, cap)) != NULL)
 		return bad;
 	if (!cJSON_IsBool(v[10]))
@@ -431,18 +506,32 @@ static const char *exchange_fields(sbx_cassette_exchange *ex, const sbx_cassette
 	return NULL;
 }
 
+int sbx_cassette_exchange_from_json(cJSON *obj, const char *name, size_t lineno, const sbx_cassette *cas,
+				    sbx_cassette_exchange *ex, sbx_err *err)
+{
+	char buf[240];
+	memset(ex, 0, sizeof *ex);
+	ex->line = lineno;
+	ex->obj = obj;
+	const char *why = cJSON_IsObject(obj) ? exchange_fields(ex, cas, buf, sizeof buf) : "not a JSON object";
+	if (why == NULL)
+		return 0;
+	if (lineno > 0)
+		sbx_err_set(err, "%s:%zu: %s", name, lineno, why);
+	else
+		sbx_err_set(err, "%s: %s", name, why);
+	return -1;
+}
+
 int sbx_cassette_parse_exchange(const char *line, size_t len, const char *name, size_t lineno,
 				const sbx_cassette *cas, sbx_cassette_exchange *ex, sbx_err *err)
 {
 	const char *why = NULL;
-	char buf[240];
+	cJSON *o = parse_json(line, len, &why);
+	if (o != NULL)
+		return sbx_cassette_exchange_from_json(o, name, lineno, cas, ex, err);
 	memset(ex, 0, sizeof *ex);
 	ex->line = lineno;
-	ex->obj = parse_json(line, len, &why);
-	if (ex->obj != NULL)
-		why = exchange_fields(ex, cas, buf, sizeof buf);
-	if (why == NULL)
-		return 0;
 	sbx_err_set(err, "%s:%zu: %s", name, lineno, why);
 	return -1;
 }
@@ -471,7 +560,8 @@ static int cmp_key(const sbx_cassette_exchange *a, const sbx_cassette_exchange *
 	if (c == 0)
 		c = (a->port > b->port) - (a->port < b->port);
 	if (c == 0)
-		c = cmp_str(a->target, b->target);
+		c = cmp_str(a->key_target != NULL ? a->key_target : a->target,
+			    b->key_target != NULL ? b->key_target : b->target);
 	if (c == 0)
 		c = cmp_str(a->method, b->method);
 	return c != 0 ? c : cmp_body(a, b);
@@ -596,7 +686,10 @@ static bool take_exchange(const char *line, size_t n, size_t lineno, const char 
 		add_problemf(probs, "%s:%zu: more than %u exchanges", name, lineno, SBX_CASSETTE_MAX_EXCHANGES);
 		return false;
 	}
-	sbx_cassette_exchange *g = realloc(cas->ex, (cas->nex + 1) * sizeof *g);
+	/* the array doubles (at 16, 32, 64...): one realloc a line copied the
+	 * whole array each time, minutes for 65,536 lines under ASan */
+	bool full = cas->nex == 0 || (cas->nex >= 16 && (cas->nex & (cas->nex - 1)) == 0);
+	sbx_cassette_exchange *g = full ? realloc(cas->ex, (cas->nex < 16 ? 16 : 2 * cas->nex) * sizeof *g) : cas->ex;
 	if (g == NULL) {
 		sbx_cassette_exchange_free(&ex);
 		(*bad)++;
@@ -612,7 +705,7 @@ static bool take_exchange(const char *line, size_t n, size_t lineno, const char 
 	} else if (c > 0) {
 		(*bad)++;
 		add_problemf(probs, "%s:%zu: out of order after line %zu (lines are sorted by scheme, host, port, "
-				    "target, method, n)", name, lineno, prev->line);
+				    "target with redacted query values blanked, method, request body's hash, then n)", name, lineno, prev->line);
 	}
 	cas->ex[cas->nex++] = ex;
 	return true;
@@ -682,48 +775,27 @@ static int max_token_fn(cJSON *item, void *ud)
 	return 0;
 }
 
-/* The token values in the target's redacted query parameters: calls fn
- * with the offset of each value (after "name=") and its length. */
-static void each_query_token(const char *t, const sbx_cassette *cas, void (*fn)(size_t at, size_t len, void *ud),
-			     void *ud)
+static void query_max_fn(size_t at, size_t len, size_t k, void *ud)
 {
-	const char *q = strchr(t, '?');
-	while (q != NULL) {
-		q++;
-		size_t plen = strcspn(q, "&"), nlen = strcspn(q, "=&");
-		for (size_t k = 0; k < cas->nredacted && nlen < plen; k++) {
-			if (strlen(cas->redacted_query[k]) == nlen && memcmp(q, cas->redacted_query[k], nlen) == 0)
-				fn((size_t)(q - t) + nlen + 1, plen - nlen - 1, ud);
-		}
-		q = q[plen] == '&' ? q + plen : NULL;
-	}
-}
-
-typedef struct query_max {
-	const char *target;
-	unsigned long max;
-} query_max;
-
-static void query_max_fn(size_t at, size_t len, void *ud)
-{
-	query_max *m = ud;
+	query_edit *q = ud;
 	char val[24] = "";
 	unsigned long n = 0;
+	(void)k;
 	if (len < sizeof val)
-		memcpy(val, m->target + at, len);
-	if (is_token_value(val, &n) && n > m->max)
-		m->max = n;
+		memcpy(val, q->target + at, len);
+	if (is_token_value(val, &n) && n > q->num)
+		q->num = n;
 }
 
 unsigned long sbx_cassette_max_token(const sbx_cassette *cas)
 {
 	unsigned long max = 0;
 	for (size_t i = 0; i < cas->nex; i++) {
-		query_max m = {cas->ex[i].target, 0};
+		query_edit q = {cas->ex[i].target, cas->redacted_query, NULL, 0, SBX_STRBUF_INIT, 0};
 		each_token(&cas->ex[i], max_token_fn, &max);
-		each_query_token(cas->ex[i].target, cas, query_max_fn, &m);
-		if (m.max > max)
-			max = m.max;
+		each_query_value(cas->ex[i].target, cas->redacted_query, cas->nredacted, query_max_fn, &q);
+		if (q.num > max)
+			max = q.num;
 	}
 	return max;
 }
@@ -737,40 +809,34 @@ static int renumber_fn(cJSON *item, void *ud)
 	return cJSON_SetValuestring(item, buf) == NULL ? -1 : 0;
 }
 
-typedef struct query_renumber {
-	const char *target;
-	unsigned long offset;
-	sbx_strbuf out;
-	size_t copied; /* bytes of target already in out */
-} query_renumber;
-
-static void query_renumber_fn(size_t at, size_t len, void *ud)
+static void query_renumber_fn(size_t at, size_t len, size_t k, void *ud)
 {
-	query_renumber *r = ud;
+	query_edit *q = ud;
 	char val[24] = "";
 	unsigned long n = 0;
+	(void)k;
 	if (len < sizeof val)
-		memcpy(val, r->target + at, len);
+		memcpy(val, q->target + at, len);
 	if (!is_token_value(val, &n))
 		return;
-	sbx_strbuf_append(&r->out, r->target + r->copied, at - r->copied);
-	sbx_strbuf_printf(&r->out, "redacted-%lu", n + r->offset);
-	r->copied = at + len;
+	sbx_strbuf_append(&q->out, q->target + q->copied, at - q->copied);
+	sbx_strbuf_printf(&q->out, "redacted-%lu", n + q->num);
+	q->copied = at + len;
 }
 
 int sbx_cassette_renumber(sbx_cassette_exchange *ex, const sbx_cassette *cas, unsigned long offset)
 {
 	if (each_token(ex, renumber_fn, &offset) != 0)
 		return -1;
-	query_renumber r = {ex->target, offset, SBX_STRBUF_INIT, 0};
-	each_query_token(ex->target, cas, query_renumber_fn, &r);
-	if (r.copied == 0)
+	query_edit q = {ex->target, cas->redacted_query, NULL, offset, SBX_STRBUF_INIT, 0};
+	each_query_value(ex->target, cas->redacted_query, cas->nredacted, query_renumber_fn, &q);
+	if (q.copied == 0)
 		return 0;
-	sbx_strbuf_puts(&r.out, ex->target + r.copied);
+	sbx_strbuf_puts(&q.out, ex->target + q.copied);
 	cJSON *t = cJSON_GetObjectItemCaseSensitive(ex->obj, "target");
-	int rc = r.out.oom || cJSON_SetValuestring(t, sbx_strbuf_str(&r.out)) == NULL ? -1 : 0;
+	int rc = q.out.oom || cJSON_SetValuestring(t, sbx_strbuf_str(&q.out)) == NULL ? -1 : 0;
 	ex->target = t->valuestring;
-	sbx_strbuf_free(&r.out);
+	sbx_strbuf_free(&q.out);
 	return rc;
 }
 

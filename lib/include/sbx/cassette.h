@@ -25,14 +25,26 @@
 #define SBX_CASSETTE_VERSION 1
 #define SBX_CASSETTE_FILE "cassette.jsonl"
 #define SBX_CASSETTE_BODIES "bodies"
-/* Limits (mock-api/LIMITS.md, "Cassettes"): a line longer than this is
- * refused before it is parsed, and so is a cassette of more exchanges. */
+/* Limits: one set for every reader (sbxctl's verbs and sbx-mock's
+ * --internet-replay/--internet-record read through this module), written
+ * once in mock-api/LIMITS.md ("Cassettes"). The mock holds a cassette's
+ * exchanges in memory while it serves and scans them per request, and a
+ * guest's request-target is read into a buffer of TARGET_MAX: a cassette
+ * past these could be checked here but never replayed, so it is refused
+ * here too. A line or a file longer than its bound is refused before it is
+ * parsed. */
 #define SBX_CASSETTE_LINE_MAX (1024u * 1024u)
-#define SBX_CASSETTE_MAX_EXCHANGES 1000000u
+#define SBX_CASSETTE_MAX_EXCHANGES 65536u
 #define SBX_CASSETTE_FILE_MAX (1024u * 1024u * 1024u)
-#define SBX_CASSETTE_TARGET_MAX 16384u
+#define SBX_CASSETTE_TARGET_MAX 8192u
 #define SBX_CASSETTE_HOST_MAX 253u
-#define SBX_CASSETTE_METHOD_MAX 32u
+#define SBX_CASSETTE_METHOD_MAX 31u
+#define SBX_CASSETTE_REASON_MAX 256u
+#define SBX_CASSETTE_HEADERS_MAX 128u           /* [name, value] pairs of one request or answer */
+#define SBX_CASSETTE_HEADER_BYTES 65536u        /* their names and values together */
+#define SBX_CASSETTE_REDACT_MAX 32u             /* redacted query names in the header */
+#define SBX_CASSETTE_QUERY_NAME_MAX 255u        /* one such name */
+#define SBX_CASSETTE_FRACTION_MAX 9u            /* digits of a fraction of a second in "created" */
 /* 2^53: the largest integer a JSON number holds exactly. */
 #define SBX_CASSETTE_SIZE_MAX 9007199254740992.0
 /* How many problems a load collects before it stops reading. */
@@ -48,6 +60,11 @@ typedef struct sbx_cassette_exchange {
 	size_t line;         /* 1-based line of the file it was read from (0: made here) */
 	/* The fields below point into obj (valid while obj lives). */
 	const char *scheme, *host, *method, *target, *reason;
+	/* owned: target with the values of the header's redacted query names
+	 * blanked ("?token=&x=1"): the request key's target, what replay
+	 * matches and the order sorts by (one request recorded twice with two
+	 * secrets is one key, n=1 and n=2). */
+	char *key_target;
 	int port, status;
 	unsigned long n;
 	bool chunked;
@@ -87,6 +104,20 @@ int sbx_cassette_parse_header(const char *line, size_t len, const char *name, sb
 int sbx_cassette_parse_exchange(const char *line, size_t len, const char *name, size_t lineno,
 				const sbx_cassette *cas, sbx_cassette_exchange *ex, sbx_err *err);
 void sbx_cassette_exchange_free(sbx_cassette_exchange *ex);
+/* The same checks on an exchange already a JSON object (a writer's, such
+ * as the mock's recorder): *ex takes obj whatever the result (free it with
+ * sbx_cassette_exchange_free). lineno 0: a line not in a file, *err "NAME:
+ * what". */
+int sbx_cassette_exchange_from_json(cJSON *obj, const char *name, size_t lineno, const sbx_cassette *cas,
+				    sbx_cassette_exchange *ex, sbx_err *err);
+/* Whether s may be a redacted query name (the header's, or one for the
+ * mock's --internet-redact-query): 1 to SBX_CASSETTE_QUERY_NAME_MAX bytes
+ * of printable ASCII, no space, none of "&=?#". */
+bool sbx_cassette_query_name_ok(const char *s);
+/* target with the values of the query parameters names[0..n) blanked
+ * (the parameters between '?' and the end or a '#'): malloc'd, NULL when
+ * out of memory. */
+char *sbx_cassette_key_target(const char *target, char *const *names, size_t n);
 
 /* Parses a whole cassette.jsonl text: the header, every exchange, the order
  * of the lines, repeated keys and the n sequence of each key. Every problem
@@ -102,8 +133,8 @@ int sbx_cassette_load(const char *dir, int what, sbx_cassette *cas, sbx_cassette
 		      size_t *orphans);
 void sbx_cassette_free(sbx_cassette *cas);
 
-/* Orders two exchanges as the file does: scheme, host, port, target, method,
- * n, then the request body's hash (none first). */
+/* Orders two exchanges as the file does: by the request key (scheme, host,
+ * port, key_target, method, the request body's hash, none first), then n. */
 int sbx_cassette_compare(const sbx_cassette_exchange *a, const sbx_cassette_exchange *b);
 /* Whether two exchanges have the same request key and n. */
 bool sbx_cassette_same_key(const sbx_cassette_exchange *a, const sbx_cassette_exchange *b);

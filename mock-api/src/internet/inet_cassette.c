@@ -1,7 +1,9 @@
 /* inet_cassette: see inet_cassette.h. The format is the cassette spec's
- * (INTERNET.md, "Record and replay the guests' internet"): keys in its
- * order, compact as cJSON prints them, lines sorted so two recordings of
- * one workload diff line by line. */
+ * (INTERNET.md, "Record and replay the guests' internet"), written by
+ * libsbx's writer (sbx_cassette_text/sbx_cassette_write: keys in the spec's
+ * order, compact as cJSON prints them, lines sorted by the request key then
+ * n) after each exchange passed libsbx's line check: the mock writes
+ * nothing that sbxctl or its own loader would refuse. */
 #define _GNU_SOURCE
 #include "internet/inet_cassette.h"
 #include "internet/inet_cassette_internal.h"
@@ -147,6 +149,8 @@ char *mock_cassette_redact_locked(mock_cassette *c, const char *target, bool bla
 	size_t cap = strlen(target) + 1, len;
 	char *out;
 
+	if (blank) /* the request key's target: libsbx's, as the reader keys lines */
+		return sbx_cassette_key_target(target, c->redact, c->nredact);
 	if (q == NULL || c->nredact == 0)
 		return strdup(target);
 	cap += (size_t)(strlen(q) + 1) * 24; /* each parameter may grow to a token */
@@ -168,7 +172,7 @@ char *mock_cassette_redact_locked(mock_cassette *c, const char *target, bool bla
 			char value[MOCK_CASSETTE_TARGET_MAX + 1], *tok;
 
 			snprintf(value, sizeof(value), "%.*s", (int)(plen - nlen - 1), p + nlen + 1);
-			tok = blank ? strdup("") : token_for(c, value);
+			tok = token_for(c, value);
 			if (tok == NULL) {
 				free(out);
 				return NULL;
@@ -217,19 +221,6 @@ static int redact_headers(mock_cassette *c, mock_cassette_hdr *h, size_t n)
 		h[i].value = tok;
 	}
 	return 0;
-}
-
-/* The highest "redacted-N" in s, so a recording added to an existing
- * cassette gives new secrets new numbers. */
-unsigned mock_cassette_max_token(const char *s, unsigned max)
-{
-	for (const char *p = strstr(s, "redacted-"); p != NULL; p = strstr(p + 1, "redacted-")) {
-		unsigned long v = strtoul(p + 9, NULL, 10);
-
-		if (v >= max && v < 1000000000UL)
-			max = (unsigned)v + 1;
-	}
-	return max;
 }
 
 /* ---- keys ---- */
@@ -366,128 +357,161 @@ const char *mock_cassette_name(const mock_cassette *c)
 
 /* ---- writing ---- */
 
-static cJSON *hdrs_json(const mock_cassette_hdr *h, size_t n)
+/* The [name, value] pairs into array a (made in place: nothing is left
+ * unowned when memory runs out; the check then names what is missing). */
+static void hdrs_into(cJSON *a, const mock_cassette_hdr *h, size_t n)
 {
-	cJSON *a = cJSON_CreateArray();
-
 	for (size_t i = 0; a != NULL && i < n; i++) {
-		cJSON *p = cJSON_CreateArray();
+		cJSON *p = cJSON_CreateArray(), *nm = cJSON_CreateString(h[i].name), *v = cJSON_CreateString(h[i].value);
 
-		cJSON_AddItemToArray(p, cJSON_CreateString(h[i].name));
-		cJSON_AddItemToArray(p, cJSON_CreateString(h[i].value));
-		cJSON_AddItemToArray(a, p);
+		if (p == NULL || nm == NULL || v == NULL || !cJSON_AddItemToArray(a, p)) {
+			cJSON_Delete(p);
+			cJSON_Delete(nm);
+			cJSON_Delete(v);
+			return;
+		}
+		cJSON_AddItemToArray(p, nm);
+		cJSON_AddItemToArray(p, v);
 	}
-	return a;
 }
 
-static cJSON *body_json(const char *sha, long long size)
+static void body_into(cJSON *o, const char *sha, long long size)
 {
-	cJSON *o = cJSON_CreateObject();
-
 	cJSON_AddStringToObject(o, "sha256", sha);
 	cJSON_AddNumberToObject(o, "size", (double)size);
-	return o;
 }
 
-/* One exchange's line, keys in the spec's order (malloc'd, no "\n"). */
-static char *ex_line(const mock_cassette_ex *e)
+/* One exchange as the JSON object of its line, keys in the spec's order. */
+static cJSON *ex_json(const mock_cassette_ex *e)
 {
 	cJSON *o = cJSON_CreateObject();
-	char *s;
 
+	if (o == NULL)
+		return NULL;
 	cJSON_AddStringToObject(o, "scheme", e->scheme);
 	cJSON_AddStringToObject(o, "host", e->host);
 	cJSON_AddNumberToObject(o, "port", e->port);
 	cJSON_AddStringToObject(o, "method", e->method);
 	cJSON_AddStringToObject(o, "target", e->target);
-	cJSON_AddItemToObject(o, "request_headers", hdrs_json(e->req_headers, e->nreq_headers));
-	cJSON_AddItemToObject(o, "request_body", e->req_sha[0] != '\0' ? body_json(e->req_sha, e->req_size)
-								       : cJSON_CreateNull());
+	hdrs_into(cJSON_AddArrayToObject(o, "request_headers"), e->req_headers, e->nreq_headers);
+	if (e->req_sha[0] != '\0')
+		body_into(cJSON_AddObjectToObject(o, "request_body"), e->req_sha, e->req_size);
+	else
+		cJSON_AddNullToObject(o, "request_body");
 	cJSON_AddNumberToObject(o, "status", e->status);
 	cJSON_AddStringToObject(o, "reason", e->reason);
-	cJSON_AddItemToObject(o, "response_headers", hdrs_json(e->resp_headers, e->nresp_headers));
+	hdrs_into(cJSON_AddArrayToObject(o, "response_headers"), e->resp_headers, e->nresp_headers);
 	cJSON_AddBoolToObject(o, "chunked", e->chunked);
-	cJSON_AddItemToObject(o, "body", body_json(e->body_sha, e->body_size));
+	body_into(cJSON_AddObjectToObject(o, "body"), e->body_sha, e->body_size);
 	cJSON_AddNumberToObject(o, "n", e->n);
-	s = cJSON_PrintUnformatted(o);
-	cJSON_Delete(o);
-	return s;
+	return o;
 }
 
-static char *header_line(const mock_cassette *c)
+/* cas's header borrowed from c (release with sbx_release, never
+ * sbx_cassette_free). */
+static void sbx_header(mock_cassette *c, sbx_cassette *cas)
 {
-	cJSON *o = cJSON_CreateObject(), *a = cJSON_CreateArray();
-	char *s;
-
-	cJSON_AddNumberToObject(o, "sbx_cassette", MOCK_CASSETTE_VERSION);
-	cJSON_AddStringToObject(o, "created", c->created);
-	for (size_t i = 0; i < c->nredact; i++)
-		cJSON_AddItemToArray(a, cJSON_CreateString(c->redact[i]));
-	cJSON_AddItemToObject(o, "redacted_query", a);
-	s = cJSON_PrintUnformatted(o);
-	cJSON_Delete(o);
-	return s;
+	memset(cas, 0, sizeof(*cas));
+	cas->created = c->created;
+	cas->redacted_query = c->redact;
+	cas->nredacted = c->nredact;
 }
 
-/* The spec's line order: scheme, host, port, target, method, n. */
-static int ex_cmp(const void *a, const void *b)
+static void sbx_release(sbx_cassette *cas)
 {
-	const mock_cassette_ex *x = *(mock_cassette_ex *const *)a, *y = *(mock_cassette_ex *const *)b;
-	int r = strcmp(x->scheme, y->scheme);
-
-	if (r == 0)
-		r = strcmp(x->host, y->host);
-	if (r == 0 && x->port != y->port)
-		r = x->port < y->port ? -1 : 1;
-	if (r == 0)
-		r = strcmp(x->target, y->target);
-	if (r == 0)
-		r = strcmp(x->method, y->method);
-	if (r == 0)
-		r = strcmp(x->req_sha, y->req_sha);
-	if (r == 0 && x->n != y->n)
-		r = x->n < y->n ? -1 : 1;
-	return r;
+	for (size_t i = 0; i < cas->nex; i++)
+		sbx_cassette_exchange_free(&cas->ex[i]);
+	free(cas->ex);
+	memset(cas, 0, sizeof(*cas));
 }
 
-/* Caller holds the lock. */
-static char *text_locked(mock_cassette *c)
+/* e through libsbx's line check into *x: 0, or -1 with err naming the
+ * request and what is wrong. */
+static int ex_checked(mock_cassette *c, const sbx_cassette *cas, const mock_cassette_ex *e,
+		      sbx_cassette_exchange *x, sbx_err *err)
 {
-	mock_cassette_ex **order = calloc(c->nex > 0 ? c->nex : 1, sizeof(*order));
-	char *head = header_line(c), *out = NULL;
-	size_t len = 0;
-	FILE *f;
+	char what[640];
+	cJSON *o;
 
-	if (order == NULL || head == NULL || (f = open_memstream(&out, &len)) == NULL) {
-		free(order);
-		free(head);
+	snprintf(what, sizeof(what), "cassette %.100s: %.32s %.8s://%.253s:%u%.160s", c->name, e->method, e->scheme, e->host,
+		 e->port, e->target);
+	o = ex_json(e);
+	if (o == NULL) {
+		memset(x, 0, sizeof(*x));
+		sbx_err_set(err, "%s: out of memory", what);
+		return -1;
+	}
+	return sbx_cassette_exchange_from_json(o, what, 0, cas, x, err);
+}
+
+/* c as libsbx's cassette, each exchange checked. Caller holds the lock. */
+static int as_sbx_locked(mock_cassette *c, sbx_cassette *cas, sbx_err *err)
+{
+	sbx_header(c, cas);
+	cas->ex = calloc(c->nex > 0 ? c->nex : 1, sizeof(*cas->ex));
+	if (cas->ex == NULL)
+		return sbx_err_set(err, "cassette %s: out of memory", c->name), -1;
+	for (size_t i = 0; i < c->nex; i++) {
+		cas->nex++;
+		if (ex_checked(c, cas, &c->ex[i], &cas->ex[i], err) != 0) {
+			sbx_release(cas);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* The whole file, as libsbx writes it. Caller holds the lock. */
+static char *text_locked(mock_cassette *c, sbx_err *err)
+{
+	sbx_cassette cas;
+	sbx_strbuf sb = SBX_STRBUF_INIT;
+
+	if (as_sbx_locked(c, &cas, err) != 0)
+		return NULL;
+	if (sbx_cassette_text(&cas, &sb) != 0) {
+		sbx_err_set(err, "cassette %s: out of memory", c->name);
+		sbx_strbuf_free(&sb);
+		sbx_release(&cas);
 		return NULL;
 	}
-	for (size_t i = 0; i < c->nex; i++)
-		order[i] = &c->ex[i];
-	qsort(order, c->nex, sizeof(*order), ex_cmp);
-	fprintf(f, "%s\n", head);
-	for (size_t i = 0; i < c->nex; i++) {
-		char *l = ex_line(order[i]);
-
-		if (l != NULL)
-			fprintf(f, "%s\n", l);
-		free(l);
-	}
-	fclose(f);
-	free(order);
-	free(head);
-	return out;
+	sbx_release(&cas);
+	return sbx_strbuf_detach(&sb, NULL);
 }
 
 char *mock_cassette_text(mock_cassette *c)
 {
+	sbx_err err = {{0}};
 	char *t;
 
 	pthread_mutex_lock(&c->lock);
-	t = text_locked(c);
+	t = text_locked(c, &err);
 	pthread_mutex_unlock(&c->lock);
 	return t;
+}
+
+int mock_cassette_check(mock_cassette *c, sbx_err *err)
+{
+	sbx_cassette cas;
+	sbx_cassette_problems probs = {SBX_STRBUF_INIT, 0, false};
+	char *t;
+	int rc = -1;
+
+	pthread_mutex_lock(&c->lock);
+	t = text_locked(c, err);
+	pthread_mutex_unlock(&c->lock);
+	if (t == NULL)
+		return -1;
+	if (sbx_cassette_parse_text(t, strlen(t), SBX_CASSETTE_FILE, &cas, &probs) == 0)
+		rc = 0;
+	else
+		sbx_err_set(err, "cassette %s: with the redacted query names %s: %.*s", c->name,
+			    "--internet-redact-query adds", (int)strcspn(sbx_strbuf_str(&probs.text), "\n"),
+			    sbx_strbuf_str(&probs.text));
+	sbx_cassette_free(&cas);
+	sbx_cassette_problems_free(&probs);
+	free(t);
+	return rc;
 }
 
 /* The bodies written since the last write reach the disk before a line
@@ -505,8 +529,8 @@ static int sync_dir(const char *dir)
 
 static int write_locked(mock_cassette *c, sbx_err *err)
 {
-	char tmp[4096], path[4096], *text;
-	int fd, ok;
+	sbx_cassette cas;
+	int rc;
 
 	if (c->dir == NULL)
 		return 0;
@@ -514,27 +538,14 @@ static int write_locked(mock_cassette *c, sbx_err *err)
 		sbx_err_set(err, "cassette %s: syncing %s: %s", c->name, c->dir, strerror(errno));
 		return -1;
 	}
-	text = text_locked(c);
-	snprintf(path, sizeof(path), "%s/cassette.jsonl", c->dir);
-	snprintf(tmp, sizeof(tmp), "%s/.cassette.jsonl.tmp", c->dir);
-	fd = text != NULL ? open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : -1;
-	ok = fd >= 0;
-	for (size_t at = 0, len = ok ? strlen(text) : 0; ok && at < len;) {
-		ssize_t w = write(fd, text + at, len - at);
-
-		ok = w > 0;
-		at += ok ? (size_t)w : 0;
-	}
-	ok = ok && fsync(fd) == 0;
-	if (fd >= 0)
-		ok = close(fd) == 0 && ok;
-	if (!ok || rename(tmp, path) != 0) {
-		sbx_err_set(err, "cassette %s: writing %s: %s", c->name, path, strerror(errno));
-		unlink(tmp);
-		free(text);
+	if (as_sbx_locked(c, &cas, err) != 0)
+		return -1;
+	rc = sbx_cassette_write(c->dir, &cas, err);
+	sbx_release(&cas);
+	if (rc != 0) {
+		sbx_err_prefix(err, "cassette %s", c->name);
 		return -1;
 	}
-	free(text);
 	c->unwritten = 0;
 	c->written_ms = mono_ms();
 	return 0;
@@ -618,6 +629,24 @@ int mock_cassette_grow(mock_cassette *c)
 	return 0;
 }
 
+/* Whether e's line passes libsbx's check (an origin's status 600, a
+ * header name with a space, a control character in a value): one that
+ * does not is not recorded, or the written file would be refused. Caller
+ * holds the lock. 0, or -1 with err. */
+static int line_ok(mock_cassette *c, const mock_cassette_ex *e, sbx_err *err)
+{
+	sbx_cassette cas;
+	sbx_cassette_exchange x;
+	int rc;
+
+	sbx_header(c, &cas);
+	rc = ex_checked(c, &cas, e, &x, err);
+	sbx_cassette_exchange_free(&x);
+	if (rc != 0)
+		sbx_err_prefix(err, "not recorded");
+	return rc;
+}
+
 int mock_cassette_add(mock_cassette *c, const mock_cassette_ex *e, sbx_err *err)
 {
 	mock_cassette_ex x = *e;
@@ -644,6 +673,8 @@ int mock_cassette_add(mock_cassette *c, const mock_cassette_ex *e, sbx_err *err)
 		goto out;
 	}
 	x.n = next_n(c, &x);
+	if (line_ok(c, &x, err) != 0)
+		goto out;
 	c->ex[c->nex++] = x;
 	memset(&x, 0, sizeof(x));
 	c->unwritten++;

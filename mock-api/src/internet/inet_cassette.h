@@ -15,17 +15,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sbx/cassette.h"
 #include "sbx/err.h"
 
-/* Limits (LIMITS.md): a load or an add past one is refused naming it. */
-#define MOCK_CASSETTE_VERSION 1
-#define MOCK_CASSETTE_EXCHANGES_MAX 65536
-#define MOCK_CASSETTE_LINE_MAX (1024 * 1024)   /* one line of cassette.jsonl */
-#define MOCK_CASSETTE_HEADERS_MAX 128          /* headers of one request or answer */
-#define MOCK_CASSETTE_HEADER_BYTES 65536       /* their names and values together */
-#define MOCK_CASSETTE_TARGET_MAX 8192          /* a request-target */
+/* Limits (LIMITS.md, "Cassettes"): libsbx's, the one set every reader of
+ * the format uses (sbx/cassette.h); a load or an add past one is refused
+ * naming it. The mock's own: */
+#define MOCK_CASSETTE_EXCHANGES_MAX ((int)SBX_CASSETTE_MAX_EXCHANGES)
+#define MOCK_CASSETTE_HEADERS_MAX ((int)SBX_CASSETTE_HEADERS_MAX)
+#define MOCK_CASSETTE_HEADER_BYTES ((int)SBX_CASSETTE_HEADER_BYTES)
+#define MOCK_CASSETTE_TARGET_MAX ((int)SBX_CASSETTE_TARGET_MAX)
+#define MOCK_CASSETTE_REDACT_MAX ((int)SBX_CASSETTE_REDACT_MAX)
 #define MOCK_CASSETTE_REQ_BODY_MAX (8 * 1024 * 1024) /* a request body (held while it is sent) */
-#define MOCK_CASSETTE_REDACT_MAX 32            /* --internet-redact-query names */
 #define MOCK_CASSETTE_WRITE_EVERY 100          /* exchanges added between periodic writes */
 #define MOCK_CASSETTE_WRITE_MS 5000            /* ... or this long, whichever first */
 

@@ -12,7 +12,7 @@ struct mock_cassette {
 	pthread_mutex_t lock;
 	char *dir;                /* NULL: parsed from text alone */
 	char name[256];
-	char created[32];
+	char created[40];         /* RFC 3339, SBX_CASSETTE_FRACTION_MAX digits at most */
 	char *redact[MOCK_CASSETTE_REDACT_MAX];
 	size_t nredact;
 	mock_cassette_ex *ex;
@@ -28,11 +28,10 @@ bool mock_cassette_in_list(const char *const *list, size_t n, const char *name);
 bool mock_cassette_hex64(const char *s);
 /* Caller holds the lock (tokens may be made). malloc'd. */
 char *mock_cassette_redact_locked(mock_cassette *c, const char *target, bool blank);
-/* bodies/ab/<sha> exists with that hash and size (-1: any): 0, or -1
- * with err naming the file. */
-int mock_cassette_body_check(const mock_cassette *c, const char *sha, long long size, sbx_err *err);
-/* The next token number past every "redacted-N" in s (at least max). */
-unsigned mock_cassette_max_token(const char *s, unsigned max);
+/* The exchanges written and read back by libsbx's reader (the one that
+ * checks the format): 0, or -1 with err saying what it refused. For a
+ * cassette whose redacted names grew at open. */
+int mock_cassette_check(mock_cassette *c, sbx_err *err);
 /* Room for one more exchange: 0 or -1. */
 int mock_cassette_grow(mock_cassette *c);
 

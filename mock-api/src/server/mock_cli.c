@@ -381,10 +381,10 @@ static int cassette_opt(mock_cli *c, int opt, const char *arg)
 		c->cfg.internet_record_resolve = c->resolve;
 		return 0;
 	default:
-		if (arg[0] == '\0' || strpbrk(arg, "=&#? ") != NULL || strlen(arg) > 255 ||
-		    c->cfg.ninternet_redact_query == MOCK_CASSETTE_REDACT_MAX)
-			return cli_fail(c, "--internet-redact-query \"%.80s\": a query parameter name (1-255 bytes, "
-					   "none of = & # ? or space), at most %d times", arg, MOCK_CASSETTE_REDACT_MAX);
+		if (!sbx_cassette_query_name_ok(arg) || c->cfg.ninternet_redact_query == MOCK_CASSETTE_REDACT_MAX)
+			return cli_fail(c, "--internet-redact-query \"%.80s\": a query parameter name (1-255 bytes of "
+					   "printable ASCII, none of = & # ? or space), at most %d times", arg,
+					MOCK_CASSETTE_REDACT_MAX);
 		c->redact[c->cfg.ninternet_redact_query++] = arg;
 		c->cfg.internet_redact_query = c->redact;
 		return 0;
