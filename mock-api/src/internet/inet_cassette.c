@@ -435,7 +435,7 @@ static int ex_checked(mock_cassette *c, const sbx_cassette *cas, const mock_cass
 
 	snprintf(what, sizeof(what), "cassette %.100s: %.32s %.8s://%.253s:%u%.160s", c->name, e->method, e->scheme, e->host,
 		 e->port, e->target);
-	o = ex_json(e);
+	o = ex_json(e); // NOLINT(clang-analyzer-unix.Malloc): e's strings stay its caller's (mock_cassette_add frees them)
 	if (o == NULL) {
 		memset(x, 0, sizeof(*x));
 		sbx_err_set(err, "%s: out of memory", what);
