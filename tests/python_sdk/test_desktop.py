@@ -858,10 +858,15 @@ class Tools(DesktopCase):
         got = self.computer(sid, "GET", "/clipboard")["text"]
         self.assertEqual(len(got), len(text))
         self.assertEqual(got, text)
-        # over what the mock reads back (1 MiB), set inside the guest
-        call(self.mock, "POST", "/v1/sandboxes/%s/exec" % sid, {"cmd": "sh", "args": ["-c", (
+        # over what the mock reads back (1 MiB), set inside the guest; the
+        # xclip that serves it owns the selection some time after the one
+        # started exits, so the script waits until the guest reads it back
+        r = call(self.mock, "POST", "/v1/sandboxes/%s/exec" % sid, {"cmd": "sh", "args": ["-c", (
             "head -c 1100000 /dev/zero | tr '\\0' a | DISPLAY=:0 xclip -selection clipboard -i "
-            ">/dev/null 2>&1")]})
+            ">/dev/null 2>&1; for i in $(seq 100); do "
+            "[ \"$(DISPLAY=:0 xclip -o -selection clipboard | wc -c)\" = 1100000 ] && exit 0; sleep 0.1; "
+            "done; exit 1")]})
+        self.assertEqual(r["result"]["exit_code"], 0, "the guest's clipboard never held the 1,100,000 bytes: %s" % r)
         e = self.error_of(lambda: self.computer(sid, "GET", "/clipboard"))
         self.assertEqual(e.status, 500, e.body)
         self.assertIn("more than 1048576 bytes", e.body)
