@@ -586,6 +586,11 @@ static int cmp_key_then_n(const void *pa, const void *pb)
 	return c != 0 ? c : (a->n > b->n) - (a->n < b->n);
 }
 
+int sbx_cassette_compare_key(const sbx_cassette_exchange *a, const sbx_cassette_exchange *b)
+{
+	return cmp_key(a, b);
+}
+
 bool sbx_cassette_same_key(const sbx_cassette_exchange *a, const sbx_cassette_exchange *b)
 {
 	return sbx_cassette_compare(a, b) == 0;

@@ -128,22 +128,50 @@ static int unite_exchanges(merge_run *m)
 	return 0;
 }
 
-/* Every kept line read back against the united header: a query name one
- * cassette redacts and the other does not leaves a credential in the merge. */
-static int recheck(merge_run *m)
+/* The request key, n, then the line read: two lines the united names
+ * make one request keep their order in the file. */
+static int cmp_rekeyed(const void *pa, const void *pb)
 {
-	for (size_t i = 0; i < m->out.nex; i++) {
+	const sbx_cassette_exchange *a = pa, *b = pb;
+	int c = sbx_cassette_compare(a, b);
+	return c != 0 ? c : (a->line > b->line) - (a->line < b->line);
+}
+
+/* Each side's lines read again under the united names, before they are
+ * united: a query name one cassette redacts and the other does not leaves
+ * a credential in the merge (refused), and makes requests of the other
+ * that differed only in its value one request, whose answers are then
+ * its n=1, 2, ... in their order (they were each n=1 of their own). */
+static int rekey(merge_run *m, int c)
+{
+	sbx_cassette *cas = &m->cas[c];
+
+	for (size_t i = 0; i < cas->nex; i++) {
 		sbx_cassette_exchange again;
 		sbx_err e = {""};
-		char *s = cJSON_PrintUnformatted(m->out.ex[i].obj);
-		int rc = s != NULL ? sbx_cassette_parse_exchange(s, strlen(s), m->dir[m->from[i]], m->out.ex[i].line,
-								 &m->out, &again, &e) : -1;
+		char *s = cJSON_PrintUnformatted(cas->ex[i].obj);
+		int rc = s != NULL ? sbx_cassette_parse_exchange(s, strlen(s), m->dir[c], cas->ex[i].line, &m->out,
+								 &again, &e) : -1;
 		free(s);
-		sbx_cassette_exchange_free(&again);
-		if (rc != 0)
+		if (rc != 0) {
+			sbx_cassette_exchange_free(&again);
 			return ctl_fail(m->ctx, "%s (after the merge: the other cassette redacts that query parameter; "
 						"prune these lines or record them again with --internet-redact-query)",
 					e.msg[0] != '\0' ? e.msg : "out of memory");
+		}
+		sbx_cassette_exchange_free(&cas->ex[i]);
+		cas->ex[i] = again;
+	}
+	if (cas->nex > 1)
+		qsort(cas->ex, cas->nex, sizeof *cas->ex, cmp_rekeyed);
+	for (size_t i = 0; i < cas->nex; i++) {
+		sbx_cassette_exchange *x = &cas->ex[i];
+		unsigned long n = i > 0 && sbx_cassette_compare_key(&cas->ex[i - 1], x) == 0 ? cas->ex[i - 1].n + 1 : 1;
+
+		if (n != x->n) {
+			x->n = n;
+			cJSON_SetNumberValue(cJSON_GetObjectItemCaseSensitive(x->obj, "n"), (double)n);
+		}
 	}
 	return CTL_EXIT_OK;
 }
@@ -324,13 +352,20 @@ int ctl_cmd_cassette_merge(ctl_ctx *ctx)
 		}
 	}
 	m.json = ctx->json ? cJSON_CreateArray() : NULL;
-	if (unite_names(&m) != 0 || unite_exchanges(&m) != 0) {
+	if (unite_names(&m) != 0) {
 		rc = ctl_fail(ctx, "out of memory");
 		goto out_free;
 	}
-	rc = recheck(&m);
+	rc = rekey(&m, 0);
 	if (rc == CTL_EXIT_OK)
-		rc = build(&m, out);
+		rc = rekey(&m, 1);
+	if (rc != CTL_EXIT_OK)
+		goto out_free;
+	if (unite_exchanges(&m) != 0) {
+		rc = ctl_fail(ctx, "out of memory");
+		goto out_free;
+	}
+	rc = build(&m, out);
 	if (rc == CTL_EXIT_OK)
 		summary(&m, out, offset);
 out_free:

@@ -144,7 +144,8 @@ static const ctl_command commands[] = {
 	{"mock cassette merge", "A B --out DIR", "offline: the union of two cassettes into a new one",
 	 "Where A and B hold the same request with the same n, A's is kept and the\n"
 	 "conflict printed. B's redaction tokens are renumbered above A's; the\n"
-	 "redacted query names are united. Bodies are hard links (copies across\n"
+	 "redacted query names are united (requests they make one are numbered\n"
+	 "n=1, 2, ... again). Bodies are hard links (copies across\n"
 	 "filesystems). DIR is written beside itself and renamed when whole.",
 	 ctl_opts_cassette_merge, 2, 2, ctl_cmd_cassette_merge, CTL_CMD_OFFLINE | CTL_CMD_FOLD},
 	{"mock env", "[--pid PID] [--url URL]", "print export lines for the newest running sbx-mock",

@@ -473,6 +473,48 @@ static void merge_unites_keeps_the_first_and_renumbers_tokens(void **state)
 	ctl_run_free(&r);
 }
 
+/* B does not redact token, so two of its requests differ only in their
+ * token's value; under the merge's names (a redacts token) they are one
+ * request, answered twice: n=1 and n=2, or the merged file is refused by
+ * check (two lines of one request with n=1). */
+static void merge_numbers_again_the_requests_the_union_makes_one(void **state)
+{
+	(void)state;
+	good g;
+	write_good("a", &g);
+	mkdir("b", 0755);
+	char one[65], two[65];
+	put_body("b", "one", 3, one);
+	put_body("b", "two", 3, two);
+	sbx_strbuf sb = SBX_STRBUF_INIT;
+	sbx_strbuf_puts(&sb, "{\"sbx_cassette\":1,\"created\":\"2024-06-01T08:00:00Z\",\"redacted_query\":[\"sig\"]}\n");
+	line(&sb, "https", "npm.test", 443, "GET", "/x?sig=redacted-1&token=redacted-2", "", NULL, 0, 200, "", false,
+	     one, 3, 1);
+	line(&sb, "https", "npm.test", 443, "GET", "/x?sig=redacted-1&token=redacted-9", "", NULL, 0, 200, "", false,
+	     two, 3, 1);
+	write_file("b/" SBX_CASSETTE_FILE, sb.data);
+	sbx_strbuf_free(&sb);
+	ctl_run r = ctl_run_args("mock", "cassette", "check", "b", NULL);
+	assert_int_equal(r.rc, 0); /* two requests to b itself */
+	ctl_run_free(&r);
+	r = ctl_run_args("mock", "cassette", "merge", "a", "b", "--out", "m", NULL);
+	if (r.rc != 0)
+		fail_msg("merge: exit %d, stderr:\n%s", r.rc, r.err);
+	expect_in(r.out, "into m: 7 exchanges, 0 conflicts", "merge");
+	ctl_run_free(&r);
+	char *text = read_text("m/" SBX_CASSETTE_FILE);
+	char want1[200], want2[200];
+	snprintf(want1, sizeof want1, "\"body\":{\"sha256\":\"%s\",\"size\":3},\"n\":1}", one);
+	snprintf(want2, sizeof want2, "\"body\":{\"sha256\":\"%s\",\"size\":3},\"n\":2}", two);
+	expect_in(text, want1, "the first answer, n=1");
+	expect_in(text, want2, "the second answer, n=2");
+	free(text);
+	r = ctl_run_args("mock", "cassette", "check", "m", NULL);
+	if (r.rc != 0)
+		fail_msg("check of the merge: exit %d, stderr:\n%s", r.rc, r.err);
+	ctl_run_free(&r);
+}
+
 static void merge_refuses_a_credential_the_other_cassette_redacts(void **state)
 {
 	(void)state;
@@ -517,6 +559,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(prune_keep_bodies_and_dry_run_change_what_they_say, setup, teardown),
 		cmocka_unit_test_setup_teardown(prune_refuses_a_broken_cassette_and_changes_nothing, setup, teardown),
 		cmocka_unit_test_setup_teardown(merge_unites_keeps_the_first_and_renumbers_tokens, setup, teardown),
+		cmocka_unit_test_setup_teardown(merge_numbers_again_the_requests_the_union_makes_one, setup, teardown),
 		cmocka_unit_test_setup_teardown(merge_refuses_a_credential_the_other_cassette_redacts, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

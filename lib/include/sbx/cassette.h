@@ -138,6 +138,9 @@ void sbx_cassette_free(sbx_cassette *cas);
 int sbx_cassette_compare(const sbx_cassette_exchange *a, const sbx_cassette_exchange *b);
 /* Whether two exchanges have the same request key and n. */
 bool sbx_cassette_same_key(const sbx_cassette_exchange *a, const sbx_cassette_exchange *b);
+/* The request key's order alone (n not compared): 0 when a and b are one
+ * request. */
+int sbx_cassette_compare_key(const sbx_cassette_exchange *a, const sbx_cassette_exchange *b);
 void sbx_cassette_sort(sbx_cassette *cas);
 
 /* cas as cassette.jsonl's text (sorted first; a header without `created`
