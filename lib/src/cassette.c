@@ -780,15 +780,23 @@ static int max_token_fn(cJSON *item, void *ud)
 	return 0;
 }
 
+/* Whether the query value at target[at, at+len) is a redaction token,
+ * its number into *n. */
+static bool query_value_token(const query_edit *q, size_t at, size_t len, unsigned long *n)
+{
+	char val[24] = "";
+	*n = 0;
+	if (len < sizeof val)
+		memcpy(val, q->target + at, len);
+	return is_token_value(val, n);
+}
+
 static void query_max_fn(size_t at, size_t len, size_t k, void *ud)
 {
 	query_edit *q = ud;
-	char val[24] = "";
-	unsigned long n = 0;
+	unsigned long n;
 	(void)k;
-	if (len < sizeof val)
-		memcpy(val, q->target + at, len);
-	if (is_token_value(val, &n) && n > q->num)
+	if (query_value_token(q, at, len, &n) && n > q->num)
 		q->num = n;
 }
 
@@ -817,12 +825,9 @@ static int renumber_fn(cJSON *item, void *ud)
 static void query_renumber_fn(size_t at, size_t len, size_t k, void *ud)
 {
 	query_edit *q = ud;
-	char val[24] = "";
-	unsigned long n = 0;
+	unsigned long n;
 	(void)k;
-	if (len < sizeof val)
-		memcpy(val, q->target + at, len);
-	if (!is_token_value(val, &n))
+	if (!query_value_token(q, at, len, &n))
 		return;
 	sbx_strbuf_append(&q->out, q->target + q->copied, at - q->copied);
 	sbx_strbuf_printf(&q->out, "redacted-%lu", n + q->num);
